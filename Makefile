@@ -1,0 +1,115 @@
+# fp4diag — the one build file. Targets: all check bench bench-gpu regress demo install clean.
+#   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
+#   DEVELOPER=1     strict warnings as errors (CI builds with it)
+#   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
+#   PREFIX=/usr/local  for install
+PREFIX ?= /usr/local
+CUDA ?= auto
+DEVELOPER ?= 0
+SAN ?= 0
+BUILD ?= build
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+
+PKGS := hdf5-serial libcjson openblas
+CC ?= cc
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc -Ikernels \
+          $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -fopenmp -lm
+TEST_LDLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
+TEST_CFLAGS = $(shell pkg-config --cflags cmocka 2>/dev/null)
+
+ifeq ($(DEVELOPER),1)
+CFLAGS += -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+          -Wno-unused-parameter -Wvla
+endif
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+BUILD := $(BUILD)-san
+endif
+
+# --- CUDA detection: one line says what was decided --------------------------------------
+ifeq ($(CUDA),auto)
+  ifneq ($(NVCC),)
+    USE_CUDA := 1
+  else
+    USE_CUDA := 0
+  endif
+else
+  USE_CUDA := $(CUDA)
+endif
+ifeq ($(USE_CUDA),1)
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found)
+  endif
+  CU_SRCS := $(wildcard kernels/*.cu)
+  CU_OBJS := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
+  CFLAGS += -DFP4_HAVE_CUDA -I$(CUDA_HOME)/include
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
+            -lrt -ldl -lpthread -lstdc++
+  CUDA_MSG := CUDA: on ($(NVCC), kernels: $(words $(CU_SRCS)))
+else
+  CU_OBJS :=
+  CUDA_MSG := CUDA: off (CUDA=$(CUDA)$(if $(NVCC),,; nvcc not found))
+endif
+$(info fp4diag build: $(CUDA_MSG))
+
+LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRCS))
+TEST_SRCS := $(wildcard src/tests/test_*.c)
+TEST_BINS := $(patsubst src/tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+HDRS := $(wildcard src/*.h kernels/*.h)
+
+all: fp4diag
+
+fp4diag: $(BUILD)/main.o $(BUILD)/libfp4.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
+
+$(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(HDRS) src/tests/testutil.h | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Isrc/tests $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(TEST_LDLIBS) $(LDLIBS)
+
+$(BUILD):
+	@mkdir -p $@
+
+tests: $(TEST_BINS) fp4diag
+
+# Unit suites (cmocka prints its summary per suite), then the CLI cases.
+check: tests
+	@FP4DIAG=$(CURDIR)/fp4diag BUILD=$(BUILD) sh src/tests/run_all.sh $(TEST_BINS)
+
+demo: fp4diag
+	@sh scripts/demo.sh
+
+bench: fp4diag
+	@python3 scripts/bench_cpu.py
+
+bench-gpu: fp4diag
+	@sh scripts/bench_gpu.sh
+
+regress: fp4diag
+	@sh scripts/regress.sh
+
+install: fp4diag
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 fp4diag $(DESTDIR)$(PREFIX)/bin/fp4diag
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build build-san fp4diag
+
+.PHONY: all tests check demo bench bench-gpu regress install clean

@@ -1,0 +1,26 @@
+#!/bin/sh
+# install-deps.sh — install what fp4diag needs on Debian 12 (as root, or through sudo for a
+# normal user): the C libraries from Debian's packages and the Python packages for the plots.
+# Installs only what is missing; safe to run again.
+set -eu
+cd "$(dirname "$0")/.."
+PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
+librandom123-dev libopenblas-dev python3 python3-pip"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    echo "install-deps: installing Debian packages:$missing" >&2
+    $SUDO apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing >&2
+fi
+# Python packages for scripts/ (plots, benchmark, schema checks), pinned.
+if ! python3 -c 'import numpy, h5py, matplotlib, jsonschema' 2>/dev/null; then
+    echo "install-deps: installing Python packages from scripts/requirements.txt" >&2
+    python3 -m pip install -q -r scripts/requirements.txt >&2 ||
+        python3 -m pip install -q --break-system-packages -r scripts/requirements.txt >&2 ||
+        python3 -m pip install -q --user --break-system-packages -r scripts/requirements.txt >&2
+fi

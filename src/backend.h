@@ -1,0 +1,43 @@
+/* backend.h — one interface for the CPU (OpenMP) and CUDA backends: stream the rows of one
+ * tensor through several configs at once and get their metrics. Commands never see which
+ * backend runs. */
+#ifndef FP4_BACKEND_H
+#define FP4_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "quant.h"
+#include "status.h"
+
+typedef enum fp4_device { FP4_DEVICE_CPU = 0, FP4_DEVICE_CUDA, FP4_DEVICE_AUTO } fp4_device;
+
+typedef struct fp4_backend fp4_backend;
+
+/* Open a backend. threads: OpenMP threads for the CPU (0 = all cores). FP4_DEVICE_CUDA in a
+ * build without CUDA or with no GPU: FP4_ERR_DEVICE with a detail (never a silent fall-back).
+ * FP4_DEVICE_AUTO picks CUDA when a GPU is present, else the CPU. */
+fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out);
+void fp4_backend_close(fp4_backend *be);
+const char *fp4_backend_name(const fp4_backend *be); /* "cpu" or "cuda" */
+
+/* One tensor through ncfg configs. Usage per tensor:
+ *   fp4_analysis_begin(be, cfgs, ncfg, n_rows, row_len, &an);
+ *   if (fp4_analysis_needs_amax(an)) for each slab: fp4_analysis_amax(an, rows, nrows);
+ *   for each slab, in order: fp4_analysis_feed(an, rows, nrows);
+ *   fp4_analysis_end(an, metrics);    metrics[ncfg], finished (fp4_metrics_finish applied)
+ * Slabs are consecutive whole rows, row-major, row stride row_len; with any weight_2d config
+ * every slab but the last holds a multiple of 16 rows. Results do not depend on the slab split
+ * or the thread count (see fp4_quantize_rows). The configs array must outlive the analysis. */
+typedef struct fp4_analysis fp4_analysis;
+fp4_status fp4_analysis_begin(fp4_backend *be, const fp4_qconfig *cfgs, int ncfg,
+                              int64_t n_rows, int64_t row_len, fp4_analysis **out);
+bool fp4_analysis_needs_amax(const fp4_analysis *an);
+fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows);
+fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows);
+fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out);
+/* Free without results (error paths). */
+void fp4_analysis_abort(fp4_analysis *an);
+
+#endif

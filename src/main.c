@@ -1,0 +1,90 @@
+/* main.c — global options, lookup in the command table, status -> exit code (SPEC §9). */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "status.h"
+#include "version.h"
+
+const fp4_command fp4_commands[] = {
+    {"ls", cmd_ls, "list the datasets of an HDF5 file (shape, dtype, chunks, filters, size)",
+     fp4_usage_ls},
+    {"sqnr", cmd_sqnr, "SQNR, NMSE and attenuation of each tensor under 4-bit formats",
+     fp4_usage_sqnr},
+    {"bias", cmd_bias, "shrinkage bias: per-level analytic vs measured bias, alpha, delta",
+     fp4_usage_bias},
+    {"buckets", cmd_buckets, "code histograms and effective bucket ratios B15, B8",
+     fp4_usage_buckets},
+    {"rht", cmd_rht, "each format with and without the Random Hadamard Transform, side by side",
+     fp4_usage_rht},
+    {"grid", cmd_grid, "a format's levels, bin widths and analytic bias (no input file)",
+     fp4_usage_grid},
+    {"gemm", cmd_gemm, "FPROP/DGRAD/WGRAD output SQNR under the UFP4 and E2M1 recipes",
+     fp4_usage_gemm},
+    {"compare", cmd_compare, "compare two reports; exit 1 when a threshold is exceeded",
+     fp4_usage_compare},
+};
+const int fp4_ncommands = (int)(sizeof fp4_commands / sizeof fp4_commands[0]);
+
+static const fp4_command *command_find(const char *name)
+{
+    for (int i = 0; i < fp4_ncommands; i++)
+        if (strcmp(fp4_commands[i].name, name) == 0) return &fp4_commands[i];
+    return NULL;
+}
+
+void fp4_print_usage(const char *name)
+{
+    const fp4_command *c = command_find(name);
+    if (c) fputs(c->usage, stdout);
+}
+
+static void print_help(FILE *out)
+{
+    fprintf(out, "usage: fp4diag [--version] [--help] COMMAND [OPTIONS] [ARGS]\n\n"
+                 "4-bit quantization diagnostics for tensors in HDF5 files.\n\ncommands:\n");
+    for (int i = 0; i < fp4_ncommands; i++)
+        fprintf(out, "  %-9s %s\n", fp4_commands[i].name, fp4_commands[i].summary);
+    fprintf(out, "\n'fp4diag help COMMAND' or 'fp4diag COMMAND --help' for a command's options.\n"
+                 "Exit status: 0 ok, 1 compare threshold failed, 2 usage, 3 input or data error,\n"
+                 "4 device error, 5 internal error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help(stderr);
+        return FP4_ERR_USAGE;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+        print_help(stdout);
+        return FP4_OK;
+    }
+    if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+        printf("%s %s\n", FP4DIAG_NAME, FP4DIAG_VERSION);
+        return FP4_OK;
+    }
+    if (!strcmp(name, "help")) {
+        if (argc < 3) {
+            print_help(stdout);
+            return FP4_OK;
+        }
+        if (!command_find(argv[2])) {
+            fprintf(stderr, "fp4diag: '%s' is not a command; see 'fp4diag --help'\n", argv[2]);
+            return FP4_ERR_USAGE;
+        }
+        fp4_print_usage(argv[2]);
+        return FP4_OK;
+    }
+    const fp4_command *c = command_find(name);
+    if (!c) {
+        fprintf(stderr, "fp4diag: '%s' is not a command; see 'fp4diag --help'\n", name);
+        return FP4_ERR_USAGE;
+    }
+    fp4_error_clear();
+    fp4_status st = c->fn(argc - 1, argv + 1);
+    if (st != FP4_OK && fp4_last_error()[0])
+        fprintf(stderr, "fp4diag %s: %s\n", c->name, fp4_last_error());
+    return (int)st;
+}

@@ -1,0 +1,56 @@
+/* metrics.h — the fp64 accumulators of SPEC §5 for one (tensor, config) pair, their ordered
+ * merge, and the derived metrics (NMSE, SQNR, α, δ, bias, B15, B8). */
+#ifndef FP4_METRICS_H
+#define FP4_METRICS_H
+
+#include <stdint.h>
+
+#include "quant.h"
+
+typedef enum fp4_sqnr_status {
+    FP4_SQNR_OK = 0,
+    FP4_SQNR_ZERO_SIGNAL, /* Σx² = 0: SQNR undefined, reported null with "zero_signal" */
+    FP4_SQNR_EXACT        /* x̂ == x: +∞, reported null with "exact" */
+} fp4_sqnr_status;
+
+typedef struct fp4_metrics {
+    /* raw sums (fp64) over counted elements, in the domain of SPEC §4 */
+    double sum_x2;        /* Σ x²              */
+    double sum_err2;      /* Σ (x̂ − x)²        */
+    double sum_xqx;       /* Σ x̂ x             */
+    double sum_xq2;       /* Σ x̂²              */
+    double signed_err_sum;  /* Σ (ρ(t) − t) over non-amax elements, normalized units */
+    uint64_t signed_err_n;
+    uint64_t level_count[8];     /* elements that rounded to magnitude level i (non-amax) */
+    double level_err_sum[8];     /* Σ (ρ(t) − t) of those elements */
+    uint64_t hist[16];           /* 4-bit code histogram, all counted elements */
+    /* counts */
+    uint64_t elements, padded, zero, nan, inf, saturated, clipped;
+    uint64_t blocks, zero_blocks, scale_underflow_blocks, nonfinite_blocks;
+    float tensor_amax;
+    /* derived by fp4_metrics_finish */
+    double nmse, sqnr_db, alpha, delta, mean_signed_error, bucket_ratio_15, bucket_ratio_8;
+    fp4_sqnr_status sqnr_status;
+} fp4_metrics;
+
+/* Zero every field. */
+void fp4_metrics_init(fp4_metrics *m);
+
+/* dst += src, field by field (counts exact, sums fp64 in this one order). */
+void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src);
+
+/* Compute the derived fields from the raw sums. */
+void fp4_metrics_finish(fp4_metrics *m);
+
+/* Per-level geometry (SPEC §5) of a grid: half-widths left/right, analytic conditional bias
+ * (ℓ − r)/2, in normalized units. Returns the number of levels. */
+typedef struct fp4_level_geom { double q, left, right, analytic_bias; } fp4_level_geom;
+int fp4_level_geometry(fp4_format f, fp4_level_geom geom[8]);
+
+/* SQNR in dB of x̂ against x (fp64 sums): 10 log10(Σx² / Σ(x̂−x)²); status as above. */
+double fp4_sqnr_db(const float *x, const float *xq, int64_t n, fp4_sqnr_status *st);
+
+/* Over K layers with per-layer shrinkage δ_k: Π(1 − δ_k) and exp(−Σ δ_k). */
+void fp4_compound_shrinkage(const double *delta, int k, double *prod, double *expo);
+
+#endif

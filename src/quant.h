@@ -1,0 +1,100 @@
+/* quant.h — one quantization configuration (format, scale mode, block, rounding, RHT) and the
+ * scalar reference quantizer for rows of a tensor (SPEC §2–§4). The CPU backend, the GPU
+ * kernels' parity tests and the gemm command all go through these definitions. */
+#ifndef FP4_QUANT_H
+#define FP4_QUANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "format.h"
+#include "rht.h"
+#include "status.h"
+
+typedef enum fp4_scale_mode {
+    FP4_SCALE_FP32 = 0, /* s_b = amax_b / g_max, fp32 (default; block from --block) */
+    FP4_SCALE_NVFP4,    /* E4M3 block scale under an fp32 tensor scale, block 16 (TE order) */
+    FP4_SCALE_MXFP4,    /* E8M0 power-of-two block scale, block 32 */
+    FP4_SCALE_TENSOR,   /* one scale amax_t / g_max for the whole tensor */
+    FP4_SCALE_COUNT
+} fp4_scale_mode;
+
+typedef enum fp4_rounding { FP4_ROUND_RTNE = 0, FP4_ROUND_SR } fp4_rounding;
+typedef enum fp4_mx_rule { FP4_MX_FLOOR = 0, FP4_MX_RCEIL } fp4_mx_rule;
+
+/* Everything that changes a number. Canonical layout: a tensor is seen as n_rows rows of
+ * row_len elements, blocks (and RHT groups) running along a row; a row is zero-padded to
+ * padded_len = fp4_padded_len(cfg, row_len). */
+typedef struct fp4_qconfig {
+    fp4_format format;
+    fp4_scale_mode scale;
+    int block;               /* elements per block: fp32 any power of two >= 2 (default 16),
+                                nvfp4 16, mxfp4 32; tensor: the RHT/padding granule (16) */
+    fp4_rounding rounding;
+    int sr_bits;             /* 24 (full, default) or 8 (hardware-like) */
+    uint64_t seed;           /* Philox key for SR (SPEC §2) */
+    uint32_t stream;         /* Philox counter word 2: separates tensors and operands */
+    fp4_mx_rule mx_rule;
+    bool weight_2d;          /* nvfp4 only: one scale per 16x16 tile (16 rows x 16 columns) */
+    const fp4_rht_signs *rht; /* NULL: no RHT; else the run's sign vector, size rht->n */
+} fp4_qconfig;
+
+/* Names as reports spell them: "fp32", "nvfp4", "mxfp4", "tensor"; "rtne", "sr";
+ * "floor", "rceil". Parsers return FP4_ERR_USAGE on an unknown name. */
+const char *fp4_scale_name(fp4_scale_mode m);
+const char *fp4_rounding_name(fp4_rounding r);
+const char *fp4_mx_rule_name(fp4_mx_rule r);
+fp4_status fp4_scale_parse(const char *s, fp4_scale_mode *out);
+fp4_status fp4_rounding_parse(const char *s, fp4_rounding *out);
+fp4_status fp4_mx_rule_parse(const char *s, fp4_mx_rule *out);
+
+/* Fill defaults: e2m1, fp32, block 16, rtne, sr_bits 24, seed 0, stream 0, floor, no RHT. */
+void fp4_qconfig_default(fp4_qconfig *cfg);
+
+/* Check a config for consistency (block size for the scale mode, weight_2d only with nvfp4,
+ * RHT size a power of two 16..256, e2m1:max only with amax-based modes). FP4_ERR_USAGE with a
+ * detail otherwise. Sets cfg->block to the mode's fixed size for nvfp4/mxfp4. */
+fp4_status fp4_qconfig_check(fp4_qconfig *cfg);
+
+/* row_len rounded up to a multiple of the block and of the RHT size. */
+int64_t fp4_padded_len(const fp4_qconfig *cfg, int64_t row_len);
+
+/* Whether this config needs the tensor amax (nvfp4, tensor) before pass 2. */
+bool fp4_needs_tensor_amax(const fp4_qconfig *cfg);
+
+/* Optional outputs of fp4_quantize_rows; any pointer may be NULL.
+ *   deq:    n_rows x padded_len fp32, dequantized (in the rotated domain when cfg->rht)
+ *   codes:  n_rows x padded_len, one 4-bit code per byte, (sign << 3) | magnitude code
+ *   scales: n_rows x (padded_len / block) block-scale bytes (E4M3 for nvfp4, E8M0 for mxfp4,
+ *           0 for fp32/tensor) */
+typedef struct fp4_qout {
+    float *deq;
+    uint8_t *codes;
+    uint8_t *scales;
+} fp4_qout;
+
+struct fp4_metrics;
+
+#define FP4_CHUNK_BLOCKS 64
+
+/* Scalar reference: rotate (if cfg->rht), scale, round and decode n_rows rows of row_len fp32
+ * values (in, row stride row_len). row0 is the global index of the first row: SR counters use
+ * element index (row0 + r) * padded_len + j. tensor_amax is the amax of the whole (rotated)
+ * tensor when fp4_needs_tensor_amax(cfg), else ignored. With weight_2d, n_rows must be a
+ * multiple of 16 except for the tensor's last rows. Accumulates into *m when non-NULL.
+ * Determinism (SPEC §7): the fixed partition is the chunk = up to FP4_CHUNK_BLOCKS consecutive
+ * blocks of one row; each chunk is summed sequentially in fp64 (blocks in order, elements in
+ * order), and chunk partials are merged into *m in (row, chunk) order. The result is the same
+ * for any thread count and any split of the rows into calls made in order, and the GPU
+ * reproduces it.
+ * Errors: FP4_ERR_USAGE for an invalid config. */
+fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const float *in,
+                             int64_t row0, int64_t n_rows, int64_t row_len, fp4_qout *out,
+                             struct fp4_metrics *m);
+
+/* Tensor amax of rows as cfg sees them (after RHT when cfg->rht): max |v| over finite values,
+ * folded into *amax (start it at 0). */
+void fp4_amax_rows(const fp4_qconfig *cfg, const float *in, int64_t n_rows, int64_t row_len,
+                   float *amax);
+
+#endif
