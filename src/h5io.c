@@ -17,8 +17,9 @@
 struct fp4_h5file {
     hid_t fid;
     char *name;
-    char *cur_path; /* the dataset kept open between slab reads */
+    char *cur_path; /* the dataset kept open between slab reads, and its description */
     hid_t cur_dset;
+    fp4_dsinfo cur_info;
 };
 
 /* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
@@ -115,6 +116,7 @@ static void h5io_drop_current(fp4_h5file *f)
     f->cur_dset = -1;
     free(f->cur_path);
     f->cur_path = NULL;
+    fp4_dsinfo_free(&f->cur_info);
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -510,11 +512,14 @@ out:
 
 /* --- reading ------------------------------------------------------------------------------- */
 
-/* The dataset `path` (normalized), opened once and kept for the following slabs. */
-static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d)
+/* The dataset `path` (normalized), opened and described once and kept for the following
+ * slabs (describing walks the chunk index for the stored size: not once per slab). */
+static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
+                               const fp4_dsinfo **info)
 {
     if (f->cur_path && strcmp(f->cur_path, path) == 0) {
         *d = f->cur_dset;
+        *info = &f->cur_info;
         return FP4_OK;
     }
     h5io_drop_current(f);
@@ -532,7 +537,13 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d)
         return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
     f->cur_dset = dd;
+    fp4_status st = h5io_describe(f, dd, path, &f->cur_info);
+    if (st != FP4_OK) {
+        h5io_drop_current(f);
+        return st;
+    }
     *d = dd;
+    *info = &f->cur_info;
     return FP4_OK;
 }
 
@@ -542,46 +553,45 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
 {
     char *path = h5io_normpath(path_in);
     if (!path) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    fp4_dsinfo info = {0};
+    const fp4_dsinfo *in = NULL;
     hid_t d = -1, fs = -1, ms = -1;
-    fp4_status st = h5io_current(f, path, &d);
+    fp4_status st = h5io_current(f, path, &d, &in);
     if (st != FP4_OK) goto out;
-    if ((st = h5io_describe(f, d, path, &info)) != FP4_OK) goto out;
-    if (info.problem[0]) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", f->name, path, info.problem);
+    if (in->problem[0]) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", f->name, path, in->problem);
         goto out;
     }
-    if (want_int && strchr("iu", info.dtype[0]) == NULL) {
+    if (want_int && strchr("iu", in->dtype[0]) == NULL) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s is not an integer type", f->name, path,
-                       info.dtype);
+                       in->dtype);
         goto out;
     }
-    int64_t extent = info.rank == 0 ? 1 : info.dims[dim < 0 || dim >= info.rank ? 0 : dim];
-    if (dim < 0 || (info.rank > 0 && dim >= info.rank) || (info.rank == 0 && dim != 0) ||
+    int64_t extent = in->rank == 0 ? 1 : in->dims[dim < 0 || dim >= in->rank ? 0 : dim];
+    if (dim < 0 || (in->rank > 0 && dim >= in->rank) || (in->rank == 0 && dim != 0) ||
         start < 0 || count < 0 || start > extent || count > extent - start) {
         st = fp4_error(FP4_ERR_USAGE, "%s: %s: slab dim %d [%lld, +%lld) is outside the shape",
                        f->name, path, dim, (long long)start, (long long)count);
         goto out;
     }
-    if (count == 0 || info.nelems == 0) goto out;
+    if (count == 0 || in->nelems == 0) goto out;
     fs = H5Dget_space(d);
     if (fs < 0) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataspace", f->name, path);
         goto out;
     }
-    if (info.rank == 0) {
+    if (in->rank == 0) {
         ms = H5Screate(H5S_SCALAR);
     } else {
         hsize_t off[FP4_MAX_RANK], cnt[FP4_MAX_RANK];
-        for (int i = 0; i < info.rank; i++) {
+        for (int i = 0; i < in->rank; i++) {
             off[i] = i == dim ? (hsize_t)start : 0;
-            cnt[i] = i == dim ? (hsize_t)count : (hsize_t)info.dims[i];
+            cnt[i] = i == dim ? (hsize_t)count : (hsize_t)in->dims[i];
         }
         if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot select the slab", f->name, path);
             goto out;
         }
-        ms = H5Screate_simple(info.rank, cnt, NULL);
+        ms = H5Screate_simple(in->rank, cnt, NULL);
     }
     if (ms < 0) {
         st = fp4_error(FP4_ERR_INTERNAL, "%s: %s: cannot make the memory space", f->name, path);
@@ -593,8 +603,7 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
 out:
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
-    if (st != FP4_OK) h5io_drop_current(f);
-    fp4_dsinfo_free(&info);
+    if (st != FP4_OK && st != FP4_ERR_USAGE) h5io_drop_current(f);
     free(path);
     return st;
 }
