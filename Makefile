@@ -30,6 +30,8 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-rec
 LDFLAGS += -fsanitize=address,undefined
 BUILD := $(BUILD)-san
 endif
+# The program: ./fp4diag, or $(BUILD)/fp4diag for a sanitizer build (never mixed up with ./fp4diag).
+BIN := $(if $(filter 1,$(SAN)),$(BUILD)/fp4diag,fp4diag)
 
 # --- CUDA detection: one line says what was decided --------------------------------------
 ifeq ($(CUDA),auto)
@@ -63,9 +65,9 @@ TEST_SRCS := $(wildcard src/tests/test_*.c)
 TEST_BINS := $(patsubst src/tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 HDRS := $(wildcard src/*.h kernels/*.h)
 
-all: fp4diag
+all: $(BIN)
 
-fp4diag: $(BUILD)/main.o $(BUILD)/libfp4.a
+$(BIN): $(BUILD)/main.o $(BUILD)/libfp4.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
@@ -86,11 +88,12 @@ $(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(HDRS) src/tests/testutil.h |
 $(BUILD):
 	@mkdir -p $@
 
-tests: $(TEST_BINS) fp4diag
+tests: $(TEST_BINS) $(BIN)
 
 # Unit suites (cmocka prints its summary per suite), then the CLI cases.
 check: tests
-	@FP4DIAG=$(CURDIR)/fp4diag BUILD=$(BUILD) sh src/tests/run_all.sh $(TEST_BINS)
+	@FP4DIAG=$(CURDIR)/$(BIN) BUILD=$(BUILD) sh src/tests/run_all.sh $(TEST_BINS)
+	@$(if $(CHECK_EXTRA),$(MAKE) --no-print-directory $(CHECK_EXTRA))
 
 demo: fp4diag
 	@sh scripts/demo.sh
@@ -110,6 +113,71 @@ install: fp4diag
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
-	rm -rf build build-san fp4diag
+	rm -rf build build-san build-fuzz fp4diag
 
 .PHONY: all tests check demo bench bench-gpu regress install clean
+
+# --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
+#   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 4 min
+#                   on 2 cores); EXTRA_CHECKS=0 skips the three (quick local runs)
+#   check-san       unit suites + CLI cases built with ASan+UBSan into build-san/ (= check SAN=1)
+#   check-valgrind  CLI cases with the program under valgrind: memory errors and definite
+#                   leaks fail (scripts/valgrind_cli.sh, suppressions in scripts/valgrind.supp)
+#   fuzz-ci         each libFuzzer target src/tests/fuzz/fuzz_*.c (clang, into build-fuzz/)
+#                   replays its regression inputs, then fuzzes FUZZ_SECONDS from its seeds
+#   fuzz            the same for FUZZ_LONG_SECONDS (600), keeping what it finds in
+#                   build-fuzz/corpus/
+# Missing tools (clang's fuzzer runtime, valgrind) skip their pass with a message.
+EXTRA_CHECKS ?= 1
+FUZZ_SECONDS ?= 60
+FUZZ_LONG_SECONDS ?= 600
+FUZZ_CC ?= clang
+FUZZ_BUILD := build-fuzz
+ifeq ($(SAN)$(EXTRA_CHECKS),01)
+CHECK_EXTRA := check-san check-valgrind fuzz-ci
+endif
+ifeq ($(SAN),1)
+export ASAN_OPTIONS ?= exitcode=99:detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1:exitcode=99
+endif
+
+check-san:
+	@echo "== check-san: unit suites and CLI cases under AddressSanitizer + UBSan (build-san/)"
+	@$(MAKE) --no-print-directory SAN=1 EXTRA_CHECKS=0 check
+
+check-valgrind: fp4diag
+	@echo "== check-valgrind: CLI cases with fp4diag under valgrind"
+	@sh scripts/valgrind_cli.sh $(CURDIR)/fp4diag
+
+FUZZ_SRCS := $(wildcard src/tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst src/tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
+FUZZ_OBJS := $(patsubst src/%.c,$(FUZZ_BUILD)/%.o,$(LIB_SRCS))
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc \
+               -Ikernels $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+               -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -fopenmp -lm
+
+$(FUZZ_BUILD)/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_BUILD)/libfp4.a: $(FUZZ_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: src/tests/fuzz/fuzz_%.c src/tests/fuzz/fuzzutil.h $(FUZZ_BUILD)/libfp4.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Isrc/tests/fuzz -o $@ $< $(FUZZ_BUILD)/libfp4.a \
+	    $(FUZZ_LDLIBS)
+
+# $(call fuzz_run,ARGS): build the targets and run scripts/fuzz_run.sh ARGS TARGETS, or skip.
+fuzz_run = @if sh scripts/fuzz_run.sh --probe "$(FUZZ_CC)"; then \
+	    $(MAKE) --no-print-directory $(FUZZ_BINS) && sh scripts/fuzz_run.sh $(1) $(FUZZ_BINS); \
+	else echo "== fuzz: $(FUZZ_CC) with libFuzzer not found; skipped"; fi
+
+fuzz-ci:
+	$(call fuzz_run,$(FUZZ_SECONDS))
+
+fuzz:
+	$(call fuzz_run,--keep $(FUZZ_LONG_SECONDS))
+
+.PHONY: check-san check-valgrind fuzz-ci fuzz

@@ -1,11 +1,13 @@
 #!/bin/sh
 # install-deps.sh — install what fp4diag needs on Debian 12 (as root, or through sudo for a
 # normal user): the C libraries from Debian's packages and the Python packages for the plots.
+# valgrind, clang, libclang-rt-14-dev (libFuzzer) and libomp-dev serve `make check`s hostile-input
+# passes (check-valgrind, fuzz-ci).
 # Installs only what is missing; safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
-librandom123-dev libopenblas-dev python3 python3-pip"
+librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev libomp-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -48,6 +48,32 @@ void fp4_h5_set_verbose(bool verbose)
         H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
+/* The innermost message of HDF5's error stack ("truncated file: eof = 1024, ...", "unable to
+ * lock file, errno = 11, ..."), as one line in buf; "" when the stack is empty. HDF5 records
+ * the stack even though it does not print it. */
+typedef struct h5io_why_buf {
+    char *buf;
+    size_t cap;
+} h5io_why_buf;
+
+static herr_t h5io_why_cb(unsigned n, const H5E_error2_t *e, void *data)
+{
+    h5io_why_buf *w = data;
+    if (n != 0 || !e->desc) return 0;
+    snprintf(w->buf, w->cap, "%s", e->desc);
+    for (char *p = w->buf; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    return 0;
+}
+
+static const char *h5io_why(char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    h5io_why_buf w = {buf, cap};
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5io_why_cb, &w);
+    return buf;
+}
+
 static char *h5io_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
@@ -97,7 +123,11 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
 #endif
     if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5 file", file);
     hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (fid < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open the HDF5 file", file);
+    if (fid < 0) {
+        char why[160];
+        if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt or truncated");
+        return fp4_error(FP4_ERR_INPUT, "%s: cannot open the HDF5 file: %s", file, why);
+    }
     fp4_h5file *f = calloc(1, sizeof *f);
     if (!f || !(f->name = h5io_strdup(file))) {
         free(f);
@@ -345,7 +375,8 @@ static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_ds
     if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
         hsize_t cd[FP4_MAX_RANK] = {0};
         int cr = H5Pget_chunk(dcpl, FP4_MAX_RANK, cd);
-        info->chunk_rank = cr > 0 ? cr : 0;
+        /* A corrupt layout can claim more dimensions than were written into cd. */
+        info->chunk_rank = cr > 0 ? (cr < FP4_MAX_RANK ? cr : FP4_MAX_RANK) : 0;
         for (int i = 0; i < info->chunk_rank; i++) info->chunk[i] = (int64_t)cd[i];
     }
     h5io_describe_filters(dcpl, info);
@@ -597,9 +628,11 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         st = fp4_error(FP4_ERR_INTERNAL, "%s: %s: cannot make the memory space", f->name, path);
         goto out;
     }
-    if (H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: read failed (corrupt data or conversion error)",
-                       f->name, path);
+    if (H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0) {
+        char why[160];
+        if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt data");
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: read failed: %s", f->name, path, why);
+    }
 out:
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);

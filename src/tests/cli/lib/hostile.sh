@@ -1,0 +1,78 @@
+# hostile.sh — sourced by src/tests/cli/hostile_*.sh: a temp dir, the fixtures of
+# scripts/make_hostile.py, byte surgery on copies, and the checks every bad input must pass:
+# a clean failure is exit 3, exactly one line on stderr naming the file, nothing (or no partial
+# report) on stdout / -o; never a crash, a sanitizer report (exit 99) or a hang.
+# Env: FP4DIAG (the program), FP4DIAG_UNDER_VALGRIND=1 (fewer variants: each run is slow).
+set -u
+tmp=$(mktemp -d) || exit 1
+chmod 755 "$tmp"
+trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+CKPT=testdata/gpt_ckpt_small.h5
+SLOW=${FP4DIAG_UNDER_VALGRIND:-0}
+
+skip() { echo "skip: $*"; exit 77; }
+fail() { echo "FAIL: $*"; [ -s "$tmp/err" ] && sed 's/^/  stderr: /' "$tmp/err" | head -n 20; exit 1; }
+
+need_fixtures() { # make $tmp/fx/*.h5, or skip when h5py is missing
+    python3 -c 'import h5py, numpy' 2>/dev/null || skip "python3 with h5py and numpy not found"
+    python3 scripts/make_hostile.py "$tmp/fx" >"$tmp/err" 2>&1 || fail "make_hostile.py failed"
+}
+
+# run ARGS...: $rc, $tmp/out, $tmp/err
+run() { "$FP4DIAG" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
+
+# clean_fail WHAT ARGS...: exit 3, one stderr line containing WHAT, empty stdout.
+clean_fail() {
+    what=$1; shift
+    run "$@"
+    [ "$rc" -eq 3 ] || fail "$*: exit $rc, want 3"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$*: stderr is not one line"
+    grep -qF -- "$what" "$tmp/err" || fail "$*: stderr does not name '$what'"
+    [ ! -s "$tmp/out" ] || fail "$*: stdout is not empty"
+}
+
+# no_crash WHAT ARGS...: exit 0, or a clean failure (as above); never 5, a signal or 99.
+no_crash() {
+    what=$1; shift
+    run "$@"
+    case $rc in
+        0) ;;
+        3) [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$*: exit 3 but stderr is not one line"
+           grep -qF -- "$what" "$tmp/err" || fail "$*: stderr does not name '$what'" ;;
+        *) fail "$*: exit $rc (a crash, a sanitizer/valgrind report or an internal error)" ;;
+    esac
+}
+
+# flip FILE OFFSET OUT: copy FILE with the byte at OFFSET inverted.
+flip() {
+    cp "$1" "$3" && chmod u+w "$3" &&
+        python3 -c 'import sys
+p, o = sys.argv[1], int(sys.argv[2])
+with open(p, "r+b") as f:
+    f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 0xFF]))' "$3" "$2" ||
+        fail "cannot corrupt $1"
+}
+
+# flips FILE OUTDIR OFFSET...: one copy of FILE per offset, that byte inverted, as
+# OUTDIR/flip-OFFSET.h5 (one python start for all).
+flips() {
+    mkdir -p "$2" && python3 -c 'import sys, os
+src, out = sys.argv[1], sys.argv[2]
+data = open(src, "rb").read()
+for o in map(int, sys.argv[3:]):
+    b = bytearray(data); b[o] ^= 0xFF
+    open(os.path.join(out, "flip-%d.h5" % o), "wb").write(b)' "$@" || fail "cannot corrupt $1"
+}
+
+# offsets SIZE N: N offsets spread over [0, SIZE), the first few in the superblock.
+offsets() { python3 -c 'import sys
+s, n = int(sys.argv[1]), int(sys.argv[2])
+pts = [0, 8, 9, 13, 20, 24, 40, 56, 64, 96][: max(1, n // 3)]
+pts += [(s * k) // (n - len(pts) + 1) for k in range(1, n - len(pts) + 1)]
+print(" ".join(str(p) for p in sorted(set(x for x in pts if x < s))))' "$1" "$2"; }
+
+# is_command_ready CMD: false while CMD still says "not implemented yet".
+is_command_ready() {
+    "$FP4DIAG" "$1" --help >"$tmp/help" 2>&1
+    ! grep -q "not implemented yet" "$tmp/help"
+}
