@@ -215,16 +215,17 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
         } else underflow = amax_b > 0.0f;
         break;
     case FP4_SCALE_NVFP4: {
+        /* TE's order throughout, also for e == 0: enc = FLT_MAX then saturates every non-zero
+         * x to ±g_max — TE's codes — while the decode q · 0 · S_dec is 0 */
         uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * p->nv_m, FP4C_E4M3_MAX));
+        float ef = fp4c_e4m3_decode(e);
         sbyte = e;
-        if (e != 0 && amax_b > 0.0f) {
-            float ef = fp4c_e4m3_decode(e);
-            mul = fp4c_minf(1.0f / (ef * p->nv_sdec), FP4C_FLT_MAX);
-            dec1 = ef;
-            dec2 = p->nv_sdec;
-            s_eff = (double)(ef * p->nv_sdec);
-            live = s_eff > 0.0;
-        } else underflow = amax_b > 0.0f;
+        mul = fp4c_minf(1.0f / (ef * p->nv_sdec), FP4C_FLT_MAX);
+        dec1 = ef;
+        dec2 = p->nv_sdec;
+        s_eff = (double)(ef * p->nv_sdec);
+        live = amax_b > 0.0f && s_eff > 0.0;
+        underflow = amax_b > 0.0f && !live;
         break;
     }
     case FP4_SCALE_MXFP4: {
@@ -240,7 +241,8 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
     }
     default: break;
     }
-    if (!live) mul = 0.0f; /* zero or underflowed block: every t is 0, every x̂ is ±0 */
+    /* zero or underflowed block: every x̂ is ±0 (fp32/tensor/mxfp4: every t is 0 too) */
+    if (!live && p->cfg.scale != FP4_SCALE_NVFP4) mul = 0.0f;
     if (scale_out) *scale_out = sbyte;
 
     const int sr = p->cfg.rounding == FP4_ROUND_SR;
@@ -269,7 +271,7 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
             se2 += d * d;
             sxqx += dq * dx;
             sxq2 += dq * dq;
-            sat += t > gmax;
+            sat += live && t > gmax;
             m->hist[idx | (int)(neg << 3)]++;
             if (live && j != amax_j) {
                 const double e = (double)q - (double)a / s_eff;
