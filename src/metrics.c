@@ -2,6 +2,8 @@
  * α, δ, mean signed error, B15, B8), level geometry, and compound shrinkage. */
 #include "metrics.h"
 
+#include "backend_impl.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -9,16 +11,16 @@ void fp4_metrics_init(fp4_metrics *m) { memset(m, 0, sizeof *m); }
 
 void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src)
 {
-    dst->sum_x2 += src->sum_x2;
-    dst->sum_err2 += src->sum_err2;
-    dst->sum_xqx += src->sum_xqx;
-    dst->sum_xq2 += src->sum_xq2;
-    dst->signed_err_sum += src->signed_err_sum;
+    fp4_fsums s;
+    fp4_fsums_of(src, &s);
+    fp4_fsums_add(dst, &s);
+    fp4_metrics_merge_counts(dst, src);
+}
+
+void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
+{
     dst->signed_err_n += src->signed_err_n;
-    for (int i = 0; i < 8; i++) {
-        dst->level_count[i] += src->level_count[i];
-        dst->level_err_sum[i] += src->level_err_sum[i];
-    }
+    for (int i = 0; i < 8; i++) dst->level_count[i] += src->level_count[i];
     for (int i = 0; i < 16; i++) dst->hist[i] += src->hist[i];
     dst->elements += src->elements;
     dst->padded += src->padded;
