@@ -111,8 +111,10 @@ struct fp4_metrics;
  * tensor when fp4_needs_tensor_amax(cfg), else ignored. With weight_2d, n_rows must be a
  * multiple of 16 except for the tensor's last rows. Accumulates into *m when non-NULL.
  * Determinism (SPEC §7): the fixed partition is the chunk = up to FP4_CHUNK_BLOCKS consecutive
- * blocks of one row; each chunk is summed sequentially in fp64 (blocks in order, elements in
- * order), and chunk partials are merged into *m in (row, chunk) order. The result is the same
+ * blocks of one row. Each fp64 sum of a block (Σx², Σ(x̂−x)², Σx̂x, Σx̂², the signed error and
+ * the per-level error sums) starts at 0 and runs over the block's elements in order; block
+ * sums are added to the chunk partial (starting at 0) in block order; chunk partials are
+ * merged into *m in (row, chunk) order (fp4_metrics_merge). Integer counts are exact. The result is the same
  * for any thread count and any split of the rows into calls made in order, and the GPU
  * reproduces it.
  * Errors: FP4_ERR_USAGE for an invalid (or unchecked) config; FP4_ERR_INTERNAL out of memory. */
