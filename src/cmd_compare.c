@@ -73,6 +73,19 @@ static void fmt_delta(char *buf, size_t n, double a, double b, const char *fmt)
         snprintf(buf, n, fmt, b - a);
 }
 
+/* The failed checks of a row, short: "sqnr,alpha". */
+static void row_flags(const fp4_compare_row *r, char *buf, size_t n)
+{
+    static const char *const names[] = {"sqnr", "status", "alpha", "b15", "b8", "missing"};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
+        if (!(r->fails & (1u << k)) || len >= n) continue;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[k]);
+        if (w > 0) len += (size_t)w;
+    }
+}
+
 /* Why a row failed, as one readable clause per failed check. */
 static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, char *buf, size_t n)
 {
@@ -108,8 +121,7 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
 #undef ADD
 }
 
-static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o, int all,
-                        const char *base, const char *newp)
+static void print_table(const fp4_compare_result *res, int all)
 {
     int wn = 6, wv = 6, gemm = !strcmp(res->command, "gemm");
     size_t shown = 0;
@@ -129,7 +141,7 @@ static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o
         for (size_t i = 0; i < res->nrows; i++) {
             const fp4_compare_row *r = &res->rows[i];
             if (!all && r->state == FP4_CMP_SAME) continue;
-            char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[512] = "";
+            char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96] = "";
             fmt_num(s0, sizeof s0, r->sqnr[0], r->status[0], "%.4f");
             fmt_num(s1, sizeof s1, r->sqnr[1], r->status[1], "%.4f");
             if (r->state == FP4_CMP_ADDED) snprintf(s0, sizeof s0, "-");
@@ -138,16 +150,16 @@ static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o
             fmt_delta(da, sizeof da, r->alpha[0], r->alpha[1], "%+.6f");
             fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.4f");
             fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.4f");
-            if (r->fails) row_reasons(r, o, why, sizeof why);
+            if (r->fails) row_flags(r, why, sizeof why);
             printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn, r->name, wv,
-                   r->variant, s0, s1, ds, da, d15, d8, state_name[r->state], why[0] ? ": " : "",
+                   r->variant, s0, s1, ds, da, d15, d8, state_name[r->state], why[0] ? " " : "",
                    why);
         }
     }
-    printf("compare %s -> %s (%s): %zu results: %zu same, %zu changed, %zu regressed "
-           "(%zu missing from NEW), %zu added\n",
-           base, newp, res->command, res->nrows, res->nsame, res->nchanged, res->nregressed,
-           res->nmissing, res->nadded);
+    printf("%s reports: %zu results: %zu same, %zu changed, %zu regressed (%zu missing from "
+           "NEW), %zu added\n",
+           res->command, res->nrows, res->nsame, res->nchanged, res->nregressed, res->nmissing,
+           res->nadded);
 }
 
 static cJSON *num_or_null(double v) { return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
@@ -282,7 +294,7 @@ fp4_status cmd_compare(int argc, char **argv)
     if (json)
         st = print_json(&res, &o, base, newp, all);
     else
-        print_table(&res, &o, all, base, newp);
+        print_table(&res, all);
     for (size_t i = 0; i < res.nrows; i++) {
         const fp4_compare_row *r = &res.rows[i];
         if (!r->fails) continue;
