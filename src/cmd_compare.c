@@ -16,7 +16,8 @@ const char fp4_usage_compare[] =
     "\n"
     "Compare two reports of the same command (sqnr, bias, buckets, rht: results matched by\n"
     "tensor, format, scale, block, rht, rounding, plus the pooled summary results; gemm: paths\n"
-    "matched by layer, recipe, path) and fail when NEW regressed against BASE.\n"
+    "matched by layer, recipe, path; grid: each format's grid, compared exactly) and fail\n"
+    "when NEW regressed against BASE.\n"
     "One report may be '-' (stdin).\n"
     "\n"
     "options:\n"
@@ -76,7 +77,7 @@ static void fmt_delta(char *buf, size_t n, double a, double b, const char *fmt)
 /* The failed checks of a row, short: "sqnr,alpha". */
 static void row_flags(const fp4_compare_row *r, char *buf, size_t n)
 {
-    static const char *const names[] = {"sqnr", "status", "alpha", "b15", "b8", "missing"};
+    static const char *const names[] = {"sqnr", "status", "alpha", "b15", "b8", "missing", "grid"};
     size_t len = 0;
     buf[0] = '\0';
     for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
@@ -103,6 +104,7 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
         }                                                                                      \
     } while (0)
     if (r->fails & FP4_CMP_FAIL_MISSING) ADD("in BASE, missing from NEW");
+    if (r->fails & FP4_CMP_FAIL_GRID) ADD("the grid (levels, bins, analytic bias) differs");
     if (r->fails & FP4_CMP_FAIL_STATUS)
         ADD("sqnr_status %s -> %s", r->status[0][0] ? r->status[0] : "absent",
             r->status[1][0] ? r->status[1] : "absent");
@@ -135,7 +137,9 @@ static void print_table(const fp4_compare_result *res, int all)
     }
     if (wn > 48) wn = 48;
     if (shown) {
-        printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn, gemm ? "LAYER" : "TENSOR", wv,
+        int grid = !strcmp(res->command, "grid");
+        printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn,
+               gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR", wv,
                gemm ? "RECIPE/PATH" : "RESULT", "SQNR_BASE", "SQNR_NEW", "dSQNR", gemm ? "dETA" : "dALPHA",
                "dB15", "dB8", "VERDICT");
         for (size_t i = 0; i < res->nrows; i++) {

@@ -24,6 +24,7 @@ fp4_compare_opts fp4_compare_opts_default(void)
 /* One result read from a report. */
 typedef struct entry {
     char *name, *variant;
+    char *blob; /* grid reports: the format's entry, printed unformatted */
     double sqnr, alpha, b15, b8;
     char status[16];
     size_t order;
@@ -40,6 +41,7 @@ static void entries_free(entries *e)
     for (size_t i = 0; i < e->n; i++) {
         free(e->v[i].name);
         free(e->v[i].variant);
+        free(e->v[i].blob);
     }
     free(e->v);
     e->v = NULL;
@@ -221,6 +223,27 @@ static fp4_status read_layers(const cJSON *doc, entries *out, const char *label)
     return FP4_OK;
 }
 
+static fp4_status read_grids(const cJSON *doc, entries *out, const char *label)
+{
+    const cJSON *grids = cJSON_GetObjectItemCaseSensitive(doc, "grids");
+    if (!cJSON_IsArray(grids))
+        return fp4_error(FP4_ERR_INPUT, "%s: grid report without a \"grids\" array", label);
+    int i = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, grids)
+    {
+        char w[64];
+        snprintf(w, sizeof w, "grids[%d]", i++);
+        const char *format = NULL;
+        FP4_TRY(get_str(g, "format", &format, label, w));
+        entry *e;
+        FP4_TRY(entries_push(out, format, "grid", &e));
+        e->blob = cJSON_PrintUnformatted(g);
+        if (!e->blob) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
+    }
+    return FP4_OK;
+}
+
 static int entry_cmp(const void *a, const void *b)
 {
     const entry *x = *(const entry *const *)a, *y = *(const entry *const *)b;
@@ -243,13 +266,11 @@ static fp4_status entries_index(entries *e, entry ***idx, const char *label)
 }
 
 /* Options that change numbers but are not part of a result's key. */
-static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n)
+static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, size_t len)
 {
     static const char *const skip[] = {"formats", "scale", "block", "rounding", "rht",
                                        "device",  "threads", "mem_limit"};
-    buf[0] = '\0';
     if (!cJSON_IsObject(a) || !cJSON_IsObject(b)) return;
-    size_t len = 0;
     for (int pass = 0; pass < 2; pass++) {
         const cJSON *x = pass ? b : a, *y = pass ? a : b, *it;
         cJSON_ArrayForEach(it, x)
@@ -300,6 +321,18 @@ static int num_differs(double a, double b)
 {
     if (isnan(a) || isnan(b)) return isnan(a) != isnan(b);
     return a != b;
+}
+
+/* "input: a.h5 vs b.h5" when the input files differ; returns the length written. */
+static size_t input_diff(const cJSON *a, const cJSON *b, char *buf, size_t n)
+{
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "input"), "file");
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b, "input"), "file");
+    buf[0] = '\0';
+    if (!cJSON_IsString(fa) || !cJSON_IsString(fb) || !strcmp(fa->valuestring, fb->valuestring))
+        return 0;
+    int k = snprintf(buf, n, "input: %s vs %s", fa->valuestring, fb->valuestring);
+    return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n;
 }
 
 static fp4_status row_add(fp4_compare_result *out, size_t *cap, const entry *b, const entry *n)
@@ -381,15 +414,18 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
         goto out;
     }
     snprintf(out->command, sizeof out->command, "%s", cmd[0]);
-    int gemm = strcmp(cmd[0], "gemm") == 0;
+    int gemm = strcmp(cmd[0], "gemm") == 0, grid = strcmp(cmd[0], "grid") == 0;
     for (int s = 0; s < 2 && st == FP4_OK; s++) {
-        st = gemm ? read_layers(doc[s], &e[s], label[s]) : read_tensors(doc[s], &e[s], label[s]);
+        st = gemm   ? read_layers(doc[s], &e[s], label[s])
+             : grid ? read_grids(doc[s], &e[s], label[s])
+                    : read_tensors(doc[s], &e[s], label[s]);
         if (st == FP4_OK) st = entries_index(&e[s], &idx[s], label[s]);
     }
     if (st != FP4_OK) goto out;
     config_diff(cJSON_GetObjectItemCaseSensitive(doc[0], "config"),
                 cJSON_GetObjectItemCaseSensitive(doc[1], "config"), out->config_diff,
-                sizeof out->config_diff);
+                sizeof out->config_diff,
+                input_diff(doc[0], doc[1], out->config_diff, sizeof out->config_diff));
 
     for (size_t i = 0; i < e[0].n && st == FP4_OK; i++) {
         entry *b = &e[0].v[i], *key = b;
@@ -401,6 +437,10 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
         fp4_compare_row *r = &out->rows[out->nrows - 1];
         if (n) {
             row_judge(r, opts);
+            if (b->blob && n->blob && strcmp(b->blob, n->blob) != 0) {
+                r->fails |= FP4_CMP_FAIL_GRID;
+                r->state = FP4_CMP_REGRESSED;
+            }
         } else {
             r->fails = FP4_CMP_FAIL_MISSING;
             r->state = FP4_CMP_REGRESSED;

@@ -32,7 +32,8 @@ enum {
     FP4_CMP_FAIL_ALPHA = 1u << 2,  /* |delta alpha| (gemm: eta) above max_alpha_change */
     FP4_CMP_FAIL_B15 = 1u << 3,    /* bucket_ratio_15 dropped by more than max_bucket_drop */
     FP4_CMP_FAIL_B8 = 1u << 4,     /* bucket_ratio_8 dropped by more than max_bucket_drop */
-    FP4_CMP_FAIL_MISSING = 1u << 5 /* in BASE, absent from NEW */
+    FP4_CMP_FAIL_MISSING = 1u << 5, /* in BASE, absent from NEW */
+    FP4_CMP_FAIL_GRID = 1u << 6     /* a `grid` report's format entry differs (exact check) */
 };
 
 typedef enum fp4_compare_state {
@@ -44,7 +45,8 @@ typedef enum fp4_compare_state {
 
 /* One matched (or unmatched) result. Metrics absent from a report, or null, are NAN; the
  * sqnr_status strings say why ("ok", "zero_signal", "exact", "" when absent). For gemm reports
- * `alpha` holds eta and the bucket ratios are NAN. */
+ * `alpha` holds eta and the bucket ratios are NAN. `grid` reports (analytic constants, no
+ * tolerance) give one row per format, variant "grid", metrics NAN, compared exactly. */
 typedef struct fp4_compare_row {
     char *name;    /* tensor name, "(summary)" for a pooled summary result, or a gemm layer */
     char *variant; /* the rest of the key: "e2m1/fp32/16/rht=off/rtne"; gemm "ufp4/fprop" */
@@ -59,8 +61,9 @@ typedef struct fp4_compare_result {
     fp4_compare_row *rows;
     size_t nrows;
     size_t nsame, nchanged, nregressed, nmissing, nadded;
-    /* Options that change numbers but are not part of the key, differing between the two
-     * reports ("mx_rule: floor vs rceil; seed: 0 vs 1"): worth a note, not an error. */
+    /* Options that change numbers but are not part of the key, and the input file, differing
+     * between the two reports ("input: a.h5 vs b.h5; mx_rule: floor vs rceil"): worth a note,
+     * not an error. */
     char config_diff[512];
 } fp4_compare_result;
 

@@ -198,6 +198,39 @@ static void test_gemm_paths(void **state)
     fp4_compare_result_free(&r);
 }
 
+static void test_grid_exact(void **state)
+{
+    (void)state;
+    const char *a = "{\"schema\":\"fp4diag.report/1\",\"command\":\"grid\",\"grids\":["
+                    "{\"format\":\"e2m1\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.125}]},"
+                    "{\"format\":\"int4\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.25}]}]}";
+    const char *b = "{\"schema\":\"fp4diag.report/1\",\"command\":\"grid\",\"grids\":["
+                    "{\"format\":\"e2m1\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.12}]},"
+                    "{\"format\":\"int4\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.25}]}]}";
+    fp4_compare_result r = run(a, a, NULL, FP4_OK);
+    assert_int_equal(r.nsame, 2);
+    fp4_compare_result_free(&r);
+    r = run(a, b, NULL, FP4_OK);
+    assert_int_equal(r.nregressed, 1);
+    assert_string_equal(r.rows[0].name, "e2m1");
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_GRID);
+    assert_int_equal(r.rows[1].state, FP4_CMP_SAME);
+    fp4_compare_result_free(&r);
+}
+
+static void test_input_file_noted(void **state)
+{
+    (void)state;
+    const char *a = "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"input\":{\"file\":"
+                    "\"a.h5\"},\"config\":{\"seed\":0},\"tensors\":[]}";
+    const char *b = "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"input\":{\"file\":"
+                    "\"b.h5\"},\"config\":{\"seed\":2},\"tensors\":[]}";
+    fp4_compare_result r = run(a, b, NULL, FP4_OK);
+    assert_string_equal(r.config_diff, "input: a.h5 vs b.h5; seed: 0 vs 2");
+    assert_int_equal(r.nrows, 0);
+    fp4_compare_result_free(&r);
+}
+
 static void test_unreadable_reports(void **state)
 {
     (void)state;
@@ -273,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_alpha_and_buckets),  cmocka_unit_test(test_null_sqnr_status),
         cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
+        cmocka_unit_test(test_grid_exact),         cmocka_unit_test(test_input_file_noted),
     };
     return cmocka_run_group_tests_name("compare", tests, NULL, NULL);
 }
