@@ -10,16 +10,17 @@ fi
 T=$(mktemp -d) || exit 2
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-pick() { # pick GOLDEN SAMPLE: the golden report when it exists, else the sample fixture
-    if [ -s "testdata/golden/$1" ]; then echo "testdata/golden/$1"; else echo "testdata/reports/$2"; fi
+golden_of() { # golden_of COMMAND SAMPLE: the first golden of that command, else the sample
+    for g in testdata/golden/*.json; do
+        [ -s "$g" ] && grep -q "\"command\": *\"$1\"" "$g" && { echo "$g"; return; }
+    done
+    echo "testdata/reports/$2"
 }
-SQNR=$(pick sqnr_ckpt_small.json sample_sqnr.json)
-GEMM=$(pick rht_gemm_small.json sample_gemm.json)
-RHT=$(pick rht_ckpt_small.json sample_rht.json)
-# rht_gemm_small.json is named for the rht command on the gemm file unless it holds a gemm report
-grep -q '"command": *"gemm"' "$GEMM" || GEMM=testdata/reports/sample_gemm.json
-grep -q '"command": *"rht"' "$RHT" || RHT=testdata/reports/sample_rht.json
-grep -q '"command": *"sqnr"' "$SQNR" || SQNR=testdata/reports/sample_sqnr.json
+SQNR=testdata/golden/sqnr_ckpt_small.json
+[ -s "$SQNR" ] || SQNR=testdata/reports/sample_sqnr.json
+RHT=testdata/golden/rht_gemm_small.json
+[ -s "$RHT" ] || RHT=testdata/reports/sample_rht.json
+GEMM=$(golden_of gemm sample_gemm.json)
 echo "reports: $SQNR $RHT $GEMM"
 is_png() { # non-empty and starts with the PNG signature
     [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]
