@@ -138,6 +138,8 @@ CHECK_EXTRA := check-san check-valgrind fuzz-ci
 endif
 ifeq ($(SAN),1)
 export ASAN_OPTIONS ?= exitcode=99:detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS ?= suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0
+export FP4T_SLOW := 1
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1:exitcode=99
 endif
 

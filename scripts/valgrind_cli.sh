@@ -20,9 +20,9 @@ trap 'rm -rf "$tmp"' EXIT
 # memcheck finds something. OMP_NUM_THREADS=2 keeps runs fast (valgrind serializes threads).
 cat >"$tmp/fp4diag" <<WRAP
 #!/bin/sh
-OMP_NUM_THREADS=\${OMP_NUM_THREADS:-2} exec valgrind -q --error-exitcode=99 --leak-check=full \\
+OMP_NUM_THREADS=\${OMP_NUM_THREADS:-2} OPENBLAS_NUM_THREADS=1 exec valgrind -q --error-exitcode=99 --leak-check=full \\
     --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=no \\
     --suppressions="$PWD/scripts/valgrind.supp" --child-silent-after-fork=yes "$prog" "\$@"
 WRAP
 chmod +x "$tmp/fp4diag"
-FP4DIAG="$tmp/fp4diag" FP4DIAG_UNDER_VALGRIND=1 sh src/tests/run_all.sh
+FP4DIAG="$tmp/fp4diag" FP4T_SLOW=1 sh src/tests/run_all.sh

@@ -338,7 +338,10 @@ static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_ds
     hid_t t = H5Dget_type(d), s = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
     fp4_status st = FP4_OK;
     if (t < 0 || s < 0 || dcpl < 0) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataset header", f->name, path);
+        char why[160];
+        if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt");
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataset header: %s", f->name, path,
+                       why);
         goto out;
     }
     h5io_describe_type(t, info);
@@ -478,7 +481,9 @@ fp4_status fp4_h5_select(fp4_h5file *f, const char *const *patterns, int npatter
         goto out;
     }
     if (hr < 0) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: cannot walk the file", f->name);
+        char why[160];
+        if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt group structure");
+        st = fp4_error(FP4_ERR_INPUT, "%s: cannot walk the file: %s", f->name, why);
         goto out;
     }
     sel = calloc((size_t)w.n + 1, sizeof *sel);
@@ -562,7 +567,11 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
     if (dapl >= 0) H5Pset_chunk_cache(dapl, H5IO_CHUNK_CACHE_SLOTS, H5IO_CHUNK_CACHE_BYTES, 0.75);
     hid_t dd = H5Dopen2(f->fid, path, dapl >= 0 ? dapl : H5P_DEFAULT);
     if (dapl >= 0) H5Pclose(dapl);
-    if (dd < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s: cannot open the dataset", f->name, path);
+    if (dd < 0) {
+        char why[160];
+        if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt object header");
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: cannot open the dataset: %s", f->name, path, why);
+    }
     if (!(f->cur_path = h5io_strdup(path))) {
         H5Dclose(dd);
         return fp4_error(FP4_ERR_INTERNAL, "out of memory");
