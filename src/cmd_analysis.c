@@ -3,6 +3,7 @@
 #include "cmd_analysis.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -15,17 +16,24 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
 {
     fp4_options o;
     fp4_options_default(&o, NULL, default_rht);
-    fp4_status st = fp4_options_parse(&o, argc, argv, NULL);
-    if (st != FP4_OK) return st;
+    /* getopt permutes its argv; the report records the command line as typed */
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    if (st != FP4_OK) goto out;
     if (o.help) {
         fputs(usage, stdout);
-        return FP4_OK;
+        goto out;
     }
-    if (force_both && o.rht != FP4_RHT_BOTH)
-        return fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
-                                        "--rht must be both (use sqnr --rht on for one side)");
-    if (o.nargs < 1)
-        return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
+    if (force_both && o.rht != FP4_RHT_BOTH) {
+        st = fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
+                                      "--rht must be both (use sqnr --rht on for one side)");
+        goto out;
+    }
+    if (o.nargs < 1) {
+        st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
+        goto out;
+    }
     fp4_h5_set_verbose(o.verbosity > 1);
 
     fp4_run run;
@@ -36,5 +44,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
                                       "first: %s",
                        run.nerrors, run.ndatasets, run.errors[0].message);
     fp4_run_free(&run);
+out:
+    free(args);
     return st;
 }

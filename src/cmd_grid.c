@@ -1,6 +1,7 @@
 /* cmd_grid.c — `fp4diag grid`: each format's levels, RTNE bins, half-widths and analytic
  * conditional bias (SPEC §2, §5). No input file. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "commands.h"
 #include "options.h"
@@ -22,15 +23,16 @@ fp4_status cmd_grid(int argc, char **argv)
 {
     fp4_options o;
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
-    fp4_status st = fp4_options_parse(&o, argc, argv, NULL);
-    if (st != FP4_OK) return st;
-    if (o.help) {
-        fputs(fp4_usage_grid, stdout);
-        return FP4_OK;
-    }
-    if (o.nargs > 0)
-        return fp4_error(FP4_ERR_USAGE, "grid takes no file ('%s'); see 'fp4diag grid --help'",
-                         o.args[0]);
-    return fp4_report_grid(argc, argv, o.formats, o.nformats, o.output, o.verbosity > 0,
-                           o.verbosity < 0);
+    char **args = fp4_argv_dup(argc, argv); /* getopt permutes; the report keeps the order */
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    if (st == FP4_OK && o.help) fputs(fp4_usage_grid, stdout);
+    else if (st == FP4_OK && o.nargs > 0)
+        st = fp4_error(FP4_ERR_USAGE, "grid takes no file ('%s'); see 'fp4diag grid --help'",
+                       o.args[0]);
+    else if (st == FP4_OK)
+        st = fp4_report_grid(argc, argv, o.formats, o.nformats, o.output, o.verbosity > 0,
+                             o.verbosity < 0);
+    free(args);
+    return st;
 }

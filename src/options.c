@@ -111,6 +111,15 @@ static fp4_status parse_int(const char *opt, const char *s, long long lo, long l
     return FP4_OK;
 }
 
+char **fp4_argv_dup(int argc, char **argv)
+{
+    char **c = malloc((size_t)(argc + 1) * sizeof *c);
+    if (!c) return NULL;
+    for (int i = 0; i < argc; i++) c[i] = argv[i];
+    c[argc] = NULL;
+    return c;
+}
+
 fp4_status fp4_parse_size(const char *s, int64_t *out)
 {
     char *end;

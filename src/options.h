@@ -66,7 +66,9 @@ void fp4_options_default(fp4_options *o, const char *formats, fp4_rht_mode rht);
 /* Parse argv[1..argc) (argv[0] is the command name) over the defaults in *o; options and
  * positional arguments may mix. ext may be NULL. On success the RHT sign vector is made and
  * every config of fp4_options_configs is checked. FP4_ERR_USAGE with a one-line detail on an
- * unknown option, a missing or bad value. Not reentrant (getopt state). */
+ * unknown option, a missing or bad value. Not reentrant (getopt state). getopt_long permutes
+ * argv (operands end up after the options): pass a copy (fp4_argv_dup) when the original order
+ * matters, as it does for a report's "argv". */
 fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_options_ext *ext);
 
 /* The configs the options select: for each format in order, the plain config (rht off|both)
@@ -75,6 +77,10 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
  * outlive the configs. FP4_ERR_USAGE with a detail for an inconsistent combination, or when
  * more than cap configs would be made. */
 fp4_status fp4_options_configs(const fp4_options *o, fp4_qconfig *out, int cap, int *count);
+
+/* A malloc'd copy of the pointer array argv[0..argc) (NULL-terminated; the strings are shared);
+ * NULL when out of memory. Free with free(). */
+char **fp4_argv_dup(int argc, char **argv);
 
 /* Parse a byte size: "1073741824", "512K", "512M", "1G", "2GiB", "1.5G" (binary units,
  * case-insensitive, optional "B"/"iB"). FP4_ERR_USAGE on garbage, zero or overflow. */

@@ -32,6 +32,9 @@ expect 3 sqnr "$F" /no/such/dataset
 rc=$?
 [ "$rc" -eq 3 ] || { echo "--axis 5: exit $rc, want 3"; exit 1; }
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert not r["tensors"] and len(r["errors"]) == 6, r["errors"]' "$tmp/out" || exit 1
+# the report records the command line as typed (getopt_long permutes its own copy)
+"$FP4DIAG" sqnr "$F" /qkv/w --format e2m1 -q >"$tmp/out" || { echo "sqnr exit $?"; exit 1; }
+python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["argv"]; assert a == ["fp4diag","sqnr",sys.argv[2],"/qkv/w","--format","e2m1","-q"], a' "$tmp/out" "$F" || exit 1
 expect 0 sqnr --help
 grep -q "e2m1,e1m2,int4" "$tmp/out" || { echo "sqnr --help does not give the default formats"; exit 1; }
 grep -q -- "--mem-limit" "$tmp/out" || { echo "sqnr --help lacks --mem-limit"; exit 1; }
