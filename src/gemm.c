@@ -451,3 +451,34 @@ void fp4_gemm_compound(const double *eta, int n, int layers, double *prod_eta,
     *prod_eta = prod;
     *exp_neg_sum_delta = exp(-sum_delta);
 }
+
+fp4_status fp4_gemm_pool(const fp4_gemm_layer *layers, int nlayers, fp4_gemm_path p,
+                         int compound_layers, fp4_gemm_pooled *out)
+{
+    memset(out, 0, sizeof *out);
+    out->path = p;
+    double *eta = malloc((size_t)(nlayers > 0 ? nlayers : 1) * sizeof *eta);
+    if (!eta) return fp4_error(FP4_ERR_INTERNAL, "gemm: out of memory");
+    for (int i = 0; i < nlayers; i++) {
+        if (!(layers[i].paths & (1u << p))) continue;
+        const fp4_gemm_path_result *r = &layers[i].res[p];
+        out->sum_z2 += r->sum_z2;
+        out->sum_err2 += r->sum_err2;
+        out->sum_zqz += r->sum_zqz;
+        eta[out->nlayers++] = r->eta;
+    }
+    if (out->sum_z2 == 0.0) {
+        out->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
+        out->sqnr_db = NAN;
+        out->eta = NAN;
+    } else {
+        out->eta = out->sum_zqz / out->sum_z2;
+        out->sqnr_status = out->sum_err2 == 0.0 ? FP4_SQNR_EXACT : FP4_SQNR_OK;
+        out->sqnr_db = out->sum_err2 == 0.0 ? NAN : 10.0 * log10(out->sum_z2 / out->sum_err2);
+    }
+    out->compound_layers = compound_layers > 0 ? compound_layers : out->nlayers;
+    fp4_gemm_compound(eta, out->nlayers, out->compound_layers, &out->prod_eta,
+                      &out->exp_neg_sum_delta);
+    free(eta);
+    return FP4_OK;
+}

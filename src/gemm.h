@@ -156,4 +156,32 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
 void fp4_gemm_compound(const double *eta, int n, int layers, double *prod_eta,
                        double *exp_neg_sum_delta);
 
+/* One layer of a gemm run, as the command assembles it and report_gemm.c prints it. */
+typedef struct fp4_gemm_layer {
+    char *name;                    /* the group ("/fc2"), or "x,w,dy" from --x/--w/--dy (owned) */
+    char *src[3];                  /* "FILE:/dataset" of x, w, dy; NULL when not read (owned) */
+    char dtype[3][48];             /* on-disk dtype of each ("bf16", "f32", …) */
+    int64_t m, n, k;
+    unsigned paths;                /* bit p set: res[p] holds path p */
+    fp4_gemm_path_result res[FP4_GEMM_NPATHS];
+} fp4_gemm_layer;
+
+/* Pooled over layers, per path: SQNR 10 log10(ΣΣz² / ΣΣerr²), η = ΣΣẑz / ΣΣz², and the
+ * compound gain over `layers` layers (fp4_gemm_compound of the per-layer η; 0 = the layers
+ * given). */
+typedef struct fp4_gemm_pooled {
+    fp4_gemm_path path;
+    int nlayers;
+    double sum_z2, sum_err2, sum_zqz;
+    double sqnr_db;
+    fp4_sqnr_status sqnr_status;
+    double eta;
+    int compound_layers;
+    double prod_eta, exp_neg_sum_delta;
+} fp4_gemm_pooled;
+
+/* Pool path p over the layers that hold it, in order. FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_gemm_pool(const fp4_gemm_layer *layers, int nlayers, fp4_gemm_path p,
+                         int compound_layers, fp4_gemm_pooled *out);
+
 #endif
