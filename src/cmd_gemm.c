@@ -226,6 +226,28 @@ static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
     return st;
 }
 
+/* Operands by --x/--w/--dy name their layer after the group they share (same file, same
+ * parent group), when they do. */
+static bool spec_layer_name(const operand_src src[3], char *buf, size_t n)
+{
+    const char *file = NULL, *dset = NULL;
+    size_t glen = 0;
+    for (int t = 0; t < 3; t++) {
+        if (!src[t].dset) continue;
+        const char *slash = strrchr(src[t].dset, '/');
+        size_t len = slash ? (size_t)(slash - src[t].dset) : 0;
+        if (!dset) {
+            file = src[t].file, dset = src[t].dset, glen = len;
+        } else if (strcmp(file, src[t].file) || len != glen || strncmp(dset, src[t].dset, len)) {
+            return false;
+        }
+    }
+    if (!dset || glen == 0 || glen >= n) return false;
+    memcpy(buf, dset, glen);
+    buf[glen] = '\0';
+    return true;
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -306,7 +328,8 @@ fp4_status cmd_gemm(int argc, char **argv)
     }
     for (int i = 0; i < nlayers; i++) {
         operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-        const char *name = "x,w,dy";
+        const char *name = "--x/--w/--dy";
+        char spec_group[256] = "";
         for (int t = 0; t < 3 && st == FP4_OK; t++) {
             if (by_spec) {
                 if (g.spec[t])
@@ -327,6 +350,8 @@ fp4_status cmd_gemm(int argc, char **argv)
                      gl == 1 && grp[0] == '/' ? "" : "/", fp4_gemm_tensor_name((fp4_gemm_tensor)t));
             name = grp;
         }
+        if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))
+            name = spec_group;
         if (st == FP4_OK)
             st = layer_run(&gc, g.paths, name, src, &layers[i], &run.bytes_read);
         run.nlayers = i + 1;

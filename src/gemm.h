@@ -158,7 +158,8 @@ void fp4_gemm_compound(const double *eta, int n, int layers, double *prod_eta,
 
 /* One layer of a gemm run, as the command assembles it and report_gemm.c prints it. */
 typedef struct fp4_gemm_layer {
-    char *name;                    /* the group ("/fc2"), or "x,w,dy" from --x/--w/--dy (owned) */
+    char *name;                    /* the group ("/fc2"); by --x/--w/--dy their shared group or
+                                      "--x/--w/--dy" (owned) */
     char *src[3];                  /* "FILE:/dataset" of x, w, dy; NULL when not read (owned) */
     char dtype[3][48];             /* on-disk dtype of each ("bf16", "f32", …) */
     int64_t m, n, k;
