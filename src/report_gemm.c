@@ -111,7 +111,9 @@ static cJSON *config_json(const fp4_gemm_run *run)
             cJSON_AddItemToArray(paths, cJSON_CreateString(fp4_gemm_path_name((fp4_gemm_path)p)));
     cJSON_AddStringToObject(c, "scale", fp4_scale_name(q.scale));
     cJSON_AddNumberToObject(c, "block", q.block);
-    cJSON_AddNullToObject(c, "axis"); /* per path: the contraction axis */
+    /* Blocks run along the last axis of each operand in its quantization layout (the
+     * contraction axis, after transposing where the path needs it). */
+    cJSON_AddNumberToObject(c, "axis", -1);
     bool rht_wgrad = fp4_gemm_path_rht(gc, FP4_GEMM_WGRAD),
          rht_fprop = fp4_gemm_path_rht(gc, FP4_GEMM_FPROP);
     const char *rht_scope = rht_fprop ? "all" : rht_wgrad ? "wgrad" : "none";
