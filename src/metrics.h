@@ -30,6 +30,7 @@ typedef struct fp4_metrics {
     float tensor_amax;
     /* derived by fp4_metrics_finish */
     double nmse, sqnr_db, alpha, delta, mean_signed_error, bucket_ratio_15, bucket_ratio_8;
+    double level_mean_error[8]; /* level_err_sum / level_count (0 where the count is 0) */
     fp4_sqnr_status sqnr_status;
 } fp4_metrics;
 

@@ -1,0 +1,112 @@
+/* backend.c — the backend-neutral half of backend.h: open/close/name, device selection, and
+ * the fp4_analysis_* protocol checks (slab order, amax pass, weight_2d slab sizes) around a
+ * backend's vtable (backend_impl.h). */
+#include <stdlib.h>
+
+#include "backend_impl.h"
+
+fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
+{
+    *out = NULL;
+    if (threads < 0) return fp4_error(FP4_ERR_USAGE, "threads %d: must be >= 0", threads);
+    switch (dev) {
+    case FP4_DEVICE_CPU: return fp4_cpu_backend_open(threads, out);
+    case FP4_DEVICE_CUDA:
+#ifdef FP4_HAVE_CUDA_BACKEND
+        return fp4_cuda_backend_open(out);
+#else
+        return fp4_error(FP4_ERR_DEVICE, "CUDA backend not available in this build");
+#endif
+    case FP4_DEVICE_AUTO:
+#ifdef FP4_HAVE_CUDA_BACKEND
+        if (fp4_cuda_backend_open(out) == FP4_OK) return FP4_OK;
+        fp4_error_clear();
+#endif
+        return fp4_cpu_backend_open(threads, out);
+    default: return fp4_error(FP4_ERR_USAGE, "unknown device %d", (int)dev);
+    }
+}
+
+void fp4_backend_close(fp4_backend *be)
+{
+    if (be) be->ops->close(be);
+}
+
+const char *fp4_backend_name(const fp4_backend *be) { return be ? be->ops->name : "none"; }
+
+fp4_status fp4_analysis_begin(fp4_backend *be, const fp4_qconfig *cfgs, int ncfg,
+                              int64_t n_rows, int64_t row_len, fp4_analysis **out)
+{
+    *out = NULL;
+    if (!be || ncfg <= 0 || !cfgs || n_rows < 0 || row_len < 0)
+        return fp4_error(FP4_ERR_USAGE, "analysis: bad arguments (%d configs, %lld x %lld)",
+                         ncfg, (long long)n_rows, (long long)row_len);
+    for (int c = 0; c < ncfg; c++) {
+        fp4_qplan p; /* validates the config */
+        FP4_TRY(fp4_qplan_make(&cfgs[c], 0.0f, row_len, &p));
+    }
+    fp4_analysis *an = calloc(1, sizeof *an);
+    if (!an) return fp4_error(FP4_ERR_INTERNAL, "analysis: out of memory");
+    an->be = be;
+    an->cfgs = cfgs;
+    an->ncfg = ncfg;
+    an->n_rows = n_rows;
+    an->row_len = row_len;
+    for (int c = 0; c < ncfg; c++) an->needs_amax |= fp4_needs_tensor_amax(&cfgs[c]);
+    fp4_status st = be->ops->begin(an);
+    if (st != FP4_OK) {
+        free(an);
+        return st;
+    }
+    *out = an;
+    return FP4_OK;
+}
+
+bool fp4_analysis_needs_amax(const fp4_analysis *an) { return an && an->needs_amax; }
+
+fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    if (!an->needs_amax) return FP4_OK;
+    if (an->rows_fed > 0 || nrows < 0 || an->rows_amax + nrows > an->n_rows)
+        return fp4_error(FP4_ERR_USAGE, "analysis: amax slab out of order");
+    FP4_TRY(an->be->ops->amax(an, rows, nrows));
+    an->rows_amax += nrows;
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    if (an->needs_amax && an->rows_amax != an->n_rows)
+        return fp4_error(FP4_ERR_USAGE, "analysis: feed before the amax pass covered all rows");
+    if (nrows < 0 || an->rows_fed + nrows > an->n_rows)
+        return fp4_error(FP4_ERR_USAGE, "analysis: more rows fed than the tensor has");
+    if (an->rows_fed % 16 != 0)
+        for (int c = 0; c < an->ncfg; c++)
+            if (an->cfgs[c].weight_2d)
+                return fp4_error(FP4_ERR_USAGE,
+                                 "analysis: weight_2d needs slabs of a multiple of 16 rows");
+    FP4_TRY(an->be->ops->feed(an, rows, nrows));
+    an->rows_fed += nrows;
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out)
+{
+    fp4_status st;
+    if (an->rows_fed != an->n_rows)
+        st = fp4_error(FP4_ERR_USAGE, "analysis: %lld of %lld rows fed",
+                       (long long)an->rows_fed, (long long)an->n_rows);
+    else st = an->be->ops->end(an, out);
+    if (st == FP4_OK)
+        for (int c = 0; c < an->ncfg; c++) fp4_metrics_finish(&out[c]);
+    an->be->ops->abort(an);
+    free(an);
+    return st;
+}
+
+void fp4_analysis_abort(fp4_analysis *an)
+{
+    if (!an) return;
+    an->be->ops->abort(an);
+    free(an);
+}

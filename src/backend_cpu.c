@@ -1,0 +1,194 @@
+/* backend_cpu.c — the CPU (OpenMP) engine behind backend.h: a parallel pass-1 amax, then one
+ * pass over each slab that feeds every config; per-chunk fp64 sums are kept and merged in
+ * (row, chunk) order, so results equal fp4_quantize_rows for any thread count or slab split. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_impl.h"
+
+/* rows per work batch: bounds the per-chunk partials kept before the ordered merge */
+#define CPU_BATCH_ELEMS (1 << 20)
+
+typedef struct cpu_an {
+    float *amax;        /* [ncfg] tensor amax as each config sees it */
+    fp4_qplan *plans;   /* [ncfg], made at the first feed */
+    bool planned;
+    fp4_metrics *acc;   /* [ncfg] the ordered result */
+    fp4_metrics *cnt;   /* [threads * ncfg] order-free integer counts per thread */
+    float **scratch;    /* [threads] */
+    fp4_metrics **upart; /* [threads] partials of one unit, max over configs */
+    fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
+    int64_t batch_rows;
+} cpu_an;
+
+static void cpu_close(fp4_backend *be) { free(be); }
+
+static void cpu_abort(fp4_analysis *an)
+{
+    cpu_an *ca = an->impl;
+    if (!ca) return;
+    int T = an->be->threads;
+    for (int t = 0; t < T; t++) {
+        if (ca->scratch) free(ca->scratch[t]);
+        if (ca->upart) free(ca->upart[t]);
+    }
+    for (int c = 0; ca->sums && c < an->ncfg; c++) free(ca->sums[c]);
+    free(ca->scratch);
+    free(ca->upart);
+    free(ca->sums);
+    free(ca->amax);
+    free(ca->plans);
+    free(ca->acc);
+    free(ca->cnt);
+    free(ca);
+    an->impl = NULL;
+}
+
+static fp4_status cpu_begin(fp4_analysis *an)
+{
+    const int n = an->ncfg, T = an->be->threads;
+    cpu_an *ca = calloc(1, sizeof *ca);
+    if (!ca) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    an->impl = ca;
+    ca->amax = calloc((size_t)n, sizeof *ca->amax);
+    ca->plans = calloc((size_t)n, sizeof *ca->plans);
+    ca->acc = calloc((size_t)n, sizeof *ca->acc);
+    ca->cnt = calloc((size_t)n * (size_t)T, sizeof *ca->cnt);
+    ca->scratch = calloc((size_t)T, sizeof *ca->scratch);
+    ca->upart = calloc((size_t)T, sizeof *ca->upart);
+    ca->sums = calloc((size_t)n, sizeof *ca->sums);
+    if (!ca->amax || !ca->plans || !ca->acc || !ca->cnt || !ca->scratch || !ca->upart ||
+        !ca->sums) {
+        cpu_abort(an);
+        return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    }
+    return FP4_OK;
+}
+
+static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    cpu_an *ca = an->impl;
+    const int64_t L = an->row_len;
+    for (int c = 0; c < an->ncfg; c++) {
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        if (!fp4_needs_tensor_amax(cfg)) continue;
+        int same = -1; /* configs with the same rotation share the amax */
+        for (int d = 0; d < c && same < 0; d++)
+            if (fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == cfg->rht) same = d;
+        if (same >= 0) {
+            ca->amax[c] = ca->amax[same];
+            continue;
+        }
+        float a = ca->amax[c];
+#pragma omp parallel for schedule(static) num_threads(an->be->threads) reduction(max : a)
+        for (int64_t r = 0; r < nrows; r++) {
+            float v = fp4_amax_row(cfg, rows + r * L, L);
+            if (v > a) a = v;
+        }
+        ca->amax[c] = a;
+    }
+    return FP4_OK;
+}
+
+static fp4_status cpu_plan(fp4_analysis *an)
+{
+    cpu_an *ca = an->impl;
+    const int n = an->ncfg, T = an->be->threads;
+    int64_t scratch = 0, upart = 0, P = 1;
+    for (int c = 0; c < n; c++) {
+        FP4_TRY(fp4_qplan_make(&an->cfgs[c], ca->amax[c], an->row_len, &ca->plans[c]));
+        const fp4_qplan *p = &ca->plans[c];
+        if (fp4_qplan_scratch_floats(p) > scratch) scratch = fp4_qplan_scratch_floats(p);
+        if ((int64_t)p->unit_rows * p->nchunk > upart) upart = (int64_t)p->unit_rows * p->nchunk;
+        if (p->padded_len > P) P = p->padded_len;
+    }
+    int64_t br = CPU_BATCH_ELEMS / P;
+    br = (br + 15) / 16 * 16;
+    if (br < 16) br = 16;
+    ca->batch_rows = br;
+    for (int t = 0; t < T; t++) {
+        ca->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
+        ca->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
+        if (!ca->scratch[t] || !ca->upart[t])
+            return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    }
+    for (int c = 0; c < n; c++) {
+        ca->sums[c] = malloc((size_t)br * (size_t)ca->plans[c].nchunk * sizeof(fp4_fsums) + 1);
+        if (!ca->sums[c]) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    }
+    ca->planned = true;
+    return FP4_OK;
+}
+
+static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    cpu_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cpu_plan(an));
+    const int n = an->ncfg, T = an->be->threads;
+    const int64_t L = an->row_len;
+    for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
+        const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
+        const int64_t ngroups = (bn + 15) / 16;
+#pragma omp parallel for schedule(static) num_threads(T)
+        for (int64_t g = 0; g < ngroups; g++) {
+            const int t = omp_get_thread_num();
+            const int64_t r0 = g * 16; /* within the batch */
+            const int64_t gr = r0 + 16 <= bn ? 16 : bn - r0;
+            for (int c = 0; c < n; c++) {
+                const fp4_qplan *p = &ca->plans[c];
+                fp4_metrics *cnt = &ca->cnt[(size_t)t * (size_t)n + (size_t)c];
+                for (int64_t u = 0; u < gr; u += p->unit_rows) {
+                    const int nr = (int)(gr - u < p->unit_rows ? gr - u : p->unit_rows);
+                    const int64_t rb = r0 + u; /* row within the batch */
+                    fp4_qplan_unit(p, rows + (b0 + rb) * L, an->rows_fed + b0 + rb, nr,
+                                   ca->scratch[t], NULL, NULL, NULL, ca->upart[t]);
+                    for (int i = 0; i < nr * p->nchunk; i++) {
+                        fp4_fsums_of(&ca->upart[t][i], &ca->sums[c][rb * p->nchunk + i]);
+                        fp4_metrics_merge_counts(cnt, &ca->upart[t][i]);
+                    }
+                }
+            }
+        }
+        for (int c = 0; c < n; c++) {
+            const int64_t k = bn * ca->plans[c].nchunk;
+            for (int64_t i = 0; i < k; i++) fp4_fsums_add(&ca->acc[c], &ca->sums[c][i]);
+        }
+    }
+    return FP4_OK;
+}
+
+static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
+{
+    cpu_an *ca = an->impl;
+    const int n = an->ncfg, T = an->be->threads;
+    for (int c = 0; c < n; c++) {
+        out[c] = ca->acc[c];
+        for (int t = 0; t < T; t++)
+            fp4_metrics_merge_counts(&out[c], &ca->cnt[(size_t)t * (size_t)n + (size_t)c]);
+        if (fp4_needs_tensor_amax(&an->cfgs[c]) && ca->amax[c] > out[c].tensor_amax)
+            out[c].tensor_amax = ca->amax[c];
+    }
+    return FP4_OK;
+}
+
+static const fp4_backend_ops cpu_ops = {
+    .name = "cpu",
+    .close = cpu_close,
+    .begin = cpu_begin,
+    .amax = cpu_amax,
+    .feed = cpu_feed,
+    .end = cpu_end,
+    .abort = cpu_abort,
+};
+
+fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out)
+{
+    fp4_backend *be = calloc(1, sizeof *be);
+    if (!be) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    be->ops = &cpu_ops;
+    be->threads = threads > 0 ? threads : omp_get_max_threads();
+    if (be->threads < 1) be->threads = 1;
+    *out = be;
+    return FP4_OK;
+}

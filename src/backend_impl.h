@@ -1,0 +1,111 @@
+/* backend_impl.h — internals shared by quant.c, backend.c and the backends: the per-unit
+ * quantization engine (one row, or one 16-row tile row for weight_2d) that writes per-chunk
+ * fp64 partials, and the backend vtable a CUDA backend plugs into. Not a public interface. */
+#ifndef FP4_BACKEND_IMPL_H
+#define FP4_BACKEND_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "common.h"
+#include "metrics.h"
+#include "quant.h"
+
+/* Everything derived once per (config, tensor): the grid, the row geometry and the
+ * tensor-level scales of SPEC §3. */
+typedef struct fp4_qplan {
+    fp4_qconfig cfg;
+    fp4c_grid grid;
+    int64_t row_len, padded_len, counted_len; /* counted_len: entries per row in the metrics */
+    int block, nblk, nchunk, unit_rows;       /* per row; unit_rows 16 with weight_2d, else 1 */
+    float tensor_amax;
+    float nv_sdec, nv_m; /* nvfp4: S_dec and m = S_enc * (1 / g_max) */
+    float ts;            /* tensor: amax_t / g_max */
+} fp4_qplan;
+
+/* Validate cfg (a copy is checked; its block must already be the checked one) and derive the
+ * plan. FP4_ERR_USAGE on an invalid config. */
+fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row_len,
+                          fp4_qplan *p);
+
+/* Floats of scratch one unit needs. */
+int64_t fp4_qplan_scratch_floats(const fp4_qplan *p);
+
+/* Quantize nr (<= unit_rows) rows starting at global row grow, read from in (stride
+ * row_len). Outputs (any may be NULL) at the unit's first row, row strides padded_len and nblk.
+ * partials[nr * nchunk] are initialised here and receive the per-chunk sums (row-major). */
+void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
+                    float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *partials);
+
+/* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
+ * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the
+ * same bits as merging whole partials; the integer counts (and the amax, a max) are exact and
+ * may be folded in any order (fp4_metrics_merge_counts). Backends keep only these per chunk. */
+typedef struct fp4_fsums {
+    double x2, err2, xqx, xq2, serr, lerr[8];
+} fp4_fsums;
+
+static inline void fp4_fsums_of(const fp4_metrics *m, fp4_fsums *s)
+{
+    s->x2 = m->sum_x2;
+    s->err2 = m->sum_err2;
+    s->xqx = m->sum_xqx;
+    s->xq2 = m->sum_xq2;
+    s->serr = m->signed_err_sum;
+    for (int i = 0; i < 8; i++) s->lerr[i] = m->level_err_sum[i];
+}
+
+static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
+{
+    m->sum_x2 += s->x2;
+    m->sum_err2 += s->err2;
+    m->sum_xqx += s->xqx;
+    m->sum_xq2 += s->xq2;
+    m->signed_err_sum += s->serr;
+    for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
+}
+
+/* dst += src for the integer counts and the amax only (order-free). */
+void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
+
+/* Max |v| over finite values of one row as cfg sees it (rotated when cfg->rht). */
+float fp4_amax_row(const fp4_qconfig *cfg, const float *row, int64_t row_len);
+
+/* ---- the backend vtable ------------------------------------------------------------------ */
+typedef struct fp4_backend_ops {
+    const char *name;
+    void (*close)(fp4_backend *be);
+    /* an->be, cfgs, ncfg, n_rows, row_len and needs_amax are set before begin is called */
+    fp4_status (*begin)(fp4_analysis *an);
+    fp4_status (*amax)(fp4_analysis *an, const float *rows, int64_t nrows);
+    fp4_status (*feed)(fp4_analysis *an, const float *rows, int64_t nrows);
+    fp4_status (*end)(fp4_analysis *an, fp4_metrics *out); /* unfinished metrics */
+    void (*abort)(fp4_analysis *an);                       /* free an->impl */
+} fp4_backend_ops;
+
+struct fp4_backend {
+    const fp4_backend_ops *ops;
+    int threads; /* resolved, >= 1 */
+    void *impl;
+};
+
+struct fp4_analysis {
+    fp4_backend *be;
+    const fp4_qconfig *cfgs;
+    int ncfg;
+    int64_t n_rows, row_len;
+    int64_t rows_amax, rows_fed; /* progress, for order checks */
+    bool needs_amax;
+    void *impl;
+};
+
+/* The CPU (OpenMP) engine of backend_cpu.c. */
+fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out);
+
+#ifdef FP4_HAVE_CUDA_BACKEND
+/* The CUDA engine (kernels/), when a build provides it. */
+fp4_status fp4_cuda_backend_open(fp4_backend **out);
+#endif
+
+#endif

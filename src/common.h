@@ -1,0 +1,265 @@
+/* common.h — what the CPU engine and the CUDA kernels must share bit for bit (SPEC §2–§4): the
+ * element grids, RTNE/SR level choice, the E4M3/E8M0 codecs, the Philox use and the fp64 RHT
+ * butterfly. C11 `static inline`; `__host__ __device__` under nvcc. No libc calls beyond the
+ * math builtins CUDA also has, no static tables (grids come from switches into local structs).
+ *
+ * Conventions pinned here (and cited by quant.h, rht.h):
+ *  - 4-bit code = (sign << 3) | magnitude index; -0 gives the negative zero code 8.
+ *  - RTNE: t clamped to g_max, then the nearest level; a midpoint tie goes to the level whose
+ *    magnitude index is even (the even code).
+ *  - SR: lo <= t <= hi adjacent levels, p = (t - lo) / (hi - lo) in fp32, up iff u < p.
+ *    u from Philox4x32-10: key = (seed lo32, seed hi32), counter = (idx lo32, idx hi32, stream,
+ *    0), u = (word0 >> 8) * 2^-24; with sr_bits 8, u = (word0 >> 24) * 2^-8. The element index
+ *    idx = (global row) * padded_len + column, padded positions included (RHT makes them
+ *    non-zero), so any thread count, slab split or device gives the same bits.
+ *  - RHT signs seed:N: Philox key = (N lo32, N hi32), counter = (i, 0, FP4C_RHT_SIGN_STREAM, 0),
+ *    s_i = -1 iff bit 0 of word0 is set. te signs: mask 0xD7E8 (bit i set <=> s_i = -1) for
+ *    n = 16, tiled for n > 16: s_i = te16[i % 16].
+ *  - E4M3: bias 7, max 448, subnormals m * 2^-9, RTNE, saturating; never the NaN code 0x7F/0xFF;
+ *    NaN input encodes to 0. E8M0: 2^(b - 127); encoders clamp the exponent to [-127, 127], so
+ *    byte 255 (NaN in OCP MX) is never produced; decoding 255 gives NaN. */
+#ifndef FP4_COMMON_H
+#define FP4_COMMON_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#ifndef R123_CUDA_DEVICE
+#define R123_CUDA_DEVICE __host__ __device__
+#endif
+#define FP4_HD static inline __host__ __device__
+#else
+#include <math.h>
+#define FP4_HD static inline
+#endif
+
+#include <Random123/philox.h>
+
+#define FP4C_E4M3_MAX 448.0f
+#define FP4C_FLT_MAX 3.402823466e+38f
+#define FP4C_RHT_TE_MASK 0xD7E8u
+#define FP4C_RHT_SIGN_STREAM 0xFFFFFFFFu
+
+/* Format ids: the same values as fp4_format_id in format.h. */
+#define FP4C_E2M1 0
+#define FP4C_E1M2 1
+#define FP4C_INT4 2
+#define FP4C_E3M0 3
+
+/* ---- bit casts -------------------------------------------------------------------------- */
+FP4_HD uint32_t fp4c_f2u(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    union { float f; uint32_t u; } v;
+    v.f = f;
+    return v.u;
+#endif
+}
+
+FP4_HD float fp4c_u2f(uint32_t u)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    union { float f; uint32_t u; } v;
+    v.u = u;
+    return v.f;
+#endif
+}
+
+/* NaN-agnostic min/max that compile to single instructions (fminf is a libm call on x86). */
+FP4_HD float fp4c_minf(float a, float b) { return a < b ? a : b; }
+FP4_HD float fp4c_maxf(float a, float b) { return a > b ? a : b; }
+FP4_HD float fp4c_absf(float a) { return fp4c_u2f(fp4c_f2u(a) & 0x7FFFFFFFu); }
+FP4_HD int fp4c_isfinite(float a) { return (fp4c_f2u(a) & 0x7F800000u) != 0x7F800000u; }
+/* 2^e for e in [-149, 127], exact. */
+FP4_HD float fp4c_exp2i(int e)
+{
+    if (e >= -126) return fp4c_u2f((uint32_t)(e + 127) << 23);
+    return fp4c_u2f(1u << (e + 149));
+}
+
+/* ---- grids (SPEC §2) --------------------------------------------------------------------- */
+typedef struct fp4c_grid {
+    float q[8];   /* magnitudes; unused tail entries (e2m1:max=M) repeat g_max */
+    float mid[7]; /* mid[i] = (q[i] + q[i+1]) / 2; FLT_MAX past the last level */
+    float gmax;
+    float inv_gmax; /* fp32 1 / g_max (the nvfp4 multiplier of SPEC §3) */
+    int n;          /* levels in use: 8, or 5..7 for e2m1:max=M */
+    int emax;       /* floor(log2 g_max) */
+} fp4c_grid;
+
+/* Level i of the full grid `fid` (0 <= i < 8). */
+FP4_HD float fp4c_level(int fid, int i)
+{
+    switch (fid) {
+    case FP4C_E2M1:
+        switch (i) {
+        case 0: return 0.0f;
+        case 1: return 0.5f;
+        case 2: return 1.0f;
+        case 3: return 1.5f;
+        case 4: return 2.0f;
+        case 5: return 3.0f;
+        case 6: return 4.0f;
+        default: return 6.0f;
+        }
+    case FP4C_E1M2: return 0.5f * (float)i;
+    case FP4C_INT4: return (float)i;
+    case FP4C_E3M0: return i == 0 ? 0.0f : fp4c_exp2i(i - 3);
+    default: return 0.0f;
+    }
+}
+
+/* Build the grid of format fid with cap `max` (0: full; e2m1 only: 2, 3 or 4). */
+FP4_HD fp4c_grid fp4c_grid_make(int fid, int max)
+{
+    fp4c_grid g;
+    int n = 8;
+    for (int i = 0; i < 8; i++) g.q[i] = fp4c_level(fid, i);
+    if (max > 0) {
+        n = 0;
+        while (n < 8 && g.q[n] <= (float)max) n++;
+    }
+    g.n = n;
+    g.gmax = g.q[n - 1];
+    for (int i = n; i < 8; i++) g.q[i] = g.gmax;
+    for (int i = 0; i < 7; i++) g.mid[i] = i + 1 < n ? 0.5f * (g.q[i] + g.q[i + 1]) : FP4C_FLT_MAX;
+    g.inv_gmax = 1.0f / g.gmax;
+    int e = 0;
+    while (fp4c_exp2i(e + 1) <= g.gmax) e++;
+    g.emax = e;
+    return g;
+}
+
+/* RTNE magnitude index of t >= 0 (t already clamped to g_max): nearest level, ties to the
+ * even index. Branch-free: index = number of midpoints passed; a tie at mid[i] passes it iff
+ * i is odd (then i + 1 is even). */
+FP4_HD int fp4c_rtne_index(const fp4c_grid *g, float t)
+{
+    return (t > g->mid[0]) + (t >= g->mid[1]) + (t > g->mid[2]) + (t >= g->mid[3]) +
+           (t > g->mid[4]) + (t >= g->mid[5]) + (t > g->mid[6]);
+}
+
+/* SR magnitude index of t >= 0 (clamped to g_max) given u in [0, 1). */
+FP4_HD int fp4c_sr_index(const fp4c_grid *g, float t, float u)
+{
+    int lo = (t >= g->q[1]) + (t >= g->q[2]) + (t >= g->q[3]) + (t >= g->q[4]) +
+             (t >= g->q[5]) + (t >= g->q[6]) + (t >= g->q[7]);
+    if (lo >= g->n - 1) return g->n - 1;
+    float ql = g->q[lo], qh = g->q[lo + 1];
+    float p = (t - ql) / (qh - ql);
+    return lo + (u < p);
+}
+
+/* ---- Philox (SPEC §2) --------------------------------------------------------------------- */
+FP4_HD uint32_t fp4c_philox_word0(uint64_t seed, uint64_t idx, uint32_t stream)
+{
+    philox4x32_ctr_t c = {{(uint32_t)idx, (uint32_t)(idx >> 32), stream, 0u}};
+    philox4x32_key_t k = {{(uint32_t)seed, (uint32_t)(seed >> 32)}};
+    philox4x32_ctr_t r = philox4x32(c, k);
+    return r.v[0];
+}
+
+/* The SR uniform of element idx: 24 bits (default) or 8 bits (sr_bits == 8). */
+FP4_HD float fp4c_sr_uniform(uint64_t seed, uint64_t idx, uint32_t stream, int sr_bits)
+{
+    uint32_t w = fp4c_philox_word0(seed, idx, stream);
+    if (sr_bits == 8) return (float)(w >> 24) * (1.0f / 256.0f);
+    return (float)(w >> 8) * (1.0f / 16777216.0f);
+}
+
+/* ---- E4M3 (SPEC §3) ------------------------------------------------------------------------ */
+/* Encode v >= 0 (sign ignored) RTNE with saturation to 448. */
+FP4_HD uint8_t fp4c_e4m3_encode(float v)
+{
+    v = fp4c_absf(v);
+    if (!(v == v)) return 0;
+    if (!(v < FP4C_E4M3_MAX)) return 0x7E; /* 448, +Inf included */
+    if (v < 0.015625f) {                   /* below 2^-6: subnormal step 2^-9 */
+        /* v * 512 < 8 is exact; adding 2^23 rounds to an integer with RTNE */
+        float r = (v * 512.0f + 8388608.0f) - 8388608.0f;
+        return (uint8_t)(int)r; /* 8 == 2^-6 is also code 8 (exponent 1, mantissa 0) */
+    }
+    uint32_t b = fp4c_f2u(v);
+    b += 0x7FFFFu + ((b >> 20) & 1u); /* RTNE to 3 mantissa bits */
+    b &= ~0xFFFFFu;
+    int e = (int)(b >> 23) - 127;       /* -6 .. 8 */
+    uint32_t code = ((uint32_t)(e + 7) << 3) | ((b >> 20) & 7u);
+    if (code > 0x7E) code = 0x7E;
+    return (uint8_t)code;
+}
+
+/* Decode an E4M3 byte (sign bit honoured; 0x7F/0xFF decode as NaN though never produced). */
+FP4_HD float fp4c_e4m3_decode(uint8_t c)
+{
+    uint32_t e = (c >> 3) & 15u, m = c & 7u;
+    float v;
+    if ((c & 0x7F) == 0x7F) v = fp4c_u2f(0x7FC00000u);
+    else if (e == 0) v = (float)m * (1.0f / 512.0f);
+    else v = fp4c_u2f(((e - 7u + 127u) << 23) | (m << 20));
+    return (c & 0x80) ? -v : v;
+}
+
+/* ---- E8M0 (SPEC §3) ------------------------------------------------------------------------ */
+FP4_HD float fp4c_e8m0_decode(uint8_t b)
+{
+    if (b == 255) return fp4c_u2f(0x7FC00000u);
+    return fp4c_exp2i((int)b - 127);
+}
+
+/* floor(log2 v) for finite v > 0 (subnormals included). */
+FP4_HD int fp4c_floor_log2(float v)
+{
+    uint32_t b = fp4c_f2u(v) & 0x7FFFFFFFu;
+    int e = (int)(b >> 23);
+    if (e > 0) return e - 127;
+    int k = -127; /* subnormal: find the top set bit of the mantissa */
+    uint32_t m = b;
+    while (m < 0x400000u) {
+        m <<= 1;
+        k--;
+    }
+    return k;
+}
+
+/* ceil(log2 v) for finite v > 0. */
+FP4_HD int fp4c_ceil_log2(float v)
+{
+    int f = fp4c_floor_log2(v);
+    return fp4c_exp2i(f < -149 ? -149 : f) == v ? f : f + 1;
+}
+
+/* MX shared exponent of a block with amax a (finite, >= 0): floor rule
+ * floor(log2 a) - emax, or rceil ceil(log2(a / g_max)) (fp32 division); clamped to
+ * [-127, 127]; a == 0 gives -127. Returns the E8M0 byte (exponent + 127). */
+FP4_HD uint8_t fp4c_e8m0_block(float a, const fp4c_grid *g, int rceil)
+{
+    int e;
+    if (!(a > 0.0f)) e = -127;
+    else if (rceil) {
+        float r = a / g->gmax;
+        e = r > 0.0f ? fp4c_ceil_log2(r) : -127;
+    } else e = fp4c_floor_log2(a) - g->emax;
+    if (e < -127) e = -127;
+    if (e > 127) e = 127;
+    return (uint8_t)(e + 127);
+}
+
+/* ---- RHT butterfly (SPEC §4) --------------------------------------------------------------- */
+/* In-place d = d · H_n (Sylvester), fp64, this fixed order: stride 1, 2, 4, …; within a stride,
+ * pairs in ascending index. */
+FP4_HD void fp4c_fwht_f64(double *d, int n)
+{
+    for (int h = 1; h < n; h <<= 1)
+        for (int i = 0; i < n; i += h << 1)
+            for (int j = i; j < i + h; j++) {
+                double a = d[j], b = d[j + h];
+                d[j] = a + b;
+                d[j + h] = a - b;
+            }
+}
+
+#endif

@@ -1,0 +1,169 @@
+/* test_backend.c — backend.h on the CPU engine: device selection, the analysis protocol, and
+ * determinism (SPEC §7): results equal fp4_quantize_rows bit for bit for any thread count and
+ * any slab split. */
+#include "testutil.h"
+
+#include <math.h>
+#include <omp.h>
+
+#include "backend.h"
+#include "metrics.h"
+#include "quant.h"
+#include "rht.h"
+
+enum { R = 200, L = 300, NCFG = 7 };
+static float data[R * L];
+static fp4_rht_signs sg16, sg64;
+static fp4_qconfig cfgs[NCFG];
+
+static int setup(void **state)
+{
+    (void)state;
+    uint64_t s = 12345;
+    for (int i = 0; i < R * L; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 11) / 9007199254740992.0;
+        data[i] = (float)((u - 0.5) * (i % 97 == 0 ? 40.0 : 2.0));
+    }
+    data[17 * L + 5] = NAN;
+    data[150 * L + 299] = -INFINITY;
+    for (int j = 0; j < 40; j++) data[60 * L + j] = 0.0f;
+    if (fp4_rht_signs_make("te", 16, &sg16) || fp4_rht_signs_make("seed:9", 64, &sg64)) return -1;
+    for (int c = 0; c < NCFG; c++) fp4_qconfig_default(&cfgs[c]);
+    cfgs[1].scale = FP4_SCALE_NVFP4;
+    cfgs[1].weight_2d = true;
+    cfgs[1].rht = &sg16;
+    cfgs[2].scale = FP4_SCALE_MXFP4;
+    cfgs[2].mx_rule = FP4_MX_RCEIL;
+    cfgs[2].format.id = FP4_FMT_INT4;
+    cfgs[3].scale = FP4_SCALE_TENSOR;
+    cfgs[3].rht = &sg64;
+    cfgs[4].rounding = FP4_ROUND_SR;
+    cfgs[4].seed = 99;
+    cfgs[4].stream = 3;
+    cfgs[4].block = 64;
+    cfgs[4].rht = &sg16;
+    cfgs[5].format = (fp4_format){FP4_FMT_E2M1, 3};
+    cfgs[5].scale = FP4_SCALE_NVFP4;
+    cfgs[5].rounding = FP4_ROUND_SR;
+    cfgs[5].sr_bits = 8;
+    cfgs[6].format.id = FP4_FMT_E3M0;
+    cfgs[6].block = 128;
+    for (int c = 0; c < NCFG; c++)
+        if (fp4_qconfig_check(&cfgs[c]) != FP4_OK) return -1;
+    return 0;
+}
+
+static void reference(fp4_metrics *ref)
+{
+    for (int c = 0; c < NCFG; c++) {
+        float a = 0.0f;
+        fp4_amax_rows(&cfgs[c], data, R, L, &a);
+        fp4_metrics_init(&ref[c]);
+        assert_int_equal(fp4_quantize_rows(&cfgs[c], a, data, 0, R, L, NULL, &ref[c]), FP4_OK);
+        fp4_metrics_finish(&ref[c]);
+    }
+}
+
+static void run(fp4_backend *be, int64_t slab, fp4_metrics *out)
+{
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, cfgs, NCFG, R, L, &an), FP4_OK);
+    assert_true(fp4_analysis_needs_amax(an));
+    for (int64_t r = 0; r < R; r += slab)
+        assert_int_equal(fp4_analysis_amax(an, data + r * L, r + slab <= R ? slab : R - r), FP4_OK);
+    for (int64_t r = 0; r < R; r += slab)
+        assert_int_equal(fp4_analysis_feed(an, data + r * L, r + slab <= R ? slab : R - r), FP4_OK);
+    assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
+}
+
+static void test_open_devices(void **state)
+{
+    (void)state;
+    fp4_backend *be = NULL;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 2, &be), FP4_OK);
+    assert_string_equal(fp4_backend_name(be), "cpu");
+    fp4_backend_close(be);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &be), FP4_ERR_DEVICE);
+    assert_null(be);
+    assert_non_null(strstr(fp4_last_error(), "CUDA"));
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_AUTO, 0, &be), FP4_OK);
+    assert_string_equal(fp4_backend_name(be), "cpu");
+    fp4_backend_close(be);
+}
+
+static void test_equals_reference_any_threads_any_slab(void **state)
+{
+    (void)state;
+    fp4_metrics ref[NCFG], got[NCFG];
+    reference(ref);
+    assert_true(ref[0].nan == 1 && ref[0].inf == 1 && ref[0].nonfinite_blocks == 2);
+    const int threads[] = {1, 2, 3};
+    const int64_t slabs[] = {R, 16, 48, 64};
+    for (int t = 0; t < 3; t++)
+        for (int s = 0; s < 4; s++) {
+            fp4_backend *be;
+            assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, threads[t], &be), FP4_OK);
+            run(be, slabs[s], got);
+            for (int c = 0; c < NCFG; c++) assert_memory_equal(&got[c], &ref[c], sizeof ref[c]);
+            fp4_backend_close(be);
+        }
+}
+
+static void test_omp_set_num_threads(void **state)
+{
+    (void)state;
+    fp4_metrics m1[NCFG], m2[NCFG];
+    fp4_backend *be;
+    omp_set_num_threads(1);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 0, &be), FP4_OK);
+    run(be, 32, m1);
+    fp4_backend_close(be);
+    omp_set_num_threads(2);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 0, &be), FP4_OK);
+    run(be, 32, m2);
+    fp4_backend_close(be);
+    for (int c = 0; c < NCFG; c++) assert_memory_equal(&m1[c], &m2[c], sizeof m1[c]);
+    assert_true(m1[0].sqnr_db > 15.0 && m1[0].sqnr_db < 25.0);
+}
+
+static void test_protocol_errors(void **state)
+{
+    (void)state;
+    fp4_backend *be;
+    fp4_analysis *an;
+    fp4_metrics out[NCFG];
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 2, &be), FP4_OK);
+    /* feeding before the amax pass */
+    assert_int_equal(fp4_analysis_begin(be, cfgs, NCFG, R, L, &an), FP4_OK);
+    assert_int_equal(fp4_analysis_feed(an, data, 16), FP4_ERR_USAGE);
+    fp4_analysis_abort(an);
+    /* weight_2d: a slab of 10 rows followed by more */
+    assert_int_equal(fp4_analysis_begin(be, cfgs, NCFG, R, L, &an), FP4_OK);
+    assert_int_equal(fp4_analysis_amax(an, data, R), FP4_OK);
+    assert_int_equal(fp4_analysis_feed(an, data, 10), FP4_OK);
+    assert_int_equal(fp4_analysis_feed(an, data + 10 * L, 16), FP4_ERR_USAGE);
+    fp4_analysis_abort(an);
+    /* ending early */
+    assert_int_equal(fp4_analysis_begin(be, cfgs, 1, R, L, &an), FP4_OK);
+    assert_false(fp4_analysis_needs_amax(an));
+    assert_int_equal(fp4_analysis_feed(an, data, 16), FP4_OK);
+    assert_int_equal(fp4_analysis_end(an, out), FP4_ERR_USAGE);
+    /* an invalid config */
+    fp4_qconfig bad = cfgs[0];
+    bad.block = 3;
+    assert_int_equal(fp4_analysis_begin(be, &bad, 1, R, L, &an), FP4_ERR_USAGE);
+    assert_null(an);
+    fp4_backend_close(be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_devices),
+        cmocka_unit_test(test_equals_reference_any_threads_any_slab),
+        cmocka_unit_test(test_omp_set_num_threads),
+        cmocka_unit_test(test_protocol_errors),
+    };
+    return cmocka_run_group_tests_name("backend", tests, setup, NULL);
+}

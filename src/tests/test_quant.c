@@ -1,0 +1,537 @@
+/* test_quant.c — the scalar reference quantizer (SPEC §2–§3): E4M3/E8M0 codecs, the NVFP4
+ * worked example and two-level scale, block underflow, MXFP4 floor vs rceil, zero and
+ * non-finite blocks, Philox known answers, SR statistics, e1m2 == int4, weight_2d, and
+ * independence from the slab split. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "common.h"
+#include "metrics.h"
+#include "quant.h"
+#include "rht.h"
+
+/* deterministic Gaussian (xorshift64* + Box–Muller), test-local */
+static uint64_t rng_state = 88172645463325252ull;
+static double urand(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return ((rng_state * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
+}
+static float grand(void)
+{
+    double u = urand(), v = urand();
+    if (u < 1e-300) u = 1e-300;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static fp4_qconfig mkcfg(fp4_format_id f, fp4_scale_mode s)
+{
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.format = (fp4_format){f, 0};
+    c.scale = s;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    return c;
+}
+
+static float amax_of(const fp4_qconfig *c, const float *x, int64_t rows, int64_t len)
+{
+    float a = 0.0f;
+    fp4_amax_rows(c, x, rows, len, &a);
+    return a;
+}
+
+static void test_e4m3_cases(void **state)
+{
+    (void)state;
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(13.44f)) == 13.0f);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(17.0f)) == 16.0f);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(19.0f)) == 20.0f);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(447.9f)) == 448.0f);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(460.0f)) == 448.0f);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(0.0029f)) == ldexpf(1.0f, -9));
+    assert_int_equal(fp4c_e4m3_encode(INFINITY), 0x7E);
+    assert_true(fp4c_e4m3_decode(fp4c_e4m3_encode(INFINITY)) == 448.0f);
+    assert_int_equal(fp4c_e4m3_encode(1e30f), 0x7E);
+    assert_int_equal(fp4c_e4m3_encode(NAN), 0);
+    assert_int_equal(fp4c_e4m3_encode(0.0f), 0);
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(1.0f, -10)), 0);      /* tie to even: 0 */
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(1.5f, -9)), 2);       /* tie to even: 2 */
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(1.0f, -6)), 8);
+    assert_true(fp4c_e4m3_decode(0x7E) == 448.0f);
+    assert_true(fp4c_e4m3_decode(0x08) == ldexpf(1.0f, -6));
+    assert_true(fp4c_e4m3_decode(0x01) == ldexpf(1.0f, -9));
+    /* every non-NaN code round-trips; encode never yields the NaN code */
+    for (int c = 0; c < 0x7F; c++) {
+        float v = fp4c_e4m3_decode((uint8_t)c);
+        assert_int_equal(fp4c_e4m3_encode(v), c);
+        assert_int_not_equal(fp4c_e4m3_encode(nextafterf(v, 1e9f)), 0x7F);
+    }
+    /* exhaustive RTNE check against a brute-force nearest-even search on a sweep */
+    for (float v = 0.0f; v < 500.0f; v = v * 1.0003f + 1e-6f) {
+        int best = 0;
+        double bd = 1e30;
+        for (int c = 0; c < 0x7F; c++) {
+            double d = fabs((double)fp4c_e4m3_decode((uint8_t)c) - v);
+            if (d < bd || (d == bd && (c & 1) == 0)) {
+                bd = d;
+                best = c;
+            }
+        }
+        if (v > 448.0f) best = 0x7E;
+        assert_int_equal(fp4c_e4m3_encode(v), best);
+    }
+}
+
+static void test_e8m0(void **state)
+{
+    (void)state;
+    assert_true(fp4c_e8m0_decode(0) == ldexpf(1.0f, -127));
+    assert_true(fp4c_e8m0_decode(127) == 1.0f);
+    assert_true(fp4c_e8m0_decode(134) == 128.0f);
+    assert_true(fp4c_e8m0_decode(254) == ldexpf(1.0f, 127));
+    assert_true(isnan(fp4c_e8m0_decode(255)));
+    fp4c_grid g = fp4c_grid_make(FP4C_E2M1, 0);
+    assert_int_equal(fp4c_e8m0_block(2.7f, &g, 0), 126);
+    assert_int_equal(fp4c_e8m0_block(3.0001f, &g, 0), 126);
+    assert_int_equal(fp4c_e8m0_block(3.0001f, &g, 1), 127);
+    assert_int_equal(fp4c_e8m0_block(7.0f, &g, 0), 127);
+    assert_int_equal(fp4c_e8m0_block(7.0f, &g, 1), 128);
+    assert_int_equal(fp4c_e8m0_block(6.0f, &g, 1), 127);
+    assert_int_equal(fp4c_e8m0_block(0.0f, &g, 0), 0);
+    assert_int_equal(fp4c_e8m0_block(1e-45f, &g, 0), 0);       /* clamped to -127 */
+    assert_int_equal(fp4c_e8m0_block(3.4e38f, &g, 0), 127 + 125);
+    assert_int_equal(fp4c_e8m0_block(3.4e38f, &g, 1), 127 + 126);
+    assert_int_equal(fp4c_e8m0_block(1.99999988f, &g, 0), 125);
+    for (int e = -149; e < 128; e++) {
+        assert_int_equal(fp4c_floor_log2(ldexpf(1.0f, e)), e);
+        if (e < 127 && e > -149) assert_int_equal(fp4c_floor_log2(ldexpf(1.5f, e)), e);
+        assert_int_equal(fp4c_ceil_log2(ldexpf(1.0f, e)), e);
+    }
+}
+
+static void test_nvfp4_worked_example(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    float x[16] = {3.0f, 1.0f, 0.3f, -2.2f};
+    float deq[16];
+    uint8_t codes[16], sc[1];
+    fp4_qout out = {deq, codes, sc};
+    assert_int_equal(fp4_quantize_rows(&c, 100.0f, x, 0, 1, 16, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], fp4c_e4m3_encode(13.0f));
+    assert_true(fp4c_e4m3_decode(sc[0]) == 13.0f);
+    assert_int_equal(codes[0], 7);
+    assert_int_equal(codes[1], 4);
+    assert_int_equal(codes[2], 1);
+    assert_int_equal(codes[3], 8 | 6);
+    assert_float_equal(deq[0], 2.901786f, 2e-6);
+    assert_float_equal(deq[1], 0.967262f, 2e-6);
+    assert_float_equal(deq[2], 0.241815f, 2e-6);
+    assert_float_equal(deq[3], -1.934524f, 2e-6);
+    /* the encode factor of SPEC §3 */
+    float sdec = 1.0f / (2688.0f / 100.0f);
+    assert_float_equal(1.0f / (13.0f * sdec), 2.0676923f, 1e-6);
+}
+
+static void test_nvfp4_two_level_and_underflow(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    float x[32] = {0};
+    x[0] = 6000.0f; /* [6000, 0 x15]: two-level scale decodes 6000 exactly */
+    float deq[32];
+    uint8_t sc[2];
+    fp4_qout out = {deq, NULL, sc};
+    assert_int_equal(fp4_quantize_rows(&c, amax_of(&c, x, 1, 16), x, 0, 1, 16, &out, NULL),
+                     FP4_OK);
+    /* 6000 within fp32 rounding of S_dec (TE's order gives 5999.9995, one ulp) */
+    assert_float_equal(deq[0], 6000.0f, 6000.0f * 2e-7);
+    /* a single-level E4M3 scale would saturate at 448: 6 * 448 = 2688 */
+    assert_true(6.0f * fp4c_e4m3_decode(fp4c_e4m3_encode(6000.0f / 6.0f)) == 2688.0f);
+
+    /* tensor amax 1000, block [0.001, 0...] underflows, decodes to 0 and is counted */
+    float y[32] = {0};
+    y[0] = 1000.0f;
+    y[16] = 0.001f;
+    y[17] = -0.0005f;
+    fp4_metrics m;
+    fp4_metrics_init(&m);
+    assert_int_equal(fp4_quantize_rows(&c, 1000.0f, y, 0, 1, 32, &out, &m), FP4_OK);
+    assert_float_equal(deq[0], 1000.0f, 1e-3);
+    assert_int_equal(sc[1], 0);
+    for (int j = 16; j < 32; j++) assert_true(deq[j] == 0.0f);
+    assert_true(signbit(deq[17]));
+    assert_int_equal(m.scale_underflow_blocks, 1);
+    assert_int_equal(m.zero_blocks, 0);
+    assert_int_equal(m.blocks, 2);
+    fp4_metrics_finish(&m);
+    assert_false(isnan(m.sqnr_db));
+}
+
+static void test_mxfp4_rules(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_MXFP4);
+    assert_int_equal(c.block, 32);
+    float x[32] = {0}, deq[32];
+    uint8_t sc[1];
+    fp4_qout out = {deq, NULL, sc};
+    fp4_metrics m;
+    x[0] = 3.0001f;
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_true(fp4c_e8m0_decode(sc[0]) == 0.5f);
+    assert_true(deq[0] == 3.0f);
+    c.mx_rule = FP4_MX_RCEIL;
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_true(fp4c_e8m0_decode(sc[0]) == 1.0f);
+    x[0] = 7.0f;
+    c.mx_rule = FP4_MX_FLOOR;
+    fp4_metrics_init(&m);
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, &m), FP4_OK);
+    assert_true(fp4c_e8m0_decode(sc[0]) == 1.0f);
+    assert_true(deq[0] == 6.0f); /* 7 clips to 6 */
+    assert_int_equal(m.clipped, 1);
+    assert_int_equal(m.saturated, 1);
+    c.mx_rule = FP4_MX_RCEIL;
+    fp4_metrics_init(&m);
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, &m), FP4_OK);
+    assert_true(fp4c_e8m0_decode(sc[0]) == 2.0f);
+    assert_true(deq[0] == 8.0f); /* 3.5 ties to the even code: 4 */
+    assert_int_equal(m.clipped, 0);
+    c.mx_rule = FP4_MX_FLOOR;
+    x[0] = 2.7f;
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], 126);
+    x[0] = 1.99999988f;
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], 125);
+    assert_true(deq[0] == 1.5f);
+}
+
+static void test_zero_block_all_modes(void **state)
+{
+    (void)state;
+    for (int s = 0; s < FP4_SCALE_COUNT; s++) {
+        fp4_qconfig c = mkcfg(FP4_FMT_E2M1, (fp4_scale_mode)s);
+        float x[64] = {0}, deq[64];
+        x[3] = -0.0f;
+        uint8_t codes[64];
+        fp4_qout out = {deq, codes, NULL};
+        fp4_metrics m;
+        fp4_metrics_init(&m);
+        assert_int_equal(fp4_quantize_rows(&c, 0.0f, x, 0, 1, 64, &out, &m), FP4_OK);
+        for (int j = 0; j < 64; j++) {
+            assert_true(deq[j] == 0.0f);
+            assert_false(isnan(deq[j]));
+        }
+        assert_int_equal(codes[3], 8);
+        assert_int_equal(m.zero_blocks, m.blocks);
+        assert_int_equal(m.zero, 64);
+        assert_int_equal(m.scale_underflow_blocks, 0);
+        fp4_metrics_finish(&m);
+        assert_int_equal(m.sqnr_status, FP4_SQNR_ZERO_SIGNAL);
+    }
+}
+
+static void test_nonfinite_block_isolated(void **state)
+{
+    (void)state;
+    for (int s = 0; s < FP4_SCALE_COUNT; s++)
+        for (int kind = 0; kind < 2; kind++) {
+            fp4_qconfig c = mkcfg(FP4_FMT_E2M1, (fp4_scale_mode)s);
+            const int B = c.block;
+            float x[128], deq[128], ref[128];
+            for (int j = 0; j < 128; j++) x[j] = grand();
+            x[B] = 9.0f; /* second block holds the finite amax */
+            x[3] = kind ? -INFINITY : NAN;
+            fp4_metrics m, mr;
+            fp4_metrics_init(&m);
+            fp4_metrics_init(&mr);
+            fp4_qout out = {deq, NULL, NULL}, outr = {ref, NULL, NULL};
+            float a = amax_of(&c, x, 1, 128);
+            assert_true(a == 9.0f); /* amax ignores non-finite values */
+            assert_int_equal(fp4_quantize_rows(&c, a, x, 0, 1, 128, &out, &m), FP4_OK);
+            /* reference: the same row without its first block */
+            assert_int_equal(fp4_quantize_rows(&c, a, x + B, 0, 1, 128 - B, &outr, &mr), FP4_OK);
+            for (int j = B; j < 128; j++) assert_true(deq[j] == ref[j - B]);
+            assert_int_equal(m.nan, kind ? 0 : 1);
+            assert_int_equal(m.inf, kind ? 1 : 0);
+            assert_int_equal(m.nonfinite_blocks, 1);
+            assert_int_equal(m.blocks, 128 / B);
+            assert_true(m.sum_x2 == mr.sum_x2);
+            assert_true(m.sum_err2 == mr.sum_err2);
+            fp4_metrics_finish(&m);
+            assert_false(isnan(m.sqnr_db));
+            uint64_t h = 0;
+            for (int i = 0; i < 16; i++) h += m.hist[i];
+            assert_int_equal(h, 128 - B);
+        }
+}
+
+static void test_philox_known_answers(void **state)
+{
+    (void)state;
+    philox4x32_ctr_t c0 = {{0, 0, 0, 0}}, c1 = {{~0u, ~0u, ~0u, ~0u}};
+    philox4x32_key_t k0 = {{0, 0}}, k1 = {{~0u, ~0u}};
+    philox4x32_ctr_t r0 = philox4x32(c0, k0), r1 = philox4x32(c1, k1);
+    assert_int_equal(r0.v[0], 0x6627e8d5u);
+    assert_int_equal(r0.v[1], 0xe169c58du);
+    assert_int_equal(r0.v[2], 0xbc57ac4cu);
+    assert_int_equal(r0.v[3], 0x9b00dbd8u);
+    assert_int_equal(r1.v[0], 0x408f276du);
+    assert_int_equal(r1.v[1], 0x41c83b0eu);
+    assert_int_equal(r1.v[2], 0xa20bc7c6u);
+    assert_int_equal(r1.v[3], 0x6d5451fdu);
+    assert_int_equal(fp4c_philox_word0(0, 0, 0), 0x6627e8d5u);
+    assert_int_equal(fp4c_philox_word0(~0ull, ~0ull, ~0u) == 0x408f276du ? 0 : 1, 1);
+    /* the counter layout: (idx lo, idx hi, stream, 0), key (seed lo, seed hi) */
+    philox4x32_ctr_t c2 = {{0x89abcdefu, 0x01234567u, 5u, 0u}};
+    philox4x32_key_t k2 = {{0xdeadbeefu, 0x0badf00du}};
+    assert_int_equal(fp4c_philox_word0(0x0badf00ddeadbeefull, 0x0123456789abcdefull, 5u),
+                     philox4x32(c2, k2).v[0]);
+    uint32_t w = fp4c_philox_word0(7, 11, 3);
+    assert_true(fp4c_sr_uniform(7, 11, 3, 24) == (float)(w >> 8) * 0x1p-24f);
+    assert_true(fp4c_sr_uniform(7, 11, 3, 8) == (float)(w >> 24) * 0x1p-8f);
+}
+
+/* n_rows blocks [6, v x15] (fp32 scale 1), SR; returns the dequantized values of the v's */
+static float *sr_run(float v, int rows, int bits, uint64_t seed)
+{
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_FP32);
+    c.rounding = FP4_ROUND_SR;
+    c.sr_bits = bits;
+    c.seed = seed;
+    c.stream = 9;
+    float *x = malloc(sizeof(float) * 16 * (size_t)rows);
+    float *deq = malloc(sizeof(float) * 16 * (size_t)rows);
+    for (int r = 0; r < rows; r++) {
+        x[r * 16] = 6.0f;
+        for (int j = 1; j < 16; j++) x[r * 16 + j] = v;
+    }
+    fp4_qout out = {deq, NULL, NULL};
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, rows, 16, &out, NULL), FP4_OK);
+    free(x);
+    return deq;
+}
+
+static void test_sr_statistics(void **state)
+{
+    (void)state;
+    const int rows = 66667; /* 1,000,005 draws */
+    const double n = rows * 15.0;
+    float *d = sr_run(2.5f, rows, 24, 42);
+    double sum = 0;
+    for (int r = 0; r < rows; r++)
+        for (int j = 1; j < 16; j++) {
+            float q = d[r * 16 + j];
+            assert_true(q == 2.0f || q == 3.0f);
+            sum += q;
+        }
+    assert_true(fabs(sum / n - 2.5) < 3 * 0.5 / sqrt(n));
+    free(d);
+    d = sr_run(5.0f, rows, 24, 43);
+    double n6 = 0;
+    for (int r = 0; r < rows; r++)
+        for (int j = 1; j < 16; j++) {
+            float q = d[r * 16 + j];
+            assert_true(q == 4.0f || q == 6.0f);
+            n6 += q == 6.0f;
+        }
+    assert_true(fabs(n6 / n - 0.5) < 3 * 0.5 / sqrt(n));
+    free(d);
+    /* a level stays that level, for every level and both bit widths */
+    const float lv[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (int i = 0; i < 8; i++)
+        for (int bits = 8; bits <= 24; bits += 16) {
+            d = sr_run(lv[i], 100, bits, 1);
+            for (int k = 0; k < 1600; k++) assert_true(d[k] == (k % 16 ? lv[i] : 6.0f));
+            free(d);
+        }
+    /* 8-bit SR: 1 + 0.5/256 rounds up exactly when the top byte of word0 is 0 */
+    const int r8 = 20000;
+    d = sr_run(1.0f + 0.5f / 256.0f, r8, 8, 77);
+    double up = 0;
+    for (int r = 0; r < r8; r++)
+        for (int j = 1; j < 16; j++) {
+            int want = (fp4c_philox_word0(77, (uint64_t)r * 16 + (uint64_t)j, 9) >> 24) == 0;
+            float q = d[r * 16 + j];
+            assert_true(q == (want ? 1.5f : 1.0f));
+            up += want;
+        }
+    double n8 = r8 * 15.0, p = 1.0 / 256.0;
+    assert_true(fabs(up / n8 - p) < 3 * sqrt(p * (1 - p) / n8));
+    free(d);
+}
+
+/* e1m2 and int4 are the same grid up to 2: identical dequantized values and codes */
+static void test_e1m2_equals_int4(void **state)
+{
+    (void)state;
+    const int R = 32, L = 100;
+    float *x = malloc(sizeof(float) * R * L);
+    for (int i = 0; i < R * L; i++) x[i] = grand() * (i % 37 == 0 ? 30.0f : 1.0f);
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("te", 32, &sg), FP4_OK);
+    for (int s = 0; s < FP4_SCALE_COUNT; s++)
+        for (int v = 0; v < 8; v++) {
+            fp4_qconfig a = mkcfg(FP4_FMT_E1M2, (fp4_scale_mode)s);
+            a.rounding = v & 1 ? FP4_ROUND_SR : FP4_ROUND_RTNE;
+            a.mx_rule = v & 2 ? FP4_MX_RCEIL : FP4_MX_FLOOR;
+            a.rht = v & 4 ? &sg : NULL;
+            a.weight_2d = s == FP4_SCALE_NVFP4 && (v & 2);
+            fp4_qconfig b = a;
+            b.format.id = FP4_FMT_INT4;
+            int64_t P = fp4_padded_len(&a, L);
+            float *da = malloc(sizeof(float) * R * P), *db = malloc(sizeof(float) * R * P);
+            uint8_t *ca = malloc((size_t)(R * P)), *cb = malloc((size_t)(R * P));
+            fp4_qout oa = {da, ca, NULL}, ob = {db, cb, NULL};
+            assert_int_equal(fp4_quantize_rows(&a, amax_of(&a, x, R, L), x, 0, R, L, &oa, NULL),
+                             FP4_OK);
+            assert_int_equal(fp4_quantize_rows(&b, amax_of(&b, x, R, L), x, 0, R, L, &ob, NULL),
+                             FP4_OK);
+            assert_memory_equal(da, db, sizeof(float) * (size_t)(R * P));
+            assert_memory_equal(ca, cb, (size_t)(R * P));
+            free(da);
+            free(db);
+            free(ca);
+            free(cb);
+        }
+    free(x);
+}
+
+static void test_weight_2d_tiles(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    c.weight_2d = true;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    const int R = 40, L = 48; /* last tile row holds 8 rows */
+    float x[40 * 48];
+    for (int i = 0; i < R * L; i++) x[i] = grand();
+    x[5 * L + 20] = 50.0f; /* tile (0, 1) */
+    float a = amax_of(&c, x, R, L);
+    uint8_t sc[40 * 3];
+    fp4_qout out = {NULL, NULL, sc};
+    assert_int_equal(fp4_quantize_rows(&c, a, x, 0, R, L, &out, NULL), FP4_OK);
+    float sdec = 1.0f / (2688.0f / a), mm = (2688.0f / a) * (1.0f / 6.0f);
+    for (int tr = 0; tr < 3; tr++)
+        for (int tc = 0; tc < 3; tc++) {
+            float ta = 0;
+            for (int r = tr * 16; r < R && r < tr * 16 + 16; r++)
+                for (int j = tc * 16; j < tc * 16 + 16; j++) ta = fmaxf(ta, fabsf(x[r * L + j]));
+            uint8_t want = fp4c_e4m3_encode(fminf(ta * mm, 448.0f));
+            for (int r = tr * 16; r < R && r < tr * 16 + 16; r++)
+                assert_int_equal(sc[r * 3 + tc], want);
+        }
+    assert_int_equal(sc[0 * 3 + 1], fp4c_e4m3_encode(fminf(50.0f * mm, 448.0f)));
+    (void)sdec;
+    /* weight_2d needs nvfp4 */
+    fp4_qconfig bad = mkcfg(FP4_FMT_E2M1, FP4_SCALE_FP32);
+    bad.weight_2d = true;
+    assert_int_equal(fp4_qconfig_check(&bad), FP4_ERR_USAGE);
+    assert_int_equal(fp4_quantize_rows(&bad, 0, x, 0, 1, L, &out, NULL), FP4_ERR_USAGE);
+}
+
+static void test_config_checks(void **state)
+{
+    (void)state;
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    assert_int_equal(c.block, 16);
+    assert_int_equal(c.sr_bits, 24);
+    c.block = 24;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_ERR_USAGE);
+    c.block = 1;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_ERR_USAGE);
+    c.block = 64;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    c.sr_bits = 12;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_ERR_USAGE);
+    c.sr_bits = 8;
+    c.scale = FP4_SCALE_MXFP4;
+    c.block = 16;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    assert_int_equal(c.block, 32);
+    fp4_scale_mode sm;
+    fp4_rounding rr;
+    fp4_mx_rule mr;
+    for (int s = 0; s < FP4_SCALE_COUNT; s++) {
+        assert_int_equal(fp4_scale_parse(fp4_scale_name((fp4_scale_mode)s), &sm), FP4_OK);
+        assert_int_equal(sm, s);
+    }
+    assert_int_equal(fp4_scale_parse("fp16", &sm), FP4_ERR_USAGE);
+    assert_int_equal(fp4_rounding_parse("sr", &rr), FP4_OK);
+    assert_int_equal(rr, FP4_ROUND_SR);
+    assert_int_equal(fp4_rounding_parse("rtn", &rr), FP4_ERR_USAGE);
+    assert_int_equal(fp4_mx_rule_parse("rceil", &mr), FP4_OK);
+    assert_int_equal(mr, FP4_MX_RCEIL);
+    assert_int_equal(fp4_mx_rule_parse("ceil", &mr), FP4_ERR_USAGE);
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("te", 64, &sg), FP4_OK);
+    fp4_qconfig_default(&c);
+    c.rht = &sg;
+    assert_int_equal(fp4_padded_len(&c, 100), 128);
+    assert_int_equal(fp4_padded_len(&c, 128), 128);
+    c.rht = NULL;
+    assert_int_equal(fp4_padded_len(&c, 100), 112);
+    assert_true(fp4_needs_tensor_amax(&(fp4_qconfig){.scale = FP4_SCALE_NVFP4}));
+    assert_false(fp4_needs_tensor_amax(&(fp4_qconfig){.scale = FP4_SCALE_MXFP4}));
+}
+
+/* The same rows in one call or in slabs give the same bits (SR and RHT included). */
+static void test_slab_split_invariance(void **state)
+{
+    (void)state;
+    const int R = 48, L = 70;
+    float x[48 * 70];
+    for (int i = 0; i < R * L; i++) x[i] = grand();
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("seed:5", 16, &sg), FP4_OK);
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    c.rounding = FP4_ROUND_SR;
+    c.weight_2d = true;
+    c.rht = &sg;
+    c.seed = 1234;
+    int64_t P = fp4_padded_len(&c, L);
+    float a = amax_of(&c, x, R, L);
+    float *d1 = calloc((size_t)(R * P), sizeof(float)), *d2 = calloc((size_t)(R * P), sizeof(float));
+    fp4_metrics m1, m2;
+    fp4_metrics_init(&m1);
+    fp4_metrics_init(&m2);
+    fp4_qout o1 = {d1, NULL, NULL};
+    assert_int_equal(fp4_quantize_rows(&c, a, x, 0, R, L, &o1, &m1), FP4_OK);
+    for (int r0 = 0; r0 < R; r0 += 16) {
+        fp4_qout o2 = {d2 + r0 * P, NULL, NULL};
+        assert_int_equal(fp4_quantize_rows(&c, a, x + r0 * L, r0, 16, L, &o2, &m2), FP4_OK);
+    }
+    assert_memory_equal(d1, d2, sizeof(float) * (size_t)(R * P));
+    assert_memory_equal(&m1, &m2, sizeof m1);
+    assert_int_equal(m1.elements, R * L);
+    assert_int_equal(m1.padded, R * (P - L));
+    free(d1);
+    free(d2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_e4m3_cases),
+        cmocka_unit_test(test_e8m0),
+        cmocka_unit_test(test_nvfp4_worked_example),
+        cmocka_unit_test(test_nvfp4_two_level_and_underflow),
+        cmocka_unit_test(test_mxfp4_rules),
+        cmocka_unit_test(test_zero_block_all_modes),
+        cmocka_unit_test(test_nonfinite_block_isolated),
+        cmocka_unit_test(test_philox_known_answers),
+        cmocka_unit_test(test_sr_statistics),
+        cmocka_unit_test(test_e1m2_equals_int4),
+        cmocka_unit_test(test_weight_2d_tiles),
+        cmocka_unit_test(test_config_checks),
+        cmocka_unit_test(test_slab_split_invariance),
+    };
+    return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
+}
