@@ -1,11 +1,233 @@
-/* cmd_ls.c — `fp4diag ls` (not implemented yet). */
-#include "commands.h"
+/* cmd_ls.c — `fp4diag ls FILE [SELECT...]`: the datasets of an HDF5 file with shape, on-disk
+ * type, chunks, filters and sizes, as a table or (--json) as JSON. The JSON building sits in
+ * one static function (ls_json) so that it can move into report.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-const char fp4_usage_ls[] = "usage: fp4diag ls ...\n(not implemented yet)\n";
+#include <cJSON.h>
+
+#include "commands.h"
+#include "h5io.h"
+#include "version.h"
+
+const char fp4_usage_ls[] =
+    "usage: fp4diag ls [--json] [-v] FILE [SELECT...]\n"
+    "\n"
+    "List the datasets of an HDF5 file: full path, shape, on-disk type (f16, bf16, f32, f64,\n"
+    "i8..u64, float(1,e,m,bias) for other custom floats; ' be' marks big-endian), chunk shape,\n"
+    "filters, logical size and stored size. A dataset fp4diag cannot read (string, compound,\n"
+    "opaque class; a filter not available here) is listed with a note saying why.\n"
+    "\n"
+    "SELECT is a dataset path, a group (every dataset below it) or a glob on the full path\n"
+    "('*' does not cross '/'): /blocks/0, '/blocks/*/fc1/weight'. Default: every dataset.\n"
+    "\n"
+    "options:\n"
+    "  --json         print JSON instead of the table\n"
+    "  -v, --verbose  print HDF5's own error stack as well\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 missing file, not HDF5, or no such dataset.\n";
+
+/* "1024x256", "scalar" for rank 0; "-" for no chunks. */
+static void ls_shape(char *buf, size_t cap, int rank, const int64_t *dims, const char *none)
+{
+    if (rank == 0) {
+        snprintf(buf, cap, "%s", none);
+        return;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)dims[i]);
+}
+
+static void ls_bytes(char *buf, size_t cap, int64_t b)
+{
+    if (b < 0) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%lld B", (long long)b);
+    else
+        snprintf(buf, cap, "%.1f %s", v, unit[u]);
+}
+
+static void ls_dtype(char *buf, size_t cap, const fp4_dsinfo *d)
+{
+    snprintf(buf, cap, "%s%s", d->dtype, strcmp(d->byte_order, "be") == 0 ? " be" : "");
+}
+
+typedef struct ls_row {
+    char shape[160], dtype[64], chunks[160], size[32], stored[32];
+} ls_row;
+
+static int ls_max(int a, int b) { return a > b ? a : b; }
+
+static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
+{
+    ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int w[6] = {4, 5, 5, 6, 7, 4}; /* name shape dtype chunks filters size */
+    bool notes = false;
+    for (int i = 0; i < n; i++) {
+        const fp4_dsinfo *d = &ds[i];
+        ls_row *r = &rows[i];
+        if (d->nelems < 0)
+            snprintf(r->shape, sizeof r->shape, "(too large)");
+        else
+            ls_shape(r->shape, sizeof r->shape, d->rank, d->dims, "scalar");
+        ls_dtype(r->dtype, sizeof r->dtype, d);
+        ls_shape(r->chunks, sizeof r->chunks, d->chunk_rank, d->chunk, "-");
+        ls_bytes(r->size, sizeof r->size, d->logical_bytes);
+        ls_bytes(r->stored, sizeof r->stored, d->stored_bytes);
+        w[0] = ls_max(w[0], (int)strlen(d->path));
+        w[1] = ls_max(w[1], (int)strlen(r->shape));
+        w[2] = ls_max(w[2], (int)strlen(r->dtype));
+        w[3] = ls_max(w[3], (int)strlen(r->chunks));
+        w[4] = ls_max(w[4], (int)strlen(d->filters[0] ? d->filters : "-"));
+        w[5] = ls_max(w[5], (int)strlen(r->size));
+        notes = notes || d->problem[0];
+    }
+    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s\n", w[0], "name", w[1], "shape", w[2],
+            "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored",
+            notes ? "  note" : "");
+    for (int i = 0; i < n; i++) {
+        const fp4_dsinfo *d = &ds[i];
+        const ls_row *r = &rows[i];
+        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s%s\n", w[0], d->path, w[1],
+                r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
+                d->filters[0] ? d->filters : "-", w[5], r->size, r->stored,
+                d->problem[0] ? "  " : "", d->problem);
+    }
+    free(rows);
+    return FP4_OK;
+}
+
+static cJSON *ls_json_dims(int rank, const int64_t *dims)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < rank; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)dims[i]));
+    return a;
+}
+
+/* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
+ * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
+ * filters_available, logical_bytes, stored_bytes, problem}]}. Sizes of -1 (overflow) are null. */
+static cJSON *ls_json(const char *file, const fp4_dsinfo *ds, int n)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "schema", "fp4diag.ls/1");
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
+    cJSON_AddStringToObject(root, "command", "ls");
+    cJSON_AddStringToObject(root, "file", file);
+    cJSON *arr = cJSON_AddArrayToObject(root, "datasets");
+    for (int i = 0; arr && i < n; i++) {
+        const fp4_dsinfo *d = &ds[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", d->path);
+        if (d->nelems < 0)
+            cJSON_AddNullToObject(o, "shape");
+        else
+            cJSON_AddItemToObject(o, "shape", ls_json_dims(d->rank, d->dims));
+        cJSON_AddStringToObject(o, "dtype", d->dtype);
+        if (d->byte_order[0])
+            cJSON_AddStringToObject(o, "byte_order", d->byte_order);
+        else
+            cJSON_AddNullToObject(o, "byte_order");
+        cJSON_AddBoolToObject(o, "numeric", d->numeric);
+        cJSON_AddBoolToObject(o, "exact_fp32", d->exact_fp32);
+        if (d->chunk_rank)
+            cJSON_AddItemToObject(o, "chunks", ls_json_dims(d->chunk_rank, d->chunk));
+        else
+            cJSON_AddNullToObject(o, "chunks");
+        cJSON *fl = cJSON_AddArrayToObject(o, "filters");
+        char tmp[sizeof d->filters];
+        memcpy(tmp, d->filters, sizeof tmp);
+        for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); fl && tok;
+             tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(fl, cJSON_CreateString(tok));
+        cJSON_AddBoolToObject(o, "filters_available", d->filters_available);
+        if (d->logical_bytes < 0)
+            cJSON_AddNullToObject(o, "logical_bytes");
+        else
+            cJSON_AddNumberToObject(o, "logical_bytes", (double)d->logical_bytes);
+        cJSON_AddNumberToObject(o, "stored_bytes", (double)d->stored_bytes);
+        if (d->problem[0])
+            cJSON_AddStringToObject(o, "problem", d->problem);
+        else
+            cJSON_AddNullToObject(o, "problem");
+    }
+    return root;
+}
 
 fp4_status cmd_ls(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return fp4_error(FP4_ERR_INTERNAL, "not implemented yet");
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, verbose = false;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'v': verbose = true; break;
+        case 'h': fputs(fp4_usage_ls, stdout); return FP4_OK;
+        default:
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag ls --help'",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag ls --help'");
+    const char *file = argv[optind];
+    const char *const *sel = (const char *const *)argv + optind + 1;
+    int nsel = argc - optind - 1;
+
+    fp4_h5_set_verbose(verbose);
+    fp4_h5file *f = NULL;
+    fp4_dsinfo *ds = NULL;
+    int n = 0;
+    FP4_TRY(fp4_h5_open(file, &f));
+    fp4_status st = fp4_h5_select(f, sel, nsel, &ds, &n);
+    if (st == FP4_OK) {
+        if (json) {
+            cJSON *doc = ls_json(file, ds, n);
+            char *text = doc ? cJSON_Print(doc) : NULL;
+            if (text)
+                printf("%s\n", text);
+            else
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory building JSON");
+            cJSON_free(text);
+            cJSON_Delete(doc);
+        } else {
+            st = ls_table(stdout, ds, n);
+        }
+    }
+    if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        st = fp4_error(FP4_ERR_INPUT, "cannot write to stdout");
+    fp4_dsinfo_free_list(ds, n);
+    fp4_h5_close(f);
+    return st;
 }

@@ -1,0 +1,669 @@
+/* h5io.c — every HDF5 call of fp4diag: open, walk, select and describe datasets, and read them
+ * (whole or in slabs along one dimension) into fp32 through HDF5's own type conversion
+ * (SPEC §8). Errors become FP4_ERR_INPUT values with "FILE: DSET: why"; HDF5 stays silent. */
+#include "h5io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+struct fp4_h5file {
+    hid_t fid;
+    char *name;
+    char *cur_path; /* the dataset kept open between slab reads, and its description */
+    hid_t cur_dset;
+    fp4_dsinfo cur_info;
+};
+
+/* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
+#define H5IO_CHUNK_CACHE_BYTES ((size_t)16 << 20)
+#define H5IO_CHUNK_CACHE_SLOTS 12421
+
+static bool h5io_verbose;
+static bool h5io_ready;
+
+static void h5io_init(void)
+{
+    if (h5io_ready) return;
+    h5io_ready = true;
+    H5open();
+    fp4_h5_set_verbose(h5io_verbose);
+}
+
+void fp4_h5_set_verbose(bool verbose)
+{
+    h5io_verbose = verbose;
+    h5io_ready = true;
+    H5open();
+    if (verbose)
+        H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
+    else
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static char *h5io_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* "/x/y" from "x/y", "/x/y/" or "/x/y"; "/" stays "/". */
+static char *h5io_normpath(const char *p)
+{
+    size_t n = strlen(p);
+    char *d = malloc(n + 2);
+    if (!d) return NULL;
+    size_t k = 0;
+    if (p[0] != '/') d[k++] = '/';
+    memcpy(d + k, p, n + 1);
+    k += n;
+    while (k > 1 && d[k - 1] == '/') d[--k] = '\0';
+    return d;
+}
+
+fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
+{
+    *out = NULL;
+    h5io_init();
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return fp4_error(FP4_ERR_INPUT, "%s: no such file", file);
+        if (errno == EACCES) return fp4_error(FP4_ERR_INPUT, "%s: permission denied", file);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", file, strerror(errno));
+    }
+    if (S_ISDIR(st.st_mode))
+        return fp4_error(FP4_ERR_INPUT, "%s: is a directory, not an HDF5 file", file);
+    if (!S_ISREG(st.st_mode))
+        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5 file", file);
+    int fd = open(file, O_RDONLY);
+    if (fd < 0) {
+        if (errno == EACCES) return fp4_error(FP4_ERR_INPUT, "%s: permission denied", file);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", file, strerror(errno));
+    }
+    close(fd);
+#if H5_VERSION_GE(1, 12, 0)
+    htri_t ok = H5Fis_accessible(file, H5P_DEFAULT);
+#else
+    htri_t ok = H5Fis_hdf5(file);
+#endif
+    if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5 file", file);
+    hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (fid < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open the HDF5 file", file);
+    fp4_h5file *f = calloc(1, sizeof *f);
+    if (!f || !(f->name = h5io_strdup(file))) {
+        free(f);
+        H5Fclose(fid);
+        return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", file);
+    }
+    f->fid = fid;
+    f->cur_dset = -1;
+    *out = f;
+    return FP4_OK;
+}
+
+static void h5io_drop_current(fp4_h5file *f)
+{
+    if (f->cur_dset >= 0) H5Dclose(f->cur_dset);
+    f->cur_dset = -1;
+    free(f->cur_path);
+    f->cur_path = NULL;
+    fp4_dsinfo_free(&f->cur_info);
+}
+
+void fp4_h5_close(fp4_h5file *f)
+{
+    if (!f) return;
+    h5io_drop_current(f);
+    H5Fclose(f->fid);
+    free(f->name);
+    free(f);
+}
+
+const char *fp4_h5_filename(const fp4_h5file *f) { return f ? f->name : ""; }
+
+/* --- describing a dataset ---------------------------------------------------------------- */
+
+static const char *h5io_class_name(H5T_class_t c)
+{
+    switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
+    case H5T_TIME: return "time";
+    case H5T_STRING: return "string";
+    case H5T_BITFIELD: return "bitfield";
+    case H5T_OPAQUE: return "opaque";
+    case H5T_COMPOUND: return "compound";
+    case H5T_REFERENCE: return "reference";
+    case H5T_ENUM: return "enum";
+    case H5T_VLEN: return "vlen";
+    case H5T_ARRAY: return "array";
+    default: return "unknown";
+    }
+}
+
+/* Name the float type: the IEEE layouts and bf16 by name, anything else float(1,e,m,bias).
+ * Sets *exact when every value widens to fp32 exactly. */
+static void h5io_float_name(hid_t t, char *name, size_t cap, bool *exact)
+{
+    size_t size = H5Tget_size(t), spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize);
+    size_t bias = H5Tget_ebias(t);
+    size_t prec = H5Tget_precision(t);
+    int off = H5Tget_offset(t);
+    H5T_norm_t norm = H5Tget_norm(t);
+    bool plain = prec == size * 8 && off == 0 && mpos == 0 && epos == msize &&
+                 spos == epos + esize && spos == prec - 1 && norm == H5T_NORM_IMPLIED;
+    static const struct {
+        const char *name;
+        size_t size, esize, msize, bias;
+    } known[] = {
+        {"f16", 2, 5, 10, 15}, {"bf16", 2, 8, 7, 127}, {"f32", 4, 8, 23, 127},
+        {"f64", 8, 11, 52, 1023},
+    };
+    for (size_t i = 0; plain && i < sizeof known / sizeof known[0]; i++) {
+        if (known[i].size == size && known[i].esize == esize && known[i].msize == msize &&
+            known[i].bias == bias) {
+            snprintf(name, cap, "%s", known[i].name);
+            *exact = strcmp(known[i].name, "f64") != 0;
+            return;
+        }
+    }
+    snprintf(name, cap, "float(1,%zu,%zu,%zu)", esize, msize, bias);
+    /* Exact when the mantissa fits and both the largest exponent and the lowest mantissa bit
+     * (of the smallest subnormal) lie within fp32's range. */
+    long emax = (esize < 63 ? (1L << esize) - 2 : 1L << 62) - (long)bias;
+    long lowbit = 1 - (long)bias - (long)msize;
+    *exact = plain && msize <= 23 && esize < 63 && emax <= 127 && lowbit >= -149;
+}
+
+/* Fill the type fields of info from the on-disk type t. */
+static void h5io_describe_type(hid_t t, fp4_dsinfo *info)
+{
+    H5T_class_t c = H5Tget_class(t);
+    size_t size = H5Tget_size(t);
+    info->numeric = c == H5T_FLOAT || c == H5T_INTEGER;
+    info->exact_fp32 = false;
+    if (c == H5T_FLOAT) {
+        h5io_float_name(t, info->dtype, sizeof info->dtype, &info->exact_fp32);
+    } else if (c == H5T_INTEGER) {
+        bool sign = H5Tget_sign(t) == H5T_SGN_2;
+        snprintf(info->dtype, sizeof info->dtype, "%c%zu", sign ? 'i' : 'u', size * 8);
+        info->exact_fp32 = H5Tget_precision(t) <= (sign ? 25u : 24u);
+    } else {
+        snprintf(info->dtype, sizeof info->dtype, "%s", h5io_class_name(c));
+        snprintf(info->problem, sizeof info->problem, "%s class is not supported",
+                 h5io_class_name(c));
+    }
+    info->byte_order[0] = '\0';
+    if (info->numeric && size > 1) {
+        H5T_order_t o = H5Tget_order(t);
+        if (o == H5T_ORDER_LE) strcpy(info->byte_order, "le");
+        if (o == H5T_ORDER_BE) strcpy(info->byte_order, "be");
+    }
+}
+
+static void h5io_append(char *buf, size_t cap, const char *s)
+{
+    /* Truncates silently: the list is for display; availability is tracked separately. */
+    size_t n = strlen(buf);
+    if (n && n + 1 < cap) buf[n++] = ',';
+    size_t k = strlen(s);
+    if (k > cap - 1 - n) k = cap - 1 - n;
+    memcpy(buf + n, s, k);
+    buf[n + k] = '\0';
+}
+
+/* Filters of the pipeline, in order, and whether each can decode here. */
+static void h5io_describe_filters(hid_t dcpl, fp4_dsinfo *info)
+{
+    info->filters[0] = '\0';
+    info->filters_available = true;
+    int nf = H5Pget_nfilters(dcpl);
+    for (int i = 0; i < nf; i++) {
+        unsigned flags = 0, cd[8] = {0}, config = 0;
+        size_t ncd = 8;
+        char fname[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname,
+                                         fname, &config);
+        char one[96];
+        switch (id) {
+        case H5Z_FILTER_DEFLATE: snprintf(one, sizeof one, "deflate(%u)", ncd ? cd[0] : 0u); break;
+        case H5Z_FILTER_SHUFFLE: snprintf(one, sizeof one, "shuffle"); break;
+        case H5Z_FILTER_FLETCHER32: snprintf(one, sizeof one, "fletcher32"); break;
+        case H5Z_FILTER_SZIP: snprintf(one, sizeof one, "szip"); break;
+        case H5Z_FILTER_NBIT: snprintf(one, sizeof one, "nbit"); break;
+        case H5Z_FILTER_SCALEOFFSET: snprintf(one, sizeof one, "scaleoffset"); break;
+        default: {
+            /* Registered third-party filters: keep the name the file gives, and the id. */
+            char clean[64];
+            size_t k = 0;
+            for (const char *p = fname; *p && k + 1 < sizeof clean; p++)
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
+                    clean[k++] = *p;
+            clean[k] = '\0';
+            snprintf(one, sizeof one, "%s(#%d)", k ? clean : "filter", (int)id);
+        }
+        }
+        h5io_append(info->filters, sizeof info->filters, one);
+        unsigned fconf = 0;
+        bool avail = id >= 0 && H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &fconf) >= 0 &&
+                     (fconf & H5Z_FILTER_CONFIG_DECODE_ENABLED);
+        if (!avail && info->filters_available) {
+            info->filters_available = false;
+            if (!info->problem[0])
+                snprintf(info->problem, sizeof info->problem, "filter %s is not available", one);
+        }
+    }
+}
+
+/* Open `path` as a dataset. *is_group tells a group from a missing object. */
+static hid_t h5io_open_dset(fp4_h5file *f, const char *path, bool *is_group)
+{
+    *is_group = false;
+    /* H5Lexists fails (rather than answering no) when an intermediate group is missing. */
+    if (strcmp(path, "/") == 0) {
+        *is_group = true;
+        return -1;
+    }
+    const char *p = path;
+    char part[4096];
+    while ((p = strchr(p + 1, '/')) != NULL) {
+        size_t n = (size_t)(p - path);
+        if (n >= sizeof part) return -1;
+        memcpy(part, path, n);
+        part[n] = '\0';
+        if (H5Lexists(f->fid, part, H5P_DEFAULT) <= 0) return -1;
+    }
+    if (H5Lexists(f->fid, path, H5P_DEFAULT) <= 0) return -1;
+    hid_t o = H5Oopen(f->fid, path, H5P_DEFAULT);
+    if (o < 0) return -1;
+    H5I_type_t it = H5Iget_type(o);
+    if (it == H5I_DATASET) return o;
+    if (it == H5I_GROUP) *is_group = true;
+    H5Oclose(o);
+    return -1;
+}
+
+static fp4_status h5io_missing(fp4_h5file *f, const char *path, bool is_group)
+{
+    if (is_group) return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", f->name, path);
+    return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", f->name, path);
+}
+
+/* Describe an open dataset; the only failure is out of memory or an unreadable header. */
+static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_dsinfo *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!(info->path = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    hid_t t = H5Dget_type(d), s = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
+    fp4_status st = FP4_OK;
+    if (t < 0 || s < 0 || dcpl < 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataset header", f->name, path);
+        goto out;
+    }
+    h5io_describe_type(t, info);
+    int rank = H5Sget_simple_extent_ndims(s);
+    H5S_class_t sc = H5Sget_simple_extent_type(s);
+    if (rank < 0 || rank > FP4_MAX_RANK) {
+        info->rank = rank < 0 ? 0 : FP4_MAX_RANK;
+        info->nelems = 0;
+        snprintf(info->problem, sizeof info->problem, "rank %d is not supported (max %d)", rank,
+                 FP4_MAX_RANK);
+        goto out;
+    }
+    hsize_t dims[FP4_MAX_RANK] = {0};
+    H5Sget_simple_extent_dims(s, dims, NULL);
+    info->rank = rank;
+    bool overflow = false;
+    uint64_t n = sc == H5S_NULL ? 0 : 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] > (hsize_t)INT64_MAX) overflow = true;
+        info->dims[i] = overflow ? -1 : (int64_t)dims[i];
+        if (dims[i] != 0 && n > (uint64_t)INT64_MAX / dims[i]) overflow = true;
+        n *= dims[i];
+    }
+    size_t esize = H5Tget_size(t);
+    if (overflow || (esize && n > (uint64_t)INT64_MAX / esize)) {
+        info->nelems = -1;
+        info->logical_bytes = -1;
+        if (!info->problem[0])
+            snprintf(info->problem, sizeof info->problem, "size overflows 64 bits");
+    } else {
+        info->nelems = (int64_t)n;
+        info->logical_bytes = (int64_t)(n * esize);
+    }
+    if (H5Pget_layout(dcpl) == H5D_CHUNKED) {
+        hsize_t cd[FP4_MAX_RANK] = {0};
+        int cr = H5Pget_chunk(dcpl, FP4_MAX_RANK, cd);
+        info->chunk_rank = cr > 0 ? cr : 0;
+        for (int i = 0; i < info->chunk_rank; i++) info->chunk[i] = (int64_t)cd[i];
+    }
+    h5io_describe_filters(dcpl, info);
+    info->stored_bytes = (int64_t)H5Dget_storage_size(d);
+out:
+    if (t >= 0) H5Tclose(t);
+    if (s >= 0) H5Sclose(s);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (st != FP4_OK) fp4_dsinfo_free(info);
+    return st;
+}
+
+fp4_status fp4_h5_info(fp4_h5file *f, const char *path, fp4_dsinfo *out)
+{
+    memset(out, 0, sizeof *out);
+    char *p = h5io_normpath(path);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    bool is_group;
+    hid_t d = h5io_open_dset(f, p, &is_group);
+    fp4_status st = d < 0 ? h5io_missing(f, p, is_group) : h5io_describe(f, d, p, out);
+    if (d >= 0) H5Dclose(d);
+    free(p);
+    return st;
+}
+
+void fp4_dsinfo_free(fp4_dsinfo *info)
+{
+    if (!info) return;
+    free(info->path);
+    info->path = NULL;
+}
+
+void fp4_dsinfo_free_list(fp4_dsinfo *list, int n)
+{
+    if (!list) return;
+    for (int i = 0; i < n; i++) fp4_dsinfo_free(&list[i]);
+    free(list);
+}
+
+/* --- walking and selecting ----------------------------------------------------------------- */
+
+typedef struct h5io_walk {
+    char **paths;
+    int n, cap;
+    bool oom;
+} h5io_walk;
+
+static herr_t h5io_walk_cb(hid_t group, const char *name, const H5L_info_t *linfo, void *data)
+{
+    h5io_walk *w = data;
+    if (linfo->type != H5L_TYPE_HARD) return 0; /* soft/external links are not followed */
+    hid_t o = H5Oopen(group, name, H5P_DEFAULT);
+    if (o < 0) return 0;
+    bool is_dset = H5Iget_type(o) == H5I_DATASET;
+    H5Oclose(o);
+    if (!is_dset) return 0;
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 64;
+        char **np = realloc(w->paths, (size_t)cap * sizeof *np);
+        if (!np) {
+            w->oom = true;
+            return -1;
+        }
+        w->paths = np;
+        w->cap = cap;
+    }
+    char *p = h5io_normpath(name);
+    if (!p) {
+        w->oom = true;
+        return -1;
+    }
+    w->paths[w->n++] = p;
+    return 0;
+}
+
+static bool h5io_matches(const char *pat, const char *path)
+{
+    if (strcmp(pat, path) == 0) return true;
+    size_t n = strlen(pat);
+    if (strcmp(pat, "/") == 0 || (strncmp(pat, path, n) == 0 && path[n] == '/')) return true;
+    return fnmatch(pat, path, FNM_PATHNAME) == 0;
+}
+
+fp4_status fp4_h5_select(fp4_h5file *f, const char *const *patterns, int npatterns,
+                         fp4_dsinfo **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    h5io_walk w = {0};
+    fp4_status st = FP4_OK;
+    bool *sel = NULL;
+    char **pats = NULL;
+    char **extra = NULL; /* exact paths reached only through soft links */
+    int nextra = 0;
+    fp4_dsinfo *list = NULL;
+    herr_t hr = H5Lvisit(f->fid, H5_INDEX_NAME, H5_ITER_INC, h5io_walk_cb, &w);
+    if (w.oom) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if (hr < 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: cannot walk the file", f->name);
+        goto out;
+    }
+    sel = calloc((size_t)w.n + 1, sizeof *sel);
+    pats = calloc((size_t)npatterns + 1, sizeof *pats);
+    extra = calloc((size_t)npatterns + 1, sizeof *extra);
+    if (!sel || !pats || !extra) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < npatterns; j++) {
+        if (!(pats[j] = h5io_normpath(patterns[j]))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        bool any = false;
+        for (int i = 0; i < w.n; i++)
+            if (h5io_matches(pats[j], w.paths[i])) any = sel[i] = true;
+        if (any) continue;
+        bool is_group;
+        hid_t d = h5io_open_dset(f, pats[j], &is_group);
+        if (d >= 0) {
+            H5Dclose(d);
+            bool dup = false;
+            for (int k = 0; k < nextra; k++) dup = dup || strcmp(extra[k], pats[j]) == 0;
+            if (!dup) extra[nextra++] = pats[j];
+            continue;
+        }
+        if (is_group) continue; /* an empty group selects nothing, and that is not an error */
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", f->name, pats[j]);
+        goto out;
+    }
+    int total = 0;
+    for (int i = 0; i < w.n; i++) total += npatterns == 0 || sel[i];
+    total += nextra;
+    list = calloc((size_t)total + 1, sizeof *list);
+    if (!list) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    int k = 0;
+    for (int i = 0; i < w.n + nextra && st == FP4_OK; i++) {
+        if (i < w.n && npatterns != 0 && !sel[i]) continue;
+        st = fp4_h5_info(f, i < w.n ? w.paths[i] : extra[i - w.n], &list[k]);
+        if (st == FP4_OK) k++;
+    }
+    if (st != FP4_OK) {
+        fp4_dsinfo_free_list(list, k);
+        list = NULL;
+        goto out;
+    }
+    *out = list;
+    *n = k;
+out:
+    for (int i = 0; i < w.n; i++) free(w.paths[i]);
+    free(w.paths);
+    for (int j = 0; pats && j < npatterns; j++) free(pats[j]);
+    free(pats);
+    free(extra);
+    free(sel);
+    return st;
+}
+
+/* --- reading ------------------------------------------------------------------------------- */
+
+/* The dataset `path` (normalized), opened and described once and kept for the following
+ * slabs (describing walks the chunk index for the stored size: not once per slab). */
+static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
+                               const fp4_dsinfo **info)
+{
+    if (f->cur_path && strcmp(f->cur_path, path) == 0) {
+        *d = f->cur_dset;
+        *info = &f->cur_info;
+        return FP4_OK;
+    }
+    h5io_drop_current(f);
+    bool is_group;
+    hid_t probe = h5io_open_dset(f, path, &is_group);
+    if (probe < 0) return h5io_missing(f, path, is_group);
+    H5Dclose(probe);
+    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    if (dapl >= 0) H5Pset_chunk_cache(dapl, H5IO_CHUNK_CACHE_SLOTS, H5IO_CHUNK_CACHE_BYTES, 0.75);
+    hid_t dd = H5Dopen2(f->fid, path, dapl >= 0 ? dapl : H5P_DEFAULT);
+    if (dapl >= 0) H5Pclose(dapl);
+    if (dd < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s: cannot open the dataset", f->name, path);
+    if (!(f->cur_path = h5io_strdup(path))) {
+        H5Dclose(dd);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    f->cur_dset = dd;
+    fp4_status st = h5io_describe(f, dd, path, &f->cur_info);
+    if (st != FP4_OK) {
+        h5io_drop_current(f);
+        return st;
+    }
+    *d = dd;
+    *info = &f->cur_info;
+    return FP4_OK;
+}
+
+/* Read [start, start+count) along dim of the dataset into buf as mem_type. */
+static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t start,
+                            int64_t count, hid_t mem_type, void *buf, bool want_int)
+{
+    char *path = h5io_normpath(path_in);
+    if (!path) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    const fp4_dsinfo *in = NULL;
+    hid_t d = -1, fs = -1, ms = -1;
+    fp4_status st = h5io_current(f, path, &d, &in);
+    if (st != FP4_OK) goto out;
+    if (in->problem[0]) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", f->name, path, in->problem);
+        goto out;
+    }
+    if (want_int && strchr("iu", in->dtype[0]) == NULL) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s is not an integer type", f->name, path,
+                       in->dtype);
+        goto out;
+    }
+    int64_t extent = in->rank == 0 ? 1 : in->dims[dim < 0 || dim >= in->rank ? 0 : dim];
+    if (dim < 0 || (in->rank > 0 && dim >= in->rank) || (in->rank == 0 && dim != 0) ||
+        start < 0 || count < 0 || start > extent || count > extent - start) {
+        st = fp4_error(FP4_ERR_USAGE, "%s: %s: slab dim %d [%lld, +%lld) is outside the shape",
+                       f->name, path, dim, (long long)start, (long long)count);
+        goto out;
+    }
+    if (count == 0 || in->nelems == 0) goto out;
+    fs = H5Dget_space(d);
+    if (fs < 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataspace", f->name, path);
+        goto out;
+    }
+    if (in->rank == 0) {
+        ms = H5Screate(H5S_SCALAR);
+    } else {
+        hsize_t off[FP4_MAX_RANK], cnt[FP4_MAX_RANK];
+        for (int i = 0; i < in->rank; i++) {
+            off[i] = i == dim ? (hsize_t)start : 0;
+            cnt[i] = i == dim ? (hsize_t)count : (hsize_t)in->dims[i];
+        }
+        if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, off, NULL, cnt, NULL) < 0) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot select the slab", f->name, path);
+            goto out;
+        }
+        ms = H5Screate_simple(in->rank, cnt, NULL);
+    }
+    if (ms < 0) {
+        st = fp4_error(FP4_ERR_INTERNAL, "%s: %s: cannot make the memory space", f->name, path);
+        goto out;
+    }
+    if (H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: read failed (corrupt data or conversion error)",
+                       f->name, path);
+out:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    if (st != FP4_OK && st != FP4_ERR_USAGE) h5io_drop_current(f);
+    free(path);
+    return st;
+}
+
+fp4_status fp4_h5_read_slab(fp4_h5file *f, const char *path, int dim, int64_t start,
+                            int64_t count, float *buf)
+{
+    return h5io_read(f, path, dim, start, count, H5T_NATIVE_FLOAT, buf, false);
+}
+
+fp4_status fp4_h5_read_all(fp4_h5file *f, const char *path, float *buf)
+{
+    fp4_dsinfo info;
+    FP4_TRY(fp4_h5_info(f, path, &info));
+    int64_t n = info.rank == 0 ? 1 : info.dims[0];
+    fp4_status st = h5io_read(f, path, 0, 0, n, H5T_NATIVE_FLOAT, buf, false);
+    fp4_dsinfo_free(&info);
+    return st;
+}
+
+fp4_status fp4_h5_read_u8(fp4_h5file *f, const char *path, uint8_t *buf)
+{
+    fp4_dsinfo info;
+    FP4_TRY(fp4_h5_info(f, path, &info));
+    int64_t n = info.rank == 0 ? 1 : info.dims[0];
+    fp4_status st = h5io_read(f, path, 0, 0, n, H5T_NATIVE_UINT8, buf, true);
+    fp4_dsinfo_free(&info);
+    return st;
+}
+
+fp4_status fp4_h5_read_attr_double(fp4_h5file *f, const char *obj, const char *name,
+                                   double *out)
+{
+    char *p = h5io_normpath(obj);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = FP4_OK;
+    hid_t a = -1, t = -1, s = -1;
+    if (H5Aexists_by_name(f->fid, p, name, H5P_DEFAULT) <= 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: no attribute '%s'", f->name, p, name);
+        goto out;
+    }
+    a = H5Aopen_by_name(f->fid, p, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a >= 0) t = H5Aget_type(a);
+    if (a >= 0) s = H5Aget_space(a);
+    if (a < 0 || t < 0 || s < 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot open attribute '%s'", f->name, p, name);
+        goto out;
+    }
+    H5T_class_t c = H5Tget_class(t);
+    if ((c != H5T_FLOAT && c != H5T_INTEGER) || H5Sget_simple_extent_npoints(s) != 1) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: attribute '%s' is not a numeric scalar", f->name,
+                       p, name);
+        goto out;
+    }
+    if (H5Aread(a, H5T_NATIVE_DOUBLE, out) < 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read attribute '%s'", f->name, p, name);
+out:
+    if (s >= 0) H5Sclose(s);
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    free(p);
+    return st;
+}
