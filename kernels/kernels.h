@@ -1,4 +1,4 @@
-/* kernels.h — the extern "C" launchers of kernels/*.cu: the only way C code reaches the GPU.
+/* kernels.h — the extern "C" launchers of the CUDA kernels in kernels/: the only way C code reaches the GPU.
  * Fused RHT + scale + quantize + fp64 statistics per chunk (SPEC §2-§5, §7), the pass-1 amax,
  * the weight_2d tile amax, and an fp64 gemm through cuBLAS. All pointers are device pointers
  * unless named h_*; every launcher is asynchronous on `stream` and returns 0 or a cudaError_t. */
@@ -6,6 +6,8 @@
 #define FP4_KERNELS_H
 
 #include <stdint.h>
+
+#include "common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,16 +26,16 @@ enum {
     FP4K_C_SIGNED_N = 24, FP4K_C_ELEMENTS, FP4K_C_PADDED, FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF,
     FP4K_C_SATURATED, FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
     FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS,
+    FP4K_C_AMAX, /* float bits of the max block amax over counted blocks */
     FP4K_NCOUNTS
 };
 
-/* One configuration as the kernels see it: plain numbers, filled by backend_cuda.c from an
- * fp4_qconfig (the same derivation the CPU uses, through common.h). */
+/* One configuration as the kernels see it: the numbers of a fp4_qplan (backend_impl.h), filled
+ * by fp4k_cfg_from_plan in backend_cuda.c, so CPU and GPU derive them the same way. */
 typedef struct fp4k_cfg {
-    int format;          /* fp4_format_id */
-    int fmt_max;         /* e2m1:max=M cap, 0 = full grid */
+    fp4c_grid grid;      /* common.h: levels, midpoints, g_max, emax */
     int scale;           /* fp4_scale_mode */
-    int block;           /* elements per block (power of two, <= 256) */
+    int block;           /* elements per block */
     int rounding;        /* fp4_rounding */
     int sr_bits;
     uint64_t seed;
@@ -41,9 +43,11 @@ typedef struct fp4k_cfg {
     int mx_rule;         /* fp4_mx_rule */
     int weight_2d;
     int rht_n;           /* 0: no RHT; else 16..256 */
-    float tensor_amax;   /* amax of the whole (rotated) tensor for nvfp4/tensor */
+    float ts;            /* tensor: amax_t / g_max */
+    float nv_sdec, nv_m; /* nvfp4: S_dec, S_enc * (1 / g_max) */
     int64_t row_len;     /* input row length */
     int64_t padded_len;  /* fp4_padded_len */
+    int64_t counted_len; /* entries per row that count in the metrics */
 } fp4k_cfg;
 
 /* Whether the fused kernel handles cfg (block <= 256, rht_n <= 64 * block); the backend runs

@@ -1,37 +1,46 @@
 /* quant.cu — the fused GPU pass: load a tile of chunks, RHT in place (fp64 butterfly), block
  * scales, quantization and fp64 statistics in one read of the input; plus the pass-1 amax and
- * the weight_2d tile amax. Per-element and per-block arithmetic is common.h's (SPEC §2-§5, §7). */
+ * the weight_2d tile amax. Level choice, codecs and Philox are common.h's (SPEC §2-§5, §7); the
+ * per-block arithmetic mirrors block_quant() in quant.c operation for operation. */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 
+#include "common.h"
 #include "kernels.h"
-#include "kdev.cuh"
 
 namespace {
 
-constexpr int CHUNK_BLOCKS = FP4K_CHUNK_BLOCKS;
+constexpr int CHUNK_BLOCKS = 64; /* FP4_CHUNK_BLOCKS (quant.h) */
 
 /* Per-launch constants derived once on the host. */
 struct KP {
     fp4k_cfg c;
-    kdev_grid grid;    /* levels, g_max, emax */
-    kdev_scale sc;     /* tensor-level scale constants */
     int64_t cpr;       /* chunks per row */
     int64_t chunk_len; /* CHUNK_BLOCKS * block */
     int64_t nchunks;   /* in this launch */
-    int64_t row0;
-    int64_t nrows;
-    int64_t nblk_row;  /* padded_len / block */
+    int64_t row0;      /* global index of the launch's first row */
+    int64_t nblk;      /* blocks per row */
+    double rs;         /* sqrt(rht_n), as rht.c computes it */
 };
 
-/* ---- RHT butterflies (the fixed order of rht.c: h = 1, 2, 4, ...) ------------------------ */
+/* ---- RHT butterflies: common.h's order (stride 1, 2, 4, ...), then / sqrt(n) once --------- */
+
+__device__ __forceinline__ float rht_out(double v, double rs, int n)
+{
+    /* powers of four: division by an exact power of two == multiplication by its inverse */
+    if (n == 16) return (float)__dmul_rn(v, 0.25);
+    if (n == 64) return (float)__dmul_rn(v, 0.125);
+    if (n == 256) return (float)__dmul_rn(v, 0.0625);
+    return (float)__ddiv_rn(v, rs);
+}
 
 /* One group of 16 held by one thread. */
 __device__ __forceinline__ void rht16_thread(float *x, const float *sg)
 {
     double v[16];
 #pragma unroll
-    for (int i = 0; i < 16; i++) v[i] = kdev_rht_in(x[i], sg[i]);
+    for (int i = 0; i < 16; i++) v[i] = __dmul_rn((double)x[i], (double)sg[i]);
 #pragma unroll
     for (int h = 1; h < 16; h <<= 1)
 #pragma unroll
@@ -42,15 +51,16 @@ __device__ __forceinline__ void rht16_thread(float *x, const float *sg)
                 v[i + h] = __dsub_rn(a, b);
             }
 #pragma unroll
-    for (int i = 0; i < 16; i++) x[i] = kdev_rht_out(v[i], 16);
+    for (int i = 0; i < 16; i++) x[i] = (float)__dmul_rn(v[i], 0.25);
 }
 
-/* One group of N >= 32 held by a warp: lane l holds elements l + 32 k, k < N/32. */
+/* One group of N >= 32 held by a warp: lane l holds elements l + 32 k, k < N/32. Same adds as
+ * the serial butterfly: for stride h < 32 the partner is lane l ^ h. */
 template <int N>
 __device__ __forceinline__ void rht_warp(double (&v)[N / 32], int lane)
 {
 #pragma unroll
-    for (int h = 1; h < 32 && h < N; h <<= 1) {
+    for (int h = 1; h < 32; h <<= 1) {
 #pragma unroll
         for (int k = 0; k < N / 32; k++) {
             double o = __shfl_xor_sync(0xffffffffu, v[k], h);
@@ -70,13 +80,8 @@ __device__ __forceinline__ void rht_warp(double (&v)[N / 32], int lane)
 
 /* ---- the fused kernel ---------------------------------------------------------------------- */
 
-template <int T>
-struct Acc {
-    double x2, err2, xqx, xq2, sgn;
-    uint32_t elements, padded, zero, nan, inf, sat, clip, blocks, zblocks, ufblocks, nfblocks;
-};
-
-/* W: stage width in elements (>= block, >= RHTN, multiple of 64); T: threads = chunks per CTA. */
+/* W: stage width in elements (>= block, >= RHTN, multiple of 64); T: threads = chunks per CTA.
+ * Thread t owns chunk blockIdx.x * T + t and sums it sequentially, as the CPU does. */
 template <int W, int T, int RHTN>
 __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict__ in,
                                              const float *__restrict__ signs,
@@ -89,66 +94,97 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
     constexpr int LD = W + 4; /* row pitch: float4 reads by consecutive threads hit all banks */
     __shared__ __align__(16) float tile[T * LD];
     __shared__ uint32_t hist[16 * T];
-    __shared__ uint32_t excl[8 * T];
+    __shared__ uint32_t lcnt[8 * T];
     __shared__ double lerr[8 * T];
     __shared__ float sg[RHTN > 0 ? RHTN : 1];
-    __shared__ int64_t s_in[T];  /* input offset of the chunk's first element */
-    __shared__ int s_len[T];     /* chunk length (elements, padded) */
-    __shared__ int s_real[T];    /* elements of the chunk inside row_len */
+    __shared__ float s_q[8];
+    __shared__ fp4c_grid s_grid; /* SR indexes levels at run time: keep that off the stack */
+    __shared__ double s_qd[8];
+    __shared__ int64_t s_in[T]; /* input offset of the chunk's first element */
+    __shared__ int s_real[T];   /* elements of the chunk inside row_len */
 
     const int tid = threadIdx.x;
     const int64_t g = (int64_t)blockIdx.x * T + tid;
-    const bool live = g < p.nchunks;
-    const int64_t row = live ? g / p.cpr : 0;
-    const int64_t ci = live ? g - row * p.cpr : 0;
-    const int64_t col0 = ci * p.chunk_len;
-    const int len = live ? (int)min(p.chunk_len, p.c.padded_len - col0) : 0;
-    const int real = live ? (int)max((int64_t)0, min((int64_t)len, p.c.row_len - col0)) : 0;
+    const bool live_chunk = g < p.nchunks;
+    const int64_t row = live_chunk ? g / p.cpr : 0;
+    const int64_t col0 = (live_chunk ? g - row * p.cpr : 0) * p.chunk_len;
+    const int len = live_chunk ? (int)min(p.chunk_len, p.c.padded_len - col0) : 0;
     s_in[tid] = row * p.c.row_len + col0;
-    s_len[tid] = len;
-    s_real[tid] = real;
+    s_real[tid] = live_chunk ? (int)max((int64_t)0, min((int64_t)len, p.c.row_len - col0)) : 0;
 #pragma unroll
     for (int i = 0; i < 16; i++) hist[i * T + tid] = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        excl[i * T + tid] = 0;
+        lcnt[i * T + tid] = 0;
         lerr[i * T + tid] = 0.0;
+    }
+    if (tid == 0) s_grid = p.c.grid;
+    if (tid < 8) {
+        s_q[tid] = p.c.grid.q[tid];
+        s_qd[tid] = (double)p.c.grid.q[tid];
     }
     if (RHTN > 0)
         for (int i = tid; i < RHTN; i += T) sg[i] = signs[i];
 
-    Acc<T> a = {};
-    const int block = p.c.block;
+    const fp4c_grid gr = p.c.grid;
+    const float gmax = gr.gmax;
+    const int B = p.c.block;
     const bool vec = (p.c.row_len & 3) == 0;
+    const bool sr = p.c.rounding != 0;
     const int nstages = (int)((p.chunk_len + W - 1) / W);
-    const int64_t grow = p.row0 + row; /* global row: SR counters, weight_2d tiles */
+    const int64_t grow = p.row0 + row;
+    double c_x2 = 0, c_err2 = 0, c_xqx = 0, c_xq2 = 0, c_serr = 0;
+    uint32_t n_zero = 0, n_nan = 0, n_inf = 0, n_sat = 0, n_blk = 0, n_zb = 0, n_uf = 0,
+             n_nf = 0, n_serr = 0;
+    float amax_max = 0.f;
 
     for (int s = 0; s < nstages; s++) {
         __syncthreads();
-        /* load the T x W tile: consecutive threads read consecutive addresses of one chunk */
+        /* load the T x W tile; count zeros / NaN / Inf of the raw input on the way */
         if (vec) {
 #pragma unroll 4
             for (int k = 0; k < W / 4; k++) {
-                int idx = k * T + tid;
-                int t = idx / (W / 4), j = (idx % (W / 4)) * 4;
-                int pos = s * W + j;
+                const int idx = k * T + tid;
+                const int t = idx / (W / 4), j = (idx % (W / 4)) * 4;
+                const int pos = s * W + j;
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (pos < s_real[t]) v = __ldg((const float4 *)(in + s_in[t] + pos));
+                if (pos < s_real[t]) {
+                    v = __ldg((const float4 *)(in + s_in[t] + pos));
+                    const uint32_t a0 = __float_as_uint(v.x) & 0x7FFFFFFFu,
+                                   a1 = __float_as_uint(v.y) & 0x7FFFFFFFu,
+                                   a2 = __float_as_uint(v.z) & 0x7FFFFFFFu,
+                                   a3 = __float_as_uint(v.w) & 0x7FFFFFFFu;
+                    n_zero += (a0 == 0) + (a1 == 0) + (a2 == 0) + (a3 == 0);
+                    if (max(max(a0, a1), max(a2, a3)) >= 0x7F800000u) {
+                        n_nan += (a0 > 0x7F800000u) + (a1 > 0x7F800000u) + (a2 > 0x7F800000u) +
+                                 (a3 > 0x7F800000u);
+                        n_inf += (a0 == 0x7F800000u) + (a1 == 0x7F800000u) +
+                                 (a2 == 0x7F800000u) + (a3 == 0x7F800000u);
+                    }
+                }
                 *(float4 *)&tile[t * LD + j] = v;
             }
         } else {
 #pragma unroll 4
             for (int k = 0; k < W; k++) {
-                int idx = k * T + tid;
-                int t = idx / W, j = idx % W;
-                int pos = s * W + j;
-                tile[t * LD + j] = pos < s_real[t] ? __ldg(in + s_in[t] + pos) : 0.f;
+                const int idx = k * T + tid;
+                const int t = idx / W, j = idx % W;
+                const int pos = s * W + j;
+                float v = 0.f;
+                if (pos < s_real[t]) {
+                    v = __ldg(in + s_in[t] + pos);
+                    const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
+                    n_zero += a == 0;
+                    n_nan += a > 0x7F800000u;
+                    n_inf += a == 0x7F800000u;
+                }
+                tile[t * LD + j] = v;
             }
         }
+        __syncthreads();
         if (RHTN == 16) {
-            /* each thread rotates its own segment: no barrier needed before processing */
-            __syncthreads();
-            int n = min(W, len - s * W);
+            /* each thread rotates its own segment */
+            const int n = min(W, len - s * W);
             for (int q = 0; q < n; q += 16) {
                 float x[16];
                 float4 *src = (float4 *)&tile[tid * LD + q];
@@ -163,122 +199,212 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                     src[i] = make_float4(x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]);
             }
         } else if (RHTN >= 32) {
-            __syncthreads();
+            constexpr int NN = RHTN >= 32 ? RHTN : 32;
             const int lane = tid & 31, warp = tid >> 5;
-            constexpr int GPS = W / (RHTN >= 32 ? RHTN : 32); /* groups per segment */
+            constexpr int GPS = W / NN; /* groups per segment */
             for (int gi = warp; gi < T * GPS; gi += T / 32) {
-                int t = gi / GPS, q = (gi % GPS) * RHTN;
-                if (s * W + q >= s_len[t]) continue;
-                double v[RHTN >= 32 ? RHTN / 32 : 1];
+                const int t = gi / GPS, q = (gi % GPS) * NN;
+                double v[NN / 32];
 #pragma unroll
-                for (int k = 0; k < RHTN / 32; k++)
-                    v[k] = kdev_rht_in(tile[t * LD + q + lane + 32 * k], sg[lane + 32 * k]);
-                rht_warp<RHTN >= 32 ? RHTN : 32>(v, lane);
+                for (int k = 0; k < NN / 32; k++)
+                    v[k] = __dmul_rn((double)tile[t * LD + q + lane + 32 * k],
+                                     (double)sg[lane + 32 * k]);
+                rht_warp<NN>(v, lane);
 #pragma unroll
-                for (int k = 0; k < RHTN / 32; k++)
-                    tile[t * LD + q + lane + 32 * k] = kdev_rht_out(v[k], RHTN);
+                for (int k = 0; k < NN / 32; k++)
+                    tile[t * LD + q + lane + 32 * k] = rht_out(v[k], p.rs, NN);
             }
+            __syncthreads();
         }
-        __syncthreads();
-        if (!live || s * W >= len) continue;
+        if (!live_chunk || s * W >= len) continue;
 
-        /* this thread's chunk, blocks in order, elements in order */
+        /* this thread's chunk: blocks in order, elements in order (quant.c block_quant) */
         const int n = min(W, len - s * W);
-        for (int b0 = 0; b0 < n; b0 += block) {
+        for (int b0 = 0; b0 < n; b0 += B) {
             const float *xb = &tile[tid * LD + b0];
-            const int col = (int)(col0 + s * W + b0); /* column of the block's first element */
-            const int64_t bidx = (col0 + s * W + b0) / block;
-            /* elements of the block that count: all with RHT, those inside row_len without */
-            const int nreal = RHTN > 0 ? block : max(0, min(block, (int)(p.c.row_len - col)));
-            kdev_block_stats bs;
-            kdev_block_scan(xb, block, nreal, &bs);
-            float tamax = 0.f;
-            if (p.c.weight_2d) tamax = tile_amax[(grow / 16 - p.row0 / 16) * p.nblk_row + bidx];
-            kdev_block_scale bsc;
-            kdev_scale_block(&p.grid, &p.sc, &p.c, &bs, tamax, &bsc);
-            if (scales) scales[row * p.nblk_row + bidx] = bsc.byte;
-            a.blocks++;
-            a.zblocks += bs.all_zero;
-            a.ufblocks += bsc.underflow;
-            a.nfblocks += bs.nonfinite > 0;
-            a.nan += bs.nan;
-            a.inf += bs.inf;
-            a.padded += block - nreal;
-            const int64_t e0 = grow * p.c.padded_len + col;
-            for (int e = 0; e < block; e++) {
-                if (e >= nreal) {
-                    if (codes) codes[row * p.c.padded_len + col + e] = 0;
-                    continue;
-                }
-                float x = xb[e];
-                if (!isfinite(x)) {
-                    if (codes) codes[row * p.c.padded_len + col + e] = 0;
-                    continue;
-                }
-                kdev_elem r;
-                kdev_quantize_elem(&p.grid, &p.c, &bsc, x, (uint64_t)(e0 + e), &r);
-                if (codes) codes[row * p.c.padded_len + col + e] = (uint8_t)r.code;
-                double xd = (double)x, qd = (double)r.deq;
-                double d = __dsub_rn(qd, xd);
-                a.x2 = __dadd_rn(a.x2, __dmul_rn(xd, xd));
-                a.err2 = __dadd_rn(a.err2, __dmul_rn(d, d));
-                a.xqx = __dadd_rn(a.xqx, __dmul_rn(qd, xd));
-                a.xq2 = __dadd_rn(a.xq2, __dmul_rn(qd, qd));
-                a.elements++;
-                a.zero += x == 0.f;
-                a.sat += r.saturated;
-                a.clip += r.clipped;
-                hist[r.code * T + tid]++;
-                if (e == bs.amax_pos) {
-                    excl[(r.code & 7) * T + tid]++;
-                } else {
-                    double se = __dsub_rn((double)r.level, (double)r.t);
-                    a.sgn = __dadd_rn(a.sgn, se);
-                    lerr[(r.code & 7) * T + tid] = __dadd_rn(lerr[(r.code & 7) * T + tid], se);
+            const int64_t col = col0 + s * W + b0; /* column of the block's first element */
+            const int64_t bidx = col / B;
+            int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+            /* block amax over all B values, first index attaining it, non-finite flag */
+            float amax_b = 0.f;
+            int amax_j = 0;
+            bool bad = false;
+            for (int j = 0; j < B; j += 4) {
+                const float4 v = *(const float4 *)&xb[j];
+                const float e4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float x = fp4c_absf(e4[i]);
+                    const bool fin = fp4c_isfinite(x);
+                    bad |= !fin;
+                    if (fin && x > amax_b) {
+                        amax_b = x;
+                        amax_j = j + i;
+                    }
                 }
             }
+            if (bad) {
+                if (codes)
+                    for (int j = 0; j < B; j++) codes[row * p.c.padded_len + col + j] = 0;
+                if (scales) scales[row * p.nblk + bidx] = 0;
+                if (jn > 0) {
+                    n_blk++;
+                    n_nf++;
+                }
+                continue;
+            }
+            const float amax_s = p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + bidx] : amax_b;
+            float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
+            double s_eff = 0.0;
+            uint8_t sbyte = 0;
+            bool live = false, underflow = false;
+            switch (p.c.scale) {
+            case 0: { /* fp32 */
+                const float sc = amax_s / gmax;
+                if (sc > 0.f) {
+                    div = sc;
+                    dec1 = sc;
+                    s_eff = sc;
+                    live = true;
+                } else underflow = amax_s > 0.f;
+                break;
+            }
+            case 3: /* tensor */
+                if (p.c.ts > 0.f && amax_b > 0.f) {
+                    div = p.c.ts;
+                    dec1 = p.c.ts;
+                    s_eff = p.c.ts;
+                    live = true;
+                } else underflow = amax_b > 0.f;
+                break;
+            case 1: { /* nvfp4, TE's order */
+                const uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
+                const float ef = fp4c_e4m3_decode(e);
+                sbyte = e;
+                mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
+                dec1 = ef;
+                dec2 = p.c.nv_sdec;
+                s_eff = (double)(ef * p.c.nv_sdec);
+                live = amax_b > 0.f && s_eff > 0.0;
+                underflow = amax_b > 0.f && !live;
+                break;
+            }
+            default: { /* mxfp4 */
+                sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
+                const float X = fp4c_e8m0_decode(sbyte);
+                if (amax_b > 0.f) {
+                    mul = 1.0f / X;
+                    dec1 = X;
+                    s_eff = X;
+                    live = true;
+                }
+                break;
+            }
+            }
+            if (!live && p.c.scale != 1) mul = 0.f;
+            if (scales) scales[row * p.nblk + bidx] = sbyte;
+            /* e = q - a / s_eff in fp64: correctly rounded reciprocal, then one exact-residual
+             * correction (Markstein), the same quotient as the CPU's division */
+            const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
+            double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
+            uint32_t sat = 0, nerr = 0;
+            const uint64_t idx0 = (uint64_t)grow * (uint64_t)p.c.padded_len + (uint64_t)col;
+            for (int j4 = 0; j4 < B; j4 += 4) {
+                const float4 v = *(const float4 *)&xb[j4];
+                const float e4[4] = {v.x, v.y, v.z, v.w};
+                uint32_t code4 = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int j = j4 + i;
+                    const float x = e4[i];
+                    const float a = fp4c_absf(x);
+                    const float t = __fdiv_rn(__fmul_rn(a, mul), div);
+                    const float tc = fp4c_minf(t, gmax);
+                    int qi;
+                    if (sr)
+                        qi = fp4c_sr_index(&s_grid, tc,
+                                           fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
+                                                           p.c.stream, p.c.sr_bits));
+                    else qi = fp4c_rtne_index(&gr, tc);
+                    const float q = s_q[qi];
+                    const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                    const uint32_t neg = __float_as_uint(x) >> 31;
+                    const float xq = __uint_as_float(__float_as_uint(mag) | (neg << 31));
+                    const int code = qi | (int)(neg << 3);
+                    code4 |= (uint32_t)code << (8 * i);
+                    if (j < jn) {
+                        const double dx = x, dq = xq, d = __dsub_rn(dq, dx);
+                        sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                        se2 = __dadd_rn(se2, __dmul_rn(d, d));
+                        sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
+                        sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                        sat += live && t > gmax;
+                        hist[code * T + tid]++;
+                        if (live && j != amax_j) {
+                            const double ad = fabs(dx);
+                            const double q0 = __dmul_rn(ad, r_eff);
+                            const double rem = __fma_rn(-q0, s_eff, ad);
+                            const double quo = __fma_rn(rem, r_eff, q0);
+                            const double e = __dsub_rn(s_qd[qi], quo);
+                            lcnt[qi * T + tid]++;
+                            lerr[qi * T + tid] = __dadd_rn(lerr[qi * T + tid], e);
+                            serr = __dadd_rn(serr, e);
+                            nerr++;
+                        }
+                    }
+                }
+                if (codes) {
+                    uint8_t *cp = codes + row * p.c.padded_len + col + j4;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) cp[i] = (uint8_t)(code4 >> (8 * i));
+                }
+            }
+            if (jn <= 0) continue;
+            n_blk++;
+            c_x2 = __dadd_rn(c_x2, sx2);
+            c_err2 = __dadd_rn(c_err2, se2);
+            c_xqx = __dadd_rn(c_xqx, sxqx);
+            c_xq2 = __dadd_rn(c_xq2, sxq2);
+            c_serr = __dadd_rn(c_serr, serr);
+            n_serr += nerr;
+            n_sat += sat;
+            n_zb += amax_b == 0.f;
+            n_uf += underflow;
+            amax_max = fmaxf(amax_max, amax_b);
         }
     }
 
-    if (live) {
+    if (live_chunk) {
         double *o = part + g * FP4K_NSUMS;
-        o[FP4K_S_X2] = a.x2;
-        o[FP4K_S_ERR2] = a.err2;
-        o[FP4K_S_XQX] = a.xqx;
-        o[FP4K_S_XQ2] = a.xq2;
-        o[FP4K_S_SIGNED] = a.sgn;
+        o[FP4K_S_X2] = c_x2;
+        o[FP4K_S_ERR2] = c_err2;
+        o[FP4K_S_XQX] = c_xqx;
+        o[FP4K_S_XQ2] = c_xq2;
+        o[FP4K_S_SIGNED] = c_serr;
 #pragma unroll
         for (int i = 0; i < 8; i++) o[FP4K_S_LEVEL0 + i] = lerr[i * T + tid];
     }
-    /* integer counters: warp sums, one atomic per warp and counter */
-    uint32_t cv[11] = {a.elements, a.padded, a.zero, a.nan, a.inf, a.sat, a.clip,
-                       a.blocks, a.zblocks, a.ufblocks, a.nfblocks};
-    const int ci_idx[11] = {FP4K_C_ELEMENTS, FP4K_C_PADDED, FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF,
-                            FP4K_C_SATURATED, FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
-                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS};
+    /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
+    const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
+                             n_blk, n_zb, n_uf, n_nf, n_serr};
+    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
+                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
 #pragma unroll
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 10; i++) {
         uint32_t v = cv[i];
         for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
         if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
     }
+    for (int o = 16; o > 0; o >>= 1) amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
+    if ((tid & 31) == 0 && amax_max > 0.f)
+        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
     __syncthreads();
     if (tid < 24) {
-        unsigned long long sum = 0, ex = 0;
-        const uint32_t *h = tid < 16 ? &hist[tid * T] : &excl[(tid - 16) * T];
+        unsigned long long sum = 0;
+        const uint32_t *h = tid < 16 ? &hist[tid * T] : &lcnt[(tid - 16) * T];
         for (int t = 0; t < T; t++) sum += h[t];
-        if (tid < 16) {
-            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
-        } else {
-            int lv = tid - 16;
-            for (int t = 0; t < T; t++) ex += hist[lv * T + t] + hist[(lv + 8) * T + t];
-            /* non-amax elements at level lv = all at lv minus the excluded amax elements */
-            unsigned long long nonamax = ex - sum;
-            if (nonamax) {
-                atomicAdd(&counts[FP4K_C_LEVEL0 + lv], nonamax);
-                atomicAdd(&counts[FP4K_C_SIGNED_N], nonamax);
-            }
-        }
+        if (sum) atomicAdd(&counts[tid < 16 ? FP4K_C_HIST0 + tid : FP4K_C_LEVEL0 + tid - 16], sum);
     }
 }
 
@@ -290,35 +416,35 @@ __device__ __forceinline__ void atomic_max_pos(float *addr, float v)
     if (v > 0.f) atomicMax((unsigned int *)addr, __float_as_uint(v));
 }
 
-__device__ __forceinline__ float fin_abs(float v) { return isfinite(v) ? fabsf(v) : 0.f; }
+__device__ __forceinline__ float fin_abs(float v)
+{
+    return fp4c_isfinite(v) ? fp4c_absf(v) : 0.f;
+}
 
-/* Rotated value loader: group gr of row r (padded), RHT of size N, per thread (N <= 16). */
+/* Thread per 16 consecutive (padded) columns; RHT-16 or none. */
 template <int N>
 __global__ void k_amax_thread(const float *__restrict__ in, int64_t nrows, int64_t row_len,
-                              int64_t padded_len, const float *__restrict__ signs,
-                              float *amax, float *tile_amax, int64_t row0)
+                              int64_t padded_len, const float *__restrict__ signs, float *amax,
+                              float *tile_amax)
 {
-    const int64_t gpr = padded_len / 16; /* 16-wide groups per row */
+    const int64_t gpr = padded_len / 16;
     const int64_t ngroups = nrows * gpr;
+    float sgl[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) sgl[i] = N == 16 ? signs[i] : 1.f;
     float m = 0.f;
     for (int64_t gi = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; gi < ngroups;
          gi += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = gi / gpr, c = (gi - r * gpr) * 16;
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * 16;
         float x[16];
 #pragma unroll
         for (int i = 0; i < 16; i++) x[i] = c + i < row_len ? in[r * row_len + c + i] : 0.f;
-        if (N == 16) {
-            float sgl[16];
-#pragma unroll
-            for (int i = 0; i < 16; i++) sgl[i] = signs[i];
-            rht16_thread(x, sgl);
-        }
+        if (N == 16) rht16_thread(x, sgl);
         float bm = 0.f;
 #pragma unroll
-        for (int i = 0; i < 16; i++) bm = fmaxf(bm, fin_abs(x[i]));
-        if (tile_amax)
-            atomic_max_pos(&tile_amax[((row0 + r) / 16 - row0 / 16) * gpr + c / 16], bm);
-        m = fmaxf(m, bm);
+        for (int i = 0; i < 16; i++) bm = fp4c_maxf(bm, fin_abs(x[i]));
+        if (tile_amax) atomic_max_pos(&tile_amax[(r / 16) * gpr + c / 16], bm);
+        m = fp4c_maxf(m, bm);
     }
     if (amax) {
         for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -326,10 +452,11 @@ __global__ void k_amax_thread(const float *__restrict__ in, int64_t nrows, int64
     }
 }
 
+/* Warp per RHT group of N >= 32. */
 template <int N>
 __global__ void k_amax_warp(const float *__restrict__ in, int64_t nrows, int64_t row_len,
-                            int64_t padded_len, const float *__restrict__ signs, float *amax,
-                            float *tile_amax, int64_t row0)
+                            int64_t padded_len, const float *__restrict__ signs, double rs,
+                            float *amax, float *tile_amax)
 {
     const int lane = threadIdx.x & 31;
     const int64_t gpr = padded_len / N;
@@ -338,26 +465,24 @@ __global__ void k_amax_warp(const float *__restrict__ in, int64_t nrows, int64_t
     float m = 0.f;
     for (int64_t gi = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; gi < ngroups;
          gi += nwarps) {
-        int64_t r = gi / gpr, c = (gi - r * gpr) * N;
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * N;
         double v[N / 32];
 #pragma unroll
         for (int k = 0; k < N / 32; k++) {
-            int64_t col = c + lane + 32 * k;
-            v[k] = kdev_rht_in(col < row_len ? in[r * row_len + col] : 0.f, signs[lane + 32 * k]);
+            const int64_t col = c + lane + 32 * k;
+            v[k] = __dmul_rn((double)(col < row_len ? in[r * row_len + col] : 0.f),
+                             (double)signs[lane + 32 * k]);
         }
         rht_warp<N>(v, lane);
 #pragma unroll
         for (int k = 0; k < N / 32; k++) {
-            float y = fin_abs(kdev_rht_out(v[k], N));
-            m = fmaxf(m, y);
+            const float y = fin_abs(rht_out(v[k], rs, N));
+            m = fp4c_maxf(m, y);
             if (tile_amax) {
-                /* 16-column block of element lane + 32k: reduce over its 16 lanes */
-                float t = y;
+                float t = y; /* 16-column block of element lane + 32k: its 16 lanes */
                 for (int o = 8; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, o));
                 if ((lane & 15) == 0)
-                    atomic_max_pos(&tile_amax[((row0 + r) / 16 - row0 / 16) * (padded_len / 16) +
-                                              (c + lane + 32 * k) / 16],
-                                   t);
+                    atomic_max_pos(&tile_amax[(r / 16) * (padded_len / 16) + (c + lane + 32 * k) / 16], t);
             }
         }
     }
@@ -378,22 +503,23 @@ int grid_for(int64_t work, int threads)
 }
 
 int amax_common(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len, int rht_n,
-                const float *signs, float *amax, float *tile_amax, int64_t row0, cudaStream_t st)
+                const float *signs, float *amax, float *tile_amax, cudaStream_t st)
 {
     const int th = 256;
+    const double rs = sqrt((double)(rht_n > 0 ? rht_n : 1));
     switch (rht_n) {
     case 0:
         k_amax_thread<0><<<grid_for(n_rows * (padded_len / 16), th), th, 0, st>>>(
-            in, n_rows, row_len, padded_len, signs, amax, tile_amax, row0);
+            in, n_rows, row_len, padded_len, signs, amax, tile_amax);
         break;
     case 16:
         k_amax_thread<16><<<grid_for(n_rows * (padded_len / 16), th), th, 0, st>>>(
-            in, n_rows, row_len, padded_len, signs, amax, tile_amax, row0);
+            in, n_rows, row_len, padded_len, signs, amax, tile_amax);
         break;
 #define AW(N)                                                                                  \
     case N:                                                                                    \
         k_amax_warp<N><<<grid_for(n_rows * (padded_len / N) * 32, th), th, 0, st>>>(          \
-            in, n_rows, row_len, padded_len, signs, amax, tile_amax, row0);                    \
+            in, n_rows, row_len, padded_len, signs, rs, amax, tile_amax);                      \
         break;
         AW(32) AW(64) AW(128) AW(256)
 #undef AW
@@ -407,7 +533,7 @@ template <int W, int T, int R>
 void launch(const KP &p, const float *in, const float *signs, const float *tile_amax,
             double *part, uint64_t *counts, uint8_t *codes, uint8_t *scales, cudaStream_t st)
 {
-    int64_t nb = (p.nchunks + T - 1) / T;
+    const int64_t nb = (p.nchunks + T - 1) / T;
     k_quant<W, T, R><<<(unsigned)nb, T, 0, st>>>(p, in, signs, tile_amax, part,
                                                   (unsigned long long *)counts, codes, scales);
 }
@@ -416,9 +542,10 @@ void launch(const KP &p, const float *in, const float *signs, const float *tile_
 
 extern "C" int fp4k_cfg_supported(const fp4k_cfg *cfg)
 {
-    int b = cfg->block;
-    if (b < 2 || b > 256 || (b & (b - 1))) return 0;
-    if (cfg->rht_n && (cfg->rht_n < 16 || cfg->rht_n > 256 || cfg->rht_n > CHUNK_BLOCKS * b))
+    const int b = cfg->block;
+    if (b < 4 || b > 256 || (b & (b - 1))) return 0;
+    if (cfg->rht_n && (cfg->rht_n < 16 || cfg->rht_n > 256 || (cfg->rht_n & (cfg->rht_n - 1)) ||
+                       cfg->rht_n > CHUNK_BLOCKS * b))
         return 0;
     if (cfg->weight_2d && b != 16) return 0;
     return 1;
@@ -426,7 +553,7 @@ extern "C" int fp4k_cfg_supported(const fp4k_cfg *cfg)
 
 extern "C" int64_t fp4k_nchunks(const fp4k_cfg *cfg, int64_t n_rows)
 {
-    int64_t nblk = cfg->padded_len / cfg->block;
+    const int64_t nblk = cfg->padded_len / cfg->block;
     return n_rows * ((nblk + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS);
 }
 
@@ -438,14 +565,12 @@ extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0,
     if (n_rows <= 0) return 0;
     KP p;
     p.c = *cfg;
-    kdev_grid_make(cfg, &p.grid);
-    kdev_scale_make(cfg, &p.grid, &p.sc);
-    p.nblk_row = cfg->padded_len / cfg->block;
-    p.cpr = (p.nblk_row + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
+    p.nblk = cfg->padded_len / cfg->block;
+    p.cpr = (p.nblk + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
     p.chunk_len = (int64_t)CHUNK_BLOCKS * cfg->block;
     p.nchunks = n_rows * p.cpr;
     p.row0 = row0;
-    p.nrows = n_rows;
+    p.rs = sqrt((double)(cfg->rht_n > 0 ? cfg->rht_n : 1));
     cudaStream_t st = (cudaStream_t)stream;
     int w = cfg->block > cfg->rht_n ? cfg->block : cfg->rht_n;
     if (w < 64) w = 64;
@@ -483,7 +608,7 @@ extern "C" int fp4k_amax(const float *in, int64_t n_rows, int64_t row_len, int64
                          int rht_n, const float *signs, float *amax, void *stream)
 {
     if (n_rows <= 0) return 0;
-    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, amax, NULL, 0,
+    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, amax, NULL,
                        (cudaStream_t)stream);
 }
 
@@ -493,10 +618,10 @@ extern "C" int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len,
 {
     if (n_rows <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    int64_t nt = ((n_rows + 15) / 16) * (padded_len / 16);
+    const int64_t nt = ((n_rows + 15) / 16) * (padded_len / 16);
     cudaError_t e = cudaMemsetAsync(tile_amax, 0, (size_t)nt * sizeof(float), st);
     if (e != cudaSuccess) return (int)e;
-    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, NULL, tile_amax, 0, st);
+    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, NULL, tile_amax, st);
 }
 
 extern "C" int fp4k_device_count(void)

@@ -10,6 +10,17 @@
 #include <cstring>
 #include <vector>
 
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <Random123/philox.h>
+#define FP4_HAVE_CUDA_BACKEND 1
+extern "C" {
+#include "backend_impl.h"
+#include "rht.h"
+}
 #include "kernels.h"
 
 #define CK(x)                                                                                  \
@@ -72,18 +83,17 @@ int main(int argc, char **argv)
     CK(cudaGetLastError());
     float hs[256];
     for (int i = 0; i < 256; i++) hs[i] = ((0xD7E8u >> (i & 15)) & 1) ? -1.f : 1.f;
-    CK(cudaMemcpy(signs, hs, sizeof hs, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(signs, hs, sizeof hs, cudaMemcpyHostToDevice)); /* te, tiled */
     CK(cudaMemset(amax, 0, 4));
     CKI(fp4k_amax(x, n_rows, row_len, row_len, 0, nullptr, amax, nullptr));
+    /* (amax without RHT serves every case: only nvfp4/tensor read it, as a constant) */
     float h_amax;
     CK(cudaMemcpy(&h_amax, amax, 4, cudaMemcpyDeviceToHost));
 
-    fp4k_cfg base;
-    memset(&base, 0, sizeof base);
-    base.row_len = row_len;
-    base.padded_len = row_len;
-    base.sr_bits = 24;
-    base.tensor_amax = h_amax;
+    fp4_rht_signs sgs[3];
+    fp4_rht_signs_make("te", 16, &sgs[0]);
+    fp4_rht_signs_make("te", 64, &sgs[1]);
+    fp4_rht_signs_make("te", 256, &sgs[2]);
     int64_t max_chunks = n_rows * (row_len / 2 / 64 + 1);
     CK(cudaMalloc(&part, max_chunks * FP4K_NSUMS * 8));
     CK(cudaMalloc(&counts, FP4K_NCOUNTS * 8));
@@ -125,12 +135,18 @@ int main(int argc, char **argv)
     };
     float t_plain[4] = {0, 0, 0, 0};
     for (const Case &k : cases) {
-        fp4k_cfg c = base;
-        c.format = k.format;
-        c.scale = k.scale;
-        c.block = k.block;
-        c.rounding = k.rounding;
-        c.rht_n = k.rht;
+        fp4_qconfig q;
+        fp4_qconfig_default(&q);
+        q.format.id = (fp4_format_id)k.format;
+        q.scale = (fp4_scale_mode)k.scale;
+        q.block = k.block;
+        q.rounding = (fp4_rounding)k.rounding;
+        q.rht = k.rht == 16 ? &sgs[0] : k.rht == 64 ? &sgs[1] : k.rht == 256 ? &sgs[2] : nullptr;
+        if (fp4_qconfig_check(&q) != FP4_OK) { fprintf(stderr, "bad config\n"); return 1; }
+        fp4_qplan plan;
+        if (fp4_qplan_make(&q, h_amax, row_len, &plan) != FP4_OK) return 1;
+        fp4k_cfg c;
+        fp4_cuda_cfg_of(&plan, &c);
         auto r = timeit([&] {
             CK(cudaMemsetAsync(counts, 0, FP4K_NCOUNTS * 8));
             CKI(fp4k_quantize(&c, x, 0, n_rows, k.rht ? signs : nullptr, nullptr, part, counts,
