@@ -94,12 +94,10 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
     constexpr int LD = W + 4; /* row pitch: float4 reads by consecutive threads hit all banks */
     __shared__ __align__(16) float tile[T * LD];
     __shared__ uint32_t hist[16 * T];
-    __shared__ uint32_t lcnt[8 * T];
-    __shared__ double lerr[8 * T];
+    __shared__ uint32_t excl[8 * T]; /* counted elements left out of the level statistics */
     __shared__ float sg[RHTN > 0 ? RHTN : 1];
     __shared__ float s_q[8];
     __shared__ fp4c_grid s_grid; /* SR indexes levels at run time: keep that off the stack */
-    __shared__ double s_qd[8];
     __shared__ int64_t s_in[T]; /* input offset of the chunk's first element */
     __shared__ int s_real[T];   /* elements of the chunk inside row_len */
 
@@ -114,14 +112,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
 #pragma unroll
     for (int i = 0; i < 16; i++) hist[i * T + tid] = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        lcnt[i * T + tid] = 0;
-        lerr[i * T + tid] = 0.0;
-    }
+    for (int i = 0; i < 8; i++) excl[i * T + tid] = 0;
+    double lerr_r[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* per-level sums, chained per element */
+    uint64_t hp = 0, hn = 0; /* packed 8-bit histogram counters, flushed every <= 128 elements */
     if (tid == 0) s_grid = p.c.grid;
     if (tid < 8) {
         s_q[tid] = p.c.grid.q[tid];
-        s_qd[tid] = (double)p.c.grid.q[tid];
     }
     if (RHTN > 0)
         for (int i = tid; i < RHTN; i += T) sg[i] = signs[i];
@@ -244,6 +240,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                 }
             }
             if (bad) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+                    hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+                }
+                hp = hn = 0;
                 if (codes)
                     for (int j = 0; j < B; j++) codes[row * p.c.padded_len + col + j] = 0;
                 if (scales) scales[row * p.nblk + bidx] = 0;
@@ -308,6 +310,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
             const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
             double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
             uint32_t sat = 0, nerr = 0;
+            int excl_lv = -1;
             const uint64_t idx0 = (uint64_t)grow * (uint64_t)p.c.padded_len + (uint64_t)col;
             for (int j4 = 0; j4 < B; j4 += 4) {
                 const float4 v = *(const float4 *)&xb[j4];
@@ -321,12 +324,24 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                     const float t = __fdiv_rn(__fmul_rn(a, mul), div);
                     const float tc = fp4c_minf(t, gmax);
                     int qi;
-                    if (sr)
+                    float q;
+                    if (sr) {
                         qi = fp4c_sr_index(&s_grid, tc,
                                            fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
                                                            p.c.stream, p.c.sr_bits));
-                    else qi = fp4c_rtne_index(&gr, tc);
-                    const float q = s_q[qi];
+                        q = s_q[qi];
+                    } else {
+                        /* fp4c_rtne_index, carrying the level along (no table lookup) */
+                        qi = fp4c_rtne_index(&gr, tc);
+                        q = gr.q[0];
+                        q = tc > gr.mid[0] ? gr.q[1] : q;
+                        q = tc >= gr.mid[1] ? gr.q[2] : q;
+                        q = tc > gr.mid[2] ? gr.q[3] : q;
+                        q = tc >= gr.mid[3] ? gr.q[4] : q;
+                        q = tc > gr.mid[4] ? gr.q[5] : q;
+                        q = tc >= gr.mid[5] ? gr.q[6] : q;
+                        q = tc > gr.mid[6] ? gr.q[7] : q;
+                    }
                     const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
                     const uint32_t neg = __float_as_uint(x) >> 31;
                     const float xq = __uint_as_float(__float_as_uint(mag) | (neg << 31));
@@ -339,17 +354,24 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                         sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
                         sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
                         sat += live && t > gmax;
-                        hist[code * T + tid]++;
-                        if (live && j != amax_j) {
+                        const uint64_t inc = 1ull << (8 * qi);
+                        if (neg) hn += inc;
+                        else hp += inc;
+                        if (!live) {
+                            excl[qi * T + tid]++; /* rare: no level statistics at all */
+                        } else if (j != amax_j) {
                             const double ad = fabs(dx);
                             const double q0 = __dmul_rn(ad, r_eff);
                             const double rem = __fma_rn(-q0, s_eff, ad);
                             const double quo = __fma_rn(rem, r_eff, q0);
-                            const double e = __dsub_rn(s_qd[qi], quo);
-                            lcnt[qi * T + tid]++;
-                            lerr[qi * T + tid] = __dadd_rn(lerr[qi * T + tid], e);
+                            const double e = __dsub_rn((double)q, quo);
+#pragma unroll
+                            for (int k = 0; k < 8; k++)
+                                if (qi == k) lerr_r[k] = __dadd_rn(lerr_r[k], e);
                             serr = __dadd_rn(serr, e);
                             nerr++;
+                        } else {
+                            excl_lv = qi;
                         }
                     }
                 }
@@ -358,6 +380,15 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
 #pragma unroll
                     for (int i = 0; i < 4; i++) cp[i] = (uint8_t)(code4 >> (8 * i));
                 }
+            }
+            if (excl_lv >= 0) excl[excl_lv * T + tid]++;
+            if (b0 + B >= n || ((b0 + B) & 127) == 0) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+                    hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+                }
+                hp = hn = 0;
             }
             if (jn <= 0) continue;
             n_blk++;
@@ -374,6 +405,11 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
         }
     }
 
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+        hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+    }
     if (live_chunk) {
         double *o = part + g * FP4K_NSUMS;
         o[FP4K_S_X2] = c_x2;
@@ -382,7 +418,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
         o[FP4K_S_XQ2] = c_xq2;
         o[FP4K_S_SIGNED] = c_serr;
 #pragma unroll
-        for (int i = 0; i < 8; i++) o[FP4K_S_LEVEL0 + i] = lerr[i * T + tid];
+        for (int i = 0; i < 8; i++) o[FP4K_S_LEVEL0 + i] = lerr_r[i];
     }
     /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
     const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
@@ -402,9 +438,17 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
     __syncthreads();
     if (tid < 24) {
         unsigned long long sum = 0;
-        const uint32_t *h = tid < 16 ? &hist[tid * T] : &lcnt[(tid - 16) * T];
-        for (int t = 0; t < T; t++) sum += h[t];
-        if (sum) atomicAdd(&counts[tid < 16 ? FP4K_C_HIST0 + tid : FP4K_C_LEVEL0 + tid - 16], sum);
+        if (tid < 16) {
+            for (int t = 0; t < T; t++) sum += hist[tid * T + t];
+            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
+        } else {
+            /* level counts: counted elements at the level minus those left out */
+            const int lv = tid - 16;
+            for (int t = 0; t < T; t++)
+                sum += (unsigned long long)hist[lv * T + t] + hist[(lv + 8) * T + t] -
+                       excl[lv * T + t];
+            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
+        }
     }
 }
 
