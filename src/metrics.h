@@ -21,13 +21,15 @@ typedef struct fp4_metrics {
     double sum_xq2;       /* Σ x̂²              */
     double signed_err_sum;  /* Σ (ρ(t) − t) over non-amax elements, normalized units */
     uint64_t signed_err_n;
-    uint64_t level_count[8];     /* elements that rounded to magnitude level i (non-amax) */
+    uint64_t level_count[8];     /* elements that rounded to magnitude level i (non-amax;
+                                    zero and underflowed blocks skipped, see quant.h) */
     double level_err_sum[8];     /* Σ (ρ(t) − t) of those elements */
     uint64_t hist[16];           /* 4-bit code histogram, all counted elements */
-    /* counts */
+    /* counts (definitions in quant.h: elements/padded/zero/nan/inf are of the input; clipped
+     * is mxfp4 saturation; blocks counts blocks holding counted entries) */
     uint64_t elements, padded, zero, nan, inf, saturated, clipped;
     uint64_t blocks, zero_blocks, scale_underflow_blocks, nonfinite_blocks;
-    float tensor_amax;
+    float tensor_amax; /* merged as a max */
     /* derived by fp4_metrics_finish */
     double nmse, sqnr_db, alpha, delta, mean_signed_error, bucket_ratio_15, bucket_ratio_8;
     double level_mean_error[8]; /* level_err_sum / level_count (0 where the count is 0) */
@@ -40,7 +42,9 @@ void fp4_metrics_init(fp4_metrics *m);
 /* dst += src, field by field (counts exact, sums fp64 in this one order). */
 void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src);
 
-/* Compute the derived fields from the raw sums. */
+/* Compute the derived fields from the raw sums. Σx² = 0: status zero_signal, nmse/sqnr/alpha/
+ * delta NaN; Σ(x̂−x)² = 0 < Σx²: status exact, sqnr +Inf. Undefined means/ratios are NaN
+ * (mean_signed_error with no samples, bucket ratios of an empty histogram). */
 void fp4_metrics_finish(fp4_metrics *m);
 
 /* Per-level geometry (SPEC §5) of a grid: half-widths left/right, analytic conditional bias

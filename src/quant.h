@@ -28,8 +28,9 @@ typedef enum fp4_mx_rule { FP4_MX_FLOOR = 0, FP4_MX_RCEIL } fp4_mx_rule;
 typedef struct fp4_qconfig {
     fp4_format format;
     fp4_scale_mode scale;
-    int block;               /* elements per block: fp32 any power of two >= 2 (default 16),
-                                nvfp4 16, mxfp4 32; tensor: the RHT/padding granule (16) */
+    int block;               /* elements per block: fp32 any power of two 2..2^20 (default
+                                16), nvfp4 16, mxfp4 32; tensor: the padding/chunk granule,
+                                set to 16 by fp4_qconfig_check */
     fp4_rounding rounding;
     int sr_bits;             /* 24 (full, default) or 8 (hardware-like) */
     uint64_t seed;           /* Philox key for SR (SPEC §2) */
@@ -53,7 +54,8 @@ void fp4_qconfig_default(fp4_qconfig *cfg);
 
 /* Check a config for consistency (block size for the scale mode, weight_2d only with nvfp4,
  * RHT size a power of two 16..256, e2m1:max only with amax-based modes). FP4_ERR_USAGE with a
- * detail otherwise. Sets cfg->block to the mode's fixed size for nvfp4/mxfp4. */
+ * detail otherwise. Sets cfg->block to the mode's fixed size for nvfp4/mxfp4 (and 16 for
+ * tensor). fp4_quantize_rows and the backends require a checked config. */
 fp4_status fp4_qconfig_check(fp4_qconfig *cfg);
 
 /* row_len rounded up to a multiple of the block and of the RHT size. */
@@ -77,17 +79,45 @@ struct fp4_metrics;
 
 #define FP4_CHUNK_BLOCKS 64
 
+/* Conventions (SPEC §2–§5; the bit-level ones are pinned in common.h):
+ *  - Codes: (sign << 3) | magnitude index; -0 gives code 8 (SPEC §2). TE's reference writes
+ *    code 0 for an input of exactly -0.0; that is the one known difference from its codes.
+ *  - SR element index: (row0 + r) * padded_len + j, pads included; Philox counter
+ *    (idx lo, idx hi, cfg->stream, 0), key (seed lo, seed hi).
+ *  - RHT: the zero-padded row is rotated group by group (size rht->n); te signs are tiled
+ *    for n > 16 (s[i] = te16[i % 16]); outputs (deq, codes) are in the rotated domain.
+ *  - Scales: fp32 s_b = amax_b / g_max, t = |x| / s_b; tensor s = amax_t / g_max; nvfp4 in
+ *    TE's order (SPEC §3), an E4M3 block scale of 0 (underflow) keeps TE's codes (±g_max for
+ *    non-zero x) but decodes to ±0; mxfp4 E8M0 (floor or rceil), t = |x| * 2^-e exactly.
+ *    fp32/tensor with a scale that underflows to 0 while amax_b > 0: block decodes to ±0,
+ *    counted as scale underflow.
+ *  - Counted entries: without RHT the row_len real elements of each row; with RHT all n
+ *    entries of every group holding a real element (fully padded groups/blocks are skipped).
+ *    Sums, histogram, saturated and level statistics run over counted entries of finite
+ *    blocks. Counts `elements` (real inputs), `padded` (padded_len - row_len per row), `zero`,
+ *    `nan`, `inf` are of the input values before rotation.
+ *  - A block holding a NaN/±Inf (after rotation, when RHT) is counted in nonfinite_blocks and
+ *    excluded from every sum, the histogram and the levels; its outputs pass the values
+ *    through unquantized (deq = value, code 0, scale byte 0). Amax ignores non-finite values.
+ *  - Level statistics skip zero blocks and underflowed blocks, and each block's amax element
+ *    (first occurrence of the largest |v|); normalized t = |x| / s with s the effective decode
+ *    scale (fp32 s_b, tensor s, nvfp4 e * S_dec, mxfp4 2^e); error = q - t in fp64.
+ *  - saturated: t > g_max before clamping (live blocks); clipped: the same, mxfp4 only.
+ *  - metrics tensor_amax: the tensor amax given (nvfp4/tensor) or the largest block amax. */
+
 /* Scalar reference: rotate (if cfg->rht), scale, round and decode n_rows rows of row_len fp32
  * values (in, row stride row_len). row0 is the global index of the first row: SR counters use
  * element index (row0 + r) * padded_len + j. tensor_amax is the amax of the whole (rotated)
  * tensor when fp4_needs_tensor_amax(cfg), else ignored. With weight_2d, n_rows must be a
  * multiple of 16 except for the tensor's last rows. Accumulates into *m when non-NULL.
  * Determinism (SPEC §7): the fixed partition is the chunk = up to FP4_CHUNK_BLOCKS consecutive
- * blocks of one row; each chunk is summed sequentially in fp64 (blocks in order, elements in
- * order), and chunk partials are merged into *m in (row, chunk) order. The result is the same
+ * blocks of one row. Each fp64 sum of a block (Σx², Σ(x̂−x)², Σx̂x, Σx̂², the signed error and
+ * the per-level error sums) starts at 0 and runs over the block's elements in order; block
+ * sums are added to the chunk partial (starting at 0) in block order; chunk partials are
+ * merged into *m in (row, chunk) order (fp4_metrics_merge). Integer counts are exact. The result is the same
  * for any thread count and any split of the rows into calls made in order, and the GPU
  * reproduces it.
- * Errors: FP4_ERR_USAGE for an invalid config. */
+ * Errors: FP4_ERR_USAGE for an invalid (or unchecked) config; FP4_ERR_INTERNAL out of memory. */
 fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const float *in,
                              int64_t row0, int64_t n_rows, int64_t row_len, fp4_qout *out,
                              struct fp4_metrics *m);

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""plot_bias.py — per-level shrinkage bias: the analytic conditional error (ℓ_i − r_i)/2 of
+each level against the measured mean error of the elements that rounded to it (pooled over the
+report's tensors, weighted by occupancy), one panel per format, in normalized units t = |x|/s.
+Reads sqnr/bias/buckets/rht reports with `levels`; `--rht on` picks the RHT results."""
+import sys
+
+import fp4report as fr
+
+
+def main():
+    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap.add_argument("--rht", choices=["off", "on"], default="off",
+                    help="results without (default) or with the RHT")
+    args = ap.parse_args()
+    doc = fr.load(args.reports, {"sqnr", "bias", "buckets", "rht"})
+    want = args.rht == "on"
+    panels = {}
+    for _, r in fr.results(doc):
+        if fr.rht_on(r) != want or not r.get("levels"):
+            continue
+        k = (r["format"], r["scale"], r["block"], r["rounding"])
+        p = panels.setdefault(k, {"levels": r["levels"], "sum": [0.0] * len(r["levels"]),
+                                  "n": [0] * len(r["levels"]), "alpha": [], "r": r})
+        for i, lv in enumerate(r["levels"]):
+            if lv.get("mean_error") is not None and lv.get("count"):
+                p["sum"][i] += lv["mean_error"] * lv["count"]
+                p["n"][i] += lv["count"]
+    if not panels:
+        raise fr.ReportError(f"{doc['_path']}: no results with per-level data (rht {args.rht})")
+    plt = fr.pyplot()
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(4.2 * len(panels), 4))
+    for ax, (k, p) in zip(axes[0], panels.items()):
+        q = [lv["q"] for lv in p["levels"]]
+        analytic = [lv["analytic_bias"] for lv in p["levels"]]
+        measured = [s / n if n else float("nan") for s, n in zip(p["sum"], p["n"])]
+        xs = range(len(q))
+        ax.bar([x - 0.2 for x in xs], analytic, width=0.4, color="0.7", label="analytic (ℓ−r)/2")
+        ax.bar([x + 0.2 for x in xs], measured, width=0.4, color=fr.color(k[0]),
+               label="measured mean error")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([f"{v:g}" for v in q], fontsize=8)
+        ax.set_xlabel(f"level q_i ({k[0]}, normalized t = |x|/s)")
+        ax.set_ylabel("conditional error ρ(t) − t")
+        ax.set_title(f"{fr.variant(p['r'])}", fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(args.title or fr.title(doc, "Per-level bias, analytic vs measured"), fontsize=10)
+    fr.save(fig, args)
+
+
+if __name__ == "__main__":
+    sys.exit(fr.main_guard(main))

@@ -1,0 +1,312 @@
+/* test_compare.c — compare.c: matching by key, each threshold at and beyond its edge, null
+ * SQNR and status changes, missing/added results, gemm paths, and the unreadable-report errors. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "compare.h"
+
+/* A one-tensor sqnr report with two results whose metrics the test chooses. */
+static char *mk(const char *cmd, const char *sqnr_a, const char *status_a, double alpha_a,
+                double b15_a, const char *sqnr_b)
+{
+    char *s = malloc(4096);
+    assert_non_null(s);
+    snprintf(s, 4096,
+             "{\"schema\":\"fp4diag.report/1\",\"command\":\"%s\",\"config\":{\"seed\":0},"
+             "\"tensors\":[{\"name\":\"/blocks/0/fc1/weight\",\"results\":["
+             "{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,\"rht\":false,"
+             "\"rounding\":\"rtne\",\"sqnr_db\":%s,\"sqnr_status\":\"%s\",\"alpha\":%.17g,"
+             "\"bucket_ratio_15\":%.17g,\"bucket_ratio_8\":0.9},"
+             "{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,"
+             "\"rht\":{\"size\":16,\"signs\":\"te\"},\"rounding\":\"rtne\",\"sqnr_db\":%s,"
+             "\"sqnr_status\":\"ok\",\"alpha\":0.99,\"bucket_ratio_15\":0.8,"
+             "\"bucket_ratio_8\":0.9}]}]}",
+             cmd, sqnr_a, status_a, alpha_a, b15_a, sqnr_b);
+    return s;
+}
+
+static fp4_compare_result run(const char *a, const char *b, const fp4_compare_opts *o,
+                              fp4_status want)
+{
+    fp4_compare_result r;
+    assert_int_equal(fp4_compare_texts(a, "BASE", b, "NEW", o, &r), want);
+    return r;
+}
+
+static void test_identical_is_same(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    fp4_compare_result r = run(a, a, NULL, FP4_OK);
+    assert_int_equal(r.nrows, 2);
+    assert_int_equal(r.nsame, 2);
+    assert_int_equal(r.nregressed, 0);
+    assert_string_equal(r.command, "sqnr");
+    assert_string_equal(r.rows[0].variant, "e2m1/fp32/16/rht=off/rtne");
+    assert_string_equal(r.rows[1].variant, "e2m1/fp32/16/rht=16:te/rtne");
+    assert_string_equal(r.config_diff, "");
+    fp4_compare_result_free(&r);
+    free(a);
+}
+
+static void test_sqnr_drop_threshold(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *drop1 = mk("sqnr", "19.5", "ok", 0.99, 0.8, "21.0");
+    char *edge = mk("sqnr", "20.45", "ok", 0.99, 0.8, "21.0");   /* drop = default 0.05 */
+    char *rise = mk("sqnr", "25.0", "ok", 0.99, 0.8, "21.0");
+    fp4_compare_result r = run(a, drop1, NULL, FP4_OK);
+    assert_int_equal(r.nregressed, 1);
+    assert_int_equal(r.rows[0].state, FP4_CMP_REGRESSED);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_SQNR);
+    assert_true(fabs(r.rows[0].sqnr[0] - r.rows[0].sqnr[1] - 1.0) < 1e-12);
+    assert_int_equal(r.rows[1].state, FP4_CMP_SAME);
+    fp4_compare_result_free(&r);
+    fp4_compare_opts o = fp4_compare_opts_default();
+    o.max_sqnr_drop_db = 1.0; /* equal to the drop: passes */
+    r = run(a, drop1, &o, FP4_OK);
+    assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.nchanged, 1);
+    fp4_compare_result_free(&r);
+    o.max_sqnr_drop_db = 0.99;
+    r = run(a, drop1, &o, FP4_OK);
+    assert_int_equal(r.nregressed, 1);
+    fp4_compare_result_free(&r);
+    r = run(a, edge, NULL, FP4_OK);
+    assert_int_equal(r.nregressed, 0);
+    fp4_compare_result_free(&r);
+    r = run(a, rise, NULL, FP4_OK); /* a rise never fails */
+    assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_CHANGED);
+    fp4_compare_result_free(&r);
+    free(a), free(drop1), free(edge), free(rise);
+}
+
+static void test_alpha_and_buckets(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *up = mk("sqnr", "20.5", "ok", 0.995, 0.8, "21.0");   /* +0.005: both signs count */
+    char *b15 = mk("sqnr", "20.5", "ok", 0.99, 0.75, "21.0");  /* B15 drop 0.05 */
+    char *b15up = mk("sqnr", "20.5", "ok", 0.99, 0.95, "21.0");
+    fp4_compare_result r = run(a, up, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_ALPHA);
+    fp4_compare_result_free(&r);
+    r = run(up, a, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_ALPHA);
+    fp4_compare_result_free(&r);
+    fp4_compare_opts o = fp4_compare_opts_default();
+    o.max_alpha_change = 0.01;
+    r = run(a, up, &o, FP4_OK);
+    assert_int_equal(r.nregressed, 0);
+    fp4_compare_result_free(&r);
+    r = run(a, b15, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_B15);
+    fp4_compare_result_free(&r);
+    o = fp4_compare_opts_default();
+    o.max_bucket_drop = 0.06;
+    r = run(a, b15, &o, FP4_OK);
+    assert_int_equal(r.nregressed, 0);
+    fp4_compare_result_free(&r);
+    r = run(a, b15up, NULL, FP4_OK);
+    assert_int_equal(r.nregressed, 0);
+    fp4_compare_result_free(&r);
+    free(a), free(up), free(b15), free(b15up);
+}
+
+static void test_null_sqnr_status(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *zero = mk("sqnr", "null", "zero_signal", 0.99, 0.8, "21.0");
+    char *exact = mk("sqnr", "null", "exact", 0.99, 0.8, "21.0");
+    fp4_compare_result r = run(a, zero, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_STATUS);
+    assert_true(isnan(r.rows[0].sqnr[1]));
+    assert_string_equal(r.rows[0].status[1], "zero_signal");
+    fp4_compare_result_free(&r);
+    r = run(zero, a, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_STATUS);
+    fp4_compare_result_free(&r);
+    r = run(a, exact, NULL, FP4_OK); /* to +inf dB: not a drop, but shown */
+    assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_CHANGED);
+    fp4_compare_result_free(&r);
+    r = run(exact, a, NULL, FP4_OK); /* from +inf dB to finite: a drop */
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_STATUS);
+    fp4_compare_result_free(&r);
+    r = run(zero, zero, NULL, FP4_OK);
+    assert_int_equal(r.nsame, 2);
+    fp4_compare_result_free(&r);
+    free(a), free(zero), free(exact);
+}
+
+static const char one_result[] =
+    "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"config\":{\"seed\":1},"
+    "\"tensors\":[{\"name\":\"/blocks/0/fc1/weight\",\"results\":["
+    "{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,\"rht\":false,\"rounding\":\"rtne\","
+    "\"sqnr_db\":20.5,\"sqnr_status\":\"ok\",\"alpha\":0.99,\"bucket_ratio_15\":0.8,"
+    "\"bucket_ratio_8\":0.9}]},{\"name\":\"/extra\",\"results\":[]}],"
+    "\"summary\":{\"results\":[{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,"
+    "\"rht\":false,\"rounding\":\"rtne\",\"sqnr_db\":20.5,\"alpha\":0.99}]}}";
+
+static void test_missing_and_added(void **state)
+{
+    (void)state;
+    char *two = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    fp4_compare_result r = run(two, one_result, NULL, FP4_OK);
+    /* BASE's rht result is missing from NEW; NEW's summary result is added */
+    assert_int_equal(r.nrows, 3);
+    assert_int_equal(r.nmissing, 1);
+    assert_int_equal(r.nregressed, 1);
+    assert_int_equal(r.rows[1].fails, FP4_CMP_FAIL_MISSING);
+    assert_int_equal(r.nadded, 1);
+    assert_int_equal(r.rows[2].state, FP4_CMP_ADDED);
+    assert_string_equal(r.rows[2].name, "(summary)");
+    assert_string_equal(r.config_diff, "seed: 0 vs 1");
+    fp4_compare_result_free(&r);
+    r = run(one_result, two, NULL, FP4_OK); /* the summary result is missing now */
+    assert_int_equal(r.nmissing, 1);
+    assert_int_equal(r.nadded, 1);
+    fp4_compare_result_free(&r);
+    free(two);
+}
+
+static const char gemm_a[] =
+    "{\"schema\":\"fp4diag.report/1\",\"command\":\"gemm\",\"layers\":["
+    "{\"name\":\"/fc2\",\"recipe\":\"ufp4\",\"paths\":["
+    "{\"path\":\"fprop\",\"sqnr_db\":17.0,\"sqnr_status\":\"ok\",\"eta\":0.99},"
+    "{\"path\":\"wgrad\",\"sqnr_db\":16.0,\"sqnr_status\":\"ok\",\"eta\":0.98}]}]}";
+static const char gemm_b[] =
+    "{\"schema\":\"fp4diag.report/1\",\"command\":\"gemm\",\"layers\":["
+    "{\"name\":\"/fc2\",\"recipe\":\"ufp4\",\"paths\":["
+    "{\"path\":\"wgrad\",\"sqnr_db\":16.0,\"sqnr_status\":\"ok\",\"eta\":0.97},"
+    "{\"path\":\"fprop\",\"sqnr_db\":16.0,\"sqnr_status\":\"ok\",\"eta\":0.99}]}]}";
+
+static void test_gemm_paths(void **state)
+{
+    (void)state;
+    fp4_compare_result r = run(gemm_a, gemm_b, NULL, FP4_OK);
+    assert_string_equal(r.command, "gemm");
+    assert_int_equal(r.nrows, 2);
+    assert_string_equal(r.rows[0].variant, "ufp4/fprop");
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_SQNR);
+    assert_int_equal(r.rows[1].fails, FP4_CMP_FAIL_ALPHA); /* eta 0.98 -> 0.97 */
+    assert_true(isnan(r.rows[1].b15[0]));
+    fp4_compare_result_free(&r);
+}
+
+static void test_grid_exact(void **state)
+{
+    (void)state;
+    const char *a = "{\"schema\":\"fp4diag.report/1\",\"command\":\"grid\",\"grids\":["
+                    "{\"format\":\"e2m1\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.125}]},"
+                    "{\"format\":\"int4\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.25}]}]}";
+    const char *b = "{\"schema\":\"fp4diag.report/1\",\"command\":\"grid\",\"grids\":["
+                    "{\"format\":\"e2m1\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.12}]},"
+                    "{\"format\":\"int4\",\"levels\":[{\"q\":0,\"analytic_bias\":-0.25}]}]}";
+    fp4_compare_result r = run(a, a, NULL, FP4_OK);
+    assert_int_equal(r.nsame, 2);
+    fp4_compare_result_free(&r);
+    r = run(a, b, NULL, FP4_OK);
+    assert_int_equal(r.nregressed, 1);
+    assert_string_equal(r.rows[0].name, "e2m1");
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_GRID);
+    assert_int_equal(r.rows[1].state, FP4_CMP_SAME);
+    fp4_compare_result_free(&r);
+}
+
+static void test_input_file_noted(void **state)
+{
+    (void)state;
+    const char *a = "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"input\":{\"file\":"
+                    "\"a.h5\"},\"config\":{\"seed\":0},\"tensors\":[]}";
+    const char *b = "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"input\":{\"file\":"
+                    "\"b.h5\"},\"config\":{\"seed\":2},\"tensors\":[]}";
+    fp4_compare_result r = run(a, b, NULL, FP4_OK);
+    assert_string_equal(r.config_diff, "input: a.h5 vs b.h5; seed: 0 vs 2");
+    assert_int_equal(r.nrows, 0);
+    fp4_compare_result_free(&r);
+}
+
+static void test_unreadable_reports(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *rht = mk("rht", "20.5", "ok", 0.99, 0.8, "21.0");
+    const char *bad[] = {
+        "garbage",
+        "",
+        "[1, 2]",
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"tensors\":[]} trailing",
+        "{\"schema\":\"other/1\",\"command\":\"sqnr\",\"tensors\":[]}",
+        "{\"command\":\"sqnr\",\"tensors\":[]}",
+        "{\"schema\":\"fp4diag.report/1\",\"tensors\":[]}",
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\"}",
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"tensors\":[{\"name\":\"/a\","
+        "\"results\":[{\"format\":\"e2m1\",\"scale\":\"fp32\",\"rht\":false,"
+        "\"rounding\":\"rtne\"}]}]}", /* no block */
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"tensors\":[{\"name\":\"/a\","
+        "\"results\":[{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,\"rht\":true,"
+        "\"rounding\":\"rtne\"}]}]}", /* rht neither false nor an object */
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"tensors\":[{\"name\":\"/a\","
+        "\"results\":[{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,\"rht\":false,"
+        "\"rounding\":\"rtne\",\"sqnr_db\":\"20\"}]}]}", /* sqnr_db a string */
+        "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"tensors\":[{\"name\":\"/a\","
+        "\"results\":[{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,\"rht\":false,"
+        "\"rounding\":\"rtne\"},{\"format\":\"e2m1\",\"scale\":\"fp32\",\"block\":16,"
+        "\"rht\":false,\"rounding\":\"rtne\"}]}]}", /* the same key twice */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fp4_compare_result r;
+        assert_int_equal(fp4_compare_texts(a, "BASE", bad[i], "NEW", NULL, &r), FP4_ERR_INPUT);
+        fp4_compare_result_free(&r);
+        assert_int_equal(fp4_compare_texts(bad[i], "BASE", a, "NEW", NULL, &r), FP4_ERR_INPUT);
+        assert_non_null(strstr(fp4_last_error(), "BASE"));
+        fp4_compare_result_free(&r);
+    }
+    fp4_compare_result r;
+    assert_int_equal(fp4_compare_texts(a, "BASE", rht, "NEW", NULL, &r), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "not comparable"));
+    fp4_compare_result_free(&r);
+    assert_int_equal(fp4_compare_texts(a, "BASE", gemm_a, "NEW", NULL, &r), FP4_ERR_INPUT);
+    fp4_compare_result_free(&r);
+    free(a), free(rht);
+}
+
+static void test_files(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char p[4200], q[4200];
+    snprintf(p, sizeof p, "%s/a.json", dir);
+    snprintf(q, sizeof q, "%s/absent.json", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(gemm_a, f);
+    fclose(f);
+    fp4_compare_result r;
+    assert_int_equal(fp4_compare_files(p, p, NULL, &r), FP4_OK);
+    assert_int_equal(r.nsame, 2);
+    fp4_compare_result_free(&r);
+    assert_int_equal(fp4_compare_files(p, q, NULL, &r), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "absent.json"));
+    fp4_compare_result_free(&r);
+    assert_int_equal(fp4_compare_files("-", "-", NULL, &r), FP4_ERR_INPUT);
+    fp4_compare_result_free(&r);
+    fp4t_rmtree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_identical_is_same),  cmocka_unit_test(test_sqnr_drop_threshold),
+        cmocka_unit_test(test_alpha_and_buckets),  cmocka_unit_test(test_null_sqnr_status),
+        cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
+        cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
+        cmocka_unit_test(test_grid_exact),         cmocka_unit_test(test_input_file_noted),
+    };
+    return cmocka_run_group_tests_name("compare", tests, NULL, NULL);
+}
