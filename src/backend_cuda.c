@@ -348,8 +348,11 @@ fp4_status fp4_cuda_backend_open(fp4_backend **out)
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n <= 0) {
         cudaGetLastError();
+        if (e == cudaSuccess || e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+            return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is "
+                                             "available on this machine");
         return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
-                         e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+                         cudaGetErrorString(e));
     }
     fp4_backend *be = calloc(1, sizeof *be);
     if (!be) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");

@@ -28,7 +28,8 @@ const char fp4_usage_gemm[] =
     "  --recipe R          ufp4 (default): e1m2, RHT on all paths, SR on dy, RTNE elsewhere\n"
     "                      e2m1: e2m1, RHT on wgrad only, SR on dy (with --scale nvfp4\n"
     "                      --weight-2d: the full NVFP4 training recipe; 16x16 tiles on w only)\n"
-    "                      custom: --format F (one), --rht-scope, --sr\n"
+    "                      custom: --format F, --rht-scope, --sr\n"
+    "  --format F          custom only: one format, default e2m1 (any case)\n"
     "  --path LIST|all     fprop,dgrad,wgrad (default all)\n"
     "  --rht-scope S       custom: none (default), wgrad, all\n"
     "  --sr S              custom: none, dy (default), all\n"
@@ -36,11 +37,17 @@ const char fp4_usage_gemm[] =
     "  --layers K          compound gain over K layers (cycling through the layers given):\n"
     "                      prod eta and exp(-sum(1 - eta)) per path\n"
     "SR streams: 0x474D0000 + 4*path + tensor (fprop 0, dgrad 1, wgrad 2; x 0, w 1, dy 2),\n"
-    "keyed by --seed. --rounding, --rht and --axis are ignored (the recipe decides).\n"
+    "keyed by --seed. The recipe decides RHT, rounding and the block axis of each operand:\n"
+    "--rht, --rounding and --axis are usage errors here (use --recipe custom with\n"
+    "--rht-scope/--sr).\n"
     "\n"
-    "shared options:\n" FP4_OPTIONS_HELP
+    "quantizer options (as for sqnr):\n" FP4_OPTHELP_SCALE FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
+    "  --threads N         CPU threads for quantizing and BLAS (default 0 = all cores)\n"
+    "  --device D          cpu or auto (default): gemm runs on the CPU only; the GPU\n"
+    "                      backend covers sqnr/bias/buckets/rht (cuda here exits 4)\n"
+    FP4_OPTHELP_IO
     "\n"
-    "JSON report on stdout (or -o); a table on stderr when it is a terminal.\n"
+    "JSON report on stdout (or -o); a table on stderr when it is a terminal (or -v).\n"
     "Exit 3 when shapes disagree (both shapes are named) or an operand is missing.\n";
 
 enum { OPT_RECIPE = 1000, OPT_PATH, OPT_RHT_SCOPE, OPT_SR, OPT_X, OPT_W, OPT_DY };
@@ -260,10 +267,6 @@ fp4_status cmd_gemm(int argc, char **argv)
     double t0 = now_seconds();
     gemm_args g = {.recipe = FP4_RECIPE_UFP4, .paths = (1u << FP4_GEMM_NPATHS) - 1,
                    .rht_scope = FP4_RHT_SCOPE_NONE, .sr_scope = FP4_SR_SCOPE_DY};
-    bool format_given = false;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--format") || !strncmp(argv[i], "--format=", 9))
-            format_given = true;
     fp4_options opt;
     fp4_options_default(&opt, "e2m1", FP4_RHT_OFF);
     const fp4_options_ext ext = {gemm_longopts, gemm_opt, &g};
@@ -272,18 +275,33 @@ fp4_status cmd_gemm(int argc, char **argv)
         fp4_print_usage("gemm");
         return FP4_OK;
     }
+    static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
+                                          "rht-size", "rht-signs", "mx-rule", "weight-2d",
+                                          "layers", "threads", "device", NULL};
+    static const char *const by_recipe[] = {"rht", "rounding", "axis"};
+    for (int i = 0; i < 3; i++)
+        if (fp4_options_given(&opt, by_recipe[i]))
+            return fp4_error(FP4_ERR_USAGE, "--%s does not apply to gemm: the recipe decides RHT, "
+                                            "rounding and axis; use --recipe custom with "
+                                            "--rht-scope/--sr",
+                             by_recipe[i]);
+    FP4_TRY(fp4_options_only(&opt, "gemm", allowed, "see 'fp4diag gemm --help'"));
+    bool format_given = fp4_options_given(&opt, "format");
     if (g.recipe != FP4_RECIPE_CUSTOM && (format_given || g.scope_given))
         return fp4_error(FP4_ERR_USAGE, "--format, --rht-scope and --sr need --recipe custom "
                                         "(recipe %s fixes them)", fp4_gemm_recipe_name(g.recipe));
     if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
-        return fp4_error(FP4_ERR_USAGE, "--recipe custom takes exactly one --format");
+        return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
+                         opt.nformats);
     if (opt.device == FP4_DEVICE_CUDA)
-        return fp4_error(FP4_ERR_DEVICE, "gemm runs on the CPU only (use --device cpu|auto)");
+        return fp4_error(FP4_ERR_DEVICE, "gemm runs on the CPU only (the GPU backend covers "
+                                         "sqnr/bias/buckets/rht)");
+    fp4_h5_set_verbose(opt.verbosity > 1);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
         return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");
     if (!by_spec && opt.nargs < 1)
-        return fp4_error(FP4_ERR_USAGE, "missing FILE (see 'fp4diag gemm --help')");
+        return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag gemm --help'");
 
     fp4_gemm_config gc;
     fp4_gemm_config_default(&gc);

@@ -15,9 +15,13 @@ const char fp4_usage_grid[] =
     "bin width, and the analytic conditional bias (l - r)/2, absolute and relative to q.\n"
     "uniform_mean_error is E[rho(t) - t] for t uniform on [0, g_max] (exactly 0).\n"
     "JSON on stdout (or -o FILE); a table on stderr when it is a terminal (or -v).\n"
-    "Default --format e2m1,e1m2,int4; 'all' adds e3m0. Other shared options are accepted\n"
-    "and do not change the grid.\n"
-    "\noptions:\n" FP4_OPTIONS_HELP;
+    "Default --format e2m1,e1m2,int4; 'all' adds e3m0. The grid depends on the format alone:\n"
+    "the other analysis options (--scale, --block, --rht, ...) are usage errors here.\n"
+    "\noptions:\n" FP4_OPTHELP_FORMAT
+    "  -o FILE             write the JSON report to FILE (default stdout)\n"
+    "  -q                  quiet: no table\n"
+    "  -v                  table on stderr even when it is not a terminal\n"
+    "  -h, --help          this help\n";
 
 fp4_status cmd_grid(int argc, char **argv)
 {
@@ -26,6 +30,10 @@ fp4_status cmd_grid(int argc, char **argv)
     char **args = fp4_argv_dup(argc, argv); /* getopt permutes; the report keeps the order */
     if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    static const char *const allowed[] = {"format", NULL};
+    if (st == FP4_OK && !o.help)
+        st = fp4_options_only(&o, "grid", allowed,
+                              "the grid depends on --format alone; see 'fp4diag grid --help'");
     if (st == FP4_OK && o.help) fputs(fp4_usage_grid, stdout);
     else if (st == FP4_OK && o.nargs > 0)
         st = fp4_error(FP4_ERR_USAGE, "grid takes no file ('%s'); see 'fp4diag grid --help'",

@@ -149,8 +149,14 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
 {
     long long v;
     switch (c) {
-    case OPT_FORMAT:
-        return fp4_format_parse_list(arg, o->formats, FP4_MAX_FORMATS, &o->nformats);
+    case OPT_FORMAT: {
+        /* names are case-insensitive (E2M1 = e2m1); reports spell them canonically */
+        char low[256];
+        size_t n = strlen(arg);
+        if (n >= sizeof low) return fp4_error(FP4_ERR_USAGE, "--format: list too long");
+        for (size_t i = 0; i <= n; i++) low[i] = (char)tolower((unsigned char)arg[i]);
+        return fp4_format_parse_list(low, o->formats, FP4_MAX_FORMATS, &o->nformats);
+    }
     case OPT_SCALE: return fp4_scale_parse(arg, &o->scale);
     case OPT_BLOCK:
         FP4_TRY(parse_int("block", arg, 2, 1 << 20, &v));
@@ -178,9 +184,10 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
         else return fp4_error(FP4_ERR_USAGE, "--rht: '%s' is not off, on or both", arg);
         return FP4_OK;
     case OPT_RHT_SIZE:
-        FP4_TRY(parse_int("rht-size", arg, 16, FP4_RHT_MAX, &v));
-        if (v & (v - 1))
-            return fp4_error(FP4_ERR_USAGE, "--rht-size: %lld is not a power of two", v);
+        if (parse_int("rht-size", arg, 16, FP4_RHT_MAX, &v) != FP4_OK || (v & (v - 1)))
+            return fp4_error(FP4_ERR_USAGE,
+                             "--rht-size: '%s': RHT size must be a power of two in [16, %d]",
+                             arg, FP4_RHT_MAX);
         o->rht_size = (int)v;
         return FP4_OK;
     case OPT_RHT_SIGNS:
@@ -242,8 +249,13 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
     opterr = 0;
     for (;;) {
         optopt = 0;
-        int c = getopt_long(argc, argv, ":o:qvh", longopts, NULL);
+        int li = -1;
+        int c = getopt_long(argc, argv, ":o:qvh", longopts, &li);
         if (c == -1) break;
+        if (li >= 0 && li < N_BASE) o->given |= (uint64_t)1 << li;
+        else if (c < 1000)
+            for (int i = 0; i < N_BASE; i++)
+                if (base_longopts[i].val == c) o->given |= (uint64_t)1 << i;
         if (c == ':') {
             if (optopt == 'o') return fp4_error(FP4_ERR_USAGE, "option '-o' needs a value");
             for (int i = 0; i < n; i++)
@@ -254,9 +266,9 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
         }
         if (c == '?') {
             if (optopt > 0 && optopt < 256)
-                return fp4_error(FP4_ERR_USAGE, "unknown option '-%c'; see '%s --help'", optopt,
-                                 argv[0]);
-            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see '%s --help'",
+                return fp4_error(FP4_ERR_USAGE, "unknown option '-%c'; see 'fp4diag %s --help'",
+                                 optopt, argv[0]);
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag %s --help'",
                              argv[optind - 1], argv[0]);
         }
         fp4_status st;
@@ -269,13 +281,42 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
     if (o->help) return FP4_OK;
 
     FP4_TRY(fp4_rht_signs_make(o->rht_signs_spec, o->rht_size, &o->signs));
-    if (!o->block_given) {
-        if (o->scale == FP4_SCALE_MXFP4) o->block = 32;
-        else o->block = 16;
-    }
+    /* nvfp4 and mxfp4 fix their block; an explicit other --block would be silently ignored */
+    int fixed = o->scale == FP4_SCALE_NVFP4 ? 16 : o->scale == FP4_SCALE_MXFP4 ? 32 : 0;
+    if (fixed && o->block_given && o->block != fixed)
+        return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --scale %s (fixed block %d)",
+                         o->block, fp4_scale_name(o->scale), fixed);
+    if (o->weight_2d && o->scale != FP4_SCALE_NVFP4)
+        return fp4_error(FP4_ERR_USAGE, "--weight-2d needs --scale nvfp4 (not %s)",
+                         fp4_scale_name(o->scale));
+    if (!o->block_given) o->block = fixed ? fixed : 16;
     fp4_qconfig tmp[2 * FP4_MAX_FORMATS];
     int k;
     FP4_TRY(fp4_options_configs(o, tmp, 2 * FP4_MAX_FORMATS, &k));
+    return FP4_OK;
+}
+
+bool fp4_options_given(const fp4_options *o, const char *name)
+{
+    for (int i = 0; i < N_BASE; i++)
+        if (!strcmp(base_longopts[i].name, name)) return (o->given >> i) & 1;
+    return false;
+}
+
+fp4_status fp4_options_only(const fp4_options *o, const char *command,
+                            const char *const *allowed, const char *why)
+{
+    static const char *const always[] = {"output", "quiet", "verbose", "help"};
+    for (int i = 0; i < N_BASE; i++) {
+        if (!((o->given >> i) & 1)) continue;
+        bool ok = false;
+        for (size_t k = 0; k < sizeof always / sizeof *always; k++)
+            ok |= !strcmp(base_longopts[i].name, always[k]);
+        for (int k = 0; allowed && allowed[k]; k++) ok |= !strcmp(base_longopts[i].name, allowed[k]);
+        if (!ok)
+            return fp4_error(FP4_ERR_USAGE, "--%s does not apply to %s (%s)",
+                             base_longopts[i].name, command, why);
+    }
     return FP4_OK;
 }
 

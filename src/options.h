@@ -42,7 +42,9 @@ typedef struct fp4_options {
     const char *output;    /* -o FILE; NULL = stdout */
     int64_t mem_limit;     /* --mem-limit SIZE in bytes (default 1 GiB) */
     int layers;            /* --layers K; 0 = not given */
-    int verbosity;         /* -q: -1, default 0, -v: +1 per -v */
+    int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
+    uint64_t given;        /* bit i: the i-th shared option was on the command line; ask with
+                            * fp4_options_given */
     bool help;             /* --help / -h seen: the command prints its usage and returns OK */
     char **args;           /* positional arguments (into argv), nargs of them */
     int nargs;
@@ -71,6 +73,16 @@ void fp4_options_default(fp4_options *o, const char *formats, fp4_rht_mode rht);
  * matters, as it does for a report's "argv". */
 fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_options_ext *ext);
 
+/* Whether the shared option `name` (its long name without "--": "rht", "block", "output",
+ * "verbose", ...) was given on the command line of the last fp4_options_parse of *o. */
+bool fp4_options_given(const fp4_options *o, const char *name);
+
+/* FP4_ERR_USAGE "CMD: --X does not apply ..." naming the first shared option given that is
+ * not in `allowed` (a NULL-terminated list of long names; "output", "quiet", "verbose" and
+ * "help" are always allowed). `why` ends the message ("grid takes --format, -o, -q, -v"). */
+fp4_status fp4_options_only(const fp4_options *o, const char *command,
+                            const char *const *allowed, const char *why);
+
 /* The configs the options select: for each format in order, the plain config (rht off|both)
  * then the rotated one (rht on|both). Returns the count (<= cap), writing out[0..count);
  * each config is passed through fp4_qconfig_check. cfg.rht points into o->signs, so *o must
@@ -90,27 +102,43 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
 const char *fp4_rht_mode_name(fp4_rht_mode m);
 const char *fp4_device_name(fp4_device d);
 
-/* The help text of the shared options (for the commands' usage strings). */
-#define FP4_OPTIONS_HELP                                                                       \
-    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M\n"                 \
-    "                      (default e2m1,e1m2,int4; all = e2m1,e1m2,int4,e3m0)\n"             \
+/* The help text of the shared options (for the commands' usage strings), in pieces so a
+ * command lists only the options that change something for it. */
+#define FP4_OPTHELP_FORMAT                                                                     \
+    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M (any case)\n"      \
+    "                      (default e2m1,e1m2,int4; all = e2m1,e1m2,int4,e3m0)\n"
+#define FP4_OPTHELP_SCALE                                                                      \
     "  --scale MODE        fp32 (default), nvfp4, mxfp4, tensor\n"                             \
-    "  --block N           elements per block for fp32 (default 16; nvfp4 16, mxfp4 32)\n"     \
+    "  --block N           elements per block for fp32 (default 16); nvfp4 is fixed at 16,\n"  \
+    "                      mxfp4 at 32 (another N is a usage error); with --scale tensor it\n"  \
+    "                      is only the RHT/padding granule (one scale for the tensor)\n"
+#define FP4_OPTHELP_AXIS                                                                       \
     "  --axis A            block axis, negative from the end (default -1, the last)\n"         \
-    "  --rounding R        rtne (default) or sr\n"                                             \
+    "  --rounding R        rtne (default) or sr\n"
+#define FP4_OPTHELP_SR                                                                         \
     "  --sr-bits N         random bits per element for sr: 24 (default) or 8\n"                \
-    "  --seed N            Philox seed for sr and seeded RHT signs (default 0)\n"              \
-    "  --rht off|on|both   Random Hadamard Transform before quantizing\n"                      \
+    "  --seed N            Philox seed for sr and seeded RHT signs (default 0)\n"
+#define FP4_OPTHELP_RHT                                                                        \
+    "  --rht off|on|both   Random Hadamard Transform before quantizing\n"
+#define FP4_OPTHELP_RHT_SHAPE                                                                  \
     "  --rht-size N        RHT group size, power of two 16..256 (default 16)\n"                \
     "  --rht-signs S       te (default), seed:N, none\n"                                       \
     "  --mx-rule R         mxfp4 scale rule: floor (default) or rceil\n"                       \
-    "  --weight-2d         nvfp4: one block scale per 16x16 tile\n"                            \
-    "  --layers K          also report compound shrinkage over K layers\n"                     \
+    "  --weight-2d         nvfp4 only: one block scale per 16x16 tile\n"
+#define FP4_OPTHELP_LAYERS                                                                     \
+    "  --layers K          also report compound shrinkage over K layers\n"
+#define FP4_OPTHELP_RUN                                                                        \
     "  --threads N         CPU threads (default 0 = all cores)\n"                              \
     "  --device D          cpu, cuda or auto (default auto)\n"                                 \
-    "  --mem-limit SIZE    bound on tensor memory: bytes, 512M, 1G (default 1G)\n"             \
+    "  --mem-limit SIZE    bound on tensor memory: bytes, 512M, 1G (default 1G)\n"
+#define FP4_OPTHELP_IO                                                                         \
     "  -o FILE             write the JSON report to FILE (default stdout)\n"                   \
-    "  -q, -v              quiet (no progress, no table) / verbose (table even when not a tty)\n" \
+    "  -q                  quiet: no progress, no table\n"                                     \
+    "  -v, -vv             table on stderr even when it is not a terminal; -vv adds the\n"     \
+    "                      HDF5 library's own error stack\n"                                   \
     "  -h, --help          this help\n"
+#define FP4_OPTIONS_HELP                                                                       \
+    FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
+        FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_RUN FP4_OPTHELP_IO
 
 #endif
