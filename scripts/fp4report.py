@@ -113,9 +113,16 @@ def formats(doc):
 def title(doc, what):
     """'WHAT — FILE (command; scale fp32, block 16, rtne, rht both)' from a report's config."""
     c = doc.get("config", {})
-    bits = [f"scale {c['scale']}" if "scale" in c else None,
-            f"block {c['block']}" if "block" in c else None, c.get("rounding"),
-            f"rht {c['rht']}" if c.get("rht") not in (None, "off") else None,
+    rnd, rht = c.get("rounding"), c.get("rht")
+    if isinstance(rnd, dict):  # gemm: per operand tensor
+        rnd = "rounding " + " ".join(f"{k} {v}" for k, v in rnd.items())
+    if isinstance(rht, dict):  # gemm: per path
+        on = [p for p, v in rht.items() if v == "on"]
+        rht = ",".join(on) if on else "off"
+    bits = [f"recipe {c['recipe']}" if "recipe" in c else None,
+            f"scale {c['scale']}" if "scale" in c else None,
+            f"block {c['block']}" if "block" in c else None, rnd,
+            f"rht {rht}" if rht not in (None, "off") else None,
             f"mx_rule {c['mx_rule']}" if c.get("scale") == "mxfp4" and "mx_rule" in c else None,
             "2D weight scales" if c.get("weight_2d") else None]
     src = doc.get("input", {}).get("file", doc.get("_path", ""))

@@ -467,6 +467,26 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
     fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", name, f, sp, sr, ds, da, db);
 }
 
+/* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
+ * summary "compound"), on a line under its pooled row. */
+static void table_compound_row(FILE *out, const fp4_run *run, int c)
+{
+    int k = run->opt->layers;
+    if (k <= 0) return;
+    double *d = malloc((size_t)k * sizeof *d);
+    if (!d) return;
+    for (int i = 0; i < k; i++) d[i] = run->pooled[c].delta;
+    double prod = NAN, expo = NAN;
+    fp4_compound_shrinkage(d, k, &prod, &expo);
+    free(d);
+    char lab[48], a[24], b[24];
+    cfg_label(lab, sizeof lab, &run->cfgs[c]);
+    fmt_num(a, sizeof a, prod, "%.5f");
+    fmt_num(b, sizeof b, expo, "%.5f");
+    fprintf(out, "%-32s %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n",
+            "  (compound)", lab, k, a, b);
+}
+
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
@@ -486,7 +506,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
     } else {
         const char *x1 = !strcmp(command, "bias") ? "delta"
                          : !strcmp(command, "buckets") ? "B8" : "NMSE";
-        const char *x2 = !strcmp(command, "bias") ? "mean_err"
+        const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
                          : !strcmp(command, "buckets") ? "saturated" : "elements";
         fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", "tensor", "format", "SQNR_dB",
                 "alpha", "B15", x1, x2);
@@ -494,8 +514,12 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
             for (int c = 0; c < run->ncfg; c++)
                 table_row(out, command, run->tensors[t].info.path, &run->cfgs[c],
                           &run->tensors[t].metrics[c]);
-        for (int c = 0; c < run->ncfg; c++)
+        for (int c = 0; c < run->ncfg; c++) {
             table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c]);
+            table_compound_row(out, run, c);
+        }
+        if (!strcmp(command, "bias"))
+            fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
     }
     for (int i = 0; i < run->nerrors; i++)
         fprintf(out, "error: %s\n", run->errors[i].message);

@@ -118,13 +118,26 @@ static cJSON *config_json(const fp4_gemm_run *run)
          rht_fprop = fp4_gemm_path_rht(gc, FP4_GEMM_FPROP);
     const char *rht_scope = rht_fprop ? "all" : rht_wgrad ? "wgrad" : "none";
     const char *sr_scope = gc->recipe == FP4_RECIPE_CUSTOM ? fp4_sr_scope_name(gc->sr_scope) : "dy";
-    cJSON_AddStringToObject(c, "rounding", !strcmp(sr_scope, "all") ? "sr" : "rtne");
+    /* rounding per operand tensor (the recipe decides; the same in every path using it) */
+    cJSON *rnd = cJSON_AddObjectToObject(c, "rounding");
+    for (int t = 0; rnd && t < 3; t++) {
+        fp4_qconfig qt;
+        fp4_gemm_path p = t == FP4_GEMM_DY ? FP4_GEMM_DGRAD : FP4_GEMM_FPROP;
+        const char *r = fp4_gemm_operand_config(gc, p, (fp4_gemm_tensor)t, &qt) == FP4_OK
+                            ? fp4_rounding_name(qt.rounding)
+                            : "?";
+        cJSON_AddStringToObject(rnd, fp4_gemm_tensor_name((fp4_gemm_tensor)t), r);
+    }
     cJSON_AddStringToObject(c, "sr_scope", sr_scope);
     cJSON_AddNumberToObject(c, "sr_bits", q.sr_bits);
     cJSON_AddNumberToObject(c, "seed", (double)q.seed);
     cJSON_AddStringToObject(c, "sr_streams", "0x474D0000 + 4*path + tensor "
                                              "(path fprop 0, dgrad 1, wgrad 2; x 0, w 1, dy 2)");
-    cJSON_AddStringToObject(c, "rht", rht_wgrad ? "on" : "off");
+    /* RHT per path (the recipe's scope) */
+    cJSON *rp = cJSON_AddObjectToObject(c, "rht");
+    for (int p = 0; rp && p < FP4_GEMM_NPATHS; p++)
+        cJSON_AddStringToObject(rp, fp4_gemm_path_name((fp4_gemm_path)p),
+                                fp4_gemm_path_rht(gc, (fp4_gemm_path)p) ? "on" : "off");
     cJSON_AddStringToObject(c, "rht_scope", rht_scope);
     cJSON_AddNumberToObject(c, "rht_size", opt->rht_size);
     cJSON_AddStringToObject(c, "rht_signs", opt->signs.desc[0] ? opt->signs.desc
