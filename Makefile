@@ -75,6 +75,10 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# quant.c's SIMD kernels: let the vectorizer if-convert float selects (value-safe: no
+# reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
+$(BUILD)/quant.o: CFLAGS += -fno-trapping-math
+
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
