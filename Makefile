@@ -47,7 +47,7 @@ ifeq ($(USE_CUDA),1)
   endif
   CU_SRCS := $(wildcard kernels/*.cu)
   CU_OBJS := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
-  CFLAGS += -DFP4_HAVE_CUDA -I$(CUDA_HOME)/include
+  CFLAGS += -DFP4_HAVE_CUDA -DFP4_HAVE_CUDA_BACKEND -I$(CUDA_HOME)/include
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
             -lrt -ldl -lpthread -lstdc++
   CUDA_MSG := CUDA: on ($(NVCC), kernels: $(words $(CU_SRCS)))
@@ -81,7 +81,7 @@ $(BUILD)/quant.o: CFLAGS += -fno-trapping-math
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
+	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
 
 $(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(HDRS) src/tests/testutil.h | $(BUILD)
 	@mkdir -p $(dir $@)
@@ -102,7 +102,12 @@ demo: fp4diag
 bench: fp4diag
 	@python3 scripts/bench_cpu.py
 
-bench-gpu: fp4diag
+# build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.
+$(BUILD)/bench_gpu: kernels/bench/bench_gpu.cu $(BUILD)/libfp4.a $(HDRS)
+	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -o $@ $< $(BUILD)/libfp4.a \
+	  -lcublas -lgomp
+
+bench-gpu: fp4diag $(BUILD)/bench_gpu
 	@sh scripts/bench_gpu.sh
 
 regress: fp4diag

@@ -104,8 +104,12 @@ struct fp4_analysis {
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out);
 
 #ifdef FP4_HAVE_CUDA_BACKEND
-/* The CUDA engine (kernels/), when a build provides it. */
+/* The CUDA engine (kernels/), when a build provides it: FP4_ERR_DEVICE "CUDA requested but
+ * ..." when no GPU or driver is usable. */
 fp4_status fp4_cuda_backend_open(fp4_backend **out);
+/* A plan as the kernels see it (kernels.h fp4k_cfg); rht_n 0 without RHT. */
+struct fp4k_cfg;
+void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *out);
 #endif
 
 #endif
