@@ -99,7 +99,11 @@ check: tests
 demo: fp4diag
 	@sh scripts/demo.sh
 
-bench: fp4diag
+# developer benchmarks (scripts/bench_*.c): not tests, built on demand
+$(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(LDLIBS)
+
+bench: fp4diag $(BUILD)/bench_read
 	@python3 scripts/bench_cpu.py
 
 # build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.

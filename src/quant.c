@@ -636,45 +636,59 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
     }
 }
 
+void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
+{
+    const int64_t L = p->row_len, P = p->padded_len;
+    for (int r = 0; r < nr; r++) {
+        float *vr = v + (int64_t)r * P;
+        memcpy(vr, in + (int64_t)r * L, (size_t)L * sizeof *vr);
+        memset(vr + L, 0, (size_t)(P - L) * sizeof *vr);
+        if (p->cfg.rht) fp4_rht_forward(p->cfg.rht, vr, vr, P);
+    }
+}
+
+void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
+{
+    uint64_t z = 0, nn = 0, ni = 0;
+#pragma omp simd reduction(+ : z, nn, ni)
+    for (int64_t j = 0; j < n; j++) {
+        const uint32_t u = fp4c_f2u(x[j]) & 0x7FFFFFFFu;
+        z += u == 0;
+        nn += u > 0x7F800000u;
+        ni += u == 0x7F800000u;
+    }
+    m->zero += z;
+    m->nan += nn;
+    m->inf += ni;
+}
+
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
                     float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *partials)
+{
+    for (int i = 0; i < nr * p->nchunk; i++) fp4_metrics_init(&partials[i]);
+    fp4_qplan_prep(p, in, nr, scratch);
+    for (int r = 0; r < nr; r++)
+        fp4_input_counts(in + (int64_t)r * p->row_len, p->row_len, &partials[r * p->nchunk]);
+    fp4_qplan_unit_prepared(p, scratch, grow, nr, scratch, deq, codes, scales, partials);
+}
+
+void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow, int nr,
+                             float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
+                             fp4_metrics *partials)
 {
     const int64_t L = p->row_len, P = p->padded_len;
     const int B = p->block, nblk = p->nblk, nchunk = p->nchunk;
     float *tamax = scratch + (int64_t)p->unit_rows * P;
-    for (int i = 0; i < nr * nchunk; i++) fp4_metrics_init(&partials[i]);
-
+    /* the integer input counts are order-free: a row's go to its first chunk partial */
     for (int r = 0; r < nr; r++) {
-        const float *x = in + (int64_t)r * L;
-        float *v = scratch + (int64_t)r * P;
-        fp4_metrics *pr = partials + (int64_t)r * nchunk;
-        memcpy(v, x, (size_t)L * sizeof *v);
-        memset(v + L, 0, (size_t)(P - L) * sizeof *v);
-        if (p->cfg.rht) fp4_rht_forward(p->cfg.rht, v, v, P);
-        /* input counts: real elements, pads, zeros, NaN, ±Inf (before any rotation) */
-        for (int k = 0; k < nblk; k++) {
-            fp4_metrics *pm = &pr[k / FP4_CHUNK_BLOCKS];
-            const int64_t b0 = (int64_t)k * B;
-            int real = (int)(L - b0 < 0 ? 0 : (L - b0 < B ? L - b0 : B));
-            uint64_t z = 0, nn = 0, ni = 0;
-            for (int j = 0; j < real; j++) {
-                const uint32_t u = fp4c_f2u(x[b0 + j]) & 0x7FFFFFFFu;
-                z += u == 0;
-                nn += u > 0x7F800000u;
-                ni += u == 0x7F800000u;
-            }
-            pm->elements += (uint64_t)real;
-            pm->padded += (uint64_t)(B - real);
-            pm->zero += z;
-            pm->nan += nn;
-            pm->inf += ni;
-        }
+        partials[r * nchunk].elements += (uint64_t)L;
+        partials[r * nchunk].padded += (uint64_t)(P - L);
     }
     if (p->cfg.weight_2d) {
         for (int k = 0; k < nblk; k++) {
             float a = 0.0f;
             for (int r = 0; r < nr; r++) {
-                const float *v = scratch + (int64_t)r * P + (int64_t)k * B;
+                const float *v = vin + (int64_t)r * P + (int64_t)k * B;
                 for (int j = 0; j < B; j++) {
                     float y = fp4c_absf(v[j]);
                     if (fp4c_isfinite(y)) a = fp4c_maxf(a, y);
@@ -687,7 +701,7 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
                          B <= GRP_MAX_BLOCK;
     float *T = tamax + nblk;
     for (int r = 0; grouped && r < nr; r++) {
-        const float *v = scratch + (int64_t)r * P;
+        const float *v = vin + (int64_t)r * P;
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
         for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
             const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
@@ -702,7 +716,7 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
         }
     }
     for (int r = 0; !grouped && r < nr; r++) {
-        const float *v = scratch + (int64_t)r * P;
+        const float *v = vin + (int64_t)r * P;
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
         const uint64_t rowidx = (uint64_t)(grow + r) * (uint64_t)P;
         for (int k = 0; k < nblk; k++) {
