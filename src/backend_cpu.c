@@ -7,8 +7,11 @@
 
 #include "backend_impl.h"
 
-/* rows per work batch: bounds the per-chunk partials kept before the ordered merge */
-#define CPU_BATCH_ELEMS (1 << 20)
+/* rows per work batch: bounds the per-chunk partials kept before the ordered merge (4M
+ * elements: ~100 KiB of sums per config per 1M; few barriers). Groups of 16 rows are handed
+ * out dynamically (each writes its own slots, so the result does not depend on which thread
+ * runs it) so that a thread slowed by other jobs does not hold the batch up. */
+#define CPU_BATCH_ELEMS (1 << 22)
 
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
@@ -159,7 +162,7 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
         const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
         const int64_t ngroups = (bn + 15) / 16;
-#pragma omp parallel for schedule(static) num_threads(T)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
         for (int64_t g = 0; g < ngroups; g++) {
             const int t = omp_get_thread_num();
             const int64_t r0 = g * 16; /* within the batch */

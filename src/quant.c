@@ -148,7 +148,7 @@ fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row
 int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
 {
     return (int64_t)p->unit_rows * p->padded_len + p->nblk +
-           (p->block <= GRP_MAX_BLOCK ? (int64_t)GRP * p->block : 0);
+           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block : 0);
 }
 
 /* Block amax over finite values, the first index that attains it, and whether any value is
@@ -388,26 +388,42 @@ typedef int64_t v8l __attribute__((vector_size(64)));
 
 typedef struct grp_acc {
     double sx2[GRP], se2[GRP], sxqx[GRP], sxq2[GRP], serr[GRP], lsum[8][GRP];
-    int64_t sat[GRP], hpos[8][GRP], hneg[8][GRP], lcnt[8][GRP];
 } grp_acc;
+
+/* Order-free integer counts of live lanes, kept across the groups of a row: one-hot byte
+ * counters per lane (raw), flushed into the totals before a byte can overflow. */
+typedef struct grp_cnt {
+    int64_t raw_pos[GRP], raw_neg[GRP], raw_lvl[GRP], sat[GRP];
+    int64_t pos[8], neg[8], lvl[8];
+    int since;
+} grp_cnt;
 
 #define vf_bits(m) ((v8f)(m))
 #define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
 
-/* one-hot byte counters -> per-level counts */
-static inline __attribute__((always_inline)) void onehot_flush(v8l *h, int64_t (*out)[GRP])
+/* one-hot byte counters (8 lanes) -> per-level totals */
+static void onehot_flush(int64_t *raw, int64_t *out)
 {
     for (int b = 0; b < GRP; b++) {
-        uint64_t w = (uint64_t)(*h)[b];
-        for (int k = 0; k < 8; k++) out[k][b] += (int64_t)((w >> (8 * k)) & 0xFF);
+        const uint64_t w = (uint64_t)raw[b];
+        for (int k = 0; k < 8; k++) out[k] += (int64_t)((w >> (8 * k)) & 0xFF);
+        raw[b] = 0;
     }
-    *h = (v8l){0};
+}
+
+static void grp_cnt_flush(grp_cnt *n)
+{
+    onehot_flush(n->raw_pos, n->pos);
+    onehot_flush(n->raw_neg, n->neg);
+    onehot_flush(n->raw_lvl, n->lvl);
+    n->since = 0;
 }
 
 static inline __attribute__((always_inline)) void
 group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv,
            const float *d1, const float *d2, const double *se, const double *rs,
-           const int32_t *jn, const int32_t *lv, const int32_t *ak, grp_acc *a, const int use_fma)
+           const int32_t *jn, const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n,
+           const int use_fma)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -434,8 +450,12 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
     const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
     v8d sx2 = {0}, se2 = {0}, sxqx = {0}, sxq2 = {0}, serr = {0};
     v8d ls0 = {0}, ls1 = {0}, ls2 = {0}, ls3 = {0}, ls4 = {0}, ls5 = {0}, ls6 = {0}, ls7 = {0};
-    v8l sat = {0}, hpos = {0}, hneg = {0}, hl = {0};
-    int since = 0;
+    v8l sat, hpos, hneg, hl;
+    memcpy(&sat, n->sat, sizeof sat);
+    memcpy(&hpos, n->raw_pos, sizeof hpos);
+    memcpy(&hneg, n->raw_neg, sizeof hneg);
+    memcpy(&hl, n->raw_lvl, sizeof hl);
+    int since = n->since;
     for (int j = 0; j < B; j++) {
         v8f x;
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
@@ -460,7 +480,7 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
         se2 += vd_and(d * d, c64);
         sxqx += vd_and(dq * dx, c64);
         sxq2 += vd_and(dq * dq, c64);
-        sat -= __builtin_convertvector(c & (t > gm), v8l);
+        sat -= __builtin_convertvector(c & -vlv & (t > gm), v8l); /* live blocks only */
         const v8l ix64 = __builtin_convertvector(ix, v8l);
         const v8l oh = (v8l){1, 1, 1, 1, 1, 1, 1, 1} << (ix64 * 8);
         hpos += oh & __builtin_convertvector(c & ~neg, v8l);
@@ -487,15 +507,19 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
         ls6 += vd_and(el, ix64 == 6);
         ls7 += vd_and(el, ix64 == 7);
         if (++since == 255) {
-            onehot_flush(&hpos, a->hpos);
-            onehot_flush(&hneg, a->hneg);
-            onehot_flush(&hl, a->lcnt);
+            memcpy(n->raw_pos, &hpos, sizeof hpos);
+            memcpy(n->raw_neg, &hneg, sizeof hneg);
+            memcpy(n->raw_lvl, &hl, sizeof hl);
+            grp_cnt_flush(n);
+            hpos = hneg = hl = (v8l){0};
             since = 0;
         }
     }
-    onehot_flush(&hpos, a->hpos);
-    onehot_flush(&hneg, a->hneg);
-    onehot_flush(&hl, a->lcnt);
+    memcpy(n->raw_pos, &hpos, sizeof hpos);
+    memcpy(n->raw_neg, &hneg, sizeof hneg);
+    memcpy(n->raw_lvl, &hl, sizeof hl);
+    memcpy(n->sat, &sat, sizeof sat);
+    n->since = since;
     memcpy(a->sx2, &sx2, sizeof sx2);
     memcpy(a->se2, &se2, sizeof se2);
     memcpy(a->sxqx, &sxqx, sizeof sxqx);
@@ -509,74 +533,94 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
     memcpy(a->lsum[5], &ls5, sizeof ls5);
     memcpy(a->lsum[6], &ls6, sizeof ls6);
     memcpy(a->lsum[7], &ls7, sizeof ls7);
-    memcpy(a->sat, &sat, sizeof sat);
+}
+
+/* Transpose GRP full blocks (v, block length B) into T and find each lane's amax over finite
+ * values, the first index attaining it, and whether the block holds a non-finite value. */
+static inline __attribute__((always_inline)) void
+group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad)
+{
+    const v8i absm = (v8i){0} + 0x7FFFFFFF;
+    const v8f fmax = (v8f){0.0f} + FP4C_FLT_MAX;
+    v8f a = {0};
+    v8i k = {0}, nf = {0};
+    for (int j = 0; j < B; j++) {
+        const float *c = v + j;
+        const v8f x = {c[0], c[B], c[2 * B], c[3 * B], c[4 * B], c[5 * B], c[6 * B], c[7 * B]};
+        memcpy(T + (int64_t)j * GRP, &x, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8i fin = ax <= fmax;
+        const v8i up = fin & (ax > a);
+        nf |= ~fin;
+        a = vf_bits(((v8i)ax & up) | ((v8i)a & ~up));
+        k = (((v8i){0} + j) & up) | (k & ~up);
+    }
+    memcpy(am, &a, sizeof a);
+    memcpy(ak, &k, sizeof k);
+    memcpy(bad, &nf, sizeof nf);
 }
 
 #define GROUP_ARGS                                                                              \
     const fp4_qplan *p, const float *T, const float *mul, const float *dv, const float *d1,    \
         const float *d2, const double *se, const double *rs, const int32_t *jn,                \
-        const int32_t *lv, const int32_t *ak, grp_acc *a
-#define GROUP_PASS p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, a
+        const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n
+#define GROUP_PASS p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, a, n
+
+#define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
+#define LOAD_PASS v, B, T, am, ak, bad
 
 static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
+static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 #if defined(__x86_64__) && defined(__GNUC__)
 #define FP4_HAVE_DISPATCH 1
-__attribute__((target("avx2,fma"))) static void group_avx2(GROUP_ARGS)
-{
-    group_body(GROUP_PASS, 1);
-}
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) static void
-group_avx512(GROUP_ARGS)
-{
-    group_body(GROUP_PASS, 1);
-}
+#define FP4_AVX2 __attribute__((target("avx2,fma")))
+#define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+FP4_AVX512 static void group_avx512(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+FP4_AVX512 static void load_avx512(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
+typedef void (*load_fn)(LOAD_ARGS);
+typedef struct group_kernels {
+    group_fn body;
+    load_fn load;
+} group_kernels;
 
-static group_fn group_pick(void)
+/* The widest variant this CPU runs (all give the same bits). */
+static const group_kernels *group_pick(void)
 {
-    static group_fn fn;
-    if (fn) return fn;
-    group_fn f = group_plain;
+    static const group_kernels plain = {group_plain, load_plain};
 #ifdef FP4_HAVE_DISPATCH
+    static const group_kernels avx2 = {group_avx2, load_avx2};
+    static const group_kernels avx512 = {group_avx512, load_avx512};
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
-        f = group_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        f = group_avx2;
+        return &avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2;
 #endif
-    fn = f;
-    return f;
+    return &plain;
 }
 
 /* nb <= GRP consecutive blocks of one row starting at v (all in one chunk), jn[b] counted
  * entries each, tile amax per block when weight_2d (else NULL); accumulates into the chunk
  * partial m in block order like nb calls of block_quant. T: GRP * block floats of scratch. */
 static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *jnv,
-                        const float *tile, uint8_t *scale_out, float *T, fp4_metrics *m)
+                        const float *tile, uint8_t *scale_out, float *T, fp4_metrics *m,
+                        grp_cnt *n)
 {
     const int B = p->block;
-    for (int b = 0; b < GRP; b++) {
-        if (b < nb)
-            for (int j = 0; j < B; j++) T[(int64_t)j * GRP + b] = v[(int64_t)b * B + j];
-        else
-            for (int j = 0; j < B; j++) T[(int64_t)j * GRP + b] = 0.0f;
+    const group_kernels *kern = group_pick();
+    float am[GRP];
+    int32_t ak[GRP], bad[GRP];
+    if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
+        float *w = T + (int64_t)GRP * B;
+        memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
+        memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
+        v = w;
     }
-    float am[GRP] = {0};
-    int32_t ak[GRP] = {0}, bad[GRP] = {0};
-    for (int j = 0; j < B; j++) {
-        const float *row = T + (int64_t)j * GRP;
-#pragma omp simd
-        for (int b = 0; b < GRP; b++) {
-            const float x = fabsf(row[b]);
-            const int32_t fin = x <= FP4C_FLT_MAX;
-            const int32_t up = fin & (x > am[b]);
-            bad[b] |= !fin;
-            am[b] = up ? x : am[b];
-            ak[b] = up ? j : ak[b];
-        }
-    }
+    kern->load(v, B, T, am, ak, bad);
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
     double se[GRP], rs[GRP];
     int32_t jn[GRP], lv[GRP];
@@ -601,8 +645,7 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
         lv[b] = bp[b].live;
     }
     grp_acc a;
-    memset(&a, 0, sizeof a);
-    group_pick()(p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, &a);
+    kern->body(p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, &a, n);
     for (int b = 0; b < nb; b++) {
         if (bad[b]) {
             if (scale_out) scale_out[b] = 0;
@@ -613,12 +656,7 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
             continue;
         }
         if (scale_out) scale_out[b] = bp[b].sbyte;
-        for (int k = 0; k < 8; k++) {
-            m->hist[k] += (uint64_t)a.hpos[k][b];
-            m->hist[8 + k] += (uint64_t)a.hneg[k][b];
-            m->level_count[k] += (uint64_t)a.lcnt[k][b];
-            m->level_err_sum[k] += a.lsum[k][b];
-        }
+        for (int k = 0; k < 8; k++) m->level_err_sum[k] += a.lsum[k][b];
         if (jn[b] <= 0) continue;
         m->blocks++;
         m->sum_x2 += a.sx2[b];
@@ -626,10 +664,6 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
         m->sum_xqx += a.sxqx[b];
         m->sum_xq2 += a.sxq2[b];
         m->signed_err_sum += a.serr[b];
-        for (int k = 0; k < 8; k++) m->signed_err_n += (uint64_t)a.lcnt[k][b];
-        const uint64_t sat = bp[b].live ? (uint64_t)a.sat[b] : 0;
-        m->saturated += sat;
-        if (p->cfg.scale == FP4_SCALE_MXFP4) m->clipped += sat;
         if (am[b] == 0.0f) m->zero_blocks++;
         if (bp[b].underflow) m->scale_underflow_blocks++;
         if (am[b] > m->tensor_amax) m->tensor_amax = am[b];
@@ -703,6 +737,8 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     for (int r = 0; grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
+        grp_cnt n;
+        memset(&n, 0, sizeof n);
         for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
             const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
             int jn[GRP];
@@ -712,8 +748,20 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
             }
             group_quant(p, v + (int64_t)k0 * B, nb, jn, p->cfg.weight_2d ? tamax + k0 : NULL,
                         scales ? scales + (int64_t)r * nblk + k0 : NULL, T,
-                        &pr[k0 / FP4_CHUNK_BLOCKS]);
+                        &pr[k0 / FP4_CHUNK_BLOCKS], &n);
         }
+        /* the row's integer counts (order-free) go to its first chunk partial */
+        grp_cnt_flush(&n);
+        uint64_t sat = 0;
+        for (int b = 0; b < GRP; b++) sat += (uint64_t)n.sat[b];
+        for (int k = 0; k < 8; k++) {
+            pr->hist[k] += (uint64_t)n.pos[k];
+            pr->hist[8 + k] += (uint64_t)n.neg[k];
+            pr->level_count[k] += (uint64_t)n.lvl[k];
+            pr->signed_err_n += (uint64_t)n.lvl[k];
+        }
+        pr->saturated += sat;
+        if (p->cfg.scale == FP4_SCALE_MXFP4) pr->clipped += sat;
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
