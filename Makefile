@@ -75,6 +75,10 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# quant.c's SIMD kernels: let the vectorizer if-convert float selects (value-safe: no
+# reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
+$(BUILD)/quant.o: CFLAGS += -fno-trapping-math
+
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
@@ -95,7 +99,11 @@ check: tests
 demo: fp4diag
 	@sh scripts/demo.sh
 
-bench: fp4diag
+# developer benchmarks (scripts/bench_*.c): not tests, built on demand
+$(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(LDLIBS)
+
+bench: fp4diag $(BUILD)/bench_read
 	@python3 scripts/bench_cpu.py
 
 # build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.

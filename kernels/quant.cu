@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <type_traits>
+
 #include "common.h"
 #include "kernels.h"
 
@@ -113,7 +115,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
     for (int i = 0; i < 16; i++) hist[i * T + tid] = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) excl[i * T + tid] = 0;
-    double lerr_r[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* per-level sums, chained per element */
+    double lerr_r[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* per-level chunk sums */
     uint64_t hp = 0, hn = 0; /* packed 8-bit histogram counters, flushed every <= 128 elements */
     if (tid == 0) s_grid = p.c.grid;
     if (tid < 8) {
@@ -309,6 +311,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
              * correction (Markstein), the same quotient as the CPU's division */
             const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
             double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
+            double lb[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* the block's per-level sums (CPU order) */
             uint32_t sat = 0, nerr = 0;
             int excl_lv = -1;
             const uint64_t idx0 = (uint64_t)grow * (uint64_t)p.c.padded_len + (uint64_t)col;
@@ -367,7 +370,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                             const double e = __dsub_rn((double)q, quo);
 #pragma unroll
                             for (int k = 0; k < 8; k++)
-                                if (qi == k) lerr_r[k] = __dadd_rn(lerr_r[k], e);
+                                if (qi == k) lb[k] = __dadd_rn(lb[k], e);
                             serr = __dadd_rn(serr, e);
                             nerr++;
                         } else {
@@ -382,6 +385,8 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                 }
             }
             if (excl_lv >= 0) excl[excl_lv * T + tid]++;
+#pragma unroll
+            for (int k = 0; k < 8; k++) lerr_r[k] = __dadd_rn(lerr_r[k], lb[k]);
             if (b0 + B >= n || ((b0 + B) & 127) == 0) {
 #pragma unroll
                 for (int k = 0; k < 8; k++) {
@@ -450,6 +455,389 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
             if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
         }
     }
+}
+
+/* ---- the fused kernel, thread per block (block 16 or 32; RHT none or 16) -----------------
+ * Thread t of a CTA of NT owns block (t % 64) of chunk (t / 64) of the current chunk group: it
+ * loads its B contiguous values with float4 loads (adjacent lanes, adjacent blocks: coalesced),
+ * rotates them in registers (RHT-16), and runs block_quant's arithmetic in element order. Its
+ * block sums go to shared memory (the 8 per-level sums accumulate there directly); then lane f
+ * of warp c adds field f of chunk c's 64 blocks in block order — the CPU's order (block sums
+ * start at 0, then go into the chunk partial in block order). Integer counts: per-thread
+ * registers / per-thread shared bins, folded once at the end (exact in any order). The CTA
+ * walks chunk groups grid-stride (persistent grid). */
+
+__device__ __forceinline__ float max_nan(float a, float b)
+{
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+
+template <int B, int RHTN, int NT, int KB>
+__global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restrict__ in,
+                                              const float *__restrict__ signs,
+                                              const float *__restrict__ tile_amax,
+                                              double *__restrict__ part,
+                                              unsigned long long *__restrict__ counts,
+                                              uint8_t *__restrict__ codes,
+                                              uint8_t *__restrict__ scales)
+{
+    constexpr int NB = NT * KB;            /* blocks per group: KB per thread */
+    constexpr int CPC = NB / CHUNK_BLOCKS; /* chunks per group */
+    constexpr int SP = NB + 1;             /* pitch: the reducer's lanes hit distinct banks */
+    __shared__ double s_sum[FP4K_NSUMS * SP];
+    __shared__ uint32_t s_cnt[24 * NT]; /* [code][thread] histogram, then [level][thread] left out */
+    __shared__ float s_q[8];
+    __shared__ double s_qd[8];
+    __shared__ fp4c_grid s_grid;
+
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < 24; i++) s_cnt[i * NT + tid] = 0;
+    if (tid == 0) s_grid = p.c.grid;
+    if (tid < 8) {
+        s_q[tid] = p.c.grid.q[tid];
+        s_qd[tid] = (double)p.c.grid.q[tid];
+    }
+    uint32_t sb[RHTN > 0 ? 16 : 1];
+#pragma unroll
+    for (int i = 0; i < (RHTN > 0 ? 16 : 1); i++)
+        sb[i] = RHTN > 0 && signs[i] < 0.f ? 0x80000000u : 0u;
+
+    const fp4c_grid gr = p.c.grid;
+    const float gmax = gr.gmax;
+    /* RTNE thresholds as >=: tc > m <=> tc >= nextup(m) for even i (fp4c_rtne_index) */
+    float th[7];
+#pragma unroll
+    for (int i = 0; i < 7; i++)
+        th[i] = (i & 1) ? gr.mid[i] : __uint_as_float(__float_as_uint(gr.mid[i]) + 1u);
+    const bool vec = (p.c.row_len & 3) == 0;
+    const bool sr = p.c.rounding != 0;
+    const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
+    uint32_t n_zero = 0, n_nan = 0, n_inf = 0, n_sat = 0, n_blk = 0, n_zb = 0, n_uf = 0,
+             n_nf = 0, n_serr = 0;
+    float amax_max = 0.f;
+    uint32_t *hist = s_cnt + tid, *excl = s_cnt + 16 * NT + tid;
+    __syncthreads();
+
+    for (int64_t gi = blockIdx.x; gi < ngroups; gi += gridDim.x) {
+#pragma unroll 1
+      for (int kk = 0; kk < KB; kk++) {
+        const int slot = kk * NT + tid; /* adjacent threads, adjacent blocks */
+        const int ci = slot / CHUNK_BLOCKS, kb = slot % CHUNK_BLOCKS;
+        double *lsum = s_sum + FP4K_S_LEVEL0 * SP + slot;
+        const int64_t ch = gi * CPC + ci;
+        const bool cv = ch < p.nchunks;
+        const int64_t row = cv ? ch / p.cpr : 0;
+        const int64_t blk = (cv ? ch - row * p.cpr : 0) * CHUNK_BLOCKS + kb;
+        double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) lsum[i * SP] = 0.0;
+        if (cv && blk < p.nblk) {
+            const int64_t col = blk * B;
+            const float *src = in + row * p.c.row_len + col;
+            const int real = (int)max((int64_t)0, min((int64_t)B, p.c.row_len - col));
+            float x[B];
+            if (vec && real == B) {
+#pragma unroll
+                for (int i = 0; i < B / 4; i++) {
+                    const float4 v = __ldg((const float4 *)src + i);
+                    x[4 * i] = v.x; x[4 * i + 1] = v.y; x[4 * i + 2] = v.z; x[4 * i + 3] = v.w;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < B; j++) x[j] = j < real ? __ldg(src + j) : 0.f;
+            }
+            /* raw input counts: zeros, NaN, Inf of the real elements (rare paths) */
+            float mn = fp4c_absf(x[0]), mx = mn;
+#pragma unroll
+            for (int j = 1; j < B; j++) {
+                mn = fminf(mn, fp4c_absf(x[j]));
+                mx = max_nan(mx, fp4c_absf(x[j]));
+            }
+            if (mn == 0.f || !(mx < __int_as_float(0x7F800000))) {
+#pragma unroll
+                for (int j = 0; j < B; j++) {
+                    const uint32_t a = __float_as_uint(x[j]) & 0x7FFFFFFFu;
+                    if (j < real) {
+                        n_zero += a == 0;
+                        n_nan += a > 0x7F800000u;
+                        n_inf += a == 0x7F800000u;
+                    }
+                }
+            }
+            if (RHTN == 16) {
+#pragma unroll
+                for (int g0 = 0; g0 < B; g0 += 16) {
+                    double v[16];
+#pragma unroll
+                    for (int i = 0; i < 16; i++)
+                        v[i] = (double)__uint_as_float(__float_as_uint(x[g0 + i]) ^ sb[i]);
+#pragma unroll
+                    for (int h = 1; h < 16; h <<= 1)
+#pragma unroll
+                        for (int i = 0; i < 16; i++)
+                            if ((i & h) == 0) {
+                                const double a = v[i], b = v[i + h];
+                                v[i] = __dadd_rn(a, b);
+                                v[i + h] = __dsub_rn(a, b);
+                            }
+#pragma unroll
+                    for (int i = 0; i < 16; i++) x[g0 + i] = (float)__dmul_rn(v[i], 0.25);
+                }
+                mx = fp4c_absf(x[0]);
+#pragma unroll
+                for (int j = 1; j < B; j++) mx = max_nan(mx, fp4c_absf(x[j]));
+            }
+            /* block amax (NaN or Inf: the block is flagged), first index attaining it */
+            const bool bad = !(mx < __int_as_float(0x7F800000));
+            const float amax_b = mx;
+            int amax_j = 0;
+#pragma unroll
+            for (int j = B - 1; j > 0; j--) amax_j = fp4c_absf(x[j]) == amax_b ? j : amax_j;
+            const int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+            uint8_t *cp = codes ? codes + row * p.c.padded_len + col : nullptr;
+            if (bad) {
+                if (cp)
+#pragma unroll
+                    for (int i = 0; i < B / 16; i++) ((uint4 *)cp)[i] = make_uint4(0, 0, 0, 0);
+                if (scales) scales[row * p.nblk + blk] = 0;
+                if (jn > 0) {
+                    n_blk++;
+                    n_nf++;
+                }
+            } else {
+                const float amax_s =
+                    p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + blk] : amax_b;
+                float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
+                double s_eff = 0.0;
+                uint8_t sbyte = 0;
+                bool live = false, underflow = false;
+                switch (p.c.scale) {
+                case 0: { /* fp32 */
+                    const float sc = amax_s / gmax;
+                    if (sc > 0.f) {
+                        div = sc;
+                        dec1 = sc;
+                        s_eff = sc;
+                        live = true;
+                    } else underflow = amax_s > 0.f;
+                    break;
+                }
+                case 3: /* tensor */
+                    if (p.c.ts > 0.f && amax_b > 0.f) {
+                        div = p.c.ts;
+                        dec1 = p.c.ts;
+                        s_eff = p.c.ts;
+                        live = true;
+                    } else underflow = amax_b > 0.f;
+                    break;
+                case 1: { /* nvfp4, TE's order */
+                    const uint8_t e =
+                        fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
+                    const float ef = fp4c_e4m3_decode(e);
+                    sbyte = e;
+                    mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
+                    dec1 = ef;
+                    dec2 = p.c.nv_sdec;
+                    s_eff = (double)(ef * p.c.nv_sdec);
+                    live = amax_b > 0.f && s_eff > 0.0;
+                    underflow = amax_b > 0.f && !live;
+                    break;
+                }
+                default: { /* mxfp4 */
+                    sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
+                    const float X = fp4c_e8m0_decode(sbyte);
+                    if (amax_b > 0.f) {
+                        mul = 1.0f / X;
+                        dec1 = X;
+                        s_eff = X;
+                        live = true;
+                    }
+                    break;
+                }
+                }
+                if (!live && p.c.scale != 1) mul = 0.f;
+                if (scales) scales[row * p.nblk + blk] = sbyte;
+                /* t = (a * mul) / div, IEEE. div == 1: t = a * mul. Else, for RTNE, with mul == 1
+                 * and 2^-60 <= div <= 2^126, a <= 32 div: Markstein's quotient from the correctly
+                 * rounded reciprocal is the correctly rounded a / div whenever a / div >= 2^-40
+                 * (and stays < 2^-39, below every midpoint, otherwise); any other block: __fdiv_rn */
+                const bool one = div == 1.f;
+                const bool fast = one || (!sr && mul == 1.f && div >= 0x1p-60f &&
+                                          div <= 0x1p126f && amax_b <= 32.f * div);
+                const float rdiv = one ? 1.f : __frcp_rn(div);
+                const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
+                const uint64_t idx0 =
+                    (uint64_t)(p.row0 + row) * (uint64_t)p.c.padded_len + (uint64_t)col;
+                uint32_t sat = 0;
+                int qi_amax = 0;
+                uint32_t cw[B / 4];
+                /* the element loop: FAST = RTNE, fast quotient, live, all B counted (the hot
+                 * path, no per-element branches); else every case, as block_quant has it */
+                auto elems = [&](auto fast_c) {
+                    constexpr bool FAST = decltype(fast_c)::value;
+#pragma unroll
+                    for (int j = 0; j < B; j++) {
+                        const float xv = x[j];
+                        const float a = fp4c_absf(xv);
+                        const float a1 = __fmul_rn(a, mul);
+                        float t;
+                        if (FAST || fast) {
+                            const float q0 = __fmul_rn(a1, rdiv);
+                            const float rem = __fmaf_rn(-q0, div, a1);
+                            t = one ? a1 : __fmaf_rn(rem, rdiv, q0);
+                        } else {
+                            t = __fdiv_rn(a1, div);
+                        }
+                        const float tc = fp4c_minf(t, gmax);
+                        int qi;
+                        float q;
+                        if (!FAST && sr) {
+                            qi = fp4c_sr_index(&s_grid, tc,
+                                               fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
+                                                               p.c.stream, p.c.sr_bits));
+                            q = s_q[qi];
+                        } else {
+                            qi = 0;
+#pragma unroll
+                            for (int i = 0; i < 7; i++) qi += tc >= th[i];
+                            q = s_q[qi];
+                        }
+                        const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                        const uint32_t neg = __float_as_uint(xv) & 0x80000000u;
+                        const float xq = __uint_as_float(__float_as_uint(mag) | neg);
+                        const uint32_t code = (uint32_t)qi | (neg >> 28);
+                        if ((j & 3) == 0) cw[j / 4] = code;
+                        else cw[j / 4] |= code << (8 * (j & 3));
+                        qi_amax = j == amax_j ? qi : qi_amax;
+                        if (FAST || j < jn) {
+                            const double dx = xv, dq = xq, d = __dsub_rn(dq, dx);
+                            sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                            se2 = __dadd_rn(se2, __dmul_rn(d, d));
+                            sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
+                            sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                            sat += t > gmax;
+                            atomicAdd(&hist[code * NT], 1u);
+                            if (FAST || live) {
+                                /* e = q - a / s_eff in fp64 (Markstein from the correctly
+                                 * rounded reciprocal: the CPU's quotient). The amax element
+                                 * adds +0.0 instead: an exact identity on these sums (they
+                                 * start at +0 and never become -0), so no branch */
+                                const double ad = fabs(dx);
+                                const double q0 = __dmul_rn(ad, r_eff);
+                                const double rem = __fma_rn(-q0, s_eff, ad);
+                                const double quo = __fma_rn(rem, r_eff, q0);
+                                const double e0 = __dsub_rn(s_qd[qi], quo);
+                                const double e = j == amax_j ? 0.0 : e0;
+                                lsum[qi * SP] = __dadd_rn(lsum[qi * SP], e);
+                                serr = __dadd_rn(serr, e);
+                            }
+                        }
+                    }
+                };
+                if (fast && !sr && live && jn == B) elems(std::true_type{});
+                else elems(std::false_type{});
+                if (cp)
+#pragma unroll
+                    for (int i = 0; i < B / 16; i++)
+                        ((uint4 *)cp)[i] =
+                            make_uint4(cw[4 * i], cw[4 * i + 1], cw[4 * i + 2], cw[4 * i + 3]);
+                if (jn > 0) {
+                    if (live) {
+                        if (amax_j < jn) excl[qi_amax * NT]++;
+                        n_serr += (uint32_t)(jn - (amax_j < jn));
+                        n_sat += sat;
+                    } else {
+                        /* no level statistics at all: every counted element is left out */
+#pragma unroll
+                        for (int j = 0; j < B; j++)
+                            if (j < jn) excl[((cw[j / 4] >> (8 * (j & 3))) & 7u) * NT]++;
+                    }
+                    n_blk++;
+                    n_zb += amax_b == 0.f;
+                    n_uf += underflow;
+                    amax_max = fmaxf(amax_max, amax_b);
+                } else {
+                    sx2 = se2 = sxqx = sxq2 = serr = 0.0;
+                }
+            }
+        }
+        s_sum[FP4K_S_X2 * SP + slot] = sx2;
+        s_sum[FP4K_S_ERR2 * SP + slot] = se2;
+        s_sum[FP4K_S_XQX * SP + slot] = sxqx;
+        s_sum[FP4K_S_XQ2 * SP + slot] = sxq2;
+        s_sum[FP4K_S_SIGNED * SP + slot] = serr;
+      }
+        __syncthreads();
+        for (int c = tid; c < CPC * FP4K_NSUMS; c += NT) {
+            const int w = c / FP4K_NSUMS, l = c % FP4K_NSUMS;
+            const int64_t chr = gi * CPC + w;
+            if (chr < p.nchunks) {
+                const double *sp = s_sum + l * SP + w * CHUNK_BLOCKS;
+                double acc = 0.0;
+#pragma unroll 16
+                for (int b = 0; b < CHUNK_BLOCKS; b++) acc = __dadd_rn(acc, sp[b]);
+                part[chr * FP4K_NSUMS + l] = acc;
+            }
+        }
+        __syncthreads();
+    }
+
+    /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
+    const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
+                             n_blk, n_zb, n_uf, n_nf, n_serr};
+    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
+                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
+#pragma unroll
+    for (int i = 0; i < 10; i++) {
+        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
+        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
+    if ((tid & 31) == 0 && amax_max > 0.f)
+        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
+    if (tid < 24) {
+        unsigned long long sum = 0;
+        if (tid < 16) {
+            for (int t = 0; t < NT; t++) sum += s_cnt[tid * NT + t];
+            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
+        } else {
+            /* level counts: counted elements at the level minus those left out */
+            const int lv = tid - 16;
+            for (int t = 0; t < NT; t++)
+                sum += (unsigned long long)s_cnt[lv * NT + t] + s_cnt[(lv + 8) * NT + t] -
+                       s_cnt[(16 + lv) * NT + t];
+            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
+        }
+    }
+}
+
+template <int B, int R>
+int launch_blk(const KP &p, const float *in, const float *signs, const float *tile_amax,
+               double *part, uint64_t *counts, uint8_t *codes, uint8_t *scales, cudaStream_t st)
+{
+    constexpr int NT = 128, KB = 2;
+    static int per_sm = 0, sms = 0;
+    if (!per_sm) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_qblk<B, R, NT, KB>, NT, 0);
+        if (e != cudaSuccess) return (int)e;
+        if (per_sm < 1) per_sm = 1;
+    }
+    constexpr int CPC = NT * KB / CHUNK_BLOCKS;
+    const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
+    const int64_t cap = (int64_t)per_sm * sms;
+    const unsigned grid = (unsigned)(ngroups < cap ? ngroups : cap);
+    k_qblk<B, R, NT, KB><<<grid, NT, 0, st>>>(p, in, signs, tile_amax, part,
+                                          (unsigned long long *)counts, codes, scales);
+    return 0;
 }
 
 /* ---- pass 1: amax and the weight_2d tile amax --------------------------------------------- */
@@ -618,6 +1006,21 @@ extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0,
     cudaStream_t st = (cudaStream_t)stream;
     int w = cfg->block > cfg->rht_n ? cfg->block : cfg->rht_n;
     if (w < 64) w = 64;
+    if ((cfg->block == 16 || cfg->block == 32) && (cfg->rht_n == 0 || cfg->rht_n == 16)) {
+        int e;
+        if (cfg->block == 16)
+            e = cfg->rht_n ? launch_blk<16, 16>(p, in, signs, tile_amax, part, counts, codes,
+                                                 scales, st)
+                           : launch_blk<16, 0>(p, in, signs, tile_amax, part, counts, codes,
+                                                scales, st);
+        else
+            e = cfg->rht_n ? launch_blk<32, 16>(p, in, signs, tile_amax, part, counts, codes,
+                                                 scales, st)
+                           : launch_blk<32, 0>(p, in, signs, tile_amax, part, counts, codes,
+                                                scales, st);
+        if (e) return e;
+        return (int)cudaGetLastError();
+    }
 #define L(W, T, R) launch<W, T, R>(p, in, signs, tile_amax, part, counts, codes, scales, st)
     if (w == 64) {
         switch (cfg->rht_n) {

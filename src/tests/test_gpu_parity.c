@@ -153,6 +153,16 @@ static void compare_metrics(const fp4_metrics *c, const fp4_metrics *g, const ch
              c->sum_xq2 == g->sum_xq2 && c->signed_err_sum == g->signed_err_sum;
     for (int i = 0; i < 8; i++) ex &= c->level_err_sum[i] == g->level_err_sum[i];
     *exact_sums += ex;
+    static int shown;
+    if (!ex && shown < 6) { /* name what differs (within tolerance): diagnostics only */
+        shown++;
+        unsigned mask = 0;
+        for (int i = 0; i < 4; i++) mask |= (pos[i][0] != pos[i][1]) << i;
+        mask |= (c->signed_err_sum != g->signed_err_sum) << 4;
+        for (int i = 0; i < 8; i++) mask |= (c->level_err_sum[i] != g->level_err_sum[i]) << (5 + i);
+        print_message("[ INFO     ] not bit-identical: %s (fields mask 0x%x: bit 0-3 x2 err2 xqx "
+                      "xq2, 4 signed, 5+ levels)\n", what, mask);
+    }
 }
 
 static void run_backend(fp4_backend *be, const fp4_qconfig *cfgs, int n, const float *d,
