@@ -49,7 +49,7 @@ ifeq ($(USE_CUDA),1)
   endif
   CU_SRCS := $(wildcard kernels/*.cu)
   CU_OBJS := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
-  CFLAGS += -DFP4_HAVE_CUDA -I$(CUDA_HOME)/include
+  CFLAGS += -DFP4_HAVE_CUDA -DFP4_HAVE_CUDA_BACKEND -I$(CUDA_HOME)/include
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
             -lrt -ldl -lpthread -lstdc++
   CUDA_MSG := CUDA: on ($(NVCC), kernels: $(words $(CU_SRCS)))
@@ -77,9 +77,13 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# quant.c's SIMD kernels: let the vectorizer if-convert float selects (value-safe: no
+# reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
+$(BUILD)/quant.o: CFLAGS += -fno-trapping-math
+
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
+	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
 
 $(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(HDRS) src/tests/testutil.h | $(BUILD)
 	@mkdir -p $(dir $@)
@@ -98,10 +102,19 @@ check: tests
 demo: fp4diag
 	@sh scripts/demo.sh
 
-bench: fp4diag
+# developer benchmarks (scripts/bench_*.c): not tests, built on demand
+$(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(LDLIBS)
+
+bench: fp4diag $(BUILD)/bench_read
 	@python3 scripts/bench_cpu.py
 
-bench-gpu: fp4diag
+# build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.
+$(BUILD)/bench_gpu: kernels/bench/bench_gpu.cu $(BUILD)/libfp4.a $(HDRS)
+	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -o $@ $< $(BUILD)/libfp4.a \
+	  -lcublas -lgomp
+
+bench-gpu: fp4diag $(BUILD)/bench_gpu
 	@sh scripts/bench_gpu.sh
 
 regress: fp4diag

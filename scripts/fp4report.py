@@ -74,10 +74,51 @@ def block_index(name):
     return int(m.group(1)) if m else None
 
 
+_EMBED_RE = re.compile(r"(^|/)(tok|pos|wte|wpe|embed|embedding|embeddings|emb)[^/]*(/|$)", re.I)
+_HEAD_RE = re.compile(r"(^|/)(head|lm_head|lnf|ln_f|final|norm_f|final_norm|out)[^/]*(/|$)", re.I)
+
+
+def depth_group(name):
+    """0: embeddings (tok, pos, wte, wpe), 1: /blocks/N/ tensors, 2: others, 3: the head and the
+    final norm (head, lm_head, lnf, ln_f)."""
+    if block_index(name) is not None:
+        return 1
+    if _EMBED_RE.search(name):
+        return 0
+    if _HEAD_RE.search(name):
+        return 3
+    return 2
+
+
 def depth_order(names):
-    """Tensor names ordered by depth: /blocks/N/ index first (numerically), then by name;
-    names without an index come last."""
-    return sorted(names, key=lambda n: (block_index(n) is None, block_index(n) or 0, n))
+    """Tensor names ordered by depth: embeddings first, then /blocks/N/ by index (numerically)
+    and name, then other names, the head and final norm last."""
+    return sorted(names, key=lambda n: (depth_group(n), block_index(n) or 0, n))
+
+
+def by_depth(names):
+    """Whether depth_order means anything for these names (some carry a /blocks/N/ index)."""
+    return any(block_index(n) is not None for n in names)
+
+
+def tick_layout(n, per=0.35, base=3.0, max_width=16.0):
+    """(figure width in inches, tick font size, rotation) for n tensors along x: the width is
+    capped at max_width and the font shrinks past 30 tensors so every label stays legible."""
+    width = min(max_width, max(6.0, per * n + base))
+    font = 8 if n <= 30 else max(4, int(8 * 30 / n + 0.5))
+    return width, font, (45 if n > 4 else 0) if n <= 30 else 90
+
+
+def coincide(a, b, tol=1e-9):
+    """Whether two equal-length sequences of numbers agree (NaN matches NaN)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x != x and y != y:
+            continue
+        if x != x or y != y or abs(x - y) > tol * max(1.0, abs(x), abs(y)):
+            return False
+    return True
 
 
 def short_names(names):
@@ -113,9 +154,16 @@ def formats(doc):
 def title(doc, what):
     """'WHAT — FILE (command; scale fp32, block 16, rtne, rht both)' from a report's config."""
     c = doc.get("config", {})
-    bits = [f"scale {c['scale']}" if "scale" in c else None,
-            f"block {c['block']}" if "block" in c else None, c.get("rounding"),
-            f"rht {c['rht']}" if c.get("rht") not in (None, "off") else None,
+    rnd, rht = c.get("rounding"), c.get("rht")
+    if isinstance(rnd, dict):  # gemm: per operand tensor
+        rnd = "rounding " + " ".join(f"{k} {v}" for k, v in rnd.items())
+    if isinstance(rht, dict):  # gemm: per path
+        on = [p for p, v in rht.items() if v == "on"]
+        rht = ",".join(on) if on else "off"
+    bits = [f"recipe {c['recipe']}" if "recipe" in c else None,
+            f"scale {c['scale']}" if "scale" in c else None,
+            f"block {c['block']}" if "block" in c else None, rnd,
+            f"rht {rht}" if rht not in (None, "off") else None,
             f"mx_rule {c['mx_rule']}" if c.get("scale") == "mxfp4" and "mx_rule" in c else None,
             "2D weight scales" if c.get("weight_2d") else None]
     src = doc.get("input", {}).get("file", doc.get("_path", ""))

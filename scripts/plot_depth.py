@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""plot_depth.py — compounded shrinkage against depth: tensors ordered by their /blocks/N/
-index (then name), and for each format (and RHT setting) the running product Π(1 − δ_k) of
+"""plot_depth.py — compounded shrinkage against depth: tensors ordered by depth (embeddings
+such as tok/pos first, then by their /blocks/N/ index and name, head and final norm last), and for each format (and RHT setting) the running product Π(1 − δ_k) of
 the per-tensor shrinkage δ = 1 − α, with exp(−Σδ_k) dotted; from sqnr/bias/buckets/rht reports."""
 import math
 import sys
@@ -23,8 +23,17 @@ def main():
         k = (r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r))
         by.setdefault(k, [{}, r])[0][t["name"]] = d
     plt = fr.pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 0.35 * len(names) + 3), 4.2))
+    width, font, rot = fr.tick_layout(len(names) + 1)
+    fig, ax = plt.subplots(figsize=(width, 4.2))
     multi_cfg = len({k[1:4] for k in by}) > 1
+    merged = set()  # e1m2 and int4 with the same per-tensor delta: one curve, "e1m2 = int4"
+    for k in list(by):
+        twin = ("int4",) + k[1:]
+        if k[0] == "e1m2" and twin in by and set(by[k][0]) == set(by[twin][0]) and \
+                fr.coincide([fr.num(by[k][0][n]) for n in names if n in by[k][0]],
+                            [fr.num(by[twin][0][n]) for n in names if n in by[twin][0]]):
+            merged.add(k)
+            del by[twin]
     for k, (per, r) in by.items():
         prod, s, ys, es, xs = 1.0, 0.0, [1.0], [1.0], [0]
         for i, n in enumerate(names, 1):
@@ -36,7 +45,9 @@ def main():
             xs.append(i)
             ys.append(prod)
             es.append(math.exp(-s))
-        label = (fr.variant(r, False) if multi_cfg else k[0]) + (f", {fr.rht_label(r)}" if k[4] else "")
+        fmt = "e1m2 = int4" if k in merged else k[0]
+        label = (fmt + " " + fr.variant(r, False).split(" ", 1)[1] if multi_cfg else fmt) + \
+            (f", {fr.rht_label(r)}" if k[4] else "")
         ls = "--" if k[4] else "-"
         ax.plot(xs, ys, ls, marker=".", color=fr.color(k[0]),
                 label=f"{label}: Π(1−δ) = {ys[-1]:.4f}")
@@ -44,9 +55,10 @@ def main():
     ax.axhline(1, color="black", linewidth=0.8)
     ticks = list(range(0, len(names) + 1))
     ax.set_xticks(ticks)
-    ax.set_xticklabels(["input"] + fr.short_names(names), rotation=45 if len(names) > 4 else 0,
-                       ha="right" if len(names) > 4 else "center", fontsize=7)
-    ax.set_xlabel("depth (tensors by /blocks/N/ index)")
+    ax.set_xticklabels(["input"] + fr.short_names(names), rotation=rot,
+                       ha="right" if rot == 45 else "center", fontsize=min(font, 7))
+    ax.set_xlabel("depth (embeddings, tensors by /blocks/N/ index, head last)"
+                  if fr.by_depth(names) else "tensor")
     ax.set_ylabel("compounded gain Π(1 − δ_k)  (dotted: exp(−Σδ_k))")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)

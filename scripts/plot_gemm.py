@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """plot_gemm.py — GEMM output SQNR of the FPROP/DGRAD/WGRAD paths by recipe, one group of bars
-per (layer, path), from a `gemm` report: `fp4diag gemm layer.h5 | scripts/plot_gemm.py --out g.png`.
-The measured gain η of each path is printed above its bar."""
+per (layer, path), from one or more `gemm` reports (one per recipe, drawn side by side):
+`scripts/plot_gemm.py ufp4.json e2m1.json --out g.png`. The measured gain η of each path is
+printed above its bar. Two reports of the same recipe are told apart by their file names."""
+import os
 import sys
 
 import fp4report as fr
@@ -11,25 +13,37 @@ RECIPE_COLORS = {"ufp4": "C1", "e2m1": "C0", "custom": "C3"}
 
 
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap = fr.arg_parser(__doc__.split("\n")[0])
     args = ap.parse_args()
-    doc = fr.load(args.reports, {"gemm"})
-    layers = doc.get("layers") or []
-    if not layers:
-        raise fr.ReportError(f"{doc['_path']}: no layers")
-    groups, recipes = [], []
-    for l in layers:
-        if l["recipe"] not in recipes:
-            recipes.append(l["recipe"])
-        for p in l["paths"]:
-            g = (l["name"], p["path"])
-            if g not in groups:
-                groups.append(g)
+    docs = fr.load_all(args.reports, {"gemm"})
+    for doc in docs:
+        if not doc.get("layers"):
+            raise fr.ReportError(f"{doc['_path']}: no layers")
+    # a series per (report, recipe); named by the recipe, plus the file when a recipe repeats
+    series = []
+    for i, doc in enumerate(docs):
+        for l in doc["layers"]:
+            if (i, l["recipe"]) not in series:
+                series.append((i, l["recipe"]))
+    counts = {}
+    for _, rec in series:
+        counts[rec] = counts.get(rec, 0) + 1
+    label = {s: s[1] if counts[s[1]] == 1 else
+             f"{s[1]} ({os.path.basename(docs[s[0]]['_path'])})" for s in series}
+    groups = []
+    for doc in docs:
+        for l in doc["layers"]:
+            for p in l["paths"]:
+                g = (l["name"], p["path"])
+                if g not in groups:
+                    groups.append(g)
+    recipes = series
     groups.sort(key=lambda g: (fr.block_index(g[0]) or 0, g[0],
                                PATHS.index(g[1]) if g[1] in PATHS else 9))
-    val = {(l["name"], p["path"], l["recipe"]): p for l in layers for p in l["paths"]}
+    val = {(l["name"], p["path"], (i, l["recipe"])): p
+           for i, doc in enumerate(docs) for l in doc["layers"] for p in l["paths"]}
     plt = fr.pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(groups) * len(recipes) / 2 + 3), 4.2))
+    fig, ax = plt.subplots(figsize=(min(16, max(6, 0.9 * len(groups) * len(recipes) / 2 + 3)), 4.2))
     width = 0.8 / len(recipes)
     for j, rec in enumerate(recipes):
         xs, ys, etas = [], [], []
@@ -40,7 +54,10 @@ def main():
             xs.append(i + (j - (len(recipes) - 1) / 2) * width)
             ys.append(fr.num(p.get("sqnr_db")))
             etas.append(p.get("eta"))
-        bars = ax.bar(xs, ys, width=width, color=RECIPE_COLORS.get(rec, f"C{4 + j}"), label=rec)
+        seen = sum(1 for r in recipes[:j] if r[1] == rec[1])  # same recipe again: hatch it
+        bars = ax.bar(xs, ys, width=width, color=RECIPE_COLORS.get(rec[1], f"C{4 + j}"),
+                      hatch="//" if seen else None, edgecolor="white" if seen else None,
+                      label=label[rec])
         for b, e in zip(bars, etas):
             if e is not None:
                 ax.annotate(f"η {e:.3f}", (b.get_x() + b.get_width() / 2, b.get_height()),
@@ -54,7 +71,11 @@ def main():
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(title="recipe", fontsize=8, loc="lower right")
     ax.margins(y=0.15)
-    ax.set_title(args.title or fr.title(doc, "GEMM output SQNR by path and recipe"), fontsize=10)
+    what = "GEMM output SQNR by path and recipe"
+    if len(docs) == 1:
+        ax.set_title(args.title or fr.title(docs[0], what), fontsize=10)
+    else:
+        ax.set_title(args.title or f"{what} — " + ", ".join(label[s] for s in series), fontsize=10)
     fr.save(fig, args)
 
 

@@ -40,7 +40,8 @@ def main():
     pooled = {(p["format"], p["scale"], p["block"], p["rounding"]): fr.num(p.get("delta_sqnr_db"))
               for p in doc.get("summary", {}).get("rht_delta", [])}
     plt = fr.pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(names) * max(1, len(d) / 2) + 3), 4.2))
+    width, font, rot = fr.tick_layout(len(names), per=0.45 * max(1, len(d) / 2))
+    fig, ax = plt.subplots(figsize=(width, 4.2))
     width = 0.8 / len(d)
     multi_cfg = len({k[1:] for k in d}) > 1
     for j, (k, per) in enumerate(d.items()):
@@ -53,11 +54,11 @@ def main():
         ax.bar(xs, ys, width=width, color=fr.color(k[0]), label=label)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(fr.short_names(names), rotation=45 if len(names) > 4 else 0,
-                       ha="right" if len(names) > 4 else "center", fontsize=8)
+    ax.set_xticklabels(fr.short_names(names), rotation=rot,
+                       ha="right" if rot == 45 else "center", fontsize=font)
     c = doc.get("config", {})
     ax.set_ylabel(f"ΔSQNR (dB): RHT{c.get('rht_size', '')} − no RHT")
-    ax.set_xlabel("tensor (by depth)")
+    ax.set_xlabel("tensor (by depth)" if fr.by_depth(names) else "tensor")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(args.title or fr.title(doc, "What the RHT does to SQNR, per format"), fontsize=10)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """plot_sqnr.py — SQNR per tensor and format, with and without RHT, from sqnr/bias/buckets/rht
 reports: `fp4diag rht ckpt.h5 | scripts/plot_sqnr.py --out sqnr.png`. Filled markers: no RHT;
-open markers on dashed lines: RHT. Several reports are drawn side by side, one panel each."""
+open markers on dashed lines: RHT. Several reports are drawn side by side, one panel each.
+Where e1m2 and int4 coincide they share one line, "e1m2 = int4". Past 30 tensors the figure
+stays at most 16 in wide and the tick labels shrink."""
 import math
 import sys
 
@@ -13,9 +15,9 @@ def main():
     args = ap.parse_args()
     docs = fr.load_all(args.reports, {"sqnr", "bias", "buckets", "rht"})
     plt = fr.pyplot()
-    fig, axes = plt.subplots(len(docs), 1, squeeze=False,
-                             figsize=(max(6, 0.5 * max(len(d["tensors"]) for d in docs) + 3),
-                                      3.6 * len(docs)))
+    nmax = max(len(d["tensors"]) for d in docs)
+    width, font, rot = fr.tick_layout(nmax, per=0.5)
+    fig, axes = plt.subplots(len(docs), 1, squeeze=False, figsize=(width, 3.6 * len(docs)))
     for ax, doc in zip(axes[:, 0], docs):
         names = [t["name"] for t in doc["tensors"]]
         if not names:
@@ -27,14 +29,24 @@ def main():
             series[key][0].append(names.index(t["name"]))
             series[key][1].append(fr.num(r.get("sqnr_db")))
         multi_cfg = len({k[1:4] for k in series}) > 1
+        # e1m2 and int4 give the same numbers under some scales (the grids differ by a factor
+        # that the block scale absorbs): draw one line, named "e1m2 = int4"
+        merged = set()
+        for key in list(series):
+            twin = ("int4",) + key[1:]
+            if key[0] == "e1m2" and twin in series and \
+                    series[key][0] == series[twin][0] and fr.coincide(series[key][1], series[twin][1]):
+                merged.add(key)
+                del series[twin]
         for key, (xs, ys, r) in series.items():
-            label = (fr.variant(r, with_rht=False) if multi_cfg else r["format"]) + \
+            fmt = "e1m2 = int4" if key in merged else r["format"]
+            label = (fmt + " " + fr.variant(r, with_rht=False).split(" ", 1)[1] if multi_cfg else fmt) + \
                 (f", {fr.rht_label(r)}" if key[4] else "")
             ax.plot(xs, ys, marker="o", linestyle="--" if key[4] else "-", color=fr.color(key[0]),
                     markerfacecolor="white" if key[4] else fr.color(key[0]), label=label)
         ax.set_xticks(range(len(names)))
-        ax.set_xticklabels(fr.short_names(names), rotation=45 if len(names) > 4 else 0,
-                           ha="right" if len(names) > 4 else "center", fontsize=8)
+        ax.set_xticklabels(fr.short_names(names), rotation=rot,
+                           ha="right" if rot == 45 else "center", fontsize=font)
         ax.set_ylabel("SQNR (dB)")
         ax.set_xlabel("tensor")
         ax.grid(True, alpha=0.3)

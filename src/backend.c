@@ -15,7 +15,8 @@ fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
 #ifdef FP4_HAVE_CUDA_BACKEND
         return fp4_cuda_backend_open(out);
 #else
-        return fp4_error(FP4_ERR_DEVICE, "CUDA backend not available in this build");
+        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but this build has no CUDA support "
+                         "(rebuild with nvcc present, CUDA=1)");
 #endif
     case FP4_DEVICE_AUTO:
 #ifdef FP4_HAVE_CUDA_BACKEND

@@ -7,8 +7,11 @@
 
 #include "backend_impl.h"
 
-/* rows per work batch: bounds the per-chunk partials kept before the ordered merge */
-#define CPU_BATCH_ELEMS (1 << 20)
+/* rows per work batch: bounds the per-chunk partials kept before the ordered merge (4M
+ * elements: ~100 KiB of sums per config per 1M; few barriers). Groups of 16 rows are handed
+ * out dynamically (each writes its own slots, so the result does not depend on which thread
+ * runs it) so that a thread slowed by other jobs does not hold the batch up. */
+#define CPU_BATCH_ELEMS (1 << 22)
 
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
@@ -19,6 +22,9 @@ typedef struct cpu_an {
     float **scratch;    /* [threads] */
     fp4_metrics **upart; /* [threads] partials of one unit, max over configs */
     fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
+    float **prep;       /* [threads] 16 rows x max padded_len: the prepared (padded, rotated)
+                           rows shared by configs with the same rotation and padding */
+    int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
     int64_t batch_rows;
 } cpu_an;
 
@@ -32,7 +38,10 @@ static void cpu_abort(fp4_analysis *an)
     for (int t = 0; t < T; t++) {
         if (ca->scratch) free(ca->scratch[t]);
         if (ca->upart) free(ca->upart[t]);
+        if (ca->prep) free(ca->prep[t]);
     }
+    free(ca->prep);
+    free(ca->order);
     for (int c = 0; ca->sums && c < an->ncfg; c++) free(ca->sums[c]);
     free(ca->scratch);
     free(ca->upart);
@@ -58,8 +67,10 @@ static fp4_status cpu_begin(fp4_analysis *an)
     ca->scratch = calloc((size_t)T, sizeof *ca->scratch);
     ca->upart = calloc((size_t)T, sizeof *ca->upart);
     ca->sums = calloc((size_t)n, sizeof *ca->sums);
+    ca->prep = calloc((size_t)T, sizeof *ca->prep);
+    ca->order = calloc((size_t)n, sizeof *ca->order);
     if (!ca->amax || !ca->plans || !ca->acc || !ca->cnt || !ca->scratch || !ca->upart ||
-        !ca->sums) {
+        !ca->sums || !ca->prep || !ca->order) {
         cpu_abort(an);
         return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
@@ -91,6 +102,16 @@ static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
     return FP4_OK;
 }
 
+/* Whether two plans prepare (pad, rotate) rows to the same bits. */
+static bool same_prep(const fp4_qplan *a, const fp4_qplan *b)
+{
+    if (a->padded_len != b->padded_len) return false;
+    if (!a->cfg.rht || !b->cfg.rht) return !a->cfg.rht && !b->cfg.rht;
+    return a->cfg.rht == b->cfg.rht ||
+           (a->cfg.rht->n == b->cfg.rht->n &&
+            memcmp(a->cfg.rht->s, b->cfg.rht->s, (size_t)a->cfg.rht->n * sizeof(float)) == 0);
+}
+
 static fp4_status cpu_plan(fp4_analysis *an)
 {
     cpu_an *ca = an->impl;
@@ -110,12 +131,23 @@ static fp4_status cpu_plan(fp4_analysis *an)
     for (int t = 0; t < T; t++) {
         ca->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
         ca->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
-        if (!ca->scratch[t] || !ca->upart[t])
+        ca->prep[t] = malloc((size_t)(16 * P) * sizeof(float) + 1);
+        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t])
             return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
     for (int c = 0; c < n; c++) {
         ca->sums[c] = malloc((size_t)br * (size_t)ca->plans[c].nchunk * sizeof(fp4_fsums) + 1);
         if (!ca->sums[c]) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    }
+    /* configs grouped by preparation key, first appearance order (results do not depend on
+     * the order configs are computed in: each config's sums keep their own order) */
+    int k = 0;
+    for (int c = 0; c < n; c++) {
+        bool seen = false;
+        for (int d = 0; d < c && !seen; d++) seen = same_prep(&ca->plans[c], &ca->plans[d]);
+        if (seen) continue;
+        for (int d = c; d < n; d++)
+            if (same_prep(&ca->plans[c], &ca->plans[d])) ca->order[k++] = d;
     }
     ca->planned = true;
     return FP4_OK;
@@ -130,22 +162,44 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
         const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
         const int64_t ngroups = (bn + 15) / 16;
-#pragma omp parallel for schedule(static) num_threads(T)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
         for (int64_t g = 0; g < ngroups; g++) {
             const int t = omp_get_thread_num();
             const int64_t r0 = g * 16; /* within the batch */
-            const int64_t gr = r0 + 16 <= bn ? 16 : bn - r0;
-            for (int c = 0; c < n; c++) {
+            const int gr = (int)(r0 + 16 <= bn ? 16 : bn - r0);
+            const float *in = rows + (b0 + r0) * L;
+            /* input counts once per row, shared by every config */
+            fp4_metrics ic;
+            fp4_metrics_init(&ic);
+            for (int r = 0; r < gr; r++) fp4_input_counts(in + (int64_t)r * L, L, &ic);
+            const fp4_qplan *prev = NULL;
+            const float *v = NULL;
+            for (int oc = 0; oc < n; oc++) {
+                const int c = ca->order[oc];
                 const fp4_qplan *p = &ca->plans[c];
+                const int64_t P = p->padded_len;
                 fp4_metrics *cnt = &ca->cnt[(size_t)t * (size_t)n + (size_t)c];
-                for (int64_t u = 0; u < gr; u += p->unit_rows) {
-                    const int nr = (int)(gr - u < p->unit_rows ? gr - u : p->unit_rows);
+                cnt->zero += ic.zero;
+                cnt->nan += ic.nan;
+                cnt->inf += ic.inf;
+                if (!prev || !same_prep(prev, p)) { /* pad and rotate once per key */
+                    if (!p->cfg.rht && P == L) v = in; /* already the prepared rows */
+                    else {
+                        fp4_qplan_prep(p, in, gr, ca->prep[t]);
+                        v = ca->prep[t];
+                    }
+                    prev = p;
+                }
+                for (int u = 0; u < gr; u += p->unit_rows) {
+                    const int nr = gr - u < p->unit_rows ? gr - u : p->unit_rows;
                     const int64_t rb = r0 + u; /* row within the batch */
-                    fp4_qplan_unit(p, rows + (b0 + rb) * L, an->rows_fed + b0 + rb, nr,
-                                   ca->scratch[t], NULL, NULL, NULL, ca->upart[t]);
+                    fp4_metrics *part = ca->upart[t];
+                    for (int i = 0; i < nr * p->nchunk; i++) fp4_metrics_init(&part[i]);
+                    fp4_qplan_unit_prepared(p, v + (int64_t)u * P, an->rows_fed + b0 + rb, nr,
+                                            ca->scratch[t], NULL, NULL, NULL, part);
                     for (int i = 0; i < nr * p->nchunk; i++) {
-                        fp4_fsums_of(&ca->upart[t][i], &ca->sums[c][rb * p->nchunk + i]);
-                        fp4_metrics_merge_counts(cnt, &ca->upart[t][i]);
+                        fp4_fsums_of(&part[i], &ca->sums[c][rb * p->nchunk + i]);
+                        fp4_metrics_merge_counts(cnt, &part[i]);
                     }
                 }
             }

@@ -38,6 +38,20 @@ int64_t fp4_qplan_scratch_floats(const fp4_qplan *p);
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
                     float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *partials);
 
+/* fp4_qplan_unit in parts, so that configs with the same rotation share one prepared copy
+ * of the rows (backend_cpu.c):
+ *   fp4_qplan_prep: rows zero-padded to padded_len and rotated when cfg->rht, into v
+ *     (nr x padded_len); configs with equal rht and padded_len prepare the same bits.
+ *   fp4_input_counts: zero/nan/inf counts of n input values added to *m (integer, order-free).
+ *   fp4_qplan_unit_prepared: fp4_qplan_unit on prepared rows vin (stride padded_len) without
+ *     the zero/nan/inf counts and without initialising partials (the caller zeroes them);
+ *     adds elements/padded. scratch as for fp4_qplan_unit (its first rows are not read). */
+void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v);
+void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m);
+void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow, int nr,
+                             float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
+                             fp4_metrics *partials);
+
 /* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
  * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the
  * same bits as merging whole partials; the integer counts (and the amax, a max) are exact and
@@ -104,8 +118,12 @@ struct fp4_analysis {
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out);
 
 #ifdef FP4_HAVE_CUDA_BACKEND
-/* The CUDA engine (kernels/), when a build provides it. */
+/* The CUDA engine (kernels/), when a build provides it: FP4_ERR_DEVICE "CUDA requested but
+ * ..." when no GPU or driver is usable. */
 fp4_status fp4_cuda_backend_open(fp4_backend **out);
+/* A plan as the kernels see it (kernels.h fp4k_cfg); rht_n 0 without RHT. */
+struct fp4k_cfg;
+void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *out);
 #endif
 
 #endif

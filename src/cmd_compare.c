@@ -10,14 +10,16 @@
 
 #include "commands.h"
 #include "compare.h"
+#include "report.h"
 
 const char fp4_usage_compare[] =
     "usage: fp4diag compare [OPTIONS] BASE.json NEW.json\n"
     "\n"
-    "Compare two reports of the same command (sqnr, bias, buckets, rht: results matched by\n"
-    "tensor, format, scale, block, rht, rounding, plus the pooled summary results; gemm: paths\n"
-    "matched by layer, recipe, path; grid: each format's grid, compared exactly) and fail\n"
-    "when NEW regressed against BASE.\n"
+    "Compare two reports and fail when NEW regressed against BASE. sqnr, bias, buckets and\n"
+    "rht reports hold the same result objects and compare with each other (kind 'analysis'):\n"
+    "results matched by tensor, format, scale, block, rht, rounding, plus the pooled summary\n"
+    "results. gemm reports: paths matched by layer, recipe, path. grid reports: each format's\n"
+    "grid, compared exactly.\n"
     "One report may be '-' (stdin).\n"
     "\n"
     "options:\n"
@@ -26,16 +28,24 @@ const char fp4_usage_compare[] =
     "                          (default 0.001)\n"
     "  --max-bucket-drop X     largest allowed drop of bucket_ratio_15 or bucket_ratio_8\n"
     "                          (default 0.01)\n"
+    "  --ignore-key F[,F]      leave key fields out of the match, to put two settings side\n"
+    "                          by side: format, scale, block, rht, rounding (analysis),\n"
+    "                          recipe (gemm); e.g. --ignore-key recipe (ufp4 vs e2m1) or\n"
+    "                          --ignore-key scale,block (nvfp4 vs mxfp4: blocks 16 vs 32)\n"
     "  --all                   list every result, not only those that differ\n"
     "  --json                  write the comparison as JSON (schema fp4diag.compare/1)\n"
+    "  -o FILE                 write the JSON comparison to FILE (implies --json)\n"
+    "  -q                      no table (regressions are still named on stderr)\n"
+    "  -v, -vv                 accepted for symmetry with the other commands (the table is\n"
+    "                          always printed unless -q)\n"
     "  -h, --help              this text\n"
     "\n"
     "A regression is: an SQNR drop, a bucket-ratio drop or an alpha change beyond its\n"
     "threshold (a difference equal to a threshold passes; rises never fail); an sqnr_status\n"
     "change (ok/zero_signal/exact, i.e. a null SQNR on one side only), except to 'exact';\n"
     "a result in BASE that NEW lacks. Results only in NEW are listed as 'added' and pass.\n"
-    "Options that change numbers but are not in the key (axis, seed, mx_rule, ...) and differ\n"
-    "are noted on stderr.\n"
+    "Config fields that differ between the reports (key fields such as formats, scale and\n"
+    "recipe as well as axis, seed, mx_rule, ...) are each named in one note on stderr.\n"
     "\n"
     "Exit status: 0 within thresholds; 1 a threshold failed (each regression named on\n"
     "stderr); 2 usage; 3 a report unreadable, not JSON, not schema fp4diag.report/1, or the\n"
@@ -46,16 +56,14 @@ const char fp4_usage_compare[] =
 
 static const char *const state_name[] = {"same", "changed", "REGRESSED", "added"};
 
-static int parse_threshold(const char *opt, const char *arg, double *v)
+static fp4_status parse_threshold(const char *opt, const char *arg, double *v)
 {
     char *end = NULL;
     double x = strtod(arg, &end);
-    if (!*arg || *end || !isfinite(x) || x < 0) {
-        fprintf(stderr, "fp4diag compare: %s needs a number >= 0, not '%s'\n", opt, arg);
-        return 0;
-    }
+    if (!*arg || *end || !isfinite(x) || x < 0)
+        return fp4_error(FP4_ERR_USAGE, "%s needs a number >= 0, not '%s'", opt, arg);
     *v = x;
-    return 1;
+    return FP4_OK;
 }
 
 static void fmt_num(char *buf, size_t n, double v, const char *status, const char *fmt)
@@ -178,7 +186,7 @@ static cJSON *pair(double a, double b)
 }
 
 static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_opts *o,
-                             const char *base, const char *newp, int all)
+                             const char *base, const char *newp, int all, const char *output)
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
@@ -231,60 +239,77 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
     char *text = cJSON_Print(doc);
     cJSON_Delete(doc);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
-    int ok = puts(text) >= 0 && fflush(stdout) == 0;
+    size_t len = strlen(text);
+    fp4_status st = FP4_OK;
+    char *line = malloc(len + 2);
+    if (!line) st = fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
+    else {
+        memcpy(line, text, len);
+        line[len] = '\n';
+        line[len + 1] = '\0';
+        st = fp4_output_write(output, line, len + 1);
+    }
+    free(line);
     free(text);
-    return ok ? FP4_OK : fp4_error(FP4_ERR_INPUT, "compare: cannot write stdout");
+    return st;
 }
 
 fp4_status cmd_compare(int argc, char **argv)
 {
     fp4_compare_opts o = fp4_compare_opts_default();
-    int json = 0, all = 0;
-    enum { OPT_SQNR = 256, OPT_ALPHA, OPT_BUCKET, OPT_JSON, OPT_ALL };
+    int json = 0, all = 0, verbosity = 0;
+    const char *output = NULL;
+    enum { OPT_SQNR = 256, OPT_ALPHA, OPT_BUCKET, OPT_JSON, OPT_ALL, OPT_IGNORE };
     static const struct option longopts[] = {
         {"max-sqnr-drop", required_argument, NULL, OPT_SQNR},
         {"max-alpha-change", required_argument, NULL, OPT_ALPHA},
         {"max-bucket-drop", required_argument, NULL, OPT_BUCKET},
+        {"ignore-key", required_argument, NULL, OPT_IGNORE},
         {"json", no_argument, NULL, OPT_JSON},
         {"all", no_argument, NULL, OPT_ALL},
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:qvh", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_SQNR:
-            if (!parse_threshold("--max-sqnr-drop", optarg, &o.max_sqnr_drop_db))
-                return FP4_ERR_USAGE;
-            break;
+        case OPT_SQNR: FP4_TRY(parse_threshold("--max-sqnr-drop", optarg, &o.max_sqnr_drop_db)); break;
         case OPT_ALPHA:
-            if (!parse_threshold("--max-alpha-change", optarg, &o.max_alpha_change))
-                return FP4_ERR_USAGE;
+            FP4_TRY(parse_threshold("--max-alpha-change", optarg, &o.max_alpha_change));
             break;
         case OPT_BUCKET:
-            if (!parse_threshold("--max-bucket-drop", optarg, &o.max_bucket_drop))
-                return FP4_ERR_USAGE;
+            FP4_TRY(parse_threshold("--max-bucket-drop", optarg, &o.max_bucket_drop));
             break;
+        case OPT_IGNORE: FP4_TRY(fp4_compare_ignore_parse(optarg, &o.ignore)); break;
         case OPT_JSON: json = 1; break;
         case OPT_ALL: all = 1; break;
+        case 'o':
+            if (!*optarg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
+            output = optarg;
+            json = 1;
+            break;
+        case 'q': verbosity = -1; break;
+        case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
         case 'h': fputs(fp4_usage_compare, stdout); return FP4_OK;
+        case ':':
+            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag compare "
+                                            "--help'", argv[optind - 1]);
         default:
-            if (optopt && optopt < 256)
-                fprintf(stderr, "fp4diag compare: bad option '-%c'\n", optopt);
-            else
-                fprintf(stderr, "fp4diag compare: bad option or missing value: '%s'\n",
-                        argv[optind - 1]);
-            fputs(fp4_usage_compare, stderr);
-            return FP4_ERR_USAGE;
+            if (optopt > 0 && optopt < 256)
+                return fp4_error(FP4_ERR_USAGE, "unknown option '-%c'; see 'fp4diag compare "
+                                                "--help'", optopt);
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag compare --help'",
+                             argv[optind - 1]);
         }
     }
-    if (argc - optind != 2) {
-        fprintf(stderr, "fp4diag compare: expected BASE.json NEW.json, got %d file%s\n",
-                argc - optind, argc - optind == 1 ? "" : "s");
-        fputs(fp4_usage_compare, stderr);
-        return FP4_ERR_USAGE;
-    }
+    if (argc - optind != 2)
+        return fp4_error(FP4_ERR_USAGE, "expected BASE.json NEW.json, got %d file%s; see "
+                                        "'fp4diag compare --help'",
+                         argc - optind, argc - optind == 1 ? "" : "s");
     const char *base = argv[optind], *newp = argv[optind + 1];
     fp4_compare_result res;
     fp4_status st = fp4_compare_files(base, newp, &o, &res);
@@ -293,11 +318,14 @@ fp4_status cmd_compare(int argc, char **argv)
         return st;
     }
     if (res.config_diff[0])
-        fprintf(stderr, "fp4diag compare: note: the reports' configs differ: %s\n",
-                res.config_diff);
+        fprintf(stderr, "fp4diag compare: note: the reports' configs differ: %s%s\n",
+                res.config_diff,
+                res.key_diff ? " (key fields differ: only equal keys are paired; "
+                               "--ignore-key FIELD pairs them)"
+                             : "");
     if (json)
-        st = print_json(&res, &o, base, newp, all);
-    else
+        st = print_json(&res, &o, base, newp, all, output);
+    else if (verbosity >= 0)
         print_table(&res, all);
     for (size_t i = 0; i < res.nrows; i++) {
         const fp4_compare_row *r = &res.rows[i];

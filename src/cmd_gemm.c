@@ -1,11 +1,399 @@
-/* cmd_gemm.c — `fp4diag gemm` (not implemented yet). */
-#include "commands.h"
+/* cmd_gemm.c — `fp4diag gemm`: read the operands of one or more layers (x, w, dy by group or
+ * by --x/--w/--dy), run FPROP/DGRAD/WGRAD under a recipe (SPEC §6), write the report. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-const char fp4_usage_gemm[] = "usage: fp4diag gemm ...\n(not implemented yet)\n";
+#include "commands.h"
+#include "gemm.h"
+#include "h5io.h"
+#include "options.h"
+#include "report_gemm.h"
+
+const char fp4_usage_gemm[] =
+    "usage: fp4diag gemm [OPTIONS] FILE GROUP...\n"
+    "       fp4diag gemm [OPTIONS] --x FILE:/DSET --w FILE:/DSET --dy FILE:/DSET\n"
+    "\n"
+    "Output SQNR of the three training GEMMs of a linear layer y = x w^T under a 4-bit\n"
+    "recipe, against the fp64 product of the unquantized operands (SPEC 6):\n"
+    "  fprop  Y  = X W^T   (contract in-features K; quantize rows of X and of W)\n"
+    "  dgrad  dX = dY W    (contract out-features N; rows of dY, columns of W)\n"
+    "  wgrad  dW = dY^T X  (contract tokens M; columns of dY and of X)\n"
+    "Each GROUP is one layer holding datasets x (tokens x in), w (out x in), dy (tokens x out);\n"
+    "no GROUP: every group of FILE that holds a dataset w.\n"
+    "\n"
+    "gemm options:\n"
+    "  --recipe R          ufp4 (default): e1m2, RHT on all paths, SR on dy, RTNE elsewhere\n"
+    "                      e2m1: e2m1, RHT on wgrad only, SR on dy (with --scale nvfp4\n"
+    "                      --weight-2d: the full NVFP4 training recipe; 16x16 tiles on w only)\n"
+    "                      custom: --format F, --rht-scope, --sr\n"
+    "  --format F          custom only: one format, default e2m1 (any case)\n"
+    "  --path LIST|all     fprop,dgrad,wgrad (default all)\n"
+    "  --rht-scope S       custom: none (default), wgrad, all\n"
+    "  --sr S              custom: none, dy (default), all\n"
+    "  --x/--w/--dy FILE:/DSET  operands by dataset (files may differ); one layer\n"
+    "  --layers K          compound gain over K layers (cycling through the layers given):\n"
+    "                      prod eta and exp(-sum(1 - eta)) per path\n"
+    "SR streams: 0x474D0000 + 4*path + tensor (fprop 0, dgrad 1, wgrad 2; x 0, w 1, dy 2),\n"
+    "keyed by --seed. The recipe decides RHT, rounding and the block axis of each operand:\n"
+    "--rht, --rounding and --axis are usage errors here (use --recipe custom with\n"
+    "--rht-scope/--sr).\n"
+    "\n"
+    "quantizer options (as for sqnr):\n" FP4_OPTHELP_SCALE FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
+    "  --threads N         CPU threads for quantizing and BLAS (default 0 = all cores)\n"
+    "  --device D          cpu or auto (default): gemm runs on the CPU only; the GPU\n"
+    "                      backend covers sqnr/bias/buckets/rht (cuda here exits 4)\n"
+    FP4_OPTHELP_IO
+    "\n"
+    "JSON report on stdout (or -o); a table on stderr when it is a terminal (or -v).\n"
+    "Exit 3 when shapes disagree (both shapes are named) or an operand is missing.\n";
+
+enum { OPT_RECIPE = 1000, OPT_PATH, OPT_RHT_SCOPE, OPT_SR, OPT_X, OPT_W, OPT_DY };
+
+static const struct option gemm_longopts[] = {
+    {"recipe", required_argument, NULL, OPT_RECIPE},
+    {"path", required_argument, NULL, OPT_PATH},
+    {"rht-scope", required_argument, NULL, OPT_RHT_SCOPE},
+    {"sr", required_argument, NULL, OPT_SR},
+    {"x", required_argument, NULL, OPT_X},
+    {"w", required_argument, NULL, OPT_W},
+    {"dy", required_argument, NULL, OPT_DY},
+    {NULL, 0, NULL, 0},
+};
+
+typedef struct gemm_args {
+    fp4_gemm_recipe recipe;
+    unsigned paths;
+    fp4_rht_scope rht_scope;
+    fp4_sr_scope sr_scope;
+    bool scope_given;
+    const char *spec[3]; /* --x, --w, --dy */
+} gemm_args;
+
+static fp4_status gemm_opt(void *ctx, int val, const char *arg)
+{
+    gemm_args *g = ctx;
+    switch (val) {
+    case OPT_RECIPE: return fp4_gemm_recipe_parse(arg, &g->recipe);
+    case OPT_PATH: return fp4_gemm_path_parse_list(arg, &g->paths);
+    case OPT_RHT_SCOPE: g->scope_given = true; return fp4_rht_scope_parse(arg, &g->rht_scope);
+    case OPT_SR: g->scope_given = true; return fp4_sr_scope_parse(arg, &g->sr_scope);
+    case OPT_X: g->spec[FP4_GEMM_X] = arg; return FP4_OK;
+    case OPT_W: g->spec[FP4_GEMM_W] = arg; return FP4_OK;
+    case OPT_DY: g->spec[FP4_GEMM_DY] = arg; return FP4_OK;
+    default: return fp4_error(FP4_ERR_USAGE, "unknown option");
+    }
+}
+
+/* Which tensors the selected paths read. */
+static unsigned tensors_needed(unsigned paths)
+{
+    unsigned t = 0;
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+        if (!(paths & (1u << p))) continue;
+        fp4_gemm_path_shape sh;
+        fp4_gemm_path_shape_of((fp4_gemm_path)p, 1, 1, 1, &sh);
+        t |= 1u << sh.a | 1u << sh.b;
+    }
+    return t;
+}
+
+/* One operand to read: file and dataset path. */
+typedef struct operand_src {
+    char *file, *dset;
+} operand_src;
+
+static fp4_status split_spec(const char *opt, const char *spec, operand_src *out)
+{
+    const char *sep = NULL;
+    for (const char *s = strstr(spec, ":/"); s; s = strstr(s + 1, ":/")) sep = s;
+    if (!sep || sep == spec)
+        return fp4_error(FP4_ERR_USAGE, "--%s wants FILE:/DATASET, got '%s'", opt, spec);
+    out->file = strndup(spec, (size_t)(sep - spec));
+    out->dset = strdup(sep + 1);
+    if (!out->file || !out->dset) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    return FP4_OK;
+}
+
+static void layer_free(fp4_gemm_layer *L)
+{
+    free(L->name);
+    for (int t = 0; t < 3; t++) free(L->src[t]);
+}
+
+/* Read the needed operands of one layer, check shapes, run the selected paths. */
+static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const char *name,
+                            operand_src src[3], fp4_gemm_layer *L, int64_t *bytes_read)
+{
+    memset(L, 0, sizeof *L);
+    L->name = strdup(name);
+    if (!L->name) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    unsigned need = tensors_needed(paths);
+    fp4_dsinfo info[3];
+    bool have[3] = {false, false, false};
+    float *buf[3] = {NULL, NULL, NULL};
+    fp4_h5file *fh[3] = {NULL, NULL, NULL};
+    fp4_status st = FP4_OK;
+    for (int t = 0; t < 3; t++) {
+        if (!(need & (1u << t))) continue;
+        if (!src[t].file) {
+            st = fp4_error(FP4_ERR_USAGE, "the selected paths need --%s (or choose --path)",
+                           fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            goto out;
+        }
+        if ((st = fp4_h5_open(src[t].file, &fh[t])) != FP4_OK) goto out;
+        if ((st = fp4_h5_info(fh[t], src[t].dset, &info[t])) != FP4_OK) goto out;
+        have[t] = true;
+        if (!info[t].numeric) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: unsupported dtype %s", src[t].file,
+                           src[t].dset, info[t].dtype);
+            goto out;
+        }
+        size_t len = strlen(src[t].file) + strlen(src[t].dset) + 2;
+        L->src[t] = malloc(len);
+        if (!L->src[t]) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        snprintf(L->src[t], len, "%s:%s", src[t].file, src[t].dset);
+        snprintf(L->dtype[t], sizeof L->dtype[t], "%s", info[t].dtype);
+    }
+    st = fp4_gemm_shapes_check(have[0] ? info[0].dims : NULL, have[0] ? info[0].rank : 0,
+                               have[1] ? info[1].dims : NULL, have[1] ? info[1].rank : 0,
+                               have[2] ? info[2].dims : NULL, have[2] ? info[2].rank : 0,
+                               &L->m, &L->n, &L->k);
+    if (st != FP4_OK) {
+        /* name the layer (and files) in front of the shapes */
+        char msg[512], srcs[1024] = "";
+        snprintf(msg, sizeof msg, "%s", fp4_last_error());
+        size_t used = 0;
+        for (int t = 0; t < 3 && used < sizeof srcs; t++)
+            if (L->src[t])
+                used += (size_t)snprintf(srcs + used, sizeof srcs - used, "%s%s = %s",
+                                         used ? ", " : "",
+                                         fp4_gemm_tensor_name((fp4_gemm_tensor)t), L->src[t]);
+        st = fp4_error(st, "%s: %s [%s]", name, msg, srcs);
+        goto out;
+    }
+    for (int t = 0; t < 3; t++) {
+        if (!have[t]) continue;
+        buf[t] = malloc((size_t)info[t].nelems * sizeof(float));
+        if (!buf[t]) {
+            st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", L->src[t]);
+            goto out;
+        }
+        if ((st = fp4_h5_read_all(fh[t], src[t].dset, buf[t])) != FP4_OK) goto out;
+        *bytes_read += info[t].logical_bytes;
+    }
+    fp4_gemm_operands ops = {buf[0], buf[1], buf[2], L->m, L->n, L->k};
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+        if (!(paths & (1u << p))) continue;
+        st = fp4_gemm_path_run(gc, (fp4_gemm_path)p, &ops, &L->res[p]);
+        if (st != FP4_OK) goto out;
+        L->paths |= 1u << p;
+    }
+out:
+    for (int t = 0; t < 3; t++) {
+        free(buf[t]);
+        if (have[t]) fp4_dsinfo_free(&info[t]);
+        if (fh[t]) fp4_h5_close(fh[t]);
+    }
+    return st;
+}
+
+/* No group given: every group of FILE that holds a dataset named w (file walk order). */
+static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
+{
+    fp4_h5file *f = NULL;
+    fp4_dsinfo *list = NULL;
+    int n = 0;
+    *groups = NULL;
+    *ngroups = 0;
+    FP4_TRY(fp4_h5_open(file, &f));
+    fp4_status st = fp4_h5_select(f, NULL, 0, &list, &n);
+    if (st == FP4_OK) {
+        *groups = calloc((size_t)(n > 0 ? n : 1), sizeof **groups);
+        if (!*groups) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    for (int i = 0; st == FP4_OK && i < n; i++) {
+        const char *p = list[i].path;
+        const char *slash = strrchr(p, '/');
+        if (!slash || strcmp(slash + 1, "w")) continue;
+        char *g = slash == p ? strdup("/") : strndup(p, (size_t)(slash - p));
+        if (!g) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        else (*groups)[(*ngroups)++] = g;
+    }
+    if (st == FP4_OK && *ngroups == 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: no group holds a dataset 'w'; name the groups",
+                       file);
+    fp4_dsinfo_free_list(list, n);
+    fp4_h5_close(f);
+    return st;
+}
+
+/* Operands by --x/--w/--dy name their layer after the group they share (same file, same
+ * parent group), when they do. */
+static bool spec_layer_name(const operand_src src[3], char *buf, size_t n)
+{
+    const char *file = NULL, *dset = NULL;
+    size_t glen = 0;
+    for (int t = 0; t < 3; t++) {
+        if (!src[t].dset) continue;
+        const char *slash = strrchr(src[t].dset, '/');
+        size_t len = slash ? (size_t)(slash - src[t].dset) : 0;
+        if (!dset) {
+            file = src[t].file, dset = src[t].dset, glen = len;
+        } else if (strcmp(file, src[t].file) || len != glen || strncmp(dset, src[t].dset, len)) {
+            return false;
+        }
+    }
+    if (!dset || glen == 0 || glen >= n) return false;
+    memcpy(buf, dset, glen);
+    buf[glen] = '\0';
+    return true;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 fp4_status cmd_gemm(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return fp4_error(FP4_ERR_INTERNAL, "not implemented yet");
+    double t0 = now_seconds();
+    gemm_args g = {.recipe = FP4_RECIPE_UFP4, .paths = (1u << FP4_GEMM_NPATHS) - 1,
+                   .rht_scope = FP4_RHT_SCOPE_NONE, .sr_scope = FP4_SR_SCOPE_DY};
+    fp4_options opt;
+    fp4_options_default(&opt, "e2m1", FP4_RHT_OFF);
+    const fp4_options_ext ext = {gemm_longopts, gemm_opt, &g};
+    FP4_TRY(fp4_options_parse(&opt, argc, argv, &ext));
+    if (opt.help) {
+        fp4_print_usage("gemm");
+        return FP4_OK;
+    }
+    static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
+                                          "rht-size", "rht-signs", "mx-rule", "weight-2d",
+                                          "layers", "threads", "device", NULL};
+    static const char *const by_recipe[] = {"rht", "rounding", "axis"};
+    for (int i = 0; i < 3; i++)
+        if (fp4_options_given(&opt, by_recipe[i]))
+            return fp4_error(FP4_ERR_USAGE, "--%s does not apply to gemm: the recipe decides RHT, "
+                                            "rounding and axis; use --recipe custom with "
+                                            "--rht-scope/--sr",
+                             by_recipe[i]);
+    FP4_TRY(fp4_options_only(&opt, "gemm", allowed, "see 'fp4diag gemm --help'"));
+    bool format_given = fp4_options_given(&opt, "format");
+    if (g.recipe != FP4_RECIPE_CUSTOM && (format_given || g.scope_given))
+        return fp4_error(FP4_ERR_USAGE, "--format, --rht-scope and --sr need --recipe custom "
+                                        "(recipe %s fixes them)", fp4_gemm_recipe_name(g.recipe));
+    if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
+        return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
+                         opt.nformats);
+    if (opt.device == FP4_DEVICE_CUDA)
+        return fp4_error(FP4_ERR_DEVICE, "gemm runs on the CPU only (the GPU backend covers "
+                                         "sqnr/bias/buckets/rht)");
+    fp4_h5_set_verbose(opt.verbosity > 1);
+    bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
+    if (by_spec && opt.nargs > 0)
+        return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");
+    if (!by_spec && opt.nargs < 1)
+        return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag gemm --help'");
+
+    fp4_gemm_config gc;
+    fp4_gemm_config_default(&gc);
+    gc.recipe = g.recipe;
+    gc.format = opt.formats[0];
+    gc.rht_scope = g.rht_scope;
+    gc.sr_scope = g.sr_scope;
+    gc.base.scale = opt.scale;
+    gc.base.block = opt.block;
+    gc.base.sr_bits = opt.sr_bits;
+    gc.base.seed = opt.seed;
+    gc.base.mx_rule = opt.mx_rule;
+    gc.base.weight_2d = opt.weight_2d;
+    gc.signs = &opt.signs;
+    /* Validate every operand config before reading anything. */
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++)
+        for (int t = 0; t < 3; t++) {
+            fp4_qconfig q;
+            FP4_TRY(fp4_gemm_operand_config(&gc, (fp4_gemm_path)p, (fp4_gemm_tensor)t, &q));
+        }
+    if (opt.threads > 0) openblas_set_num_threads(opt.threads);
+
+    char **groups = NULL;
+    int ngroups = 0;
+    bool groups_owned = false;
+    fp4_status st = FP4_OK;
+    if (!by_spec) {
+        if (opt.nargs > 1) {
+            groups = opt.args + 1;
+            ngroups = opt.nargs - 1;
+        } else {
+            FP4_TRY(groups_find(opt.args[0], &groups, &ngroups));
+            groups_owned = true;
+        }
+    }
+    int nlayers = by_spec ? 1 : ngroups;
+    fp4_gemm_layer *layers = calloc((size_t)nlayers, sizeof *layers);
+    fp4_gemm_run run = {.opt = &opt, .gc = &gc, .paths = g.paths, .layers = layers};
+    if (!layers) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nlayers; i++) {
+        operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+        const char *name = "--x/--w/--dy";
+        char spec_group[256] = "";
+        for (int t = 0; t < 3 && st == FP4_OK; t++) {
+            if (by_spec) {
+                if (g.spec[t])
+                    st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t), g.spec[t], &src[t]);
+                continue;
+            }
+            const char *grp = groups[i];
+            size_t gl = strlen(grp);
+            while (gl > 1 && grp[gl - 1] == '/') gl--;
+            size_t len = gl + 8;
+            src[t].file = strdup(opt.args[0]);
+            src[t].dset = malloc(len);
+            if (!src[t].file || !src[t].dset) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                break;
+            }
+            snprintf(src[t].dset, len, "%s%.*s%s%s", grp[0] == '/' ? "" : "/", (int)gl, grp,
+                     gl == 1 && grp[0] == '/' ? "" : "/", fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            name = grp;
+        }
+        if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))
+            name = spec_group;
+        if (st == FP4_OK)
+            st = layer_run(&gc, g.paths, name, src, &layers[i], &run.bytes_read);
+        run.nlayers = i + 1;
+        for (int t = 0; t < 3; t++) free(src[t].file), free(src[t].dset);
+        if (st != FP4_OK) goto out;
+    }
+    run.seconds = now_seconds() - t0;
+    /* the report's argv starts with the program name, then the command and its arguments */
+    char **full = malloc((size_t)(argc + 2) * sizeof *full);
+    if (!full) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    full[0] = (char *)"fp4diag";
+    for (int i = 0; i < argc; i++) full[i + 1] = argv[i];
+    full[argc + 1] = NULL;
+    st = fp4_report_gemm(argc + 1, full, &run);
+    free(full);
+out:
+    for (int i = 0; i < run.nlayers; i++) layer_free(&layers[i]);
+    free(layers);
+    if (groups_owned) {
+        for (int i = 0; i < ngroups; i++) free(groups[i]);
+        free(groups);
+    }
+    return st;
 }

@@ -13,7 +13,7 @@
 #include "version.h"
 
 const char fp4_usage_ls[] =
-    "usage: fp4diag ls [--json] [-v] FILE [SELECT...]\n"
+    "usage: fp4diag ls [--json] [-q] [-v] FILE [SELECT...]\n"
     "\n"
     "List the datasets of an HDF5 file: full path, shape, on-disk type (f16, bf16, f32, f64,\n"
     "i8..u64, float(1,e,m,bias) for other custom floats; ' be' marks big-endian), chunk shape,\n"
@@ -25,7 +25,8 @@ const char fp4_usage_ls[] =
     "\n"
     "options:\n"
     "  --json         print JSON instead of the table\n"
-    "  -v, --verbose  print HDF5's own error stack as well\n"
+    "  -q, --quiet    no table (the exit status says whether FILE and SELECT are readable)\n"
+    "  -v, --verbose  the table (the default); -vv adds HDF5's own error stack\n"
     "  -h, --help     this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 missing file, not HDF5, or no such dataset.\n";
@@ -181,18 +182,21 @@ fp4_status cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false, verbose = false;
+    bool json = false;
+    int verbosity = 0; /* -q: -1; -v: +1 each (-vv: HDF5 error stack), as for the other commands */
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
-        case 'v': verbose = true; break;
+        case 'q': verbosity = -1; break;
+        case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
         case 'h': fputs(fp4_usage_ls, stdout); return FP4_OK;
         default:
             return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag ls --help'",
@@ -205,7 +209,7 @@ fp4_status cmd_ls(int argc, char **argv)
     const char *const *sel = (const char *const *)argv + optind + 1;
     int nsel = argc - optind - 1;
 
-    fp4_h5_set_verbose(verbose);
+    fp4_h5_set_verbose(verbosity > 1);
     fp4_h5file *f = NULL;
     fp4_dsinfo *ds = NULL;
     int n = 0;
@@ -221,7 +225,7 @@ fp4_status cmd_ls(int argc, char **argv)
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory building JSON");
             cJSON_free(text);
             cJSON_Delete(doc);
-        } else {
+        } else if (verbosity >= 0) {
             st = ls_table(stdout, ds, n);
         }
     }

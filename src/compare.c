@@ -3,6 +3,7 @@
 #include "compare.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,32 @@ fp4_compare_opts fp4_compare_opts_default(void)
     fp4_compare_opts o = {.max_sqnr_drop_db = 0.05, .max_alpha_change = 0.001,
                           .max_bucket_drop = 0.01};
     return o;
+}
+
+fp4_status fp4_compare_ignore_parse(const char *list, unsigned *bits)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } keys[] = {{"format", FP4_CMP_KEY_FORMAT}, {"formats", FP4_CMP_KEY_FORMAT},
+                {"scale", FP4_CMP_KEY_SCALE},   {"block", FP4_CMP_KEY_BLOCK},
+                {"rht", FP4_CMP_KEY_RHT},       {"rounding", FP4_CMP_KEY_ROUNDING},
+                {"recipe", FP4_CMP_KEY_RECIPE}};
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        unsigned bit = 0;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            if (strlen(keys[k].name) == len && !strncmp(p, keys[k].name, len)) bit = keys[k].bit;
+        if (!bit)
+            return fp4_error(FP4_ERR_USAGE, "--ignore-key: '%.*s' is not a key field (format, "
+                                            "scale, block, rht, rounding, recipe)",
+                             (int)len, p);
+        *bits |= bit;
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    return FP4_OK;
 }
 
 /* One result read from a report. */
@@ -110,8 +137,8 @@ static fp4_status read_sqnr(const cJSON *obj, entry *e, const char *label, const
 }
 
 /* "format/scale/block/rht=off|N:signs/rounding" from the key members of a result. */
-static fp4_status result_variant(const cJSON *r, char *buf, size_t n, const char *label,
-                                 const char *where)
+static fp4_status result_variant(const cJSON *r, unsigned ignore, char *buf, size_t n,
+                                 const char *label, const char *where)
 {
     const char *format = NULL, *scale = NULL, *rounding = NULL;
     FP4_TRY(get_str(r, "format", &format, label, where));
@@ -135,15 +162,20 @@ static fp4_status result_variant(const cJSON *r, char *buf, size_t n, const char
         return fp4_error(FP4_ERR_INPUT, "%s: %s: \"rht\" is neither false nor an object", label,
                          where);
     }
-    int k = snprintf(buf, n, "%s/%s/%.0f/rht=%s/%s", format, scale, block->valuedouble, rbuf,
-                     rounding);
+    char bbuf[32];
+    snprintf(bbuf, sizeof bbuf, "%.0f", block->valuedouble);
+    int k = snprintf(buf, n, "%s/%s/%s/rht=%s/%s", ignore & FP4_CMP_KEY_FORMAT ? "*" : format,
+                     ignore & FP4_CMP_KEY_SCALE ? "*" : scale,
+                     ignore & FP4_CMP_KEY_BLOCK ? "*" : bbuf,
+                     ignore & FP4_CMP_KEY_RHT ? "*" : rbuf,
+                     ignore & FP4_CMP_KEY_ROUNDING ? "*" : rounding);
     if (k < 0 || (size_t)k >= n)
         return fp4_error(FP4_ERR_INPUT, "%s: %s: key members too long", label, where);
     return FP4_OK;
 }
 
-static fp4_status read_results(const cJSON *results, const char *name, entries *out,
-                               const char *label, const char *where)
+static fp4_status read_results(const cJSON *results, const char *name, unsigned ignore,
+                               entries *out, const char *label, const char *where)
 {
     if (!cJSON_IsArray(results))
         return fp4_error(FP4_ERR_INPUT, "%s: %s: \"results\" is not an array", label, where);
@@ -155,7 +187,7 @@ static fp4_status read_results(const cJSON *results, const char *name, entries *
         snprintf(w, sizeof w, "%s.results[%d]", where, j++);
         if (!cJSON_IsObject(r))
             return fp4_error(FP4_ERR_INPUT, "%s: %s: not an object", label, w);
-        FP4_TRY(result_variant(r, variant, sizeof variant, label, w));
+        FP4_TRY(result_variant(r, ignore, variant, sizeof variant, label, w));
         entry *e;
         FP4_TRY(entries_push(out, name, variant, &e));
         FP4_TRY(read_sqnr(r, e, label, w));
@@ -166,7 +198,8 @@ static fp4_status read_results(const cJSON *results, const char *name, entries *
     return FP4_OK;
 }
 
-static fp4_status read_tensors(const cJSON *doc, entries *out, const char *label)
+static fp4_status read_tensors(const cJSON *doc, unsigned ignore, entries *out,
+                               const char *label)
 {
     const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
     if (!cJSON_IsArray(tensors))
@@ -179,16 +212,17 @@ static fp4_status read_tensors(const cJSON *doc, entries *out, const char *label
         snprintf(w, sizeof w, "tensors[%d]", i++);
         const char *name = NULL;
         FP4_TRY(get_str(t, "name", &name, label, w));
-        FP4_TRY(read_results(cJSON_GetObjectItemCaseSensitive(t, "results"), name, out, label,
-                             w));
+        FP4_TRY(read_results(cJSON_GetObjectItemCaseSensitive(t, "results"), name, ignore, out,
+                             label, w));
     }
     const cJSON *summary = cJSON_GetObjectItemCaseSensitive(doc, "summary");
     const cJSON *sres = cJSON_GetObjectItemCaseSensitive(summary, "results");
-    if (sres) FP4_TRY(read_results(sres, "(summary)", out, label, "summary"));
+    if (sres) FP4_TRY(read_results(sres, "(summary)", ignore, out, label, "summary"));
     return FP4_OK;
 }
 
-static fp4_status read_layers(const cJSON *doc, entries *out, const char *label)
+static fp4_status read_layers(const cJSON *doc, unsigned ignore, entries *out,
+                              const char *label)
 {
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(doc, "layers");
     if (!cJSON_IsArray(layers))
@@ -213,7 +247,8 @@ static fp4_status read_layers(const cJSON *doc, entries *out, const char *label)
             snprintf(wp, sizeof wp, "%s.paths[%d]", w, j++);
             const char *path = NULL;
             FP4_TRY(get_str(p, "path", &path, label, wp));
-            snprintf(variant, sizeof variant, "%s/%s", recipe, path);
+            snprintf(variant, sizeof variant, "%s/%s",
+                     ignore & FP4_CMP_KEY_RECIPE ? "*" : recipe, path);
             entry *e;
             FP4_TRY(entries_push(out, name, variant, &e));
             FP4_TRY(read_sqnr(p, e, label, wp));
@@ -265,11 +300,26 @@ static fp4_status entries_index(entries *e, entry ***idx, const char *label)
     return FP4_OK;
 }
 
-/* Options that change numbers but are not part of a result's key. */
-static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, size_t len)
+/* The key field a config member stands for (0: not a key field). */
+static unsigned key_bit(const char *name)
 {
-    static const char *const skip[] = {"formats", "scale", "block", "rounding", "rht",
-                                       "device",  "threads", "mem_limit"};
+    return !strcmp(name, "formats")    ? FP4_CMP_KEY_FORMAT
+           : !strcmp(name, "scale")    ? FP4_CMP_KEY_SCALE
+           : !strcmp(name, "block")    ? FP4_CMP_KEY_BLOCK
+           : !strcmp(name, "rht")      ? FP4_CMP_KEY_RHT
+           : !strcmp(name, "rht_size") ? FP4_CMP_KEY_RHT
+           : !strcmp(name, "rht_signs") ? FP4_CMP_KEY_RHT
+           : !strcmp(name, "rounding") ? FP4_CMP_KEY_ROUNDING
+           : !strcmp(name, "recipe")   ? FP4_CMP_KEY_RECIPE
+                                       : 0;
+}
+
+/* Every config member that differs (key fields included; not device, threads, mem_limit,
+ * which do not change numbers); *keys collects the FP4_CMP_KEY_* bits among them. */
+static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, size_t len,
+                        unsigned *keys)
+{
+    static const char *const skip[] = {"device", "threads", "mem_limit"};
     if (!cJSON_IsObject(a) || !cJSON_IsObject(b)) return;
     for (int pass = 0; pass < 2; pass++) {
         const cJSON *x = pass ? b : a, *y = pass ? a : b, *it;
@@ -282,6 +332,7 @@ static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, siz
             const cJSON *other = cJSON_GetObjectItemCaseSensitive(y, it->string);
             if (pass == 1 && other) continue; /* pairs were handled in pass 0 */
             if (other && cJSON_Compare(it, other, 1)) continue;
+            *keys |= key_bit(it->string);
             char *sx = cJSON_PrintUnformatted(it);
             char *sy = other ? cJSON_PrintUnformatted(other) : NULL;
             const char *va = pass ? "absent" : (sx ? sx : "?");
@@ -408,24 +459,38 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
 
     for (int s = 0; s < 2 && st == FP4_OK; s++) st = parse_doc(text[s], label[s], &doc[s], &cmd[s]);
     if (st != FP4_OK) goto out;
-    if (strcmp(cmd[0], cmd[1]) != 0) {
-        st = fp4_error(FP4_ERR_INPUT, "%s is a '%s' report and %s a '%s' report: not comparable",
-                       label[0], cmd[0], label[1], cmd[1]);
-        goto out;
-    }
-    snprintf(out->command, sizeof out->command, "%s", cmd[0]);
     int gemm = strcmp(cmd[0], "gemm") == 0, grid = strcmp(cmd[0], "grid") == 0;
+    if (strcmp(cmd[0], cmd[1]) != 0) {
+        /* sqnr, bias, buckets and rht reports hold the same result objects */
+        bool analysis = true;
+        for (int s = 0; s < 2; s++)
+            analysis = analysis && (!strcmp(cmd[s], "sqnr") || !strcmp(cmd[s], "bias") ||
+                                    !strcmp(cmd[s], "buckets") || !strcmp(cmd[s], "rht"));
+        if (!analysis) {
+            st = fp4_error(FP4_ERR_INPUT,
+                           "%s is a '%s' report and %s a '%s' report: not comparable (sqnr, "
+                           "bias, buckets and rht compare with each other; gemm and grid only "
+                           "with their own kind)",
+                           label[0], cmd[0], label[1], cmd[1]);
+            goto out;
+        }
+        snprintf(out->command, sizeof out->command, "analysis");
+    } else {
+        snprintf(out->command, sizeof out->command, "%s", cmd[0]);
+    }
     for (int s = 0; s < 2 && st == FP4_OK; s++) {
-        st = gemm   ? read_layers(doc[s], &e[s], label[s])
+        st = gemm   ? read_layers(doc[s], opts->ignore, &e[s], label[s])
              : grid ? read_grids(doc[s], &e[s], label[s])
-                    : read_tensors(doc[s], &e[s], label[s]);
+                    : read_tensors(doc[s], opts->ignore, &e[s], label[s]);
         if (st == FP4_OK) st = entries_index(&e[s], &idx[s], label[s]);
     }
     if (st != FP4_OK) goto out;
     config_diff(cJSON_GetObjectItemCaseSensitive(doc[0], "config"),
                 cJSON_GetObjectItemCaseSensitive(doc[1], "config"), out->config_diff,
                 sizeof out->config_diff,
-                input_diff(doc[0], doc[1], out->config_diff, sizeof out->config_diff));
+                input_diff(doc[0], doc[1], out->config_diff, sizeof out->config_diff),
+                &out->key_diff);
+    out->key_diff &= ~opts->ignore;
 
     for (size_t i = 0; i < e[0].n && st == FP4_OK; i++) {
         entry *b = &e[0].v[i], *key = b;

@@ -21,9 +21,26 @@ typedef struct fp4_compare_opts {
     double max_sqnr_drop_db;
     double max_alpha_change;
     double max_bucket_drop;
+    unsigned ignore; /* FP4_CMP_KEY_* bits: key fields left out of the match (--ignore-key) */
 } fp4_compare_opts;
 
 fp4_compare_opts fp4_compare_opts_default(void);
+
+/* Key fields of a result (analysis: format, scale, block, rht, rounding; gemm: recipe). An
+ * ignored field is "*" in the row's variant, so results differing only there are paired:
+ * two scale modes or two recipes side by side. */
+enum {
+    FP4_CMP_KEY_FORMAT = 1u << 0,
+    FP4_CMP_KEY_SCALE = 1u << 1,
+    FP4_CMP_KEY_BLOCK = 1u << 2,
+    FP4_CMP_KEY_RHT = 1u << 3,
+    FP4_CMP_KEY_ROUNDING = 1u << 4,
+    FP4_CMP_KEY_RECIPE = 1u << 5
+};
+
+/* Parse "scale,block" (names: format, scale, block, rht, rounding, recipe) into FP4_CMP_KEY_*
+ * bits OR'd into *bits. FP4_ERR_USAGE naming an unknown field. */
+fp4_status fp4_compare_ignore_parse(const char *list, unsigned *bits);
 
 /* Why a row is a regression: a bit set per failed check. */
 enum {
@@ -57,20 +74,23 @@ typedef struct fp4_compare_row {
 } fp4_compare_row;
 
 typedef struct fp4_compare_result {
-    char command[16]; /* the reports' command ("sqnr", "rht", "gemm", ...) */
+    char command[16]; /* the reports' command ("sqnr", "rht", "gemm", ...); "analysis" when
+                       * two of sqnr/bias/buckets/rht (same result objects) are compared */
     fp4_compare_row *rows;
     size_t nrows;
     size_t nsame, nchanged, nregressed, nmissing, nadded;
-    /* Options that change numbers but are not part of the key, and the input file, differing
-     * between the two reports ("input: a.h5 vs b.h5; mx_rule: floor vs rceil"): worth a note,
-     * not an error. */
-    char config_diff[512];
+    /* Config fields and the input file differing between the two reports ("input: a.h5 vs
+     * b.h5; formats: [...] vs [...]; mx_rule: floor vs rceil"), key fields included (every
+     * differing field is named; device, threads, mem_limit are not): a note, not an error. */
+    char config_diff[1024];
+    unsigned key_diff; /* FP4_CMP_KEY_* bits of the key fields among them, less opts->ignore */
 } fp4_compare_result;
 
 /* Compare two reports given as JSON text. `base_label`/`new_label` name them in error details
  * (file names). Rows come in BASE order, then rows ADDED in NEW, in NEW order.
  * Errors: FP4_ERR_INPUT when a text is not JSON, its schema is not "fp4diag.report/1", the
- * commands differ, a required member is missing or of the wrong type, or a key repeats within
+ * commands differ (sqnr, bias, buckets and rht hold the same result objects and compare with
+ * each other, by result key), a required member is missing or of the wrong type, or a key repeats within
  * one report; FP4_ERR_INTERNAL on out of memory. The verdict is in `out` (nregressed > 0 means
  * a threshold failed); the return value is FP4_OK whenever both reports could be compared.
  * `out` must be freed with fp4_compare_result_free, also after an error. */

@@ -11,6 +11,10 @@
 #include "quant.h"
 #include "rht.h"
 
+/* grouped RTNE kernel: blocks per group (lanes), largest block it takes */
+#define GRP 8
+#define GRP_MAX_BLOCK 1024
+
 /* ---- names ------------------------------------------------------------------------------- */
 static const char *const scale_names[FP4_SCALE_COUNT] = {"fp32", "nvfp4", "mxfp4", "tensor"};
 
@@ -143,7 +147,8 @@ fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row
 
 int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
 {
-    return (int64_t)p->unit_rows * p->padded_len + p->nblk;
+    return (int64_t)p->unit_rows * p->padded_len + p->nblk +
+           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block : 0);
 }
 
 /* Block amax over finite values, the first index that attains it, and whether any value is
@@ -166,32 +171,20 @@ static float block_amax(const float *v, int n, int *arg, int *nonfinite)
     return a;
 }
 
-/* One block of one row: v[0..B) values (rotated when RHT), jn of them counted in the metrics,
- * scale from amax_s (own amax, or the 16x16 tile amax with weight_2d). */
-static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s, uint64_t idx0,
-                        float *deq, uint8_t *codes, uint8_t *scale_out, fp4_metrics *m)
+/* Per-block scale parameters (SPEC §3): t = (|x| * mul) / div; x̂ = (q * dec1) * dec2; s_eff
+ * the decode scale for the level statistics; live: the block quantizes; underflow: a non-zero
+ * block whose scale is 0. Shared by block_quant and the grouped RTNE kernel. */
+typedef struct blk_par {
+    float mul, div, dec1, dec2;
+    double s_eff;
+    int live, underflow;
+    uint8_t sbyte;
+} blk_par;
+
+static inline void block_params(const fp4_qplan *p, float amax_b, float amax_s, blk_par *bp)
 {
-    const int B = p->block;
     const fp4c_grid *g = &p->grid;
     const float gmax = g->gmax;
-    int amax_j, bad;
-    const float amax_b = block_amax(v, B, &amax_j, &bad);
-    if (p->cfg.scale != FP4_SCALE_NVFP4 || !p->cfg.weight_2d) amax_s = amax_b;
-
-    if (bad) { /* flagged, excluded from every sum; values pass through unquantized */
-        for (int j = 0; j < B; j++) {
-            if (deq) deq[j] = v[j];
-            if (codes) codes[j] = 0;
-        }
-        if (scale_out) *scale_out = 0;
-        if (jn > 0) {
-            m->blocks++;
-            m->nonfinite_blocks++;
-        }
-        return;
-    }
-
-    /* t = (|x| * mul) / div; x̂ = (q * dec1) * dec2; s_eff: the decode scale for bias */
     float mul = 1.0f, div = 1.0f, dec1 = 0.0f, dec2 = 1.0f;
     double s_eff = 0.0;
     uint8_t sbyte = 0;
@@ -244,6 +237,47 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
     }
     /* zero or underflowed block: every x̂ is ±0 (fp32/tensor/mxfp4: every t is 0 too) */
     if (!live && p->cfg.scale != FP4_SCALE_NVFP4) mul = 0.0f;
+    bp->mul = mul;
+    bp->div = div;
+    bp->dec1 = dec1;
+    bp->dec2 = dec2;
+    bp->s_eff = s_eff;
+    bp->live = live;
+    bp->underflow = underflow;
+    bp->sbyte = sbyte;
+}
+
+/* One block of one row: v[0..B) values (rotated when RHT), jn of them counted in the metrics,
+ * scale from amax_s (own amax, or the 16x16 tile amax with weight_2d). */
+static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s, uint64_t idx0,
+                        float *deq, uint8_t *codes, uint8_t *scale_out, fp4_metrics *m)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    const float gmax = g->gmax;
+    int amax_j, bad;
+    const float amax_b = block_amax(v, B, &amax_j, &bad);
+    if (p->cfg.scale != FP4_SCALE_NVFP4 || !p->cfg.weight_2d) amax_s = amax_b;
+
+    if (bad) { /* flagged, excluded from every sum; values pass through unquantized */
+        for (int j = 0; j < B; j++) {
+            if (deq) deq[j] = v[j];
+            if (codes) codes[j] = 0;
+        }
+        if (scale_out) *scale_out = 0;
+        if (jn > 0) {
+            m->blocks++;
+            m->nonfinite_blocks++;
+        }
+        return;
+    }
+
+    blk_par bp;
+    block_params(p, amax_b, amax_s, &bp);
+    const float mul = bp.mul, div = bp.div, dec1 = bp.dec1, dec2 = bp.dec2;
+    const double s_eff = bp.s_eff;
+    const int live = bp.live, underflow = bp.underflow;
+    const uint8_t sbyte = bp.sbyte;
     if (scale_out) *scale_out = sbyte;
 
     const int sr = p->cfg.rounding == FP4_ROUND_SR;
@@ -335,45 +369,360 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
     if (amax_b > m->tensor_amax) m->tensor_amax = amax_b;
 }
 
+/* ---- grouped RTNE kernel ------------------------------------------------------------------
+ * The same numbers as block_quant (RTNE, no deq/codes outputs), for GRP blocks at once: the
+ * blocks are transposed into lanes (T[j * GRP + b] = element j of block b), so every per-block
+ * fp64 sum still starts at 0 and runs over its block's elements in order — one SIMD lane per
+ * block — and the block sums are then added to the chunk partial in block order. A lane adds
+ * +0.0 for an entry it does not count, which leaves a sum unchanged (a sum that starts at +0.0
+ * is never -0.0). Selects are bit masks, which give exactly the values of block_quant's
+ * conditionals. Integer counts (histogram, level counts) are order-free; they are kept as
+ * one-hot bytes (1 << 8·index) per lane, flushed before a byte can overflow. The level error
+ * |x| / s_eff is the correctly rounded fp64 quotient in every variant: a division, or with FMA
+ * Markstein's correction q1 = q0 + (|x| − q0·s)·r from r = RN(1/s), q0 = RN(|x|·r), which is
+ * correctly rounded (Markstein 1990; r exact-rounded, q0 faithful, no under/overflow here). */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+
+typedef struct grp_acc {
+    double sx2[GRP], se2[GRP], sxqx[GRP], sxq2[GRP], serr[GRP], lsum[8][GRP];
+} grp_acc;
+
+/* Order-free integer counts of live lanes, kept across the groups of a row: one-hot byte
+ * counters per lane (raw), flushed into the totals before a byte can overflow. */
+typedef struct grp_cnt {
+    int64_t raw_pos[GRP], raw_neg[GRP], raw_lvl[GRP], sat[GRP];
+    int64_t pos[8], neg[8], lvl[8];
+    int since;
+} grp_cnt;
+
+#define vf_bits(m) ((v8f)(m))
+#define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
+
+/* one-hot byte counters (8 lanes) -> per-level totals */
+static void onehot_flush(int64_t *raw, int64_t *out)
+{
+    for (int b = 0; b < GRP; b++) {
+        const uint64_t w = (uint64_t)raw[b];
+        for (int k = 0; k < 8; k++) out[k] += (int64_t)((w >> (8 * k)) & 0xFF);
+        raw[b] = 0;
+    }
+}
+
+static void grp_cnt_flush(grp_cnt *n)
+{
+    onehot_flush(n->raw_pos, n->pos);
+    onehot_flush(n->raw_neg, n->neg);
+    onehot_flush(n->raw_lvl, n->lvl);
+    n->since = 0;
+}
+
+static inline __attribute__((always_inline)) void
+group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv,
+           const float *d1, const float *d2, const double *se, const double *rs,
+           const int32_t *jn, const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n,
+           const int use_fma)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    const float gmax = g->gmax;
+    v8f st[7], md[7];
+    for (int i = 0; i < 7; i++) {
+        const float s = g->q[i + 1] - g->q[i], m = g->mid[i];
+        st[i] = (v8f){s, s, s, s, s, s, s, s};
+        md[i] = (v8f){m, m, m, m, m, m, m, m};
+    }
+    const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
+    v8f vmul, vdv, vd1, vd2;
+    v8i vjn, vlv, vak;
+    v8d vse, vrs;
+    memcpy(&vmul, mul, sizeof vmul);
+    memcpy(&vdv, dv, sizeof vdv);
+    memcpy(&vd1, d1, sizeof vd1);
+    memcpy(&vd2, d2, sizeof vd2);
+    memcpy(&vjn, jn, sizeof vjn);
+    memcpy(&vlv, lv, sizeof vlv);
+    memcpy(&vak, ak, sizeof vak);
+    memcpy(&vse, se, sizeof vse);
+    memcpy(&vrs, rs, sizeof vrs);
+    const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
+    v8d sx2 = {0}, se2 = {0}, sxqx = {0}, sxq2 = {0}, serr = {0};
+    v8d ls0 = {0}, ls1 = {0}, ls2 = {0}, ls3 = {0}, ls4 = {0}, ls5 = {0}, ls6 = {0}, ls7 = {0};
+    v8l sat, hpos, hneg, hl;
+    memcpy(&sat, n->sat, sizeof sat);
+    memcpy(&hpos, n->raw_pos, sizeof hpos);
+    memcpy(&hneg, n->raw_neg, sizeof hneg);
+    memcpy(&hl, n->raw_lvl, sizeof hl);
+    int since = n->since;
+    for (int j = 0; j < B; j++) {
+        v8f x;
+        memcpy(&x, T + (int64_t)j * GRP, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8f t = (ax * vmul) / vdv;
+        const v8i lt = t < gm;
+        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
+        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+        const v8i ix = -(p0 + p1 + p2 + p3 + p4 + p5 + p6);
+        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
+                      vf_bits((v8i)st[6] & p6);
+        const v8f xq = vf_bits(((v8i)((q * vd1) * vd2) & absm) | ((v8i)x & sgnm));
+        const v8i c = vjn > j;
+        const v8i neg = (v8i)x >> 31;
+        const v8l c64 = __builtin_convertvector(c, v8l);
+        const v8d dx = __builtin_convertvector(x, v8d), dq = __builtin_convertvector(xq, v8d);
+        const v8d d = dq - dx;
+        sx2 += vd_and(dx * dx, c64);
+        se2 += vd_and(d * d, c64);
+        sxqx += vd_and(dq * dx, c64);
+        sxq2 += vd_and(dq * dq, c64);
+        sat -= __builtin_convertvector(c & -vlv & (t > gm), v8l); /* live blocks only */
+        const v8l ix64 = __builtin_convertvector(ix, v8l);
+        const v8l oh = (v8l){1, 1, 1, 1, 1, 1, 1, 1} << (ix64 * 8);
+        hpos += oh & __builtin_convertvector(c & ~neg, v8l);
+        hneg += oh & __builtin_convertvector(c & neg, v8l);
+        const v8i l = c & -vlv & (vak != j);
+        const v8l l64 = __builtin_convertvector(l, v8l);
+        hl += oh & l64;
+        const v8d dax = __builtin_convertvector(ax, v8d);
+        v8d qt;
+        if (use_fma) {
+            const v8d q0 = dax * vrs;
+            v8d r;
+            for (int k = 0; k < GRP; k++) r[k] = __builtin_fma(-q0[k], vse[k], dax[k]);
+            for (int k = 0; k < GRP; k++) qt[k] = __builtin_fma(r[k], vrs[k], q0[k]);
+        } else qt = dax / vse;
+        const v8d el = vd_and(__builtin_convertvector(q, v8d) - qt, l64);
+        serr += el;
+        ls0 += vd_and(el, ix64 == 0);
+        ls1 += vd_and(el, ix64 == 1);
+        ls2 += vd_and(el, ix64 == 2);
+        ls3 += vd_and(el, ix64 == 3);
+        ls4 += vd_and(el, ix64 == 4);
+        ls5 += vd_and(el, ix64 == 5);
+        ls6 += vd_and(el, ix64 == 6);
+        ls7 += vd_and(el, ix64 == 7);
+        if (++since == 255) {
+            memcpy(n->raw_pos, &hpos, sizeof hpos);
+            memcpy(n->raw_neg, &hneg, sizeof hneg);
+            memcpy(n->raw_lvl, &hl, sizeof hl);
+            grp_cnt_flush(n);
+            hpos = hneg = hl = (v8l){0};
+            since = 0;
+        }
+    }
+    memcpy(n->raw_pos, &hpos, sizeof hpos);
+    memcpy(n->raw_neg, &hneg, sizeof hneg);
+    memcpy(n->raw_lvl, &hl, sizeof hl);
+    memcpy(n->sat, &sat, sizeof sat);
+    n->since = since;
+    memcpy(a->sx2, &sx2, sizeof sx2);
+    memcpy(a->se2, &se2, sizeof se2);
+    memcpy(a->sxqx, &sxqx, sizeof sxqx);
+    memcpy(a->sxq2, &sxq2, sizeof sxq2);
+    memcpy(a->serr, &serr, sizeof serr);
+    memcpy(a->lsum[0], &ls0, sizeof ls0);
+    memcpy(a->lsum[1], &ls1, sizeof ls1);
+    memcpy(a->lsum[2], &ls2, sizeof ls2);
+    memcpy(a->lsum[3], &ls3, sizeof ls3);
+    memcpy(a->lsum[4], &ls4, sizeof ls4);
+    memcpy(a->lsum[5], &ls5, sizeof ls5);
+    memcpy(a->lsum[6], &ls6, sizeof ls6);
+    memcpy(a->lsum[7], &ls7, sizeof ls7);
+}
+
+/* Transpose GRP full blocks (v, block length B) into T and find each lane's amax over finite
+ * values, the first index attaining it, and whether the block holds a non-finite value. */
+static inline __attribute__((always_inline)) void
+group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad)
+{
+    const v8i absm = (v8i){0} + 0x7FFFFFFF;
+    const v8f fmax = (v8f){0.0f} + FP4C_FLT_MAX;
+    v8f a = {0};
+    v8i k = {0}, nf = {0};
+    for (int j = 0; j < B; j++) {
+        const float *c = v + j;
+        const v8f x = {c[0], c[B], c[2 * B], c[3 * B], c[4 * B], c[5 * B], c[6 * B], c[7 * B]};
+        memcpy(T + (int64_t)j * GRP, &x, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8i fin = ax <= fmax;
+        const v8i up = fin & (ax > a);
+        nf |= ~fin;
+        a = vf_bits(((v8i)ax & up) | ((v8i)a & ~up));
+        k = (((v8i){0} + j) & up) | (k & ~up);
+    }
+    memcpy(am, &a, sizeof a);
+    memcpy(ak, &k, sizeof k);
+    memcpy(bad, &nf, sizeof nf);
+}
+
+#define GROUP_ARGS                                                                              \
+    const fp4_qplan *p, const float *T, const float *mul, const float *dv, const float *d1,    \
+        const float *d2, const double *se, const double *rs, const int32_t *jn,                \
+        const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n
+#define GROUP_PASS p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, a, n
+
+#define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
+#define LOAD_PASS v, B, T, am, ak, bad
+
+static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
+static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FP4_HAVE_DISPATCH 1
+#define FP4_AVX2 __attribute__((target("avx2,fma")))
+#define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+FP4_AVX512 static void group_avx512(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+FP4_AVX512 static void load_avx512(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+#endif
+typedef void (*group_fn)(GROUP_ARGS);
+typedef void (*load_fn)(LOAD_ARGS);
+typedef struct group_kernels {
+    group_fn body;
+    load_fn load;
+} group_kernels;
+
+/* The widest variant this CPU runs (all give the same bits). */
+static const group_kernels *group_pick(void)
+{
+    static const group_kernels plain = {group_plain, load_plain};
+#ifdef FP4_HAVE_DISPATCH
+    static const group_kernels avx2 = {group_avx2, load_avx2};
+    static const group_kernels avx512 = {group_avx512, load_avx512};
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
+        return &avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2;
+#endif
+    return &plain;
+}
+
+/* nb <= GRP consecutive blocks of one row starting at v (all in one chunk), jn[b] counted
+ * entries each, tile amax per block when weight_2d (else NULL); accumulates into the chunk
+ * partial m in block order like nb calls of block_quant. T: GRP * block floats of scratch. */
+static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *jnv,
+                        const float *tile, uint8_t *scale_out, float *T, fp4_metrics *m,
+                        grp_cnt *n)
+{
+    const int B = p->block;
+    const group_kernels *kern = group_pick();
+    float am[GRP];
+    int32_t ak[GRP], bad[GRP];
+    if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
+        float *w = T + (int64_t)GRP * B;
+        memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
+        memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
+        v = w;
+    }
+    kern->load(v, B, T, am, ak, bad);
+    float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+    double se[GRP], rs[GRP];
+    int32_t jn[GRP], lv[GRP];
+    blk_par bp[GRP];
+    for (int b = 0; b < GRP; b++) {
+        if (b < nb && !bad[b]) {
+            const float amax_s =
+                p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
+            block_params(p, am[b], amax_s, &bp[b]);
+            jn[b] = jnv[b];
+        } else {
+            memset(&bp[b], 0, sizeof bp[b]);
+            bp[b].div = 1.0f;
+            jn[b] = 0;
+        }
+        mul[b] = bp[b].mul;
+        dv[b] = bp[b].div;
+        d1[b] = bp[b].dec1;
+        d2[b] = bp[b].dec2;
+        se[b] = bp[b].live ? bp[b].s_eff : 1.0;
+        rs[b] = 1.0 / se[b];
+        lv[b] = bp[b].live;
+    }
+    grp_acc a;
+    kern->body(p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, &a, n);
+    for (int b = 0; b < nb; b++) {
+        if (bad[b]) {
+            if (scale_out) scale_out[b] = 0;
+            if (jnv[b] > 0) {
+                m->blocks++;
+                m->nonfinite_blocks++;
+            }
+            continue;
+        }
+        if (scale_out) scale_out[b] = bp[b].sbyte;
+        for (int k = 0; k < 8; k++) m->level_err_sum[k] += a.lsum[k][b];
+        if (jn[b] <= 0) continue;
+        m->blocks++;
+        m->sum_x2 += a.sx2[b];
+        m->sum_err2 += a.se2[b];
+        m->sum_xqx += a.sxqx[b];
+        m->sum_xq2 += a.sxq2[b];
+        m->signed_err_sum += a.serr[b];
+        if (am[b] == 0.0f) m->zero_blocks++;
+        if (bp[b].underflow) m->scale_underflow_blocks++;
+        if (am[b] > m->tensor_amax) m->tensor_amax = am[b];
+    }
+}
+
+void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
+{
+    const int64_t L = p->row_len, P = p->padded_len;
+    for (int r = 0; r < nr; r++) {
+        float *vr = v + (int64_t)r * P;
+        memcpy(vr, in + (int64_t)r * L, (size_t)L * sizeof *vr);
+        memset(vr + L, 0, (size_t)(P - L) * sizeof *vr);
+        if (p->cfg.rht) fp4_rht_forward(p->cfg.rht, vr, vr, P);
+    }
+}
+
+void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
+{
+    uint64_t z = 0, nn = 0, ni = 0;
+#pragma omp simd reduction(+ : z, nn, ni)
+    for (int64_t j = 0; j < n; j++) {
+        const uint32_t u = fp4c_f2u(x[j]) & 0x7FFFFFFFu;
+        z += u == 0;
+        nn += u > 0x7F800000u;
+        ni += u == 0x7F800000u;
+    }
+    m->zero += z;
+    m->nan += nn;
+    m->inf += ni;
+}
+
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
                     float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *partials)
+{
+    for (int i = 0; i < nr * p->nchunk; i++) fp4_metrics_init(&partials[i]);
+    fp4_qplan_prep(p, in, nr, scratch);
+    for (int r = 0; r < nr; r++)
+        fp4_input_counts(in + (int64_t)r * p->row_len, p->row_len, &partials[r * p->nchunk]);
+    fp4_qplan_unit_prepared(p, scratch, grow, nr, scratch, deq, codes, scales, partials);
+}
+
+void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow, int nr,
+                             float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
+                             fp4_metrics *partials)
 {
     const int64_t L = p->row_len, P = p->padded_len;
     const int B = p->block, nblk = p->nblk, nchunk = p->nchunk;
     float *tamax = scratch + (int64_t)p->unit_rows * P;
-    for (int i = 0; i < nr * nchunk; i++) fp4_metrics_init(&partials[i]);
-
+    /* the integer input counts are order-free: a row's go to its first chunk partial */
     for (int r = 0; r < nr; r++) {
-        const float *x = in + (int64_t)r * L;
-        float *v = scratch + (int64_t)r * P;
-        fp4_metrics *pr = partials + (int64_t)r * nchunk;
-        memcpy(v, x, (size_t)L * sizeof *v);
-        memset(v + L, 0, (size_t)(P - L) * sizeof *v);
-        if (p->cfg.rht) fp4_rht_forward(p->cfg.rht, v, v, P);
-        /* input counts: real elements, pads, zeros, NaN, ±Inf (before any rotation) */
-        for (int k = 0; k < nblk; k++) {
-            fp4_metrics *pm = &pr[k / FP4_CHUNK_BLOCKS];
-            const int64_t b0 = (int64_t)k * B;
-            int real = (int)(L - b0 < 0 ? 0 : (L - b0 < B ? L - b0 : B));
-            uint64_t z = 0, nn = 0, ni = 0;
-            for (int j = 0; j < real; j++) {
-                const uint32_t u = fp4c_f2u(x[b0 + j]) & 0x7FFFFFFFu;
-                z += u == 0;
-                nn += u > 0x7F800000u;
-                ni += u == 0x7F800000u;
-            }
-            pm->elements += (uint64_t)real;
-            pm->padded += (uint64_t)(B - real);
-            pm->zero += z;
-            pm->nan += nn;
-            pm->inf += ni;
-        }
+        partials[r * nchunk].elements += (uint64_t)L;
+        partials[r * nchunk].padded += (uint64_t)(P - L);
     }
     if (p->cfg.weight_2d) {
         for (int k = 0; k < nblk; k++) {
             float a = 0.0f;
             for (int r = 0; r < nr; r++) {
-                const float *v = scratch + (int64_t)r * P + (int64_t)k * B;
+                const float *v = vin + (int64_t)r * P + (int64_t)k * B;
                 for (int j = 0; j < B; j++) {
                     float y = fp4c_absf(v[j]);
                     if (fp4c_isfinite(y)) a = fp4c_maxf(a, y);
@@ -382,8 +731,40 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
             tamax[k] = a;
         }
     }
-    for (int r = 0; r < nr; r++) {
-        const float *v = scratch + (int64_t)r * P;
+    const bool grouped = p->cfg.rounding == FP4_ROUND_RTNE && !deq && !codes &&
+                         B <= GRP_MAX_BLOCK;
+    float *T = tamax + nblk;
+    for (int r = 0; grouped && r < nr; r++) {
+        const float *v = vin + (int64_t)r * P;
+        fp4_metrics *pr = partials + (int64_t)r * nchunk;
+        grp_cnt n;
+        memset(&n, 0, sizeof n);
+        for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
+            const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+            int jn[GRP];
+            for (int b = 0; b < nb; b++) {
+                int64_t c = p->counted_len - (int64_t)(k0 + b) * B;
+                jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+            }
+            group_quant(p, v + (int64_t)k0 * B, nb, jn, p->cfg.weight_2d ? tamax + k0 : NULL,
+                        scales ? scales + (int64_t)r * nblk + k0 : NULL, T,
+                        &pr[k0 / FP4_CHUNK_BLOCKS], &n);
+        }
+        /* the row's integer counts (order-free) go to its first chunk partial */
+        grp_cnt_flush(&n);
+        uint64_t sat = 0;
+        for (int b = 0; b < GRP; b++) sat += (uint64_t)n.sat[b];
+        for (int k = 0; k < 8; k++) {
+            pr->hist[k] += (uint64_t)n.pos[k];
+            pr->hist[8 + k] += (uint64_t)n.neg[k];
+            pr->level_count[k] += (uint64_t)n.lvl[k];
+            pr->signed_err_n += (uint64_t)n.lvl[k];
+        }
+        pr->saturated += sat;
+        if (p->cfg.scale == FP4_SCALE_MXFP4) pr->clipped += sat;
+    }
+    for (int r = 0; !grouped && r < nr; r++) {
+        const float *v = vin + (int64_t)r * P;
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
         const uint64_t rowidx = (uint64_t)(grow + r) * (uint64_t)P;
         for (int k = 0; k < nblk; k++) {

@@ -268,12 +268,56 @@ static void test_unreadable_reports(void **state)
         fp4_compare_result_free(&r);
     }
     fp4_compare_result r;
-    assert_int_equal(fp4_compare_texts(a, "BASE", rht, "NEW", NULL, &r), FP4_ERR_INPUT);
+    assert_int_equal(fp4_compare_texts(a, "BASE", gemm_a, "NEW", NULL, &r), FP4_ERR_INPUT);
     assert_non_null(strstr(fp4_last_error(), "not comparable"));
     fp4_compare_result_free(&r);
-    assert_int_equal(fp4_compare_texts(a, "BASE", gemm_a, "NEW", NULL, &r), FP4_ERR_INPUT);
+    /* an sqnr and an rht report hold the same result objects: compared by key, as "analysis" */
+    r = run(a, rht, NULL, FP4_OK);
+    assert_string_equal(r.command, "analysis");
+    assert_int_equal(r.nrows, 2);
+    assert_int_equal(r.nsame, 2);
     fp4_compare_result_free(&r);
     free(a), free(rht);
+}
+
+/* Key fields that differ are named in config_diff; --ignore-key pairs results across them. */
+static void test_ignore_key(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *b = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    /* b: scale nvfp4 in its results and config; formats differ in the config too */
+    char *p;
+    while ((p = strstr(b, "\"fp32\""))) memcpy(p, "\"mx04\"", 6);
+    char *cb = strstr(b, "\"config\":{\"seed\":0}");
+    assert_non_null(cb);
+    char *b2 = malloc(strlen(b) + 128), *a2 = malloc(strlen(a) + 128);
+    snprintf(b2, strlen(b) + 128, "%.*s\"config\":{\"seed\":0,\"scale\":\"mx04\","
+             "\"formats\":[\"int4\"]}%s", (int)(cb - b), b, cb + strlen("\"config\":{\"seed\":0}"));
+    cb = strstr(a, "\"config\":{\"seed\":0}");
+    snprintf(a2, strlen(a) + 128, "%.*s\"config\":{\"seed\":0,\"scale\":\"fp32\","
+             "\"formats\":[\"e2m1\"]}%s", (int)(cb - a), a, cb + strlen("\"config\":{\"seed\":0}"));
+    fp4_compare_result r = run(a2, b2, NULL, FP4_OK);
+    assert_int_equal(r.nmissing, 2);
+    assert_int_equal(r.nadded, 2);
+    assert_non_null(strstr(r.config_diff, "scale: \"fp32\" vs \"mx04\""));
+    assert_non_null(strstr(r.config_diff, "formats: [\"e2m1\"] vs [\"int4\"]"));
+    assert_int_equal(r.key_diff, FP4_CMP_KEY_SCALE | FP4_CMP_KEY_FORMAT);
+    fp4_compare_result_free(&r);
+    fp4_compare_opts o = fp4_compare_opts_default();
+    assert_int_equal(fp4_compare_ignore_parse("scale", &o.ignore), FP4_OK);
+    r = run(a2, b2, &o, FP4_OK);
+    assert_int_equal(r.nrows, 2);
+    assert_int_equal(r.nsame, 2);
+    assert_string_equal(r.rows[0].variant, "e2m1/*/16/rht=off/rtne");
+    assert_int_equal(r.key_diff, FP4_CMP_KEY_FORMAT);
+    fp4_compare_result_free(&r);
+    unsigned bits = 0;
+    assert_int_equal(fp4_compare_ignore_parse("recipe,block", &bits), FP4_OK);
+    assert_int_equal(bits, FP4_CMP_KEY_RECIPE | FP4_CMP_KEY_BLOCK);
+    assert_int_equal(fp4_compare_ignore_parse("scale,bogus", &bits), FP4_ERR_USAGE);
+    assert_int_equal(fp4_compare_ignore_parse("", &bits), FP4_ERR_USAGE);
+    free(a), free(b), free(a2), free(b2);
 }
 
 static void test_files(void **state)
@@ -306,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_alpha_and_buckets),  cmocka_unit_test(test_null_sqnr_status),
         cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
+        cmocka_unit_test(test_ignore_key),
         cmocka_unit_test(test_grid_exact),         cmocka_unit_test(test_input_file_noted),
     };
     return cmocka_run_group_tests_name("compare", tests, NULL, NULL);

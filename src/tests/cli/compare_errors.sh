@@ -1,6 +1,7 @@
 #!/bin/sh
 # compare_errors.sh — `fp4diag compare` exits 3 on garbage, a missing file, a wrong schema or
-# reports of different commands; 2 on a bad command line; --help prints the usage.
+# reports of incomparable commands (gemm vs an analysis report); 2 on a bad command line, in
+# one line; --help prints the usage.
 set -u
 F=${FP4DIAG:-$PWD/fp4diag}
 S=testdata/reports/sample_sqnr.json
@@ -22,12 +23,18 @@ expect 3 "$F" compare "$S" "$T/absent.json"
 sed 's/fp4diag.report\/1/fp4diag.report\/9/' "$S" >"$T/schema.json"
 expect 3 "$F" compare "$S" "$T/schema.json"
 grep -q 'schema' "$T/err" || fail "wrong schema: no clear message"
-expect 3 "$F" compare "$S" testdata/reports/sample_rht.json
-grep -q 'not comparable' "$T/err" || fail "different commands: no clear message"
 expect 3 "$F" compare "$S" testdata/reports/sample_gemm.json
-expect 2 "$F" compare "$S"
-expect 2 "$F" compare --max-sqnr-drop -1 "$S" "$S"
-expect 2 "$F" compare --bogus "$S" "$S"
+grep -q 'not comparable' "$T/err" || fail "different commands: no clear message"
+# sqnr and rht reports hold the same result objects: compared by key (rht=on rows are added)
+expect 0 "$F" compare "$S" testdata/reports/sample_rht.json
+grep -q '^analysis reports:.* 0 regressed' "$T/out" || fail "sqnr vs rht not compared"
+for bad in "$S" "--max-sqnr-drop -1 $S $S" "--bogus $S $S" "-x $S $S" "--ignore-key nope $S $S" "$S $S --max-sqnr-drop"; do
+    # shellcheck disable=SC2086
+    expect 2 "$F" compare $bad
+    [ "$(wc -l <"$T/err")" -eq 1 ] || fail "compare $bad: usage error is not one line"
+    [ ! -s "$T/out" ] || fail "compare $bad: output on stdout"
+done
+grep -q "see 'fp4diag compare --help'" "$T/err" || fail "no hint"
 expect 0 "$F" compare --help
 grep -q 'usage: fp4diag compare' "$T/out" || fail "--help does not print the usage"
 expect 0 "$F" help compare

@@ -1,0 +1,96 @@
+/* kernels.h — the extern "C" launchers of the CUDA kernels in kernels/: the only way C code reaches the GPU.
+ * Fused RHT + scale + quantize + fp64 statistics per chunk (SPEC §2-§5, §7), the pass-1 amax,
+ * the weight_2d tile amax, and an fp64 gemm through cuBLAS. All pointers are device pointers
+ * unless named h_*; every launcher is asynchronous on `stream` and returns 0 or a cudaError_t. */
+#ifndef FP4_KERNELS_H
+#define FP4_KERNELS_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Per-chunk fp64 partial sums, in this order (FP4K_NSUMS doubles per chunk). */
+enum {
+    FP4K_S_X2 = 0, FP4K_S_ERR2, FP4K_S_XQX, FP4K_S_XQ2, FP4K_S_SIGNED, FP4K_S_LEVEL0,
+    FP4K_NSUMS = FP4K_S_LEVEL0 + 8
+};
+
+/* Exact integer counters, accumulated over all chunks of a launch (order-free). */
+enum {
+    FP4K_C_HIST0 = 0,                    /* 16: code histogram */
+    FP4K_C_LEVEL0 = 16,                  /* 8: non-amax elements per magnitude level */
+    FP4K_C_SIGNED_N = 24, FP4K_C_ELEMENTS, FP4K_C_PADDED, FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF,
+    FP4K_C_SATURATED, FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+    FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS,
+    FP4K_C_AMAX, /* float bits of the max block amax over counted blocks */
+    FP4K_NCOUNTS
+};
+
+/* One configuration as the kernels see it: the numbers of a fp4_qplan (backend_impl.h), filled
+ * by fp4k_cfg_from_plan in backend_cuda.c, so CPU and GPU derive them the same way. */
+typedef struct fp4k_cfg {
+    fp4c_grid grid;      /* common.h: levels, midpoints, g_max, emax */
+    int scale;           /* fp4_scale_mode */
+    int block;           /* elements per block */
+    int rounding;        /* fp4_rounding */
+    int sr_bits;
+    uint64_t seed;
+    uint32_t stream;
+    int mx_rule;         /* fp4_mx_rule */
+    int weight_2d;
+    int rht_n;           /* 0: no RHT; else 16..256 */
+    float ts;            /* tensor: amax_t / g_max */
+    float nv_sdec, nv_m; /* nvfp4: S_dec, S_enc * (1 / g_max) */
+    int64_t row_len;     /* input row length */
+    int64_t padded_len;  /* fp4_padded_len */
+    int64_t counted_len; /* entries per row that count in the metrics */
+} fp4k_cfg;
+
+/* Whether the fused kernel handles cfg (block <= 256, rht_n <= 64 * block); the backend runs
+ * any other config through the host reference. */
+int fp4k_cfg_supported(const fp4k_cfg *cfg);
+
+/* Number of chunks (FP4_CHUNK_BLOCKS blocks of one row) in n_rows rows under cfg. */
+int64_t fp4k_nchunks(const fp4k_cfg *cfg, int64_t n_rows);
+
+/* Fused pass 2 over rows [0, n_rows) of `in` (row stride cfg->row_len, fp32), the global index
+ * of its first row being row0. Writes FP4K_NSUMS doubles per chunk to part (chunk order =
+ * (row, chunk)) and adds the FP4K_NCOUNTS counters into counts (uint64, pre-zeroed by the
+ * caller). signs: rht_n floats (+1/-1), NULL without RHT. tile_amax: with weight_2d, the
+ * output of fp4k_tile_amax for these rows, else NULL. codes/scales: optional outputs (NULL to
+ * skip): codes n_rows x padded_len bytes, scales n_rows x (padded_len/block) bytes. */
+int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
+                  const float *signs, const float *tile_amax, double *part, uint64_t *counts,
+                  uint8_t *codes, uint8_t *scales, void *stream);
+
+/* Pass 1: fold the amax of finite |values| of rows (after the RHT of size rht_n with `signs`
+ * when rht_n > 0) into *amax (a float on the device, start it at 0). */
+int fp4k_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len, int rht_n,
+              const float *signs, float *amax, void *stream);
+
+/* weight_2d: amax of each 16x16 tile (16 rows x 16 columns, after the RHT) of n_rows rows;
+ * tile_amax holds ceil(n_rows/16) x (padded_len/16) floats. */
+int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len,
+                   int rht_n, const float *signs, float *tile_amax, void *stream);
+
+/* C (m x n, row-major) = A (m x k, row-major) * B (n x k, row-major)^T in fp64, cuBLAS dgemm.
+ * handle: a cublasHandle_t made by fp4k_blas_create. */
+int fp4k_blas_create(void **handle);
+void fp4k_blas_destroy(void *handle);
+int fp4k_dgemm_abt(void *handle, const double *a, const double *b, double *c, int64_t m,
+                   int64_t n, int64_t k, void *stream);
+
+/* Device count (0 when none or no driver) and a one-line description of device 0. */
+int fp4k_device_count(void);
+void fp4k_device_name(char *buf, int n);
+const char *fp4k_error_string(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1094 @@
+/* quant.cu — the fused GPU pass: load a tile of chunks, RHT in place (fp64 butterfly), block
+ * scales, quantization and fp64 statistics in one read of the input; plus the pass-1 amax and
+ * the weight_2d tile amax. Level choice, codecs and Philox are common.h's (SPEC §2-§5, §7); the
+ * per-block arithmetic mirrors block_quant() in quant.c operation for operation. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <type_traits>
+
+#include "common.h"
+#include "kernels.h"
+
+namespace {
+
+constexpr int CHUNK_BLOCKS = 64; /* FP4_CHUNK_BLOCKS (quant.h) */
+
+/* Per-launch constants derived once on the host. */
+struct KP {
+    fp4k_cfg c;
+    int64_t cpr;       /* chunks per row */
+    int64_t chunk_len; /* CHUNK_BLOCKS * block */
+    int64_t nchunks;   /* in this launch */
+    int64_t row0;      /* global index of the launch's first row */
+    int64_t nblk;      /* blocks per row */
+    double rs;         /* sqrt(rht_n), as rht.c computes it */
+};
+
+/* ---- RHT butterflies: common.h's order (stride 1, 2, 4, ...), then / sqrt(n) once --------- */
+
+__device__ __forceinline__ float rht_out(double v, double rs, int n)
+{
+    /* powers of four: division by an exact power of two == multiplication by its inverse */
+    if (n == 16) return (float)__dmul_rn(v, 0.25);
+    if (n == 64) return (float)__dmul_rn(v, 0.125);
+    if (n == 256) return (float)__dmul_rn(v, 0.0625);
+    return (float)__ddiv_rn(v, rs);
+}
+
+/* One group of 16 held by one thread. */
+__device__ __forceinline__ void rht16_thread(float *x, const float *sg)
+{
+    double v[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) v[i] = __dmul_rn((double)x[i], (double)sg[i]);
+#pragma unroll
+    for (int h = 1; h < 16; h <<= 1)
+#pragma unroll
+        for (int i = 0; i < 16; i++)
+            if ((i & h) == 0) {
+                double a = v[i], b = v[i + h];
+                v[i] = __dadd_rn(a, b);
+                v[i + h] = __dsub_rn(a, b);
+            }
+#pragma unroll
+    for (int i = 0; i < 16; i++) x[i] = (float)__dmul_rn(v[i], 0.25);
+}
+
+/* One group of N >= 32 held by a warp: lane l holds elements l + 32 k, k < N/32. Same adds as
+ * the serial butterfly: for stride h < 32 the partner is lane l ^ h. */
+template <int N>
+__device__ __forceinline__ void rht_warp(double (&v)[N / 32], int lane)
+{
+#pragma unroll
+    for (int h = 1; h < 32; h <<= 1) {
+#pragma unroll
+        for (int k = 0; k < N / 32; k++) {
+            double o = __shfl_xor_sync(0xffffffffu, v[k], h);
+            v[k] = (lane & h) ? __dsub_rn(o, v[k]) : __dadd_rn(v[k], o);
+        }
+    }
+#pragma unroll
+    for (int hk = 1; hk < N / 32; hk <<= 1)
+#pragma unroll
+        for (int k = 0; k < N / 32; k++)
+            if ((k & hk) == 0) {
+                double a = v[k], b = v[k + hk];
+                v[k] = __dadd_rn(a, b);
+                v[k + hk] = __dsub_rn(a, b);
+            }
+}
+
+/* ---- the fused kernel ---------------------------------------------------------------------- */
+
+/* W: stage width in elements (>= block, >= RHTN, multiple of 64); T: threads = chunks per CTA.
+ * Thread t owns chunk blockIdx.x * T + t and sums it sequentially, as the CPU does. */
+template <int W, int T, int RHTN>
+__global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict__ in,
+                                             const float *__restrict__ signs,
+                                             const float *__restrict__ tile_amax,
+                                             double *__restrict__ part,
+                                             unsigned long long *__restrict__ counts,
+                                             uint8_t *__restrict__ codes,
+                                             uint8_t *__restrict__ scales)
+{
+    constexpr int LD = W + 4; /* row pitch: float4 reads by consecutive threads hit all banks */
+    __shared__ __align__(16) float tile[T * LD];
+    __shared__ uint32_t hist[16 * T];
+    __shared__ uint32_t excl[8 * T]; /* counted elements left out of the level statistics */
+    __shared__ float sg[RHTN > 0 ? RHTN : 1];
+    __shared__ float s_q[8];
+    __shared__ fp4c_grid s_grid; /* SR indexes levels at run time: keep that off the stack */
+    __shared__ int64_t s_in[T]; /* input offset of the chunk's first element */
+    __shared__ int s_real[T];   /* elements of the chunk inside row_len */
+
+    const int tid = threadIdx.x;
+    const int64_t g = (int64_t)blockIdx.x * T + tid;
+    const bool live_chunk = g < p.nchunks;
+    const int64_t row = live_chunk ? g / p.cpr : 0;
+    const int64_t col0 = (live_chunk ? g - row * p.cpr : 0) * p.chunk_len;
+    const int len = live_chunk ? (int)min(p.chunk_len, p.c.padded_len - col0) : 0;
+    s_in[tid] = row * p.c.row_len + col0;
+    s_real[tid] = live_chunk ? (int)max((int64_t)0, min((int64_t)len, p.c.row_len - col0)) : 0;
+#pragma unroll
+    for (int i = 0; i < 16; i++) hist[i * T + tid] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) excl[i * T + tid] = 0;
+    double lerr_r[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* per-level chunk sums */
+    uint64_t hp = 0, hn = 0; /* packed 8-bit histogram counters, flushed every <= 128 elements */
+    if (tid == 0) s_grid = p.c.grid;
+    if (tid < 8) {
+        s_q[tid] = p.c.grid.q[tid];
+    }
+    if (RHTN > 0)
+        for (int i = tid; i < RHTN; i += T) sg[i] = signs[i];
+
+    const fp4c_grid gr = p.c.grid;
+    const float gmax = gr.gmax;
+    const int B = p.c.block;
+    const bool vec = (p.c.row_len & 3) == 0;
+    const bool sr = p.c.rounding != 0;
+    const int nstages = (int)((p.chunk_len + W - 1) / W);
+    const int64_t grow = p.row0 + row;
+    double c_x2 = 0, c_err2 = 0, c_xqx = 0, c_xq2 = 0, c_serr = 0;
+    uint32_t n_zero = 0, n_nan = 0, n_inf = 0, n_sat = 0, n_blk = 0, n_zb = 0, n_uf = 0,
+             n_nf = 0, n_serr = 0;
+    float amax_max = 0.f;
+
+    for (int s = 0; s < nstages; s++) {
+        __syncthreads();
+        /* load the T x W tile; count zeros / NaN / Inf of the raw input on the way */
+        if (vec) {
+#pragma unroll 4
+            for (int k = 0; k < W / 4; k++) {
+                const int idx = k * T + tid;
+                const int t = idx / (W / 4), j = (idx % (W / 4)) * 4;
+                const int pos = s * W + j;
+                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (pos < s_real[t]) {
+                    v = __ldg((const float4 *)(in + s_in[t] + pos));
+                    const uint32_t a0 = __float_as_uint(v.x) & 0x7FFFFFFFu,
+                                   a1 = __float_as_uint(v.y) & 0x7FFFFFFFu,
+                                   a2 = __float_as_uint(v.z) & 0x7FFFFFFFu,
+                                   a3 = __float_as_uint(v.w) & 0x7FFFFFFFu;
+                    n_zero += (a0 == 0) + (a1 == 0) + (a2 == 0) + (a3 == 0);
+                    if (max(max(a0, a1), max(a2, a3)) >= 0x7F800000u) {
+                        n_nan += (a0 > 0x7F800000u) + (a1 > 0x7F800000u) + (a2 > 0x7F800000u) +
+                                 (a3 > 0x7F800000u);
+                        n_inf += (a0 == 0x7F800000u) + (a1 == 0x7F800000u) +
+                                 (a2 == 0x7F800000u) + (a3 == 0x7F800000u);
+                    }
+                }
+                *(float4 *)&tile[t * LD + j] = v;
+            }
+        } else {
+#pragma unroll 4
+            for (int k = 0; k < W; k++) {
+                const int idx = k * T + tid;
+                const int t = idx / W, j = idx % W;
+                const int pos = s * W + j;
+                float v = 0.f;
+                if (pos < s_real[t]) {
+                    v = __ldg(in + s_in[t] + pos);
+                    const uint32_t a = __float_as_uint(v) & 0x7FFFFFFFu;
+                    n_zero += a == 0;
+                    n_nan += a > 0x7F800000u;
+                    n_inf += a == 0x7F800000u;
+                }
+                tile[t * LD + j] = v;
+            }
+        }
+        __syncthreads();
+        if (RHTN == 16) {
+            /* each thread rotates its own segment */
+            const int n = min(W, len - s * W);
+            for (int q = 0; q < n; q += 16) {
+                float x[16];
+                float4 *src = (float4 *)&tile[tid * LD + q];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    float4 v = src[i];
+                    x[4 * i] = v.x; x[4 * i + 1] = v.y; x[4 * i + 2] = v.z; x[4 * i + 3] = v.w;
+                }
+                rht16_thread(x, sg);
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    src[i] = make_float4(x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]);
+            }
+        } else if (RHTN >= 32) {
+            constexpr int NN = RHTN >= 32 ? RHTN : 32;
+            const int lane = tid & 31, warp = tid >> 5;
+            constexpr int GPS = W / NN; /* groups per segment */
+            for (int gi = warp; gi < T * GPS; gi += T / 32) {
+                const int t = gi / GPS, q = (gi % GPS) * NN;
+                double v[NN / 32];
+#pragma unroll
+                for (int k = 0; k < NN / 32; k++)
+                    v[k] = __dmul_rn((double)tile[t * LD + q + lane + 32 * k],
+                                     (double)sg[lane + 32 * k]);
+                rht_warp<NN>(v, lane);
+#pragma unroll
+                for (int k = 0; k < NN / 32; k++)
+                    tile[t * LD + q + lane + 32 * k] = rht_out(v[k], p.rs, NN);
+            }
+            __syncthreads();
+        }
+        if (!live_chunk || s * W >= len) continue;
+
+        /* this thread's chunk: blocks in order, elements in order (quant.c block_quant) */
+        const int n = min(W, len - s * W);
+        for (int b0 = 0; b0 < n; b0 += B) {
+            const float *xb = &tile[tid * LD + b0];
+            const int64_t col = col0 + s * W + b0; /* column of the block's first element */
+            const int64_t bidx = col / B;
+            int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+            /* block amax over all B values, first index attaining it, non-finite flag */
+            float amax_b = 0.f;
+            int amax_j = 0;
+            bool bad = false;
+            for (int j = 0; j < B; j += 4) {
+                const float4 v = *(const float4 *)&xb[j];
+                const float e4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float x = fp4c_absf(e4[i]);
+                    const bool fin = fp4c_isfinite(x);
+                    bad |= !fin;
+                    if (fin && x > amax_b) {
+                        amax_b = x;
+                        amax_j = j + i;
+                    }
+                }
+            }
+            if (bad) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+                    hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+                }
+                hp = hn = 0;
+                if (codes)
+                    for (int j = 0; j < B; j++) codes[row * p.c.padded_len + col + j] = 0;
+                if (scales) scales[row * p.nblk + bidx] = 0;
+                if (jn > 0) {
+                    n_blk++;
+                    n_nf++;
+                }
+                continue;
+            }
+            const float amax_s = p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + bidx] : amax_b;
+            float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
+            double s_eff = 0.0;
+            uint8_t sbyte = 0;
+            bool live = false, underflow = false;
+            switch (p.c.scale) {
+            case 0: { /* fp32 */
+                const float sc = amax_s / gmax;
+                if (sc > 0.f) {
+                    div = sc;
+                    dec1 = sc;
+                    s_eff = sc;
+                    live = true;
+                } else underflow = amax_s > 0.f;
+                break;
+            }
+            case 3: /* tensor */
+                if (p.c.ts > 0.f && amax_b > 0.f) {
+                    div = p.c.ts;
+                    dec1 = p.c.ts;
+                    s_eff = p.c.ts;
+                    live = true;
+                } else underflow = amax_b > 0.f;
+                break;
+            case 1: { /* nvfp4, TE's order */
+                const uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
+                const float ef = fp4c_e4m3_decode(e);
+                sbyte = e;
+                mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
+                dec1 = ef;
+                dec2 = p.c.nv_sdec;
+                s_eff = (double)(ef * p.c.nv_sdec);
+                live = amax_b > 0.f && s_eff > 0.0;
+                underflow = amax_b > 0.f && !live;
+                break;
+            }
+            default: { /* mxfp4 */
+                sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
+                const float X = fp4c_e8m0_decode(sbyte);
+                if (amax_b > 0.f) {
+                    mul = 1.0f / X;
+                    dec1 = X;
+                    s_eff = X;
+                    live = true;
+                }
+                break;
+            }
+            }
+            if (!live && p.c.scale != 1) mul = 0.f;
+            if (scales) scales[row * p.nblk + bidx] = sbyte;
+            /* e = q - a / s_eff in fp64: correctly rounded reciprocal, then one exact-residual
+             * correction (Markstein), the same quotient as the CPU's division */
+            const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
+            double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
+            double lb[8] = {0, 0, 0, 0, 0, 0, 0, 0}; /* the block's per-level sums (CPU order) */
+            uint32_t sat = 0, nerr = 0;
+            int excl_lv = -1;
+            const uint64_t idx0 = (uint64_t)grow * (uint64_t)p.c.padded_len + (uint64_t)col;
+            for (int j4 = 0; j4 < B; j4 += 4) {
+                const float4 v = *(const float4 *)&xb[j4];
+                const float e4[4] = {v.x, v.y, v.z, v.w};
+                uint32_t code4 = 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int j = j4 + i;
+                    const float x = e4[i];
+                    const float a = fp4c_absf(x);
+                    const float t = __fdiv_rn(__fmul_rn(a, mul), div);
+                    const float tc = fp4c_minf(t, gmax);
+                    int qi;
+                    float q;
+                    if (sr) {
+                        qi = fp4c_sr_index(&s_grid, tc,
+                                           fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
+                                                           p.c.stream, p.c.sr_bits));
+                        q = s_q[qi];
+                    } else {
+                        /* fp4c_rtne_index, carrying the level along (no table lookup) */
+                        qi = fp4c_rtne_index(&gr, tc);
+                        q = gr.q[0];
+                        q = tc > gr.mid[0] ? gr.q[1] : q;
+                        q = tc >= gr.mid[1] ? gr.q[2] : q;
+                        q = tc > gr.mid[2] ? gr.q[3] : q;
+                        q = tc >= gr.mid[3] ? gr.q[4] : q;
+                        q = tc > gr.mid[4] ? gr.q[5] : q;
+                        q = tc >= gr.mid[5] ? gr.q[6] : q;
+                        q = tc > gr.mid[6] ? gr.q[7] : q;
+                    }
+                    const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                    const uint32_t neg = __float_as_uint(x) >> 31;
+                    const float xq = __uint_as_float(__float_as_uint(mag) | (neg << 31));
+                    const int code = qi | (int)(neg << 3);
+                    code4 |= (uint32_t)code << (8 * i);
+                    if (j < jn) {
+                        const double dx = x, dq = xq, d = __dsub_rn(dq, dx);
+                        sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                        se2 = __dadd_rn(se2, __dmul_rn(d, d));
+                        sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
+                        sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                        sat += live && t > gmax;
+                        const uint64_t inc = 1ull << (8 * qi);
+                        if (neg) hn += inc;
+                        else hp += inc;
+                        if (!live) {
+                            excl[qi * T + tid]++; /* rare: no level statistics at all */
+                        } else if (j != amax_j) {
+                            const double ad = fabs(dx);
+                            const double q0 = __dmul_rn(ad, r_eff);
+                            const double rem = __fma_rn(-q0, s_eff, ad);
+                            const double quo = __fma_rn(rem, r_eff, q0);
+                            const double e = __dsub_rn((double)q, quo);
+#pragma unroll
+                            for (int k = 0; k < 8; k++)
+                                if (qi == k) lb[k] = __dadd_rn(lb[k], e);
+                            serr = __dadd_rn(serr, e);
+                            nerr++;
+                        } else {
+                            excl_lv = qi;
+                        }
+                    }
+                }
+                if (codes) {
+                    uint8_t *cp = codes + row * p.c.padded_len + col + j4;
+#pragma unroll
+                    for (int i = 0; i < 4; i++) cp[i] = (uint8_t)(code4 >> (8 * i));
+                }
+            }
+            if (excl_lv >= 0) excl[excl_lv * T + tid]++;
+#pragma unroll
+            for (int k = 0; k < 8; k++) lerr_r[k] = __dadd_rn(lerr_r[k], lb[k]);
+            if (b0 + B >= n || ((b0 + B) & 127) == 0) {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+                    hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+                }
+                hp = hn = 0;
+            }
+            if (jn <= 0) continue;
+            n_blk++;
+            c_x2 = __dadd_rn(c_x2, sx2);
+            c_err2 = __dadd_rn(c_err2, se2);
+            c_xqx = __dadd_rn(c_xqx, sxqx);
+            c_xq2 = __dadd_rn(c_xq2, sxq2);
+            c_serr = __dadd_rn(c_serr, serr);
+            n_serr += nerr;
+            n_sat += sat;
+            n_zb += amax_b == 0.f;
+            n_uf += underflow;
+            amax_max = fmaxf(amax_max, amax_b);
+        }
+    }
+
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        hist[k * T + tid] += (uint32_t)(hp >> (8 * k)) & 255u;
+        hist[(k + 8) * T + tid] += (uint32_t)(hn >> (8 * k)) & 255u;
+    }
+    if (live_chunk) {
+        double *o = part + g * FP4K_NSUMS;
+        o[FP4K_S_X2] = c_x2;
+        o[FP4K_S_ERR2] = c_err2;
+        o[FP4K_S_XQX] = c_xqx;
+        o[FP4K_S_XQ2] = c_xq2;
+        o[FP4K_S_SIGNED] = c_serr;
+#pragma unroll
+        for (int i = 0; i < 8; i++) o[FP4K_S_LEVEL0 + i] = lerr_r[i];
+    }
+    /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
+    const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
+                             n_blk, n_zb, n_uf, n_nf, n_serr};
+    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
+                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
+#pragma unroll
+    for (int i = 0; i < 10; i++) {
+        uint32_t v = cv[i];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
+    }
+    for (int o = 16; o > 0; o >>= 1) amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
+    if ((tid & 31) == 0 && amax_max > 0.f)
+        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
+    __syncthreads();
+    if (tid < 24) {
+        unsigned long long sum = 0;
+        if (tid < 16) {
+            for (int t = 0; t < T; t++) sum += hist[tid * T + t];
+            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
+        } else {
+            /* level counts: counted elements at the level minus those left out */
+            const int lv = tid - 16;
+            for (int t = 0; t < T; t++)
+                sum += (unsigned long long)hist[lv * T + t] + hist[(lv + 8) * T + t] -
+                       excl[lv * T + t];
+            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
+        }
+    }
+}
+
+/* ---- the fused kernel, thread per block (block 16 or 32; RHT none or 16) -----------------
+ * Thread t of a CTA of NT owns block (t % 64) of chunk (t / 64) of the current chunk group: it
+ * loads its B contiguous values with float4 loads (adjacent lanes, adjacent blocks: coalesced),
+ * rotates them in registers (RHT-16), and runs block_quant's arithmetic in element order. Its
+ * block sums go to shared memory (the 8 per-level sums accumulate there directly); then lane f
+ * of warp c adds field f of chunk c's 64 blocks in block order — the CPU's order (block sums
+ * start at 0, then go into the chunk partial in block order). Integer counts: per-thread
+ * registers / per-thread shared bins, folded once at the end (exact in any order). The CTA
+ * walks chunk groups grid-stride (persistent grid). */
+
+__device__ __forceinline__ float max_nan(float a, float b)
+{
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+
+template <int B, int RHTN, int NT, int KB>
+__global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restrict__ in,
+                                              const float *__restrict__ signs,
+                                              const float *__restrict__ tile_amax,
+                                              double *__restrict__ part,
+                                              unsigned long long *__restrict__ counts,
+                                              uint8_t *__restrict__ codes,
+                                              uint8_t *__restrict__ scales)
+{
+    constexpr int NB = NT * KB;            /* blocks per group: KB per thread */
+    constexpr int CPC = NB / CHUNK_BLOCKS; /* chunks per group */
+    constexpr int SP = NB + 1;             /* pitch: the reducer's lanes hit distinct banks */
+    __shared__ double s_sum[FP4K_NSUMS * SP];
+    __shared__ uint32_t s_cnt[24 * NT]; /* [code][thread] histogram, then [level][thread] left out */
+    __shared__ float s_q[8];
+    __shared__ double s_qd[8];
+    __shared__ fp4c_grid s_grid;
+
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < 24; i++) s_cnt[i * NT + tid] = 0;
+    if (tid == 0) s_grid = p.c.grid;
+    if (tid < 8) {
+        s_q[tid] = p.c.grid.q[tid];
+        s_qd[tid] = (double)p.c.grid.q[tid];
+    }
+    uint32_t sb[RHTN > 0 ? 16 : 1];
+#pragma unroll
+    for (int i = 0; i < (RHTN > 0 ? 16 : 1); i++)
+        sb[i] = RHTN > 0 && signs[i] < 0.f ? 0x80000000u : 0u;
+
+    const fp4c_grid gr = p.c.grid;
+    const float gmax = gr.gmax;
+    /* RTNE thresholds as >=: tc > m <=> tc >= nextup(m) for even i (fp4c_rtne_index) */
+    float th[7];
+#pragma unroll
+    for (int i = 0; i < 7; i++)
+        th[i] = (i & 1) ? gr.mid[i] : __uint_as_float(__float_as_uint(gr.mid[i]) + 1u);
+    const bool vec = (p.c.row_len & 3) == 0;
+    const bool sr = p.c.rounding != 0;
+    const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
+    uint32_t n_zero = 0, n_nan = 0, n_inf = 0, n_sat = 0, n_blk = 0, n_zb = 0, n_uf = 0,
+             n_nf = 0, n_serr = 0;
+    float amax_max = 0.f;
+    uint32_t *hist = s_cnt + tid, *excl = s_cnt + 16 * NT + tid;
+    __syncthreads();
+
+    for (int64_t gi = blockIdx.x; gi < ngroups; gi += gridDim.x) {
+#pragma unroll 1
+      for (int kk = 0; kk < KB; kk++) {
+        const int slot = kk * NT + tid; /* adjacent threads, adjacent blocks */
+        const int ci = slot / CHUNK_BLOCKS, kb = slot % CHUNK_BLOCKS;
+        double *lsum = s_sum + FP4K_S_LEVEL0 * SP + slot;
+        const int64_t ch = gi * CPC + ci;
+        const bool cv = ch < p.nchunks;
+        const int64_t row = cv ? ch / p.cpr : 0;
+        const int64_t blk = (cv ? ch - row * p.cpr : 0) * CHUNK_BLOCKS + kb;
+        double sx2 = 0, se2 = 0, sxqx = 0, sxq2 = 0, serr = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) lsum[i * SP] = 0.0;
+        if (cv && blk < p.nblk) {
+            const int64_t col = blk * B;
+            const float *src = in + row * p.c.row_len + col;
+            const int real = (int)max((int64_t)0, min((int64_t)B, p.c.row_len - col));
+            float x[B];
+            if (vec && real == B) {
+#pragma unroll
+                for (int i = 0; i < B / 4; i++) {
+                    const float4 v = __ldg((const float4 *)src + i);
+                    x[4 * i] = v.x; x[4 * i + 1] = v.y; x[4 * i + 2] = v.z; x[4 * i + 3] = v.w;
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < B; j++) x[j] = j < real ? __ldg(src + j) : 0.f;
+            }
+            /* raw input counts: zeros, NaN, Inf of the real elements (rare paths) */
+            float mn = fp4c_absf(x[0]), mx = mn;
+#pragma unroll
+            for (int j = 1; j < B; j++) {
+                mn = fminf(mn, fp4c_absf(x[j]));
+                mx = max_nan(mx, fp4c_absf(x[j]));
+            }
+            if (mn == 0.f || !(mx < __int_as_float(0x7F800000))) {
+#pragma unroll
+                for (int j = 0; j < B; j++) {
+                    const uint32_t a = __float_as_uint(x[j]) & 0x7FFFFFFFu;
+                    if (j < real) {
+                        n_zero += a == 0;
+                        n_nan += a > 0x7F800000u;
+                        n_inf += a == 0x7F800000u;
+                    }
+                }
+            }
+            if (RHTN == 16) {
+#pragma unroll
+                for (int g0 = 0; g0 < B; g0 += 16) {
+                    double v[16];
+#pragma unroll
+                    for (int i = 0; i < 16; i++)
+                        v[i] = (double)__uint_as_float(__float_as_uint(x[g0 + i]) ^ sb[i]);
+#pragma unroll
+                    for (int h = 1; h < 16; h <<= 1)
+#pragma unroll
+                        for (int i = 0; i < 16; i++)
+                            if ((i & h) == 0) {
+                                const double a = v[i], b = v[i + h];
+                                v[i] = __dadd_rn(a, b);
+                                v[i + h] = __dsub_rn(a, b);
+                            }
+#pragma unroll
+                    for (int i = 0; i < 16; i++) x[g0 + i] = (float)__dmul_rn(v[i], 0.25);
+                }
+                mx = fp4c_absf(x[0]);
+#pragma unroll
+                for (int j = 1; j < B; j++) mx = max_nan(mx, fp4c_absf(x[j]));
+            }
+            /* block amax (NaN or Inf: the block is flagged), first index attaining it */
+            const bool bad = !(mx < __int_as_float(0x7F800000));
+            const float amax_b = mx;
+            int amax_j = 0;
+#pragma unroll
+            for (int j = B - 1; j > 0; j--) amax_j = fp4c_absf(x[j]) == amax_b ? j : amax_j;
+            const int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+            uint8_t *cp = codes ? codes + row * p.c.padded_len + col : nullptr;
+            if (bad) {
+                if (cp)
+#pragma unroll
+                    for (int i = 0; i < B / 16; i++) ((uint4 *)cp)[i] = make_uint4(0, 0, 0, 0);
+                if (scales) scales[row * p.nblk + blk] = 0;
+                if (jn > 0) {
+                    n_blk++;
+                    n_nf++;
+                }
+            } else {
+                const float amax_s =
+                    p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + blk] : amax_b;
+                float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
+                double s_eff = 0.0;
+                uint8_t sbyte = 0;
+                bool live = false, underflow = false;
+                switch (p.c.scale) {
+                case 0: { /* fp32 */
+                    const float sc = amax_s / gmax;
+                    if (sc > 0.f) {
+                        div = sc;
+                        dec1 = sc;
+                        s_eff = sc;
+                        live = true;
+                    } else underflow = amax_s > 0.f;
+                    break;
+                }
+                case 3: /* tensor */
+                    if (p.c.ts > 0.f && amax_b > 0.f) {
+                        div = p.c.ts;
+                        dec1 = p.c.ts;
+                        s_eff = p.c.ts;
+                        live = true;
+                    } else underflow = amax_b > 0.f;
+                    break;
+                case 1: { /* nvfp4, TE's order */
+                    const uint8_t e =
+                        fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
+                    const float ef = fp4c_e4m3_decode(e);
+                    sbyte = e;
+                    mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
+                    dec1 = ef;
+                    dec2 = p.c.nv_sdec;
+                    s_eff = (double)(ef * p.c.nv_sdec);
+                    live = amax_b > 0.f && s_eff > 0.0;
+                    underflow = amax_b > 0.f && !live;
+                    break;
+                }
+                default: { /* mxfp4 */
+                    sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
+                    const float X = fp4c_e8m0_decode(sbyte);
+                    if (amax_b > 0.f) {
+                        mul = 1.0f / X;
+                        dec1 = X;
+                        s_eff = X;
+                        live = true;
+                    }
+                    break;
+                }
+                }
+                if (!live && p.c.scale != 1) mul = 0.f;
+                if (scales) scales[row * p.nblk + blk] = sbyte;
+                /* t = (a * mul) / div, IEEE. div == 1: t = a * mul. Else, for RTNE, with mul == 1
+                 * and 2^-60 <= div <= 2^126, a <= 32 div: Markstein's quotient from the correctly
+                 * rounded reciprocal is the correctly rounded a / div whenever a / div >= 2^-40
+                 * (and stays < 2^-39, below every midpoint, otherwise); any other block: __fdiv_rn */
+                const bool one = div == 1.f;
+                const bool fast = one || (!sr && mul == 1.f && div >= 0x1p-60f &&
+                                          div <= 0x1p126f && amax_b <= 32.f * div);
+                const float rdiv = one ? 1.f : __frcp_rn(div);
+                const double r_eff = live ? __drcp_rn(s_eff) : 0.0;
+                const uint64_t idx0 =
+                    (uint64_t)(p.row0 + row) * (uint64_t)p.c.padded_len + (uint64_t)col;
+                uint32_t sat = 0;
+                int qi_amax = 0;
+                uint32_t cw[B / 4];
+                /* the element loop: FAST = RTNE, fast quotient, live, all B counted (the hot
+                 * path, no per-element branches); else every case, as block_quant has it */
+                auto elems = [&](auto fast_c) {
+                    constexpr bool FAST = decltype(fast_c)::value;
+#pragma unroll
+                    for (int j = 0; j < B; j++) {
+                        const float xv = x[j];
+                        const float a = fp4c_absf(xv);
+                        const float a1 = __fmul_rn(a, mul);
+                        float t;
+                        if (FAST || fast) {
+                            const float q0 = __fmul_rn(a1, rdiv);
+                            const float rem = __fmaf_rn(-q0, div, a1);
+                            t = one ? a1 : __fmaf_rn(rem, rdiv, q0);
+                        } else {
+                            t = __fdiv_rn(a1, div);
+                        }
+                        const float tc = fp4c_minf(t, gmax);
+                        int qi;
+                        float q;
+                        if (!FAST && sr) {
+                            qi = fp4c_sr_index(&s_grid, tc,
+                                               fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
+                                                               p.c.stream, p.c.sr_bits));
+                            q = s_q[qi];
+                        } else {
+                            qi = 0;
+#pragma unroll
+                            for (int i = 0; i < 7; i++) qi += tc >= th[i];
+                            q = s_q[qi];
+                        }
+                        const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                        const uint32_t neg = __float_as_uint(xv) & 0x80000000u;
+                        const float xq = __uint_as_float(__float_as_uint(mag) | neg);
+                        const uint32_t code = (uint32_t)qi | (neg >> 28);
+                        if ((j & 3) == 0) cw[j / 4] = code;
+                        else cw[j / 4] |= code << (8 * (j & 3));
+                        qi_amax = j == amax_j ? qi : qi_amax;
+                        if (FAST || j < jn) {
+                            const double dx = xv, dq = xq, d = __dsub_rn(dq, dx);
+                            sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                            se2 = __dadd_rn(se2, __dmul_rn(d, d));
+                            sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
+                            sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                            sat += t > gmax;
+                            atomicAdd(&hist[code * NT], 1u);
+                            if (FAST || live) {
+                                /* e = q - a / s_eff in fp64 (Markstein from the correctly
+                                 * rounded reciprocal: the CPU's quotient). The amax element
+                                 * adds +0.0 instead: an exact identity on these sums (they
+                                 * start at +0 and never become -0), so no branch */
+                                const double ad = fabs(dx);
+                                const double q0 = __dmul_rn(ad, r_eff);
+                                const double rem = __fma_rn(-q0, s_eff, ad);
+                                const double quo = __fma_rn(rem, r_eff, q0);
+                                const double e0 = __dsub_rn(s_qd[qi], quo);
+                                const double e = j == amax_j ? 0.0 : e0;
+                                lsum[qi * SP] = __dadd_rn(lsum[qi * SP], e);
+                                serr = __dadd_rn(serr, e);
+                            }
+                        }
+                    }
+                };
+                if (fast && !sr && live && jn == B) elems(std::true_type{});
+                else elems(std::false_type{});
+                if (cp)
+#pragma unroll
+                    for (int i = 0; i < B / 16; i++)
+                        ((uint4 *)cp)[i] =
+                            make_uint4(cw[4 * i], cw[4 * i + 1], cw[4 * i + 2], cw[4 * i + 3]);
+                if (jn > 0) {
+                    if (live) {
+                        if (amax_j < jn) excl[qi_amax * NT]++;
+                        n_serr += (uint32_t)(jn - (amax_j < jn));
+                        n_sat += sat;
+                    } else {
+                        /* no level statistics at all: every counted element is left out */
+#pragma unroll
+                        for (int j = 0; j < B; j++)
+                            if (j < jn) excl[((cw[j / 4] >> (8 * (j & 3))) & 7u) * NT]++;
+                    }
+                    n_blk++;
+                    n_zb += amax_b == 0.f;
+                    n_uf += underflow;
+                    amax_max = fmaxf(amax_max, amax_b);
+                } else {
+                    sx2 = se2 = sxqx = sxq2 = serr = 0.0;
+                }
+            }
+        }
+        s_sum[FP4K_S_X2 * SP + slot] = sx2;
+        s_sum[FP4K_S_ERR2 * SP + slot] = se2;
+        s_sum[FP4K_S_XQX * SP + slot] = sxqx;
+        s_sum[FP4K_S_XQ2 * SP + slot] = sxq2;
+        s_sum[FP4K_S_SIGNED * SP + slot] = serr;
+      }
+        __syncthreads();
+        for (int c = tid; c < CPC * FP4K_NSUMS; c += NT) {
+            const int w = c / FP4K_NSUMS, l = c % FP4K_NSUMS;
+            const int64_t chr = gi * CPC + w;
+            if (chr < p.nchunks) {
+                const double *sp = s_sum + l * SP + w * CHUNK_BLOCKS;
+                double acc = 0.0;
+#pragma unroll 16
+                for (int b = 0; b < CHUNK_BLOCKS; b++) acc = __dadd_rn(acc, sp[b]);
+                part[chr * FP4K_NSUMS + l] = acc;
+            }
+        }
+        __syncthreads();
+    }
+
+    /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
+    const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
+                             n_blk, n_zb, n_uf, n_nf, n_serr};
+    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
+                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
+#pragma unroll
+    for (int i = 0; i < 10; i++) {
+        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
+        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
+    if ((tid & 31) == 0 && amax_max > 0.f)
+        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
+    if (tid < 24) {
+        unsigned long long sum = 0;
+        if (tid < 16) {
+            for (int t = 0; t < NT; t++) sum += s_cnt[tid * NT + t];
+            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
+        } else {
+            /* level counts: counted elements at the level minus those left out */
+            const int lv = tid - 16;
+            for (int t = 0; t < NT; t++)
+                sum += (unsigned long long)s_cnt[lv * NT + t] + s_cnt[(lv + 8) * NT + t] -
+                       s_cnt[(16 + lv) * NT + t];
+            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
+        }
+    }
+}
+
+template <int B, int R>
+int launch_blk(const KP &p, const float *in, const float *signs, const float *tile_amax,
+               double *part, uint64_t *counts, uint8_t *codes, uint8_t *scales, cudaStream_t st)
+{
+    constexpr int NT = 128, KB = 2;
+    static int per_sm = 0, sms = 0;
+    if (!per_sm) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+        cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_qblk<B, R, NT, KB>, NT, 0);
+        if (e != cudaSuccess) return (int)e;
+        if (per_sm < 1) per_sm = 1;
+    }
+    constexpr int CPC = NT * KB / CHUNK_BLOCKS;
+    const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
+    const int64_t cap = (int64_t)per_sm * sms;
+    const unsigned grid = (unsigned)(ngroups < cap ? ngroups : cap);
+    k_qblk<B, R, NT, KB><<<grid, NT, 0, st>>>(p, in, signs, tile_amax, part,
+                                          (unsigned long long *)counts, codes, scales);
+    return 0;
+}
+
+/* ---- pass 1: amax and the weight_2d tile amax --------------------------------------------- */
+
+__device__ __forceinline__ void atomic_max_pos(float *addr, float v)
+{
+    /* non-negative floats order like their bit patterns */
+    if (v > 0.f) atomicMax((unsigned int *)addr, __float_as_uint(v));
+}
+
+__device__ __forceinline__ float fin_abs(float v)
+{
+    return fp4c_isfinite(v) ? fp4c_absf(v) : 0.f;
+}
+
+/* Thread per 16 consecutive (padded) columns; RHT-16 or none. */
+template <int N>
+__global__ void k_amax_thread(const float *__restrict__ in, int64_t nrows, int64_t row_len,
+                              int64_t padded_len, const float *__restrict__ signs, float *amax,
+                              float *tile_amax)
+{
+    const int64_t gpr = padded_len / 16;
+    const int64_t ngroups = nrows * gpr;
+    float sgl[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) sgl[i] = N == 16 ? signs[i] : 1.f;
+    float m = 0.f;
+    for (int64_t gi = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; gi < ngroups;
+         gi += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * 16;
+        float x[16];
+#pragma unroll
+        for (int i = 0; i < 16; i++) x[i] = c + i < row_len ? in[r * row_len + c + i] : 0.f;
+        if (N == 16) rht16_thread(x, sgl);
+        float bm = 0.f;
+#pragma unroll
+        for (int i = 0; i < 16; i++) bm = fp4c_maxf(bm, fin_abs(x[i]));
+        if (tile_amax) atomic_max_pos(&tile_amax[(r / 16) * gpr + c / 16], bm);
+        m = fp4c_maxf(m, bm);
+    }
+    if (amax) {
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if ((threadIdx.x & 31) == 0) atomic_max_pos(amax, m);
+    }
+}
+
+/* Warp per RHT group of N >= 32. */
+template <int N>
+__global__ void k_amax_warp(const float *__restrict__ in, int64_t nrows, int64_t row_len,
+                            int64_t padded_len, const float *__restrict__ signs, double rs,
+                            float *amax, float *tile_amax)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t gpr = padded_len / N;
+    const int64_t ngroups = nrows * gpr;
+    const int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
+    float m = 0.f;
+    for (int64_t gi = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; gi < ngroups;
+         gi += nwarps) {
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * N;
+        double v[N / 32];
+#pragma unroll
+        for (int k = 0; k < N / 32; k++) {
+            const int64_t col = c + lane + 32 * k;
+            v[k] = __dmul_rn((double)(col < row_len ? in[r * row_len + col] : 0.f),
+                             (double)signs[lane + 32 * k]);
+        }
+        rht_warp<N>(v, lane);
+#pragma unroll
+        for (int k = 0; k < N / 32; k++) {
+            const float y = fin_abs(rht_out(v[k], rs, N));
+            m = fp4c_maxf(m, y);
+            if (tile_amax) {
+                float t = y; /* 16-column block of element lane + 32k: its 16 lanes */
+                for (int o = 8; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, o));
+                if ((lane & 15) == 0)
+                    atomic_max_pos(&tile_amax[(r / 16) * (padded_len / 16) + (c + lane + 32 * k) / 16], t);
+            }
+        }
+    }
+    if (amax) {
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        if (lane == 0) atomic_max_pos(amax, m);
+    }
+}
+
+int grid_for(int64_t work, int threads)
+{
+    int dev = 0, sms = 132;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int64_t b = (work + threads - 1) / threads;
+    int64_t cap = (int64_t)sms * 16;
+    return (int)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+int amax_common(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len, int rht_n,
+                const float *signs, float *amax, float *tile_amax, cudaStream_t st)
+{
+    const int th = 256;
+    const double rs = sqrt((double)(rht_n > 0 ? rht_n : 1));
+    switch (rht_n) {
+    case 0:
+        k_amax_thread<0><<<grid_for(n_rows * (padded_len / 16), th), th, 0, st>>>(
+            in, n_rows, row_len, padded_len, signs, amax, tile_amax);
+        break;
+    case 16:
+        k_amax_thread<16><<<grid_for(n_rows * (padded_len / 16), th), th, 0, st>>>(
+            in, n_rows, row_len, padded_len, signs, amax, tile_amax);
+        break;
+#define AW(N)                                                                                  \
+    case N:                                                                                    \
+        k_amax_warp<N><<<grid_for(n_rows * (padded_len / N) * 32, th), th, 0, st>>>(          \
+            in, n_rows, row_len, padded_len, signs, rs, amax, tile_amax);                      \
+        break;
+        AW(32) AW(64) AW(128) AW(256)
+#undef AW
+    default:
+        return (int)cudaErrorInvalidValue;
+    }
+    return (int)cudaGetLastError();
+}
+
+template <int W, int T, int R>
+void launch(const KP &p, const float *in, const float *signs, const float *tile_amax,
+            double *part, uint64_t *counts, uint8_t *codes, uint8_t *scales, cudaStream_t st)
+{
+    const int64_t nb = (p.nchunks + T - 1) / T;
+    k_quant<W, T, R><<<(unsigned)nb, T, 0, st>>>(p, in, signs, tile_amax, part,
+                                                  (unsigned long long *)counts, codes, scales);
+}
+
+} // namespace
+
+extern "C" int fp4k_cfg_supported(const fp4k_cfg *cfg)
+{
+    const int b = cfg->block;
+    if (b < 4 || b > 256 || (b & (b - 1))) return 0;
+    if (cfg->rht_n && (cfg->rht_n < 16 || cfg->rht_n > 256 || (cfg->rht_n & (cfg->rht_n - 1)) ||
+                       cfg->rht_n > CHUNK_BLOCKS * b))
+        return 0;
+    if (cfg->weight_2d && b != 16) return 0;
+    return 1;
+}
+
+extern "C" int64_t fp4k_nchunks(const fp4k_cfg *cfg, int64_t n_rows)
+{
+    const int64_t nblk = cfg->padded_len / cfg->block;
+    return n_rows * ((nblk + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS);
+}
+
+extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
+                             const float *signs, const float *tile_amax, double *part,
+                             uint64_t *counts, uint8_t *codes, uint8_t *scales, void *stream)
+{
+    if (!fp4k_cfg_supported(cfg)) return (int)cudaErrorInvalidValue;
+    if (n_rows <= 0) return 0;
+    KP p;
+    p.c = *cfg;
+    p.nblk = cfg->padded_len / cfg->block;
+    p.cpr = (p.nblk + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
+    p.chunk_len = (int64_t)CHUNK_BLOCKS * cfg->block;
+    p.nchunks = n_rows * p.cpr;
+    p.row0 = row0;
+    p.rs = sqrt((double)(cfg->rht_n > 0 ? cfg->rht_n : 1));
+    cudaStream_t st = (cudaStream_t)stream;
+    int w = cfg->block > cfg->rht_n ? cfg->block : cfg->rht_n;
+    if (w < 64) w = 64;
+    if ((cfg->block == 16 || cfg->block == 32) && (cfg->rht_n == 0 || cfg->rht_n == 16)) {
+        int e;
+        if (cfg->block == 16)
+            e = cfg->rht_n ? launch_blk<16, 16>(p, in, signs, tile_amax, part, counts, codes,
+                                                 scales, st)
+                           : launch_blk<16, 0>(p, in, signs, tile_amax, part, counts, codes,
+                                                scales, st);
+        else
+            e = cfg->rht_n ? launch_blk<32, 16>(p, in, signs, tile_amax, part, counts, codes,
+                                                 scales, st)
+                           : launch_blk<32, 0>(p, in, signs, tile_amax, part, counts, codes,
+                                                scales, st);
+        if (e) return e;
+        return (int)cudaGetLastError();
+    }
+#define L(W, T, R) launch<W, T, R>(p, in, signs, tile_amax, part, counts, codes, scales, st)
+    if (w == 64) {
+        switch (cfg->rht_n) {
+        case 0: L(64, 64, 0); break;
+        case 16: L(64, 64, 16); break;
+        case 32: L(64, 64, 32); break;
+        default: L(64, 64, 64); break;
+        }
+    } else if (w == 128) {
+        switch (cfg->rht_n) {
+        case 0: L(128, 32, 0); break;
+        case 16: L(128, 32, 16); break;
+        case 32: L(128, 32, 32); break;
+        case 64: L(128, 32, 64); break;
+        default: L(128, 32, 128); break;
+        }
+    } else {
+        switch (cfg->rht_n) {
+        case 0: L(256, 32, 0); break;
+        case 16: L(256, 32, 16); break;
+        case 32: L(256, 32, 32); break;
+        case 64: L(256, 32, 64); break;
+        case 128: L(256, 32, 128); break;
+        default: L(256, 32, 256); break;
+        }
+    }
+#undef L
+    return (int)cudaGetLastError();
+}
+
+extern "C" int fp4k_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len,
+                         int rht_n, const float *signs, float *amax, void *stream)
+{
+    if (n_rows <= 0) return 0;
+    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, amax, NULL,
+                       (cudaStream_t)stream);
+}
+
+extern "C" int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len,
+                              int64_t padded_len, int rht_n, const float *signs,
+                              float *tile_amax, void *stream)
+{
+    if (n_rows <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    const int64_t nt = ((n_rows + 15) / 16) * (padded_len / 16);
+    cudaError_t e = cudaMemsetAsync(tile_amax, 0, (size_t)nt * sizeof(float), st);
+    if (e != cudaSuccess) return (int)e;
+    return amax_common(in, n_rows, row_len, padded_len, rht_n, signs, NULL, tile_amax, st);
+}
+
+extern "C" int fp4k_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+extern "C" void fp4k_device_name(char *buf, int n)
+{
+    cudaDeviceProp pr;
+    if (n <= 0) return;
+    buf[0] = 0;
+    if (cudaGetDeviceProperties(&pr, 0) != cudaSuccess) return;
+    snprintf(buf, (size_t)n, "%s (sm_%d%d, %d SMs, %.0f GiB)", pr.name, pr.major, pr.minor,
+             pr.multiProcessorCount, pr.totalGlobalMem / 1073741824.0);
+}
+
+extern "C" const char *fp4k_error_string(int err) { return cudaGetErrorString((cudaError_t)err); }

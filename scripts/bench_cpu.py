@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""bench_cpu.py — `make bench`: CPU speed of fp4diag against a plain read of the same data.
+
+Generates a 256 MiB float32 HDF5 dataset (random normal, 0.1% outliers) in a temp dir and times,
+in one run (median of BENCH_REPEATS, default 3):
+  read   build/bench_read: every element through fp4_h5_read_slab (our I/O path) — the baseline
+  one    fp4diag sqnr FILE --format e2m1 --scale fp32 --rht off -q -o /dev/null
+  six    fp4diag sqnr FILE --format e2m1,e1m2,int4 --scale fp32 --rht both -q -o /dev/null
+  numpy  the same analysis as `one` in float64 numpy (fp32 block scales, e2m1 RTNE,
+         SQNR / alpha / code histogram), checked against fp4diag's numbers
+Targets (2-core machine): one <= 2x read, six <= 4x read, numpy >= 50x one.
+Env: BENCH_REPEATS, BENCH_NUMPY_REPEATS (default 1), BENCH_MIB (default 256), FP4DIAG, TMPDIR.
+"""
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FP4DIAG = os.environ.get("FP4DIAG", os.path.join(ROOT, "fp4diag"))
+READER = os.path.join(ROOT, "build", "bench_read")
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+NP_REPEATS = int(os.environ.get("BENCH_NUMPY_REPEATS", "1"))
+MIB = int(os.environ.get("BENCH_MIB", "256"))
+COLS = 4096
+DSET = "/w"
+
+
+def make_data(path):
+    rows = MIB * (1 << 20) // 4 // COLS
+    rng = np.random.default_rng(1234)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset(DSET, shape=(rows, COLS), dtype="<f4")
+        step = 1024
+        for r in range(0, rows, step):
+            x = rng.standard_normal((min(step, rows - r), COLS), dtype=np.float32)
+            m = rng.random(x.shape) < 0.001
+            x[m] *= 20.0
+            d[r:r + x.shape[0]] = x
+    return rows
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def e2m1_numpy(path, rows):
+    """fp32 block scales (block 16), e2m1 RTNE (ties to the even index), fp64 sums."""
+    q = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32)
+    mids = (q[:-1] + q[1:]) / 2
+    sx2 = se2 = sxqx = 0.0
+    hist = np.zeros(16, dtype=np.int64)
+    with h5py.File(path, "r") as f:
+        d = f[DSET]
+        step = 512
+        for r in range(0, rows, step):
+            x = d[r:r + step].reshape(-1, 16)
+            amax = np.max(np.abs(x), axis=1, keepdims=True)
+            s = (amax / np.float32(6.0)).astype(np.float32)
+            live = s > 0
+            t = np.where(live, np.abs(x) / np.where(live, s, np.float32(1)), np.float32(0))
+            t = np.minimum(t, np.float32(6.0)).astype(np.float32)
+            ix = np.zeros(t.shape, dtype=np.int64)
+            for i, m in enumerate(mids):
+                ix += (t >= m) if i % 2 else (t > m)
+            xq = np.copysign(q[ix] * s, x).astype(np.float32)
+            xd, qd = x.astype(np.float64), xq.astype(np.float64)
+            sx2 += float(np.sum(xd * xd))
+            se2 += float(np.sum((qd - xd) ** 2))
+            sxqx += float(np.sum(qd * xd))
+            hist += np.bincount((ix + 8 * np.signbit(x)).ravel(), minlength=16)
+    return 10 * np.log10(sx2 / se2), sxqx / sx2, hist
+
+
+def main():
+    for exe in (FP4DIAG, READER):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"bench_cpu: {exe} missing (run `make bench`)")
+    tmp = tempfile.mkdtemp(prefix="fp4diag-bench-")
+    try:
+        path = os.path.join(tmp, "bench.h5")
+        rows = make_data(path)
+        size = os.path.getsize(path)
+        load0 = os.getloadavg()
+        one = [FP4DIAG, "sqnr", path, "--format", "e2m1", "--scale", "fp32", "--rht", "off",
+               "-q", "-o", "/dev/null"]
+        six = [FP4DIAG, "sqnr", path, "--format", "e2m1,e1m2,int4", "--scale", "fp32",
+               "--rht", "both", "-q", "-o", "/dev/null"]
+        read = [READER, path, DSET]
+        timed(read)  # page cache warm-up
+        t = {"read": [], "one": [], "six": []}
+        for _ in range(REPEATS):
+            t["read"].append(timed(read))
+            t["one"].append(timed(one))
+            t["six"].append(timed(six))
+        np_t = []
+        for _ in range(NP_REPEATS):
+            t0 = time.perf_counter()
+            sq, alpha, hist = e2m1_numpy(path, rows)
+            np_t.append(time.perf_counter() - t0)
+        load1 = os.getloadavg()
+        # the numbers agree (fp64 sums in another order: not bitwise)
+        rep = os.path.join(tmp, "one.json")
+        subprocess.run(one[:-1] + [rep], check=True)
+        with open(rep) as fh:
+            r = json.load(fh)["tensors"][0]["results"][0]
+        ok = (abs(r["sqnr_db"] - sq) < 1e-6 and abs(r["alpha"] - alpha) < 1e-9
+              and r["histogram"] == [int(v) for v in hist])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    med = {k: statistics.median(v) for k, v in t.items()}
+    med["numpy"] = statistics.median(np_t)
+    base = med["read"]
+    print(f"fp4diag bench: {size / 2**20:.0f} MiB float32 ({rows} x {COLS}), "
+          f"{os.cpu_count()} CPUs, median of {REPEATS} (numpy {NP_REPEATS})")
+    print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, "
+          f"after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}"
+          + ("  (machine shared with other jobs: timings are pessimistic)"
+             if max(load0[0], load1[0]) > 0.5 * (os.cpu_count() or 1) else ""))
+    print(f"{'run':<8}{'seconds':>9}{'x read':>9}{'GB/s':>8}  target")
+    rows_out = [("read", "plain read (fp4_h5_read_slab)", None),
+                ("one", "sqnr e2m1 fp32, 1 analysis", 2.0),
+                ("six", "sqnr e2m1,e1m2,int4 x rht off/on", 4.0),
+                ("numpy", "numpy fp64, 1 analysis", None)]
+    for k, label, tgt in rows_out:
+        ratio = med[k] / base
+        tg = f"<= {tgt:.0f}x {'ok' if ratio <= tgt else 'MISSED'}" if tgt else ""
+        print(f"{k:<8}{med[k]:9.3f}{ratio:9.2f}{size / med[k] / 1e9:8.2f}  {tg}  {label}")
+    sp = med["numpy"] / med["one"]
+    print(f"numpy / one = {sp:.0f}x (target >= 50x {'ok' if sp >= 50 else 'MISSED'}); "
+          f"fp4diag vs numpy SQNR {r['sqnr_db']:.6f} / {sq:.6f} dB, alpha, histogram: "
+          f"{'agree' if ok else 'DIFFER'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+/* bench_engine.c — developer micro-benchmark and bit-identity check of the CPU engine through
+ * backend.h: `bench_engine check` prints a hash of the raw metrics of many configs on fixed
+ * data (compare before/after an engine change); `bench_engine time [MiB] [threads]` times one
+ * config and six (e2m1,e1m2,int4 x RHT off/on). Not a test; built by `make build/bench_engine`. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "metrics.h"
+#include "quant.h"
+#include "rht.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double urand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) * (1.0 / 9007199254740992.0);
+}
+static float nrand(void)
+{
+    double s = 0;
+    for (int i = 0; i < 4; i++) s += urand();
+    return (float)((s - 2.0) * 1.7320508);
+}
+
+static void fill(float *x, int64_t n, int specials)
+{
+    for (int64_t i = 0; i < n; i++) {
+        float v = nrand();
+        double u = urand();
+        if (u < 0.001) v *= 40.0f;          /* outliers */
+        else if (u < 0.002) v = 0.0f;       /* zeros */
+        else if (u < 0.0025) v = -0.0f;
+        else if (u < 0.003) v *= 1e-39f;    /* subnormal */
+        if (specials && u > 0.99999) v = u > 0.999995 ? (float)(1.0 / 0.0) : (float)(0.0 / 0.0);
+        x[i] = v;
+    }
+    /* a whole zero row region and a tiny-scale region */
+    for (int64_t i = 0; i < 64 && i < n; i++) x[i] = 0.0f;
+    for (int64_t i = 64; i < 128 && i < n; i++) x[i] *= 1e-44f;
+}
+
+static uint64_t h = 1469598103934665603ull;
+static void hb(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+}
+
+static void hash_metrics(const fp4_metrics *m)
+{
+    hb(&m->sum_x2, 8); hb(&m->sum_err2, 8); hb(&m->sum_xqx, 8); hb(&m->sum_xq2, 8);
+    hb(&m->signed_err_sum, 8); hb(&m->signed_err_n, 8);
+    hb(m->level_count, sizeof m->level_count); hb(m->level_err_sum, sizeof m->level_err_sum);
+    hb(m->hist, sizeof m->hist);
+    hb(&m->elements, 8 * 11);
+    hb(&m->tensor_amax, 4);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int run(fp4_backend *be, const fp4_qconfig *cfgs, int n, const float *x, int64_t rows,
+               int64_t L, int64_t slab, fp4_metrics *out)
+{
+    fp4_analysis *an;
+    if (fp4_analysis_begin(be, cfgs, n, rows, L, &an) != FP4_OK) return 1;
+    if (fp4_analysis_needs_amax(an))
+        for (int64_t r = 0; r < rows; r += slab)
+            if (fp4_analysis_amax(an, x + r * L, rows - r < slab ? rows - r : slab)) return 1;
+    for (int64_t r = 0; r < rows; r += slab)
+        if (fp4_analysis_feed(an, x + r * L, rows - r < slab ? rows - r : slab)) return 1;
+    return fp4_analysis_end(an, out) != FP4_OK;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "check";
+    static fp4_rht_signs te16, te64, s256, s16;
+    fp4_rht_signs_make("te", 16, &te16);
+    fp4_rht_signs_make("te", 64, &te64);
+    fp4_rht_signs_make("seed:7", 256, &s256);
+    fp4_rht_signs_make("seed:3", 16, &s16);
+    if (strcmp(mode, "check") == 0) {
+        int threads = argc > 2 ? atoi(argv[2]) : 0;
+        fp4_backend *be;
+        if (fp4_backend_open(FP4_DEVICE_CPU, threads, &be)) return 1;
+        fp4_qconfig cfgs[512];
+        int n = 0;
+        const fp4_format fmts[] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_E1M2, 0}, {FP4_FMT_INT4, 0},
+                                   {FP4_FMT_E3M0, 0}, {FP4_FMT_E2M1, 3}};
+        const fp4_rht_signs *rhts[] = {NULL, &te16, &te64, &s256, &s16};
+        for (int f = 0; f < 5; f++)
+            for (int s = 0; s < 4; s++)
+                for (int r = 0; r < 5; r++)
+                    for (int rd = 0; rd < 2; rd++) {
+                        fp4_qconfig c;
+                        fp4_qconfig_default(&c);
+                        c.format = fmts[f];
+                        c.scale = (fp4_scale_mode)s;
+                        c.rht = rhts[r];
+                        c.rounding = rd ? FP4_ROUND_SR : FP4_ROUND_RTNE;
+                        c.seed = 11;
+                        c.stream = 5;
+                        if (s == 0) c.block = r == 4 ? 64 : (f == 2 ? 32 : 16);
+                        if (s == 2 && f == 0 && rd) c.mx_rule = FP4_MX_RCEIL;
+                        if (s == 1 && r == 0 && rd == 0 && f == 0) c.weight_2d = true;
+                        if (rd && f == 1) c.sr_bits = 8;
+                        if (fp4_qconfig_check(&c) == FP4_OK) cfgs[n++] = c;
+                    }
+        const int64_t shapes[][2] = {{70, 1000}, {33, 4096}, {5, 7}, {40, 256}, {1, 300}};
+        fp4_metrics out[512];
+        for (int sh = 0; sh < 5; sh++) {
+            int64_t R = shapes[sh][0], L = shapes[sh][1];
+            float *x = malloc((size_t)(R * L) * sizeof *x);
+            fill(x, R * L, sh != 3);
+            /* whole config list in one analysis (shared rotation paths), then one by one */
+            if (run(be, cfgs, n, x, R, L, 16, out)) { fprintf(stderr, "run failed\n"); return 1; }
+            uint64_t h0;
+            h = 1469598103934665603ull;
+            for (int c = 0; c < n; c++) hash_metrics(&out[c]);
+            h0 = h;
+            h = 1469598103934665603ull;
+            for (int c = 0; c < n; c++) {
+                fp4_metrics o1;
+                if (run(be, &cfgs[c], 1, x, R, L, 32, &o1)) return 1;
+                hash_metrics(&o1);
+            }
+            /* the scalar reference */
+            uint64_t h1 = h;
+            h = 1469598103934665603ull;
+            for (int c = 0; c < n; c++) {
+                float amax = 0.0f;
+                fp4_metrics o2;
+                fp4_metrics_init(&o2);
+                if (fp4_needs_tensor_amax(&cfgs[c])) fp4_amax_rows(&cfgs[c], x, R, L, &amax);
+                if (fp4_quantize_rows(&cfgs[c], amax, x, 0, R, L, NULL, &o2)) return 1;
+                fp4_metrics_finish(&o2);
+                hash_metrics(&o2);
+            }
+            printf("shape %lldx%lld configs %d: all %016llx single %016llx ref %016llx%s\n",
+                   (long long)R, (long long)L, n, (unsigned long long)h0,
+                   (unsigned long long)h1, (unsigned long long)h,
+                   h0 == h1 && h1 == h ? "" : "  MISMATCH");
+            free(x);
+        }
+        fp4_backend_close(be);
+        return 0;
+    }
+    /* time */
+    int64_t mib = argc > 2 ? atoll(argv[2]) : 64;
+    int threads = argc > 3 ? atoi(argv[3]) : 0;
+    const int64_t L = 4096, R = mib * 1024 * 1024 / 4 / L;
+    float *x = malloc((size_t)(R * L) * sizeof *x);
+    fill(x, R * L, 0);
+    fp4_backend *be;
+    if (fp4_backend_open(FP4_DEVICE_CPU, threads, &be)) return 1;
+    fp4_qconfig six[6];
+    const fp4_format fm[3] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_E1M2, 0}, {FP4_FMT_INT4, 0}};
+    for (int i = 0; i < 6; i++) {
+        fp4_qconfig_default(&six[i]);
+        six[i].format = fm[i % 3];
+        six[i].rht = i >= 3 ? &te16 : NULL;
+    }
+    fp4_metrics out[6];
+    const int64_t slab = 8192; /* rows per feed: 128 MiB */
+    for (int k = 0; k < 3; k++) {
+        double t0 = now();
+        run(be, six, 1, x, R, L, slab, out);
+        double t1 = now();
+        run(be, six, 6, x, R, L, slab, out);
+        double t2 = now();
+        run(be, six + 3, 1, x, R, L, slab, out);
+        double t3 = now();
+        printf("%lld MiB, %s threads: one %.3f s (%.2f ns/elem), six %.3f s, rht-one %.3f s  "
+               "sqnr %.4f\n", (long long)mib, threads ? argv[3] : "all", t1 - t0,
+               (t1 - t0) * 1e9 / (double)(R * L), t2 - t1, t3 - t2, out[0].sqnr_db);
+    }
+    fp4_backend_close(be);
+    free(x);
+    return 0;
+}

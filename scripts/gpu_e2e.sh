@@ -1,0 +1,38 @@
+#!/bin/sh
+# gpu_e2e.sh — end-to-end CPU-vs-CUDA check on a GPU machine: the same `fp4diag sqnr` run on
+# real tensors with --device cpu and --device cuda, over 12 option sets (every grid, scale mode,
+# rounding, RHT size, axis), reports compared by scripts/check_golden.py (1e-9 relative; codes,
+# counts and histograms exact). Usage: scripts/gpu_e2e.sh [FILE.h5 ...]
+# Env: FP4DIAG (default ./fp4diag), OUT (default a temp dir; reports are left there on a
+# difference). Exit 0 when every pair agrees, 1 otherwise, 77 when no GPU is usable.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${FP4DIAG:-./fp4diag}
+out=${OUT:-$(mktemp -d)}
+[ $# -gt 0 ] || set -- testdata/gpt_ckpt_small.h5 testdata/gpt_gemm_small.h5
+if ! "$bin" grid --format e2m1 -q >/dev/null 2>&1; then echo "gpu_e2e: $bin does not run" >&2; exit 1; fi
+"$bin" sqnr "$1" --format e2m1 --device cuda -q -o /dev/null 2>"$out/probe.err"
+if [ $? -eq 4 ]; then echo "gpu_e2e: skip: $(cat "$out/probe.err")"; exit 77; fi
+ok=0 bad=0
+for f in "$@"; do
+  for opts in "--format all --rht both" "--scale nvfp4 --format e2m1 --rht both" \
+      "--scale nvfp4 --weight-2d --format e2m1" "--scale mxfp4 --format all --rht both" \
+      "--scale mxfp4 --mx-rule rceil --format e2m1" "--scale tensor --format all" \
+      "--rounding sr --seed 7 --format e2m1,int4 --rht both" "--rounding sr --sr-bits 8 --format e2m1" \
+      "--rht on --rht-size 64 --format e2m1,e1m2" "--rht on --rht-size 256 --rht-signs seed:3 --format e2m1" \
+      "--axis 0 --format e2m1,int4 --rht both" "--block 32 --format e3m0,e2m1:max=4"; do
+    n=$(echo "$f $opts" | cksum | cut -d' ' -f1)
+    # shellcheck disable=SC2086
+    "$bin" sqnr "$f" $opts --device cpu -q -o "$out/c_$n.json" 2>"$out/c_$n.err"; rc1=$?
+    # shellcheck disable=SC2086
+    "$bin" sqnr "$f" $opts --device cuda -q -o "$out/g_$n.json" 2>"$out/g_$n.err"; rc2=$?
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] &&
+       python3 "$here/check_golden.py" "$out/c_$n.json" "$out/g_$n.json" >"$out/d_$n.txt" 2>&1; then
+      ok=$((ok + 1)); rm -f "$out/c_$n.json" "$out/g_$n.json"
+    else
+      bad=$((bad + 1)); echo "DIFF (exit $rc1/$rc2) $f $opts"; head -5 "$out/d_$n.txt" "$out/g_$n.err"
+    fi
+  done
+done
+echo "gpu_e2e: cpu vs cuda: $ok same, $bad different"
+[ "$bad" -eq 0 ]

@@ -1,0 +1,368 @@
+/* backend_cuda.c — the host side of the CUDA engine behind backend.h: pinned staging buffers
+ * and two slab slots so that the caller's next read, the H2D copy and the kernels overlap;
+ * per-chunk fp64 partials come back and are merged in (row, chunk) order, as on the CPU.
+ * Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c reports its absence). */
+#include "backend_impl.h"
+
+#ifdef FP4_HAVE_CUDA
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+#define NSLOT 2
+
+typedef struct cuda_cfg {
+    fp4_qplan plan;
+    fp4k_cfg kc;
+    bool device;          /* false: the host reference runs it (geometry the kernel lacks) */
+    int amax_src;         /* config whose amax this one shares (same rotation), or itself */
+    float *d_signs;       /* rht_n floats */
+    float *d_amax;        /* 1 float */
+    uint64_t *d_counts;   /* FP4K_NCOUNTS */
+    double *d_part[NSLOT];
+    double *h_part[NSLOT]; /* pinned */
+    int64_t part_cap;     /* chunks per slot */
+    int64_t nchunk_slot[NSLOT];
+    fp4_metrics acc;      /* ordered sums (device configs) or everything (host configs) */
+} cuda_cfg;
+
+typedef struct cuda_an {
+    cuda_cfg *c;
+    cudaStream_t stream;
+    float *h_in[NSLOT];   /* pinned staging */
+    float *d_in[NSLOT];
+    cudaEvent_t done[NSLOT];
+    bool pending[NSLOT];
+    int64_t rows_cap;
+    float *d_tile;
+    int64_t tile_cap;
+    int slot;
+    bool planned;
+} cuda_an;
+
+static fp4_status cuda_fail(cudaError_t e, const char *what)
+{
+    return fp4_error(FP4_ERR_DEVICE, "cuda: %s: %s", what, cudaGetErrorString(e));
+}
+
+#define CU(call, what)                                                                         \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                     \
+    } while (0)
+#define KU(call, what) CU((cudaError_t)(call), what)
+
+void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *o)
+{
+    memset(o, 0, sizeof *o);
+    o->grid = p->grid;
+    o->scale = (int)p->cfg.scale;
+    o->block = p->block;
+    o->rounding = (int)p->cfg.rounding;
+    o->sr_bits = p->cfg.sr_bits;
+    o->seed = p->cfg.seed;
+    o->stream = p->cfg.stream;
+    o->mx_rule = (int)p->cfg.mx_rule;
+    o->weight_2d = p->cfg.weight_2d;
+    o->rht_n = p->cfg.rht ? p->cfg.rht->n : 0;
+    o->ts = p->ts;
+    o->nv_sdec = p->nv_sdec;
+    o->nv_m = p->nv_m;
+    o->row_len = p->row_len;
+    o->padded_len = p->padded_len;
+    o->counted_len = p->counted_len;
+}
+
+static void cuda_close(fp4_backend *be) { free(be); }
+
+static void cuda_abort(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    if (!ca) return;
+    if (ca->stream) cudaStreamSynchronize(ca->stream);
+    for (int c = 0; ca->c && c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        cudaFree(cc->d_signs);
+        cudaFree(cc->d_amax);
+        cudaFree(cc->d_counts);
+        for (int s = 0; s < NSLOT; s++) {
+            cudaFree(cc->d_part[s]);
+            cudaFreeHost(cc->h_part[s]);
+        }
+    }
+    for (int s = 0; s < NSLOT; s++) {
+        cudaFreeHost(ca->h_in[s]);
+        cudaFree(ca->d_in[s]);
+        if (ca->done[s]) cudaEventDestroy(ca->done[s]);
+    }
+    cudaFree(ca->d_tile);
+    if (ca->stream) cudaStreamDestroy(ca->stream);
+    free(ca->c);
+    free(ca);
+    an->impl = NULL;
+}
+
+static fp4_status cuda_begin(fp4_analysis *an)
+{
+    cuda_an *ca = calloc(1, sizeof *ca);
+    if (!ca) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    an->impl = ca;
+    ca->c = calloc((size_t)an->ncfg, sizeof *ca->c);
+    if (!ca->c) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    CU(cudaStreamCreateWithFlags(&ca->stream, cudaStreamNonBlocking), "stream");
+    for (int s = 0; s < NSLOT; s++)
+        CU(cudaEventCreateWithFlags(&ca->done[s], cudaEventDisableTiming), "event");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        fp4_metrics_init(&cc->acc);
+        cc->amax_src = c;
+        for (int d = 0; d < c; d++)
+            if (fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == cfg->rht) {
+                cc->amax_src = d;
+                break;
+            }
+        CU(cudaMalloc((void **)&cc->d_amax, sizeof(float)), "malloc");
+        CU(cudaMemsetAsync(cc->d_amax, 0, sizeof(float), ca->stream), "memset");
+        CU(cudaMalloc((void **)&cc->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
+        CU(cudaMemsetAsync(cc->d_counts, 0, FP4K_NCOUNTS * sizeof(uint64_t), ca->stream),
+           "memset");
+        if (cfg->rht) {
+            CU(cudaMalloc((void **)&cc->d_signs, (size_t)cfg->rht->n * sizeof(float)), "malloc");
+            CU(cudaMemcpy(cc->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
+                          cudaMemcpyHostToDevice),
+               "signs");
+        }
+    }
+    return FP4_OK;
+}
+
+/* Make room for nrows rows in both slots (pinned host + device). */
+static fp4_status ensure_rows(fp4_analysis *an, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    if (nrows <= ca->rows_cap) return FP4_OK;
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    const size_t bytes = (size_t)nrows * (size_t)an->row_len * sizeof(float) + 16;
+    for (int s = 0; s < NSLOT; s++) {
+        cudaFreeHost(ca->h_in[s]);
+        cudaFree(ca->d_in[s]);
+        ca->h_in[s] = NULL;
+        ca->d_in[s] = NULL;
+        CU(cudaMallocHost((void **)&ca->h_in[s], bytes), "pinned alloc");
+        CU(cudaMalloc((void **)&ca->d_in[s], bytes), "device alloc");
+    }
+    ca->rows_cap = nrows;
+    return FP4_OK;
+}
+
+/* Stage rows into the current slot and start their H2D copy. */
+static fp4_status stage(fp4_analysis *an, const float *rows, int64_t nrows, int *slot)
+{
+    cuda_an *ca = an->impl;
+    FP4_TRY(ensure_rows(an, nrows));
+    const int s = ca->slot;
+    ca->slot = (ca->slot + 1) % NSLOT;
+    /* the slot's previous work must be done before its staging buffer is reused */
+    CU(cudaEventSynchronize(ca->done[s]), "sync");
+    const size_t bytes = (size_t)nrows * (size_t)an->row_len * sizeof(float);
+    memcpy(ca->h_in[s], rows, bytes);
+    CU(cudaMemcpyAsync(ca->d_in[s], ca->h_in[s], bytes, cudaMemcpyHostToDevice, ca->stream),
+       "H2D");
+    *slot = s;
+    return FP4_OK;
+}
+
+static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    int s;
+    if (nrows <= 0) return FP4_OK;
+    FP4_TRY(stage(an, rows, nrows, &s));
+    for (int c = 0; c < an->ncfg; c++) {
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        cuda_cfg *cc = &ca->c[c];
+        if (!fp4_needs_tensor_amax(cfg) || cc->amax_src != c) continue;
+        const int n = cfg->rht ? cfg->rht->n : 0;
+        const int64_t P = n ? (an->row_len + n - 1) / n * n
+                            : (an->row_len + 15) / 16 * 16;
+        KU(fp4k_amax(ca->d_in[s], nrows, an->row_len, P, n, cc->d_signs, cc->d_amax, ca->stream),
+           "amax kernel");
+    }
+    CU(cudaEventRecord(ca->done[s], ca->stream), "event");
+    return FP4_OK;
+}
+
+/* Merge the partials of slot s (its kernels done) into each config's ordered sums. */
+static fp4_status drain(fp4_analysis *an, int s)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->pending[s]) return FP4_OK;
+    CU(cudaEventSynchronize(ca->done[s]), "sync");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (!cc->device) continue;
+        const double *h = cc->h_part[s];
+        for (int64_t i = 0; i < cc->nchunk_slot[s]; i++)
+            fp4_fsums_add(&cc->acc, (const fp4_fsums *)(h + i * FP4K_NSUMS));
+    }
+    ca->pending[s] = false;
+    return FP4_OK;
+}
+
+static fp4_status cuda_plan(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        float amax = 0.0f;
+        if (fp4_needs_tensor_amax(&an->cfgs[c]))
+            CU(cudaMemcpy(&amax, ca->c[cc->amax_src].d_amax, sizeof amax, cudaMemcpyDeviceToHost),
+               "D2H amax");
+        FP4_TRY(fp4_qplan_make(&an->cfgs[c], amax, an->row_len, &cc->plan));
+        fp4_cuda_cfg_of(&cc->plan, &cc->kc);
+        cc->device = fp4k_cfg_supported(&cc->kc) != 0;
+    }
+    ca->planned = true;
+    return FP4_OK;
+}
+
+static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cuda_plan(an));
+    if (nrows <= 0) return FP4_OK;
+    const int64_t row0 = an->rows_fed;
+    /* configs the kernel does not cover: the host reference, in slab order */
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (!cc->device)
+            FP4_TRY(fp4_quantize_rows(&an->cfgs[c], cc->plan.tensor_amax, rows, row0, nrows,
+                                      an->row_len, NULL, &cc->acc));
+    }
+    int s = ca->slot;
+    FP4_TRY(drain(an, s)); /* the slot about to be reused: merge its partials first */
+    FP4_TRY(stage(an, rows, nrows, &s));
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (!cc->device) continue;
+        const int64_t nch = fp4k_nchunks(&cc->kc, nrows);
+        if (nch > cc->part_cap) {
+            for (int k = 0; k < NSLOT; k++) {
+                if (ca->pending[k]) FP4_TRY(drain(an, k));
+                cudaFree(cc->d_part[k]);
+                cudaFreeHost(cc->h_part[k]);
+                cc->d_part[k] = NULL;
+                cc->h_part[k] = NULL;
+                CU(cudaMalloc((void **)&cc->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                   "device alloc");
+                CU(cudaMallocHost((void **)&cc->h_part[k],
+                                  (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                   "pinned alloc");
+            }
+            cc->part_cap = nch;
+        }
+        if (cc->kc.weight_2d) {
+            const int64_t nt = (nrows + 15) / 16 * (cc->kc.padded_len / 16);
+            if (nt > ca->tile_cap) {
+                CU(cudaStreamSynchronize(ca->stream), "sync");
+                cudaFree(ca->d_tile);
+                ca->d_tile = NULL;
+                CU(cudaMalloc((void **)&ca->d_tile, (size_t)nt * sizeof(float)), "device alloc");
+                ca->tile_cap = nt;
+            }
+            KU(fp4k_tile_amax(ca->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
+                              cc->d_signs, ca->d_tile, ca->stream),
+               "tile amax kernel");
+        }
+        KU(fp4k_quantize(&cc->kc, ca->d_in[s], row0, nrows, cc->d_signs,
+                         cc->kc.weight_2d ? ca->d_tile : NULL, cc->d_part[s], cc->d_counts, NULL,
+                         NULL, ca->stream),
+           "quantize kernel");
+        CU(cudaMemcpyAsync(cc->h_part[s], cc->d_part[s],
+                           (size_t)nch * FP4K_NSUMS * sizeof(double), cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H partials");
+        cc->nchunk_slot[s] = nch;
+    }
+    CU(cudaEventRecord(ca->done[s], ca->stream), "event");
+    ca->pending[s] = true;
+    return FP4_OK;
+}
+
+static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cuda_plan(an));
+    /* slots in feed order: the older one first */
+    for (int k = 0; k < NSLOT; k++) FP4_TRY(drain(an, (ca->slot + k) % NSLOT));
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        out[c] = cc->acc;
+        if (!cc->device) continue;
+        uint64_t k[FP4K_NCOUNTS];
+        CU(cudaMemcpy(k, cc->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
+        fp4_metrics *m = &out[c];
+        for (int i = 0; i < 16; i++) m->hist[i] += k[FP4K_C_HIST0 + i];
+        for (int i = 0; i < 8; i++) m->level_count[i] += k[FP4K_C_LEVEL0 + i];
+        m->signed_err_n += k[FP4K_C_SIGNED_N];
+        m->elements += (uint64_t)(an->n_rows * an->row_len);
+        m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
+        m->zero += k[FP4K_C_ZERO];
+        m->nan += k[FP4K_C_NAN];
+        m->inf += k[FP4K_C_INF];
+        m->saturated += k[FP4K_C_SATURATED];
+        m->clipped += k[FP4K_C_CLIPPED];
+        m->blocks += k[FP4K_C_BLOCKS];
+        m->zero_blocks += k[FP4K_C_ZERO_BLOCKS];
+        m->scale_underflow_blocks += k[FP4K_C_UNDERFLOW_BLOCKS];
+        m->nonfinite_blocks += k[FP4K_C_NONFINITE_BLOCKS];
+        uint32_t ab = (uint32_t)k[FP4K_C_AMAX];
+        float a;
+        memcpy(&a, &ab, sizeof a);
+        if (a > m->tensor_amax) m->tensor_amax = a;
+        if (fp4_needs_tensor_amax(&an->cfgs[c]) && cc->plan.tensor_amax > m->tensor_amax)
+            m->tensor_amax = cc->plan.tensor_amax;
+    }
+    return FP4_OK;
+}
+
+static const fp4_backend_ops cuda_ops = {
+    .name = "cuda",
+    .close = cuda_close,
+    .begin = cuda_begin,
+    .amax = cuda_amax,
+    .feed = cuda_feed,
+    .end = cuda_end,
+    .abort = cuda_abort,
+};
+
+fp4_status fp4_cuda_backend_open(fp4_backend **out)
+{
+    *out = NULL;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= 0) {
+        cudaGetLastError();
+        if (e == cudaSuccess || e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+            return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is "
+                                             "available on this machine");
+        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
+                         cudaGetErrorString(e));
+    }
+    fp4_backend *be = calloc(1, sizeof *be);
+    if (!be) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    be->ops = &cuda_ops;
+    be->threads = 1;
+    *out = be;
+    return FP4_OK;
+}
+
+#else
+/* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
+typedef int fp4_backend_cuda_unused;
+#endif

@@ -1,0 +1,50 @@
+/* cmd_analysis.c — the shared body of sqnr, bias, buckets and rht: options, the streaming run
+ * (driver.c) and the report (report.c). */
+#include "cmd_analysis.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "driver.h"
+#include "h5io.h"
+#include "report.h"
+
+fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
+                            bool force_both, const char *usage)
+{
+    fp4_options o;
+    fp4_options_default(&o, NULL, default_rht);
+    /* getopt permutes its argv; the report records the command line as typed */
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    if (st != FP4_OK) goto out;
+    if (o.help) {
+        fputs(usage, stdout);
+        goto out;
+    }
+    if (force_both && o.rht != FP4_RHT_BOTH) {
+        st = fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
+                                      "--rht must be both (use sqnr --rht on for one side)");
+        goto out;
+    }
+    if (o.nargs < 1) {
+        st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
+        goto out;
+    }
+    fp4_h5_set_verbose(o.verbosity > 1);
+
+    fp4_run run;
+    st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
+    if (st == FP4_OK) st = fp4_report_analysis(command, argc, argv, &run);
+    if (st == FP4_OK && run.nerrors > 0)
+        st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
+                                      "first: %s",
+                       run.nerrors, run.ndatasets, run.errors[0].message);
+    fp4_run_free(&run);
+out:
+    free(args);
+    return st;
+}

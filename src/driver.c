@@ -1,0 +1,354 @@
+/* driver.c — stream each selected dataset through the backend, one tensor at a time, in slabs
+ * bounded by --mem-limit; per-tensor failures become error entries (SPEC §8). */
+#include "driver.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+void fp4_layout_of(const int64_t *dims, int rank, int axis, fp4_layout *L)
+{
+    memset(L, 0, sizeof *L);
+    if (rank == 0) {
+        L->n_rows = 1;
+        L->row_len = 1;
+        L->outer_stride = 1;
+        L->rows_per_index = 1;
+        return;
+    }
+    int64_t nelems = 1;
+    for (int d = 0; d < rank; d++) nelems *= dims[d];
+    L->row_len = dims[axis];
+    L->n_rows = L->row_len ? nelems / L->row_len : 0;
+    if (rank == 1) {
+        L->slab_dim = 0;
+        L->rows_per_index = 0; /* one row, read whole */
+        L->outer_stride = 1;
+        return;
+    }
+    L->slab_dim = axis == 0 ? 1 : 0;
+    L->outer_stride = dims[L->slab_dim] ? nelems / dims[L->slab_dim] : 0;
+    L->rows_per_index = L->row_len ? L->outer_stride / L->row_len : 0;
+}
+
+void fp4_slab_to_rows(const float *slab, float *rows, const int64_t *dims, int rank, int axis,
+                      int slab_dim, int64_t count)
+{
+    int64_t outer = 1, inner = 1, A = rank ? dims[axis] : 1;
+    for (int d = 0; d < axis; d++) outer *= d == slab_dim ? count : dims[d];
+    for (int d = axis + 1; d < rank; d++) inner *= d == slab_dim ? count : dims[d];
+    if (inner == 1) {
+        memcpy(rows, slab, (size_t)(outer * A) * sizeof *rows);
+        return;
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t k = 0; k < A; k++) {
+            const float *src = slab + (o * A + k) * inner;
+            float *dst = rows + o * inner * A + k;
+            for (int64_t i = 0; i < inner; i++) dst[i * A] = src[i];
+        }
+}
+
+void fp4_rht_delta_compute(const fp4_metrics *plain, const fp4_metrics *rotated,
+                           fp4_rht_delta *d)
+{
+    d->sqnr_ok = plain->sqnr_status == FP4_SQNR_OK && rotated->sqnr_status == FP4_SQNR_OK &&
+                 isfinite(plain->sqnr_db) && isfinite(rotated->sqnr_db);
+    d->delta_sqnr_db = d->sqnr_ok ? rotated->sqnr_db - plain->sqnr_db : 0.0;
+    d->delta_alpha = rotated->alpha - plain->alpha;
+    d->delta_bucket_ratio_15 = rotated->bucket_ratio_15 - plain->bucket_ratio_15;
+    d->delta_bucket_ratio_8 = rotated->bucket_ratio_8 - plain->bucket_ratio_8;
+}
+
+static char *xstrdup(const char *s)
+{
+    char *r = strdup(s ? s : "");
+    return r;
+}
+
+static fp4_status add_error(fp4_run *run, const char *tensor, fp4_status st, const char *msg)
+{
+    fp4_tensor_error *e = realloc(run->errors, (size_t)(run->nerrors + 1) * sizeof *e);
+    if (!e) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    run->errors = e;
+    e[run->nerrors].tensor = xstrdup(tensor);
+    e[run->nerrors].status = st;
+    e[run->nerrors].message = xstrdup(msg);
+    if (!e[run->nerrors].tensor || !e[run->nerrors].message)
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    run->nerrors++;
+    return FP4_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Whether any config quantizes 16x16 tiles (slabs then hold multiples of 16 rows). */
+static bool any_weight_2d(const fp4_qconfig *cfgs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (cfgs[i].weight_2d) return true;
+    return false;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Analyse one numeric tensor. Failures of this tensor only are returned as FP4_ERR_INPUT /
+ * FP4_ERR_USAGE with the detail recorded; the caller turns them into error entries. */
+static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
+                                 const fp4_dsinfo *info, int tindex, fp4_tensor_result *tr,
+                                 fp4_qconfig *cfgs)
+{
+    const fp4_options *o = run->opt;
+    const char *file = run->file;
+    int rank = info->rank;
+    int axis = o->axis;
+    if (rank == 0) {
+        axis = 0;
+    } else {
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: --axis %d out of range for rank %d", file,
+                             info->path, o->axis, rank);
+    }
+    fp4_layout L;
+    fp4_layout_of(info->dims, rank, axis, &L);
+    tr->axis = axis;
+    tr->n_rows = L.n_rows;
+    tr->row_len = L.row_len;
+
+    for (int c = 0; c < run->ncfg; c++) {
+        cfgs[c] = run->cfgs[c];
+        cfgs[c].stream = (uint32_t)tindex; /* SR bits differ between tensors (SPEC §2) */
+    }
+
+    /* Slab size: indices along slab_dim per read, bounded by the memory limit (the slab and
+     * its transposed copy), at least one index; multiples of 16 rows under weight_2d. */
+    int64_t count_max, total;
+    if (rank <= 1) {
+        count_max = total = rank == 0 ? 1 : info->dims[0];
+    } else {
+        total = info->dims[L.slab_dim];
+        int64_t per_index_bytes = L.outer_stride * (int64_t)sizeof(float) * 2;
+        count_max = per_index_bytes ? o->mem_limit / per_index_bytes : total;
+        if (count_max < 1) count_max = 1;
+        if (any_weight_2d(cfgs, run->ncfg) && L.rows_per_index > 0) {
+            int64_t g = 16 / gcd64(L.rows_per_index, 16);
+            count_max = count_max / g * g;
+            if (count_max < g) count_max = g;
+        }
+        if (count_max > total) count_max = total;
+    }
+    int64_t buf_elems = rank <= 1 ? (rank == 0 ? 1 : info->dims[0]) : count_max * L.outer_stride;
+    bool need_transpose = rank >= 2 && axis != rank - 1;
+    float *slab = NULL, *rows = NULL;
+    fp4_analysis *an = NULL;
+    fp4_status st = FP4_OK;
+
+    tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics);
+    slab = malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *slab);
+    rows = need_transpose ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows) : slab;
+    if (!tr->metrics || !slab || !rows) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory for %s", info->path);
+        goto out;
+    }
+    st = fp4_analysis_begin(be, cfgs, run->ncfg, L.n_rows, L.row_len, &an);
+    if (st != FP4_OK) goto out;
+
+    int passes = fp4_analysis_needs_amax(an) ? 2 : 1;
+    for (int pass = 0; pass < passes && L.n_rows > 0 && L.row_len > 0; pass++) {
+        bool amax_pass = passes == 2 && pass == 0;
+        for (int64_t start = 0; start < total; start += count_max) {
+            int64_t cnt = total - start < count_max ? total - start : count_max;
+            st = fp4_h5_read_slab(h5, info->path, L.slab_dim, start, cnt, slab);
+            if (st != FP4_OK) goto out;
+            int64_t nread = rank <= 1 ? buf_elems : cnt * L.outer_stride;
+            run->bytes_read += nread * (int64_t)sizeof(float);
+            if (need_transpose)
+                fp4_slab_to_rows(slab, rows, info->dims, rank, axis, L.slab_dim, cnt);
+            int64_t nrows = rank <= 1 ? 1 : cnt * L.rows_per_index;
+            st = amax_pass ? fp4_analysis_amax(an, rows, nrows) : fp4_analysis_feed(an, rows, nrows);
+            if (st != FP4_OK) goto out;
+        }
+    }
+    st = fp4_analysis_end(an, tr->metrics);
+    an = NULL;
+out:
+    if (an) fp4_analysis_abort(an);
+    if (rows != slab) free(rows);
+    free(slab);
+    return st;
+}
+
+static void progress(const fp4_run *run, int i, int n, const char *name, bool done)
+{
+    if (run->opt->verbosity < 0 || !isatty(STDERR_FILENO)) return;
+    if (done) fprintf(stderr, "\r\033[K");
+    else fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, name);
+    fflush(stderr);
+}
+
+fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char *const *patterns,
+                            int npatterns, fp4_run *run)
+{
+    memset(run, 0, sizeof *run);
+    run->opt = opt;
+    double t0 = now_seconds();
+    fp4_h5file *h5 = NULL;
+    fp4_backend *be = NULL;
+    fp4_dsinfo *infos = NULL;
+    int ninfos = 0;
+    fp4_qconfig *cfgs_t = NULL;
+    fp4_status st;
+
+    run->file = xstrdup(file);
+    int cap = 2 * FP4_MAX_FORMATS;
+    run->cfgs = calloc((size_t)cap, sizeof *run->cfgs);
+    cfgs_t = calloc((size_t)cap, sizeof *cfgs_t);
+    if (!run->file || !run->cfgs || !cfgs_t) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    st = fp4_options_configs(opt, run->cfgs, cap, &run->ncfg);
+    if (st != FP4_OK) goto out;
+
+    st = fp4_h5_open(file, &h5);
+    if (st != FP4_OK) goto out;
+    st = fp4_h5_select(h5, patterns, npatterns, &infos, &ninfos);
+    if (st != FP4_OK) goto out;
+    st = fp4_backend_open(opt->device, opt->threads, &be);
+    if (st != FP4_OK) goto out;
+    snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
+
+    run->datasets = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->datasets);
+    run->tensors = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->tensors);
+    run->pooled = calloc((size_t)run->ncfg, sizeof *run->pooled);
+    if (!run->datasets || !run->tensors || !run->pooled) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < ninfos; i++) {
+        run->datasets[i] = xstrdup(infos[i].path);
+        if (!run->datasets[i]) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        run->ndatasets++;
+    }
+    for (int c = 0; c < run->ncfg; c++) fp4_metrics_init(&run->pooled[c]);
+
+    for (int i = 0; i < ninfos; i++) {
+        const fp4_dsinfo *info = &infos[i];
+        progress(run, i, ninfos, info->path, false);
+        if (!info->numeric) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s: not numeric (class %s)", file, info->path,
+                     info->dtype);
+            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
+            if (st != FP4_OK) goto out;
+            continue;
+        }
+        if (!info->filters_available) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s: filter not available (%s)", file, info->path,
+                     info->filters);
+            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
+            if (st != FP4_OK) goto out;
+            continue;
+        }
+        fp4_tensor_result *tr = &run->tensors[run->ntensors];
+        memset(tr, 0, sizeof *tr);
+        fp4_error_clear();
+        fp4_status ts = analyse_tensor(run, be, h5, info, i, tr, cfgs_t);
+        if (ts == FP4_ERR_INPUT || ts == FP4_ERR_USAGE) {
+            free(tr->metrics);
+            tr->metrics = NULL;
+            const char *why = fp4_last_error();
+            char msg[1024];
+            if (why[0]) snprintf(msg, sizeof msg, "%s", why);
+            else snprintf(msg, sizeof msg, "%s: %s: read failed", file, info->path);
+            st = add_error(run, info->path, ts, msg);
+            if (st != FP4_OK) goto out;
+            continue;
+        }
+        if (ts != FP4_OK) {
+            free(tr->metrics);
+            tr->metrics = NULL;
+            st = ts;
+            goto out;
+        }
+        /* Move the description into the result (the list keeps an emptied copy). */
+        tr->info = infos[i];
+        memset(&infos[i], 0, sizeof infos[i]);
+        for (int c = 0; c < run->ncfg; c++) fp4_metrics_merge(&run->pooled[c], &tr->metrics[c]);
+        run->ntensors++;
+    }
+    progress(run, 0, 0, "", true);
+    for (int c = 0; c < run->ncfg; c++) {
+        if (run->ntensors == 0) run->pooled[c].tensor_amax = 0;
+        fp4_metrics_finish(&run->pooled[c]);
+    }
+
+    if (opt->rht == FP4_RHT_BOTH) {
+        run->pairs = calloc((size_t)run->ncfg, sizeof *run->pairs);
+        if (!run->pairs) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        for (int c = 0; c + 1 < run->ncfg; c += 2) {
+            /* fp4_options_configs puts each plain config right before its rotated twin */
+            fp4_rht_delta *d = &run->pairs[run->npairs++];
+            d->plain = c;
+            d->rotated = c + 1;
+            fp4_rht_delta_compute(&run->pooled[c], &run->pooled[c + 1], d);
+        }
+    }
+    st = FP4_OK;
+out:
+    progress(run, 0, 0, "", true);
+    if (infos) fp4_dsinfo_free_list(infos, ninfos);
+    free(cfgs_t);
+    if (be) fp4_backend_close(be);
+    if (h5) fp4_h5_close(h5);
+    run->seconds = now_seconds() - t0;
+    return st;
+}
+
+void fp4_run_free(fp4_run *run)
+{
+    if (!run) return;
+    free(run->file);
+    free(run->cfgs);
+    for (int i = 0; i < run->ndatasets; i++) free(run->datasets[i]);
+    free(run->datasets);
+    for (int i = 0; i < run->ntensors; i++) {
+        fp4_dsinfo_free(&run->tensors[i].info);
+        free(run->tensors[i].metrics);
+    }
+    free(run->tensors);
+    for (int i = 0; i < run->nerrors; i++) {
+        free(run->errors[i].tensor);
+        free(run->errors[i].message);
+    }
+    free(run->errors);
+    free(run->pooled);
+    free(run->pairs);
+    memset(run, 0, sizeof *run);
+}

@@ -1,0 +1,628 @@
+/* report.c — every cJSON call: the analysis and grid reports of SPEC §9, their whole-or-absent
+ * output (temporary file + fsync + rename for regular files, direct writes otherwise), and the
+ * human tables on stderr. */
+#include "report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "metrics.h"
+#include "options.h"
+#include "quant.h"
+#include "version.h"
+
+/* ---------------------------------------------------------------- output */
+
+static fp4_status write_all(int fd, const char *path, const char *text, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, text, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return fp4_error(FP4_ERR_INPUT, "%s: write error: %s", path, strerror(errno));
+        }
+        text += w;
+        len -= (size_t)w;
+    }
+    return FP4_OK;
+}
+
+static bool under_dev_or_proc(const char *p)
+{
+    return !strncmp(p, "/dev/", 5) || !strcmp(p, "/dev") || !strncmp(p, "/proc/", 6);
+}
+
+/* Direct write to something that is not a regular file: never created, renamed or unlinked. */
+static fp4_status write_direct(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    fp4_status st = write_all(fd, path, text, len);
+    if (close(fd) != 0 && st == FP4_OK)
+        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", path, strerror(errno));
+    return st;
+}
+
+/* Temporary file beside `target`, fsync, rename over it. */
+static fp4_status write_replace(const char *target, const char *display, const char *text,
+                                size_t len, mode_t mode)
+{
+    size_t n = strlen(target);
+    char *tmp = malloc(n + 32);
+    if (!tmp) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    const char *slash = strrchr(target, '/');
+    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
+    snprintf(tmp, n + 32, "%.*s.%s.tmpXXXXXX", (int)dirlen, target,
+             slash ? slash + 1 : target);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fp4_status st = fp4_error(FP4_ERR_INPUT, "%s: cannot create: %s", display,
+                                  strerror(errno));
+        free(tmp);
+        return st;
+    }
+    fp4_status st = write_all(fd, display, text, len);
+    if (st == FP4_OK && fchmod(fd, mode) != 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: chmod: %s", display, strerror(errno));
+    if (st == FP4_OK && fsync(fd) != 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", display, strerror(errno));
+    if (close(fd) != 0 && st == FP4_OK)
+        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", display, strerror(errno));
+    if (st == FP4_OK && rename(tmp, target) != 0)
+        st = fp4_error(FP4_ERR_INPUT, "%s: cannot replace: %s", display, strerror(errno));
+    if (st != FP4_OK) unlink(tmp);
+    free(tmp);
+    return st;
+}
+
+fp4_status fp4_output_write(const char *path, const char *text, size_t len)
+{
+    if (!path || !strcmp(path, "-")) {
+        size_t w = fwrite(text, 1, len, stdout);
+        if (w != len || fflush(stdout) != 0 || ferror(stdout))
+            return fp4_error(FP4_ERR_INPUT, "stdout: write error: %s", strerror(errno));
+        return FP4_OK;
+    }
+    if (under_dev_or_proc(path)) return write_direct(path, text, len);
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno != ENOENT)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+        /* A new file (a dangling symlink stays a symlink's business: refuse it). */
+        struct stat lb;
+        if (lstat(path, &lb) == 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: dangling symbolic link", path);
+        mode_t um = umask(0);
+        umask(um);
+        return write_replace(path, path, text, len, 0666 & ~um);
+    }
+    if (!S_ISREG(sb.st_mode)) return write_direct(path, text, len);
+    /* An existing regular file, possibly behind symlinks: replace the file itself. */
+    char *real = realpath(path, NULL);
+    if (!real) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+    fp4_status st;
+    if (under_dev_or_proc(real)) st = write_direct(path, text, len);
+    else st = write_replace(real, path, text, len, sb.st_mode & 07777);
+    free(real);
+    return st;
+}
+
+/* ---------------------------------------------------------------- JSON helpers */
+
+static const char *status_name(fp4_status st)
+{
+    switch (st) {
+    case FP4_OK: return "ok";
+    case FP4_ERR_THRESHOLD: return "threshold";
+    case FP4_ERR_USAGE: return "usage_error";
+    case FP4_ERR_INPUT: return "input_error";
+    case FP4_ERR_DEVICE: return "device_error";
+    case FP4_ERR_INTERNAL: return "internal_error";
+    }
+    return "internal_error";
+}
+
+static const char *sqnr_status_name(fp4_sqnr_status s)
+{
+    switch (s) {
+    case FP4_SQNR_OK: return "ok";
+    case FP4_SQNR_ZERO_SIGNAL: return "zero_signal";
+    case FP4_SQNR_EXACT: return "exact";
+    }
+    return "ok";
+}
+
+/* A finite number, else null (the caller writes the sibling status). Returns NULL on OOM. */
+static cJSON *num(cJSON *obj, const char *name, double v)
+{
+    if (isfinite(v)) return cJSON_AddNumberToObject(obj, name, v);
+    return cJSON_AddNullToObject(obj, name);
+}
+
+static cJSON *u64(cJSON *obj, const char *name, uint64_t v)
+{
+    return cJSON_AddNumberToObject(obj, name, (double)v);
+}
+
+static void format_name(fp4_format f, char *buf, size_t n) { fp4_format_name(f, buf, n); }
+
+static cJSON *rht_json(const fp4_qconfig *c)
+{
+    if (!c->rht) return cJSON_CreateFalse();
+    cJSON *r = cJSON_CreateObject();
+    if (!r) return NULL;
+    cJSON_AddNumberToObject(r, "size", c->rht->n);
+    cJSON_AddStringToObject(r, "signs", c->rht->desc);
+    return r;
+}
+
+/* format, scale, block, rht, rounding: the identity of a result (with the tensor name). */
+static void add_identity(cJSON *o, const fp4_qconfig *c, bool with_rht)
+{
+    char fname[32];
+    format_name(c->format, fname, sizeof fname);
+    cJSON_AddStringToObject(o, "format", fname);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(c->scale));
+    cJSON_AddNumberToObject(o, "block", c->block);
+    if (with_rht) cJSON_AddItemToObject(o, "rht", rht_json(c));
+    cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(c->rounding));
+}
+
+static void add_metrics(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m, bool per_tensor)
+{
+    bool ok = m->sqnr_status == FP4_SQNR_OK;
+    num(o, "sqnr_db", ok ? m->sqnr_db : NAN);
+    cJSON_AddStringToObject(o, "sqnr_status", sqnr_status_name(m->sqnr_status));
+    num(o, "nmse", m->nmse);
+    num(o, "alpha", m->alpha);
+    num(o, "delta", m->delta);
+    num(o, "mean_signed_error", m->mean_signed_error);
+    num(o, "bucket_ratio_15", m->bucket_ratio_15);
+    num(o, "bucket_ratio_8", m->bucket_ratio_8);
+
+    cJSON *h = cJSON_AddArrayToObject(o, "histogram");
+    for (int i = 0; h && i < 16; i++) cJSON_AddItemToArray(h, cJSON_CreateNumber((double)m->hist[i]));
+
+    fp4_level_geom g[8];
+    int nl = fp4_level_geometry(c->format, g);
+    cJSON *lv = cJSON_AddArrayToObject(o, "levels");
+    for (int i = 0; lv && i < nl && i < 8; i++) {
+        cJSON *l = cJSON_CreateObject();
+        if (!l) break;
+        cJSON_AddItemToArray(lv, l);
+        num(l, "q", g[i].q);
+        num(l, "left", g[i].left);
+        num(l, "right", g[i].right);
+        num(l, "analytic_bias", g[i].analytic_bias);
+        u64(l, "count", m->level_count[i]);
+        num(l, "mean_error",
+            m->level_count[i] ? m->level_err_sum[i] / (double)m->level_count[i] : NAN);
+    }
+
+    cJSON *ct = cJSON_AddObjectToObject(o, "counts");
+    if (ct) {
+        u64(ct, "elements", m->elements);
+        u64(ct, "padded", m->padded);
+        u64(ct, "zero", m->zero);
+        u64(ct, "nan", m->nan);
+        u64(ct, "inf", m->inf);
+        u64(ct, "saturated", m->saturated);
+        u64(ct, "clipped", m->clipped);
+        u64(ct, "blocks", m->blocks);
+        u64(ct, "scale_underflow_blocks", m->scale_underflow_blocks);
+        u64(ct, "zero_blocks", m->zero_blocks);
+        u64(ct, "nonfinite_blocks", m->nonfinite_blocks);
+    }
+    if (per_tensor) num(o, "tensor_amax", m->tensor_amax);
+}
+
+static cJSON *delta_json(const fp4_qconfig *plain, const fp4_qconfig *rot,
+                         const fp4_metrics *mp, const fp4_metrics *mr)
+{
+    fp4_rht_delta d;
+    fp4_rht_delta_compute(mp, mr, &d);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    add_identity(o, plain, false);
+    cJSON_AddItemToObject(o, "rht", rht_json(rot));
+    num(o, "delta_sqnr_db", d.sqnr_ok ? d.delta_sqnr_db : NAN);
+    cJSON_AddStringToObject(o, "delta_sqnr_status",
+                            d.sqnr_ok ? "ok"
+                            : mp->sqnr_status != FP4_SQNR_OK ? sqnr_status_name(mp->sqnr_status)
+                                                             : sqnr_status_name(mr->sqnr_status));
+    num(o, "sqnr_db_plain", mp->sqnr_status == FP4_SQNR_OK ? mp->sqnr_db : NAN);
+    num(o, "sqnr_db_rht", mr->sqnr_status == FP4_SQNR_OK ? mr->sqnr_db : NAN);
+    num(o, "delta_alpha", d.delta_alpha);
+    num(o, "delta_bucket_ratio_15", d.delta_bucket_ratio_15);
+    num(o, "delta_bucket_ratio_8", d.delta_bucket_ratio_8);
+    return o;
+}
+
+static void add_header(cJSON *root, const char *command, int argc, char **argv)
+{
+    cJSON_AddStringToObject(root, "schema", FP4_REPORT_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
+    cJSON_AddStringToObject(root, "command", command);
+    cJSON *av = cJSON_AddArrayToObject(root, "argv");
+    if (av) cJSON_AddItemToArray(av, cJSON_CreateString(FP4DIAG_NAME));
+    for (int i = 0; av && i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+}
+
+static void add_config(cJSON *root, const fp4_run *run)
+{
+    const fp4_options *o = run->opt;
+    cJSON *c = cJSON_AddObjectToObject(root, "config");
+    if (!c) return;
+    cJSON *f = cJSON_AddArrayToObject(c, "formats");
+    for (int i = 0; f && i < o->nformats; i++) {
+        char name[32];
+        format_name(o->formats[i], name, sizeof name);
+        cJSON_AddItemToArray(f, cJSON_CreateString(name));
+    }
+    cJSON_AddStringToObject(c, "scale", fp4_scale_name(o->scale));
+    cJSON_AddNumberToObject(c, "block", run->ncfg > 0 ? run->cfgs[0].block : o->block);
+    cJSON_AddNumberToObject(c, "axis", o->axis);
+    cJSON_AddStringToObject(c, "rounding", fp4_rounding_name(o->rounding));
+    cJSON_AddNumberToObject(c, "sr_bits", o->sr_bits);
+    cJSON_AddNumberToObject(c, "seed", (double)o->seed);
+    cJSON_AddStringToObject(c, "rht", fp4_rht_mode_name(o->rht));
+    cJSON_AddNumberToObject(c, "rht_size", o->rht_size);
+    cJSON_AddStringToObject(c, "rht_signs", o->signs.desc[0] ? o->signs.desc : o->rht_signs_spec);
+    cJSON_AddStringToObject(c, "mx_rule", fp4_mx_rule_name(o->mx_rule));
+    cJSON_AddBoolToObject(c, "weight_2d", o->weight_2d);
+    cJSON_AddStringToObject(c, "device", run->device[0] ? run->device : fp4_device_name(o->device));
+    cJSON_AddNumberToObject(c, "threads", o->threads);
+    cJSON_AddNumberToObject(c, "mem_limit", (double)o->mem_limit);
+    if (o->layers > 0) cJSON_AddNumberToObject(c, "layers", o->layers);
+    else cJSON_AddNullToObject(c, "layers");
+}
+
+static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    add_header(root, command, argc, argv);
+    cJSON *in = cJSON_AddObjectToObject(root, "input");
+    if (in) {
+        cJSON_AddStringToObject(in, "file", run->file ? run->file : "");
+        cJSON *ds = cJSON_AddArrayToObject(in, "datasets");
+        for (int i = 0; ds && i < run->ndatasets; i++)
+            cJSON_AddItemToArray(ds, cJSON_CreateString(run->datasets[i]));
+    }
+    add_config(root, run);
+
+    cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+    for (int t = 0; ts && t < run->ntensors; t++) {
+        const fp4_tensor_result *tr = &run->tensors[t];
+        cJSON *to = cJSON_CreateObject();
+        if (!to) break;
+        cJSON_AddItemToArray(ts, to);
+        cJSON_AddStringToObject(to, "name", tr->info.path ? tr->info.path : "");
+        cJSON *sh = cJSON_AddArrayToObject(to, "shape");
+        for (int d = 0; sh && d < tr->info.rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)tr->info.dims[d]));
+        cJSON_AddStringToObject(to, "dtype", tr->info.dtype);
+        cJSON_AddNumberToObject(to, "axis", tr->axis);
+        cJSON *rs = cJSON_AddArrayToObject(to, "results");
+        for (int c = 0; rs && c < run->ncfg; c++) {
+            cJSON *r = cJSON_CreateObject();
+            if (!r) break;
+            cJSON_AddItemToArray(rs, r);
+            add_identity(r, &run->cfgs[c], true);
+            add_metrics(r, &run->cfgs[c], &tr->metrics[c], true);
+        }
+        if (run->npairs > 0) {
+            cJSON *rd = cJSON_AddArrayToObject(to, "rht_delta");
+            for (int p = 0; rd && p < run->npairs; p++) {
+                int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+                cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b],
+                                                    &tr->metrics[a], &tr->metrics[b]));
+            }
+        }
+    }
+
+    cJSON *sm = cJSON_AddObjectToObject(root, "summary");
+    cJSON *sr = sm ? cJSON_AddArrayToObject(sm, "results") : NULL;
+    for (int c = 0; sr && c < run->ncfg; c++) {
+        const fp4_metrics *m = &run->pooled[c];
+        cJSON *r = cJSON_CreateObject();
+        if (!r) break;
+        cJSON_AddItemToArray(sr, r);
+        add_identity(r, &run->cfgs[c], true);
+        cJSON_AddNumberToObject(r, "tensors", run->ntensors);
+        add_metrics(r, &run->cfgs[c], m, false);
+        if (run->opt->layers > 0) {
+            int k = run->opt->layers;
+            double *d = malloc((size_t)k * sizeof *d);
+            cJSON *co = cJSON_AddObjectToObject(r, "compound");
+            if (d && co) {
+                for (int i = 0; i < k; i++) d[i] = m->delta;
+                double prod = NAN, expo = NAN;
+                fp4_compound_shrinkage(d, k, &prod, &expo);
+                cJSON_AddNumberToObject(co, "layers", k);
+                num(co, "prod_one_minus_delta", prod);
+                num(co, "exp_neg_sum_delta", expo);
+            }
+            free(d);
+        }
+    }
+    if (sm && run->npairs > 0) {
+        cJSON *rd = cJSON_AddArrayToObject(sm, "rht_delta");
+        for (int p = 0; rd && p < run->npairs; p++) {
+            int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+            cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b], &run->pooled[a],
+                                                &run->pooled[b]));
+        }
+    }
+
+    cJSON *er = cJSON_AddArrayToObject(root, "errors");
+    for (int i = 0; er && i < run->nerrors; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(er, e);
+        cJSON_AddStringToObject(e, "tensor", run->errors[i].tensor);
+        cJSON_AddStringToObject(e, "status", status_name(run->errors[i].status));
+        cJSON_AddStringToObject(e, "message", run->errors[i].message);
+    }
+    cJSON *tm = cJSON_AddObjectToObject(root, "timing");
+    if (tm) {
+        num(tm, "seconds", run->seconds);
+        cJSON_AddNumberToObject(tm, "bytes_read", (double)run->bytes_read);
+    }
+    return root;
+}
+
+/* Serialize with a trailing newline; NULL on OOM. */
+static char *to_text(cJSON *root)
+{
+    char *s = cJSON_Print(root);
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *t = malloc(n + 2);
+    if (t) {
+        memcpy(t, s, n);
+        t[n] = '\n';
+        t[n + 1] = '\0';
+    }
+    cJSON_free(s);
+    return t;
+}
+
+char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    cJSON *root = build_analysis(command, argc, argv, run);
+    if (!root) return NULL;
+    char *t = to_text(root);
+    cJSON_Delete(root);
+    return t;
+}
+
+/* ---------------------------------------------------------------- human tables */
+
+static void fmt_num(char *buf, size_t n, double v, const char *f)
+{
+    if (isfinite(v)) snprintf(buf, n, f, v);
+    else snprintf(buf, n, "-");
+}
+
+static void fmt_sqnr(char *buf, size_t n, const fp4_metrics *m)
+{
+    if (m->sqnr_status == FP4_SQNR_OK) fmt_num(buf, n, m->sqnr_db, "%.3f");
+    else snprintf(buf, n, "%s", m->sqnr_status == FP4_SQNR_EXACT ? "exact" : "zero");
+}
+
+static void cfg_label(char *buf, size_t n, const fp4_qconfig *c)
+{
+    char f[32];
+    format_name(c->format, f, sizeof f);
+    snprintf(buf, n, "%s%s", f, c->rht ? "+rht" : "");
+}
+
+static void table_row(FILE *out, const char *command, const char *name, const fp4_qconfig *c,
+                      const fp4_metrics *m)
+{
+    char lab[48], sq[24], a[24], b15[24], x1[24], x2[24];
+    cfg_label(lab, sizeof lab, c);
+    fmt_sqnr(sq, sizeof sq, m);
+    fmt_num(a, sizeof a, m->alpha, "%.5f");
+    fmt_num(b15, sizeof b15, m->bucket_ratio_15, "%.4f");
+    if (!strcmp(command, "bias")) {
+        fmt_num(x1, sizeof x1, m->delta, "%+.5f");
+        fmt_num(x2, sizeof x2, m->mean_signed_error, "%+.5f");
+    } else if (!strcmp(command, "buckets")) {
+        fmt_num(x1, sizeof x1, m->bucket_ratio_8, "%.4f");
+        snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->saturated);
+    } else {
+        fmt_num(x1, sizeof x1, m->nmse, "%.3e");
+        snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
+    }
+    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", name, lab, sq, a, b15, x1, x2);
+}
+
+static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
+                            const fp4_metrics *mp, const fp4_metrics *mr)
+{
+    fp4_rht_delta d;
+    fp4_rht_delta_compute(mp, mr, &d);
+    char f[32], sp[24], sr[24], ds[24], da[24], db[24];
+    format_name(c->format, f, sizeof f);
+    fmt_sqnr(sp, sizeof sp, mp);
+    fmt_sqnr(sr, sizeof sr, mr);
+    fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
+    fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
+    fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
+    fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", name, f, sp, sr, ds, da, db);
+}
+
+/* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
+ * summary "compound"), on a line under its pooled row. */
+static void table_compound_row(FILE *out, const fp4_run *run, int c)
+{
+    int k = run->opt->layers;
+    if (k <= 0) return;
+    double *d = malloc((size_t)k * sizeof *d);
+    if (!d) return;
+    for (int i = 0; i < k; i++) d[i] = run->pooled[c].delta;
+    double prod = NAN, expo = NAN;
+    fp4_compound_shrinkage(d, k, &prod, &expo);
+    free(d);
+    char lab[48], a[24], b[24];
+    cfg_label(lab, sizeof lab, &run->cfgs[c]);
+    fmt_num(a, sizeof a, prod, "%.5f");
+    fmt_num(b, sizeof b, expo, "%.5f");
+    fprintf(out, "%-32s %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n",
+            "  (compound)", lab, k, a, b);
+}
+
+void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
+{
+    bool rht = !strcmp(command, "rht") && run->npairs > 0;
+    if (rht) {
+        fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", "tensor", "format", "SQNR", "SQNR+rht",
+                "dSQNR", "d_alpha", "dB15");
+        for (int t = 0; t < run->ntensors; t++)
+            for (int p = 0; p < run->npairs; p++) {
+                int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+                table_delta_row(out, run->tensors[t].info.path, &run->cfgs[a],
+                                &run->tensors[t].metrics[a], &run->tensors[t].metrics[b]);
+            }
+        for (int p = 0; p < run->npairs; p++) {
+            int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+            table_delta_row(out, "(pooled)", &run->cfgs[a], &run->pooled[a], &run->pooled[b]);
+        }
+    } else {
+        const char *x1 = !strcmp(command, "bias") ? "delta"
+                         : !strcmp(command, "buckets") ? "B8" : "NMSE";
+        const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
+                         : !strcmp(command, "buckets") ? "saturated" : "elements";
+        fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", "tensor", "format", "SQNR_dB",
+                "alpha", "B15", x1, x2);
+        for (int t = 0; t < run->ntensors; t++)
+            for (int c = 0; c < run->ncfg; c++)
+                table_row(out, command, run->tensors[t].info.path, &run->cfgs[c],
+                          &run->tensors[t].metrics[c]);
+        for (int c = 0; c < run->ncfg; c++) {
+            table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c]);
+            table_compound_row(out, run, c);
+        }
+        if (!strcmp(command, "bias"))
+            fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
+    }
+    for (int i = 0; i < run->nerrors; i++)
+        fprintf(out, "error: %s\n", run->errors[i].message);
+}
+
+fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    char *text = fp4_report_analysis_json(command, argc, argv, run);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    fp4_status st = fp4_output_write(run->opt->output, text, strlen(text));
+    free(text);
+    if (st != FP4_OK) return st;
+    if (run->opt->verbosity > 0 || (run->opt->verbosity == 0 && isatty(STDERR_FILENO)))
+        fp4_report_table(stderr, command, run);
+    return FP4_OK;
+}
+
+/* ---------------------------------------------------------------- grid */
+
+static cJSON *build_grid(int argc, char **argv, const fp4_format *formats, int nformats)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    add_header(root, "grid", argc, argv);
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON *fl = cfg ? cJSON_AddArrayToObject(cfg, "formats") : NULL;
+    cJSON *gr = cJSON_AddArrayToObject(root, "grids");
+    for (int i = 0; gr && i < nformats; i++) {
+        char name[32];
+        format_name(formats[i], name, sizeof name);
+        if (fl) cJSON_AddItemToArray(fl, cJSON_CreateString(name));
+        float lv[8], gmax = 0;
+        int nl = fp4_format_levels(formats[i], lv, &gmax);
+        fp4_level_geom g[8];
+        int ng = fp4_level_geometry(formats[i], g);
+        if (ng < nl) nl = ng;
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(gr, o);
+        cJSON_AddStringToObject(o, "format", name);
+        num(o, "g_max", gmax);
+        const fp4_format_traits *tr = fp4_format_traits_of(formats[i].id);
+        if (tr) cJSON_AddNumberToObject(o, "emax", tr->emax);
+        cJSON_AddNumberToObject(o, "nlevels", nl);
+        cJSON *la = cJSON_AddArrayToObject(o, "levels");
+        double uniform = 0, interior_max = 0;
+        for (int k = 0; la && k < nl; k++) {
+            cJSON *l = cJSON_CreateObject();
+            if (!l) break;
+            cJSON_AddItemToArray(la, l);
+            cJSON_AddNumberToObject(l, "code", k);
+            num(l, "q", g[k].q);
+            num(l, "left", g[k].left);
+            num(l, "right", g[k].right);
+            /* RTNE: the bin of q_k is [q_k − ℓ_k, q_k + r_k]; a midpoint goes to the even code,
+             * so both edges are closed for even k and open for odd k (SPEC §2). */
+            num(l, "bin_lo", g[k].q - g[k].left);
+            num(l, "bin_hi", g[k].q + g[k].right);
+            cJSON_AddBoolToObject(l, "bin_lo_closed", k % 2 == 0);
+            cJSON_AddBoolToObject(l, "bin_hi_closed", k % 2 == 0 || k == nl - 1);
+            num(l, "bin_width", g[k].left + g[k].right);
+            num(l, "analytic_bias", g[k].analytic_bias);
+            num(l, "analytic_bias_relative", g[k].q > 0 ? g[k].analytic_bias / g[k].q : 0.0);
+            uniform += (g[k].left * g[k].left - g[k].right * g[k].right) / 2;
+            if (k > 0 && k < nl - 1 && fabs(g[k].analytic_bias) > fabs(interior_max))
+                interior_max = g[k].analytic_bias;
+        }
+        /* E[ρ(t) − t] for t uniform on [0, g_max]: Σ (ℓ² − r²)/2 / g_max, exactly 0 (SPEC §5). */
+        num(o, "uniform_mean_error", gmax > 0 ? uniform / gmax : NAN);
+        num(o, "max_interior_bias", interior_max);
+    }
+    return root;
+}
+
+char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats)
+{
+    cJSON *root = build_grid(argc, argv, formats, nformats);
+    if (!root) return NULL;
+    char *t = to_text(root);
+    cJSON_Delete(root);
+    return t;
+}
+
+fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
+                           const char *output, bool table, bool quiet)
+{
+    char *text = fp4_report_grid_json(argc, argv, formats, nformats);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    fp4_status st = fp4_output_write(output, text, strlen(text));
+    free(text);
+    if (st != FP4_OK || quiet || !(table || isatty(STDERR_FILENO))) return st;
+    for (int i = 0; i < nformats; i++) {
+        char name[32];
+        format_name(formats[i], name, sizeof name);
+        fp4_level_geom g[8];
+        int nl = fp4_level_geometry(formats[i], g);
+        fprintf(stderr, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
+                "bin", "bias");
+        for (int k = 0; k < nl && k < 8; k++)
+            fprintf(stderr, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
+                    g[k].left, g[k].right, k % 2 == 0 ? '[' : '(', g[k].q - g[k].left,
+                    g[k].q + g[k].right, k % 2 == 0 || k == nl - 1 ? ']' : ')',
+                    g[k].analytic_bias);
+    }
+    return FP4_OK;
+}

@@ -1,0 +1,44 @@
+/* report.h — every cJSON call lives in report.c: the JSON report of SPEC §9 (schema
+ * "fp4diag.report/1", see schema/report.schema.json), its safe output to stdout or -o FILE, and
+ * the short human table on stderr. */
+#ifndef FP4_REPORT_H
+#define FP4_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "driver.h"
+#include "format.h"
+#include "status.h"
+
+#define FP4_REPORT_SCHEMA "fp4diag.report/1"
+
+/* Write `len` bytes of `text` to `path`, or to stdout when path is NULL or "-".
+ * A regular file, or a path that does not exist yet, is written to a temporary file in the
+ * same directory (mkstemp), fsync'd and rename()d over the target, so the report is whole or
+ * absent. Anything else — a pipe, /dev/stdout, a character device such as /dev/full, any path
+ * that resolves under /dev or /proc — is opened and written directly and is never renamed over
+ * or unlinked. Errors: FP4_ERR_INPUT "PATH: why" (missing directory, ENOSPC, …); on error no
+ * temporary file is left behind. */
+fp4_status fp4_output_write(const char *path, const char *text, size_t len);
+
+/* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
+ * write it with fp4_output_write to run->opt->output. argc/argv are the command's (argv[0] =
+ * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human table to stderr when stderr is a terminal (or
+ * -v), unless -q. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run);
+
+/* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
+char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
+
+/* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`. */
+void fp4_report_table(FILE *out, const char *command, const fp4_run *run);
+
+/* The `grid` report: levels, bin edges, half-widths and analytic bias of each format
+ * (SPEC §2, §5), written to `output` (NULL = stdout); table on stderr when a terminal or
+ * `table`. */
+fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
+                           const char *output, bool table, bool quiet);
+char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats);
+
+#endif

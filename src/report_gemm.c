@@ -1,0 +1,315 @@
+/* report_gemm.c — the `gemm` JSON report and its human table (SPEC §6, §9). Part of the report
+ * module: with report.c, the only file that calls cJSON. */
+#include "report_gemm.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "report.h"
+#include "version.h"
+
+/* A number, or null plus a sibling "<key>_status" when it is not finite (never a bare NaN). */
+static void add_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static const char *sqnr_status_name(fp4_sqnr_status s)
+{
+    switch (s) {
+    case FP4_SQNR_OK: return "ok";
+    case FP4_SQNR_ZERO_SIGNAL: return "zero_signal";
+    default: return "exact";
+    }
+}
+
+static void add_sqnr(cJSON *o, double db, fp4_sqnr_status st)
+{
+    if (st == FP4_SQNR_OK && isfinite(db))
+        cJSON_AddNumberToObject(o, "sqnr_db", db);
+    else
+        cJSON_AddNullToObject(o, "sqnr_db");
+    cJSON_AddStringToObject(o, "sqnr_status", sqnr_status_name(st));
+}
+
+static cJSON *rht_json(const fp4_rht_signs *s)
+{
+    if (!s) return cJSON_CreateFalse();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "size", s->n);
+    cJSON_AddStringToObject(o, "signs", s->desc);
+    return o;
+}
+
+static cJSON *operand_json(const fp4_gemm_operand_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    char fname[32];
+    fp4_format_name(r->cfg.format, fname, sizeof fname);
+    cJSON_AddStringToObject(o, "name", fp4_gemm_tensor_name(r->tensor));
+    cJSON_AddStringToObject(o, "role", r->role == 'a' ? "a" : "b");
+    cJSON_AddBoolToObject(o, "transposed", r->transposed);
+    cJSON_AddStringToObject(o, "format", fname);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(r->cfg.scale));
+    cJSON_AddNumberToObject(o, "block", r->cfg.block);
+    cJSON_AddBoolToObject(o, "weight_2d", r->cfg.weight_2d);
+    cJSON_AddItemToObject(o, "rht", rht_json(r->cfg.rht));
+    cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(r->cfg.rounding));
+    if (r->cfg.rounding == FP4_ROUND_SR) cJSON_AddNumberToObject(o, "sr_stream", r->cfg.stream);
+    add_sqnr(o, r->m.sqnr_db, r->m.sqnr_status);
+    add_num(o, "nmse", r->m.nmse);
+    add_num(o, "alpha", r->m.alpha);
+    add_num(o, "delta", r->m.delta);
+    add_num(o, "tensor_amax", (double)r->m.tensor_amax);
+    return o;
+}
+
+static cJSON *path_json(const fp4_gemm_path_result *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", fp4_gemm_path_name(r->path));
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)r->rows));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)r->cols));
+    cJSON_AddNumberToObject(o, "contraction", (double)r->contraction);
+    cJSON_AddNumberToObject(o, "padded_contraction", (double)r->padded_contraction);
+    cJSON_AddItemToObject(o, "rht", rht_json(r->op[0].cfg.rht));
+    add_sqnr(o, r->sqnr_db, r->sqnr_status);
+    add_num(o, "eta", r->eta);
+    add_num(o, "alpha_a", r->alpha_a);
+    add_num(o, "alpha_b", r->alpha_b);
+    add_num(o, "alpha_product", r->alpha_product);
+    cJSON *ops = cJSON_AddArrayToObject(o, "operands");
+    cJSON_AddItemToArray(ops, operand_json(&r->op[0]));
+    cJSON_AddItemToArray(ops, operand_json(&r->op[1]));
+    return o;
+}
+
+static cJSON *config_json(const fp4_gemm_run *run)
+{
+    const fp4_options *opt = run->opt;
+    const fp4_gemm_config *gc = run->gc;
+    cJSON *c = cJSON_CreateObject();
+    fp4_qconfig q;
+    /* the format and block as the recipe resolves them (FPROP's X: same for every operand) */
+    if (fp4_gemm_operand_config(gc, FP4_GEMM_FPROP, FP4_GEMM_X, &q) != FP4_OK) q = gc->base;
+    char fname[32];
+    fp4_format_name(q.format, fname, sizeof fname);
+    cJSON *fmts = cJSON_AddArrayToObject(c, "formats");
+    cJSON_AddItemToArray(fmts, cJSON_CreateString(fname));
+    cJSON_AddStringToObject(c, "recipe", fp4_gemm_recipe_name(gc->recipe));
+    cJSON *paths = cJSON_AddArrayToObject(c, "paths");
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++)
+        if (run->paths & (1u << p))
+            cJSON_AddItemToArray(paths, cJSON_CreateString(fp4_gemm_path_name((fp4_gemm_path)p)));
+    cJSON_AddStringToObject(c, "scale", fp4_scale_name(q.scale));
+    cJSON_AddNumberToObject(c, "block", q.block);
+    /* Blocks run along the last axis of each operand in its quantization layout (the
+     * contraction axis, after transposing where the path needs it). */
+    cJSON_AddNumberToObject(c, "axis", -1);
+    bool rht_wgrad = fp4_gemm_path_rht(gc, FP4_GEMM_WGRAD),
+         rht_fprop = fp4_gemm_path_rht(gc, FP4_GEMM_FPROP);
+    const char *rht_scope = rht_fprop ? "all" : rht_wgrad ? "wgrad" : "none";
+    const char *sr_scope = gc->recipe == FP4_RECIPE_CUSTOM ? fp4_sr_scope_name(gc->sr_scope) : "dy";
+    /* rounding per operand tensor (the recipe decides; the same in every path using it) */
+    cJSON *rnd = cJSON_AddObjectToObject(c, "rounding");
+    for (int t = 0; rnd && t < 3; t++) {
+        fp4_qconfig qt;
+        fp4_gemm_path p = t == FP4_GEMM_DY ? FP4_GEMM_DGRAD : FP4_GEMM_FPROP;
+        const char *r = fp4_gemm_operand_config(gc, p, (fp4_gemm_tensor)t, &qt) == FP4_OK
+                            ? fp4_rounding_name(qt.rounding)
+                            : "?";
+        cJSON_AddStringToObject(rnd, fp4_gemm_tensor_name((fp4_gemm_tensor)t), r);
+    }
+    cJSON_AddStringToObject(c, "sr_scope", sr_scope);
+    cJSON_AddNumberToObject(c, "sr_bits", q.sr_bits);
+    cJSON_AddNumberToObject(c, "seed", (double)q.seed);
+    cJSON_AddStringToObject(c, "sr_streams", "0x474D0000 + 4*path + tensor "
+                                             "(path fprop 0, dgrad 1, wgrad 2; x 0, w 1, dy 2)");
+    /* RHT per path (the recipe's scope) */
+    cJSON *rp = cJSON_AddObjectToObject(c, "rht");
+    for (int p = 0; rp && p < FP4_GEMM_NPATHS; p++)
+        cJSON_AddStringToObject(rp, fp4_gemm_path_name((fp4_gemm_path)p),
+                                fp4_gemm_path_rht(gc, (fp4_gemm_path)p) ? "on" : "off");
+    cJSON_AddStringToObject(c, "rht_scope", rht_scope);
+    cJSON_AddNumberToObject(c, "rht_size", opt->rht_size);
+    cJSON_AddStringToObject(c, "rht_signs", opt->signs.desc[0] ? opt->signs.desc
+                                                               : opt->rht_signs_spec);
+    cJSON_AddStringToObject(c, "mx_rule", fp4_mx_rule_name(q.mx_rule));
+    cJSON_AddBoolToObject(c, "weight_2d", gc->base.weight_2d);
+    cJSON_AddStringToObject(c, "device", "cpu");
+    cJSON_AddNumberToObject(c, "threads", opt->threads);
+    cJSON_AddNumberToObject(c, "mem_limit", (double)opt->mem_limit);
+    if (opt->layers > 0)
+        cJSON_AddNumberToObject(c, "layers", opt->layers);
+    else
+        cJSON_AddNullToObject(c, "layers");
+    cJSON_AddNumberToObject(c, "block_rows", (double)(gc->block_rows > 0 ? gc->block_rows : 256));
+    return c;
+}
+
+static cJSON *layer_json(const fp4_gemm_run *run, const fp4_gemm_layer *L)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", L->name);
+    cJSON_AddStringToObject(o, "recipe", fp4_gemm_recipe_name(run->gc->recipe));
+    cJSON *opnds = cJSON_AddObjectToObject(o, "inputs");
+    const int64_t dims[3][2] = {{L->m, L->k}, {L->n, L->k}, {L->m, L->n}};
+    for (int t = 0; t < 3; t++) {
+        if (!L->src[t]) continue;
+        cJSON *d = cJSON_AddObjectToObject(opnds, fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+        cJSON_AddStringToObject(d, "source", L->src[t]);
+        cJSON *shape = cJSON_AddArrayToObject(d, "shape");
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[t][0]));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[t][1]));
+        cJSON_AddStringToObject(d, "dtype", L->dtype[t]);
+    }
+    cJSON *paths = cJSON_AddArrayToObject(o, "paths");
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++)
+        if (L->paths & (1u << p)) cJSON_AddItemToArray(paths, path_json(&L->res[p]));
+    return o;
+}
+
+/* "FILE:/dataset" → the file part (up to the last ":/"). */
+static char *source_file(const char *src)
+{
+    const char *sep = NULL;
+    for (const char *s = strstr(src, ":/"); s; s = strstr(s + 1, ":/")) sep = s;
+    size_t n = sep ? (size_t)(sep - src) : strlen(src);
+    char *f = malloc(n + 1);
+    if (f) memcpy(f, src, n), f[n] = '\0';
+    return f;
+}
+
+char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "schema", FP4_REPORT_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+    cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    cJSON_AddStringToObject(root, "command", "gemm");
+    cJSON *av = cJSON_AddArrayToObject(root, "argv");
+    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+
+    cJSON *input = cJSON_AddObjectToObject(root, "input");
+    char *file = NULL;
+    for (int i = 0; i < run->nlayers && !file; i++)
+        for (int t = 0; t < 3 && !file; t++)
+            if (run->layers[i].src[t]) file = source_file(run->layers[i].src[t]);
+    cJSON_AddStringToObject(input, "file", file ? file : "");
+    free(file);
+    cJSON *dsets = cJSON_AddArrayToObject(input, "datasets");
+    for (int i = 0; i < run->nlayers; i++)
+        for (int t = 0; t < 3; t++)
+            if (run->layers[i].src[t])
+                cJSON_AddItemToArray(dsets, cJSON_CreateString(run->layers[i].src[t]));
+
+    cJSON_AddItemToObject(root, "config", config_json(run));
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (int i = 0; i < run->nlayers; i++)
+        cJSON_AddItemToArray(layers, layer_json(run, &run->layers[i]));
+
+    cJSON *summary = cJSON_AddObjectToObject(root, "summary");
+    cJSON *sp = cJSON_AddArrayToObject(summary, "paths");
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+        if (!(run->paths & (1u << p))) continue;
+        fp4_gemm_pooled pool;
+        if (fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                          &pool) != FP4_OK)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", fp4_gemm_path_name((fp4_gemm_path)p));
+        cJSON_AddNumberToObject(o, "layers", pool.nlayers);
+        add_sqnr(o, pool.sqnr_db, pool.sqnr_status);
+        add_num(o, "eta", pool.eta);
+        if (run->opt->layers > 0) {
+            cJSON *cmp = cJSON_AddObjectToObject(o, "compound");
+            cJSON_AddNumberToObject(cmp, "layers", pool.compound_layers);
+            add_num(cmp, "prod_eta", pool.prod_eta);
+            add_num(cmp, "exp_neg_sum_delta", pool.exp_neg_sum_delta);
+        }
+        cJSON_AddItemToArray(sp, o);
+    }
+    cJSON_AddArrayToObject(root, "errors");
+    cJSON *timing = cJSON_AddObjectToObject(root, "timing");
+    cJSON_AddNumberToObject(timing, "seconds", run->seconds);
+    cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);
+
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+static void fmt_db(char *buf, size_t n, double db, fp4_sqnr_status st)
+{
+    if (st == FP4_SQNR_OK && isfinite(db))
+        snprintf(buf, n, "%.2f", db);
+    else
+        snprintf(buf, n, "%s", st == FP4_SQNR_EXACT ? "exact" : "-");
+}
+
+void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
+{
+    fprintf(out, "%-12s %-6s %-12s %9s %9s %9s %9s %9s\n", "layer", "path", "operands",
+            "SQNR dB", "eta", "aA*aB", "A dB", "B dB");
+    for (int i = 0; i < run->nlayers; i++) {
+        const fp4_gemm_layer *L = &run->layers[i];
+        for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+            if (!(L->paths & (1u << p))) continue;
+            const fp4_gemm_path_result *r = &L->res[p];
+            char ops[16], s[16], sa[16], sb[16];
+            snprintf(ops, sizeof ops, "%s%s.%s%s", fp4_gemm_tensor_name(r->op[0].tensor),
+                     r->op[0].transposed ? "T" : "", fp4_gemm_tensor_name(r->op[1].tensor),
+                     r->op[1].transposed ? "T" : "");
+            fmt_db(s, sizeof s, r->sqnr_db, r->sqnr_status);
+            fmt_db(sa, sizeof sa, r->op[0].m.sqnr_db, r->op[0].m.sqnr_status);
+            fmt_db(sb, sizeof sb, r->op[1].m.sqnr_db, r->op[1].m.sqnr_status);
+            fprintf(out, "%-12s %-6s %-12s %9s %9.5f %9.5f %9s %9s\n", L->name,
+                    fp4_gemm_path_name(r->path), ops, s, r->eta, r->alpha_product, sa, sb);
+        }
+    }
+    if (run->opt->layers > 0 || run->nlayers > 1) {
+        for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+            fp4_gemm_pooled pool;
+            if (!(run->paths & (1u << p)) ||
+                fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                              &pool) != FP4_OK)
+                continue;
+            char s[16];
+            fmt_db(s, sizeof s, pool.sqnr_db, pool.sqnr_status);
+            fprintf(out, "%-12s %-6s %-12s %9s %9.5f   (over %d layers: prod eta %.5f, "
+                         "exp(-sum delta) %.5f)\n",
+                    "pooled", fp4_gemm_path_name((fp4_gemm_path)p), "", s, pool.eta,
+                    pool.compound_layers, pool.prod_eta, pool.exp_neg_sum_delta);
+        }
+    }
+}
+
+fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
+{
+    char *text = fp4_report_gemm_json(argc, argv, run);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    size_t len = strlen(text);
+    char *withnl = realloc(text, len + 2);
+    if (!withnl) {
+        free(text);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    }
+    withnl[len] = '\n';
+    withnl[len + 1] = '\0';
+    fp4_status st = fp4_output_write(run->opt->output, withnl, len + 1);
+    free(withnl);
+    if (st != FP4_OK) return st;
+    if (run->opt->verbosity >= 0 && (run->opt->verbosity > 0 || isatty(STDERR_FILENO)))
+        fp4_report_gemm_table(stderr, run);
+    return FP4_OK;
+}

@@ -1,0 +1,333 @@
+/* test_gpu_parity.c — CPU vs GPU (SPEC §7): identical codes, scales, histograms and counts,
+ * fp64 sums within 1e-12 relative, for every format x scale mode x rounding x RHT size, on
+ * random tensors. Skips (cmocka skip) where the build has no CUDA or the machine no GPU. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "backend.h"
+#include "backend_impl.h"
+#include "metrics.h"
+#include "quant.h"
+#include "rht.h"
+
+#ifdef FP4_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels.h"
+#endif
+
+enum { R = 48, L1 = 300, L2 = 1024 };
+static float data1[R * L1], data2[R * L2];
+static fp4_rht_signs sg[6]; /* none, 16, 32, 64, 128, 256 */
+
+static void fill(float *d, int n, uint64_t s, int specials)
+{
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 11) / 9007199254740992.0;
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double v = (double)(s >> 11) / 9007199254740992.0;
+        /* Gaussian with occasional outliers and exact ties of the grids */
+        double g = sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
+        d[i] = (float)(i % 53 == 0 ? g * 30.0 : i % 41 == 0 ? 0.75 : g);
+    }
+    if (specials) {
+        d[7 * L1 + 5] = NAN;
+        d[20 * L1 + 299] = -INFINITY;
+        for (int j = 0; j < 40; j++) d[30 * L1 + j] = 0.0f;
+        d[31 * L1 + 3] = -0.0f;
+        d[33 * L1 + 10] = 1e-41f; /* subnormal: a scale-underflow block */
+    }
+}
+
+static int gpu_present(void)
+{
+#ifdef FP4_HAVE_CUDA
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+    return n > 0;
+#else
+    return 0;
+#endif
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    fill(data1, R * L1, 12345, 1);
+    fill(data2, R * L2, 777, 0);
+    static const int sizes[5] = {16, 32, 64, 128, 256};
+    for (int i = 0; i < 5; i++)
+        if (fp4_rht_signs_make(i == 1 ? "seed:5" : "te", sizes[i], &sg[i + 1])) return -1;
+    return 0;
+}
+
+#define SKIP_WITHOUT_GPU()                                                                     \
+    do {                                                                                       \
+        if (!gpu_present()) {                                                                  \
+            print_message("[ SKIP     ] no CUDA GPU here (build %s CUDA): CPU-vs-GPU parity "  \
+                          "not run\n",                                                         \
+                          FP4_BUILD_CUDA);                                                     \
+            skip();                                                                            \
+        }                                                                                      \
+    } while (0)
+#ifdef FP4_HAVE_CUDA
+#define FP4_BUILD_CUDA "with"
+#else
+#define FP4_BUILD_CUDA "without"
+#endif
+
+/* Every config of the matrix. */
+static int make_configs(fp4_qconfig *out, int cap)
+{
+    int n = 0;
+    for (int f = 0; f < FP4_FMT_COUNT; f++)
+        for (int sm = 0; sm < 7; sm++)
+            for (int rd = 0; rd < 2; rd++)
+                for (int rh = 0; rh < 6; rh++) {
+                    fp4_qconfig c;
+                    fp4_qconfig_default(&c);
+                    c.format.id = (fp4_format_id)f;
+                    c.rounding = rd ? FP4_ROUND_SR : FP4_ROUND_RTNE;
+                    c.seed = 1234567ull + (uint64_t)n;
+                    c.stream = (uint32_t)rh;
+                    c.rht = rh ? &sg[rh] : NULL;
+                    switch (sm) {
+                    case 0: c.scale = FP4_SCALE_FP32; break;
+                    case 1: c.scale = FP4_SCALE_FP32; c.block = 64; break;
+                    case 2: c.scale = FP4_SCALE_NVFP4; break;
+                    case 3: c.scale = FP4_SCALE_NVFP4; c.weight_2d = true; break;
+                    case 4: c.scale = FP4_SCALE_MXFP4; break;
+                    case 5: c.scale = FP4_SCALE_MXFP4; c.mx_rule = FP4_MX_RCEIL; break;
+                    default: c.scale = FP4_SCALE_TENSOR; break;
+                    }
+                    if (rd && f == FP4_FMT_E2M1 && sm == 2) c.sr_bits = 8;
+                    if (fp4_qconfig_check(&c) != FP4_OK) continue;
+                    if (n < cap) out[n] = c;
+                    n++;
+                }
+    return n;
+}
+
+static int rel_ok(double a, double b, double scale)
+{
+    if (a == b) return 1;
+    double d = fabs(a - b), m = fmax(fmax(fabs(a), fabs(b)), scale);
+    return d <= 1e-12 * m;
+}
+
+static void compare_metrics(const fp4_metrics *c, const fp4_metrics *g, const char *what,
+                            int *exact_sums)
+{
+    for (int i = 0; i < 16; i++)
+        if (c->hist[i] != g->hist[i]) fail_msg("%s: hist[%d] %llu vs %llu", what, i,
+                                               (unsigned long long)c->hist[i],
+                                               (unsigned long long)g->hist[i]);
+    for (int i = 0; i < 8; i++)
+        if (c->level_count[i] != g->level_count[i]) fail_msg("%s: level_count[%d]", what, i);
+#define EQ(f)                                                                                  \
+    if (c->f != g->f)                                                                          \
+        fail_msg("%s: " #f " %llu vs %llu", what, (unsigned long long)c->f,                    \
+                 (unsigned long long)g->f);
+    EQ(signed_err_n) EQ(elements) EQ(padded) EQ(zero) EQ(nan) EQ(inf) EQ(saturated) EQ(clipped)
+    EQ(blocks) EQ(zero_blocks) EQ(scale_underflow_blocks) EQ(nonfinite_blocks)
+#undef EQ
+    if (c->tensor_amax != g->tensor_amax)
+        fail_msg("%s: tensor_amax %g vs %g", what, c->tensor_amax, g->tensor_amax);
+    /* signed sums may cancel: relative to the sum of the magnitudes they come from */
+    const double mag = c->sum_x2 > 0 ? sqrt(c->sum_x2) : 1.0;
+    const double pos[4][2] = {{c->sum_x2, g->sum_x2}, {c->sum_err2, g->sum_err2},
+                              {c->sum_xqx, g->sum_xqx}, {c->sum_xq2, g->sum_xq2}};
+    for (int i = 0; i < 4; i++)
+        if (!rel_ok(pos[i][0], pos[i][1], 0.0))
+            fail_msg("%s: sum %d: %.17g vs %.17g", what, i, pos[i][0], pos[i][1]);
+    if (!rel_ok(c->signed_err_sum, g->signed_err_sum, 1e-3 * mag))
+        fail_msg("%s: signed_err_sum %.17g vs %.17g", what, c->signed_err_sum,
+                 g->signed_err_sum);
+    for (int i = 0; i < 8; i++)
+        if (!rel_ok(c->level_err_sum[i], g->level_err_sum[i], 1e-3 * mag))
+            fail_msg("%s: level_err_sum[%d] %.17g vs %.17g", what, i, c->level_err_sum[i],
+                     g->level_err_sum[i]);
+    int ex = c->sum_x2 == g->sum_x2 && c->sum_err2 == g->sum_err2 && c->sum_xqx == g->sum_xqx &&
+             c->sum_xq2 == g->sum_xq2 && c->signed_err_sum == g->signed_err_sum;
+    for (int i = 0; i < 8; i++) ex &= c->level_err_sum[i] == g->level_err_sum[i];
+    *exact_sums += ex;
+    static int shown;
+    if (!ex && shown < 6) { /* name what differs (within tolerance): diagnostics only */
+        shown++;
+        unsigned mask = 0;
+        for (int i = 0; i < 4; i++) mask |= (pos[i][0] != pos[i][1]) << i;
+        mask |= (c->signed_err_sum != g->signed_err_sum) << 4;
+        for (int i = 0; i < 8; i++) mask |= (c->level_err_sum[i] != g->level_err_sum[i]) << (5 + i);
+        print_message("[ INFO     ] not bit-identical: %s (fields mask 0x%x: bit 0-3 x2 err2 xqx "
+                      "xq2, 4 signed, 5+ levels)\n", what, mask);
+    }
+}
+
+static void run_backend(fp4_backend *be, const fp4_qconfig *cfgs, int n, const float *d,
+                        int64_t rows, int64_t len, int64_t slab, fp4_metrics *out)
+{
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, cfgs, n, rows, len, &an), FP4_OK);
+    if (fp4_analysis_needs_amax(an))
+        for (int64_t r = 0; r < rows; r += slab)
+            assert_int_equal(fp4_analysis_amax(an, d + r * len, r + slab <= rows ? slab : rows - r),
+                             FP4_OK);
+    for (int64_t r = 0; r < rows; r += slab)
+        assert_int_equal(fp4_analysis_feed(an, d + r * len, r + slab <= rows ? slab : rows - r),
+                         FP4_OK);
+    assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
+}
+
+/* Metrics through backend.h: CPU engine vs CUDA engine, every config, two tensors. */
+static void test_metrics_parity(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static fp4_qconfig cfgs[512];
+    const int n = make_configs(cfgs, 512);
+    assert_true(n > 300 && n <= 512);
+    fp4_metrics *mc = calloc((size_t)n, sizeof *mc), *mg = calloc((size_t)n, sizeof *mg);
+    assert_non_null(mc);
+    assert_non_null(mg);
+    fp4_backend *cpu, *gpu;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 0, &cpu), FP4_OK);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &gpu), FP4_OK);
+    assert_string_equal(fp4_backend_name(gpu), "cuda");
+    int exact = 0, total = 0;
+    for (int t = 0; t < 2; t++) {
+        const float *d = t ? data2 : data1;
+        const int64_t len = t ? L2 : L1;
+        run_backend(cpu, cfgs, n, d, R, len, R, mc);
+        run_backend(gpu, cfgs, n, d, R, len, 16, mg); /* another slab split on purpose */
+        for (int c = 0; c < n; c++) {
+            char what[160], fn[32];
+            fp4_format_name(cfgs[c].format, fn, sizeof fn);
+            snprintf(what, sizeof what, "tensor %d, %s %s/%d%s %s rht %d", t, fn,
+                     fp4_scale_name(cfgs[c].scale), cfgs[c].block,
+                     cfgs[c].weight_2d ? " 2d" : "", fp4_rounding_name(cfgs[c].rounding),
+                     cfgs[c].rht ? cfgs[c].rht->n : 0);
+            compare_metrics(&mc[c], &mg[c], what, &exact);
+            total++;
+        }
+    }
+    print_message("[ INFO     ] %d configs x 2 tensors: counts identical, sums within 1e-12; "
+                  "%d of %d bit-identical in every sum\n", n, exact, total);
+    fp4_backend_close(cpu);
+    fp4_backend_close(gpu);
+    free(mc);
+    free(mg);
+}
+
+/* Codes and scales: fp4k_quantize vs fp4_quantize_rows, byte for byte. */
+static void test_codes_scales_parity(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+#ifdef FP4_HAVE_CUDA
+    static fp4_qconfig cfgs[512];
+    const int n = make_configs(cfgs, 512);
+    const int64_t len = L1;
+    float *d_in, *d_signs, *d_tile;
+    double *d_part;
+    uint64_t *d_cnt;
+    uint8_t *d_codes, *d_scales;
+    const int64_t P = 512 > len ? 512 : len; /* padded_len <= 512 for every config here */
+    assert_int_equal(cudaMalloc((void **)&d_in, sizeof data1), 0);
+    assert_int_equal(cudaMalloc((void **)&d_signs, 256 * sizeof(float)), 0);
+    assert_int_equal(cudaMalloc((void **)&d_tile, (size_t)R * P * sizeof(float)), 0);
+    assert_int_equal(cudaMalloc((void **)&d_part, (size_t)R * 64 * FP4K_NSUMS * 8), 0);
+    assert_int_equal(cudaMalloc((void **)&d_cnt, FP4K_NCOUNTS * 8), 0);
+    assert_int_equal(cudaMalloc((void **)&d_codes, (size_t)R * P), 0);
+    assert_int_equal(cudaMalloc((void **)&d_scales, (size_t)R * P), 0);
+    assert_int_equal(cudaMemcpy(d_in, data1, sizeof data1, cudaMemcpyHostToDevice), 0);
+    uint8_t *hc = malloc((size_t)R * P), *hs = malloc((size_t)R * P);
+    uint8_t *gc = malloc((size_t)R * P), *gs = malloc((size_t)R * P);
+    assert_true(hc && hs && gc && gs);
+    int checked = 0;
+    for (int c = 0; c < n; c++) {
+        const fp4_qconfig *cfg = &cfgs[c];
+        float amax = 0.0f;
+        fp4_amax_rows(cfg, data1, R, len, &amax);
+        fp4_qplan plan;
+        assert_int_equal(fp4_qplan_make(cfg, amax, len, &plan), FP4_OK);
+        struct fp4k_cfg kc;
+        fp4_cuda_cfg_of(&plan, &kc);
+        if (!fp4k_cfg_supported(&kc)) continue;
+        fp4_qout out = {NULL, hc, hs};
+        const int64_t row0 = 32; /* SR counters of rows 32.. */
+        assert_int_equal(fp4_quantize_rows(cfg, amax, data1, row0, R, len, &out, NULL), FP4_OK);
+        if (cfg->rht)
+            assert_int_equal(cudaMemcpy(d_signs, cfg->rht->s, (size_t)cfg->rht->n * 4,
+                                        cudaMemcpyHostToDevice), 0);
+        if (kc.weight_2d)
+            assert_int_equal(fp4k_tile_amax(d_in, R, len, kc.padded_len, kc.rht_n, d_signs,
+                                            d_tile, NULL), 0);
+        assert_int_equal(cudaMemset(d_cnt, 0, FP4K_NCOUNTS * 8), 0);
+        assert_int_equal(fp4k_quantize(&kc, d_in, row0, R, d_signs, d_tile, d_part, d_cnt,
+                                       d_codes, d_scales, NULL), 0);
+        assert_int_equal(cudaDeviceSynchronize(), 0);
+        /* also the device amax (pass 1) against the CPU's */
+        float *d_amax = (float *)d_part, gamax = -1.0f;
+        assert_int_equal(cudaMemset(d_amax, 0, 4), 0);
+        assert_int_equal(fp4k_amax(d_in, R, len, kc.rht_n ? kc.padded_len : (len + 15) / 16 * 16,
+                                   kc.rht_n, d_signs, d_amax, NULL), 0);
+        assert_int_equal(cudaMemcpy(&gamax, d_amax, 4, cudaMemcpyDeviceToHost), 0);
+        if (gamax != amax) fail_msg("config %d: amax %g vs %g", c, gamax, amax);
+        const size_t nc = (size_t)R * (size_t)plan.padded_len, ns = (size_t)R * (size_t)plan.nblk;
+        assert_int_equal(cudaMemcpy(gc, d_codes, nc, cudaMemcpyDeviceToHost), 0);
+        assert_int_equal(cudaMemcpy(gs, d_scales, ns, cudaMemcpyDeviceToHost), 0);
+        for (size_t i = 0; i < nc; i++)
+            if (hc[i] != gc[i])
+                fail_msg("config %d (scale %s rht %d sr %d): code %zu: %d vs %d", c,
+                         fp4_scale_name(cfg->scale), kc.rht_n, kc.rounding, i, hc[i], gc[i]);
+        for (size_t i = 0; i < ns; i++)
+            if (hs[i] != gs[i]) fail_msg("config %d: scale %zu: %d vs %d", c, i, hs[i], gs[i]);
+        checked++;
+    }
+    print_message("[ INFO     ] codes, scales and amax identical for %d configs\n", checked);
+    assert_true(checked > 300);
+    free(hc);
+    free(hs);
+    free(gc);
+    free(gs);
+    cudaFree(d_in);
+    cudaFree(d_signs);
+    cudaFree(d_tile);
+    cudaFree(d_part);
+    cudaFree(d_cnt);
+    cudaFree(d_codes);
+    cudaFree(d_scales);
+#endif
+}
+
+/* --device cuda never falls back silently: without a GPU it is FP4_ERR_DEVICE. */
+static void test_cuda_requested(void **state)
+{
+    (void)state;
+    fp4_backend *be = NULL;
+    fp4_status st = fp4_backend_open(FP4_DEVICE_CUDA, 0, &be);
+    if (gpu_present()) {
+        assert_int_equal(st, FP4_OK);
+        assert_string_equal(fp4_backend_name(be), "cuda");
+        fp4_backend_close(be);
+    } else {
+        assert_int_equal(st, FP4_ERR_DEVICE);
+        assert_null(be);
+        assert_non_null(strstr(fp4_last_error(), "CUDA requested but"));
+    }
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_AUTO, 0, &be), FP4_OK);
+    assert_string_equal(fp4_backend_name(be), gpu_present() ? "cuda" : "cpu");
+    fp4_backend_close(be);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cuda_requested),
+        cmocka_unit_test(test_codes_scales_parity),
+        cmocka_unit_test(test_metrics_parity),
+    };
+    return cmocka_run_group_tests_name("gpu_parity", tests, setup, NULL);
+}

@@ -1,0 +1,332 @@
+/* test_report.c — the report writer (whole-or-absent files, direct writes to pipes and devices,
+ * write errors) and the JSON of a hand-built run (identity fields, nulls with statuses,
+ * rht_delta, compound shrinkage, errors). */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "report.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_write_new_and_replace(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    assert_int_equal(fp4_output_write(path, "{\"a\": 1}\n", 9), FP4_OK);
+    assert_string_equal(slurp(path), "{\"a\": 1}\n");
+    assert_int_equal(count_entries(dir), 1);
+    chmod(path, 0640);
+    assert_int_equal(fp4_output_write(path, "{}\n", 3), FP4_OK);
+    assert_string_equal(slurp(path), "{}\n");
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0640); /* the replaced file keeps its mode */
+    assert_int_equal(count_entries(dir), 1);
+    fp4t_rmtree(dir);
+}
+
+static void test_write_through_symlink(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char target[4200], link[4200];
+    snprintf(target, sizeof target, "%s/target.json", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    assert_int_equal(fp4_output_write(target, "old\n", 4), FP4_OK);
+    assert_int_equal(symlink(target, link), 0);
+    assert_int_equal(fp4_output_write(link, "new\n", 4), FP4_OK);
+    struct stat lb;
+    assert_int_equal(lstat(link, &lb), 0);
+    assert_true(S_ISLNK(lb.st_mode));
+    assert_string_equal(slurp(target), "new\n");
+    assert_int_equal(count_entries(dir), 2);
+    fp4t_rmtree(dir);
+}
+
+static void test_write_missing_dir(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/no/such/dir/r.json", dir);
+    fp4_error_clear();
+    assert_int_equal(fp4_output_write(path, "{}\n", 3), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), path));
+    assert_null(strchr(fp4_last_error(), '\n'));
+    assert_int_equal(count_entries(dir), 0);
+    fp4t_rmtree(dir);
+}
+
+/* /dev/full: ENOSPC on write; written directly, the device node must survive untouched. */
+static void test_write_dev_full(void **state)
+{
+    (void)state;
+    struct stat before, after;
+    if (stat("/dev/full", &before) != 0 || !S_ISCHR(before.st_mode)) skip();
+    fp4_error_clear();
+    assert_int_equal(fp4_output_write("/dev/full", "{}\n", 3), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "/dev/full"));
+    assert_int_equal(stat("/dev/full", &after), 0);
+    assert_true(S_ISCHR(after.st_mode));
+    assert_true(before.st_rdev == after.st_rdev);
+    assert_true(before.st_ino == after.st_ino);
+}
+
+/* A FIFO is written directly (never replaced by a regular file). */
+static void test_write_fifo(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pipe", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    int rd = open(path, O_RDWR | O_NONBLOCK); /* a reader, so the writer's open succeeds */
+    assert_true(rd >= 0);
+    assert_int_equal(fp4_output_write(path, "{\"x\": 2}\n", 9), FP4_OK);
+    char buf[64] = {0};
+    ssize_t n = read(rd, buf, sizeof buf - 1);
+    assert_int_equal(n, 9);
+    assert_string_equal(buf, "{\"x\": 2}\n");
+    close(rd);
+    struct stat sb;
+    assert_int_equal(lstat(path, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    assert_int_equal(count_entries(dir), 1);
+    fp4t_rmtree(dir);
+}
+
+/* ------------------------------------------------------------------ a hand-built run */
+
+static void fake_metrics(fp4_metrics *m, double sqnr, double alpha)
+{
+    fp4_metrics_init(m);
+    m->sqnr_db = sqnr;
+    m->nmse = pow(10, -sqnr / 10);
+    m->alpha = alpha;
+    m->delta = 1 - alpha;
+    m->bucket_ratio_15 = 0.5;
+    m->bucket_ratio_8 = 0.75;
+    m->mean_signed_error = -0.01;
+    m->hist[1] = 10;
+    m->hist[9] = 6;
+    m->level_count[1] = 16;
+    m->level_err_sum[1] = 0.8;
+    m->elements = 16;
+    m->blocks = 1;
+    m->tensor_amax = 3.0f;
+}
+
+/* A bare nan/inf/NaN/Infinity token (not the inside of a string such as the key "nan"). */
+static int has_bare_nonfinite(const char *text)
+{
+    const char *words[] = {"nan", "inf", "NaN", "Infinity"};
+    for (size_t w = 0; w < 4; w++)
+        for (const char *p = strstr(text, words[w]); p; p = strstr(p + 1, words[w]))
+            if (p == text || (p[-1] != '"' && p[-1] != '_' && !(p[-1] >= 'a' && p[-1] <= 'z')))
+                return 1;
+    return 0;
+}
+
+static cJSON *item(const cJSON *o, const char *k)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!r) fail_msg("missing key %s", k);
+    return (cJSON *)r;
+}
+
+static void test_analysis_json(void **state)
+{
+    (void)state;
+    fp4_options o;
+    fp4_options_default(&o, "e2m1,int4", FP4_RHT_BOTH);
+    char *av[] = {"rht", "--layers", "4", "f.h5", NULL};
+    assert_int_equal(fp4_options_parse(&o, 4, av, NULL), FP4_OK);
+
+    fp4_run run;
+    memset(&run, 0, sizeof run);
+    run.opt = &o;
+    run.file = "f.h5";
+    fp4_qconfig cfgs[8];
+    assert_int_equal(fp4_options_configs(&o, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(run.ncfg, 4);
+    run.cfgs = cfgs;
+    char *ds[] = {"/a", "/bad"};
+    run.datasets = ds;
+    run.ndatasets = 2;
+    fp4_metrics tm[4], pooled[4];
+    fake_metrics(&tm[0], 20.0, 0.98);
+    fake_metrics(&tm[1], 21.0, 0.985);
+    fake_metrics(&tm[2], 22.0, 0.99);
+    fake_metrics(&tm[3], 0, 1.0);
+    tm[3].sqnr_status = FP4_SQNR_EXACT;
+    tm[3].sqnr_db = INFINITY;
+    tm[3].nmse = 0;
+    for (int i = 0; i < 4; i++) pooled[i] = tm[i];
+    fp4_tensor_result tr;
+    memset(&tr, 0, sizeof tr);
+    tr.info.path = "/a";
+    tr.info.rank = 2;
+    tr.info.dims[0] = 4;
+    tr.info.dims[1] = 4;
+    snprintf(tr.info.dtype, sizeof tr.info.dtype, "bf16");
+    tr.axis = 1;
+    tr.metrics = tm;
+    run.tensors = &tr;
+    run.ntensors = 1;
+    run.pooled = pooled;
+    fp4_rht_delta pairs[2] = {{.plain = 0, .rotated = 1}, {.plain = 2, .rotated = 3}};
+    run.pairs = pairs;
+    run.npairs = 2;
+    fp4_tensor_error err = {"/bad", FP4_ERR_INPUT, "f.h5: /bad: not numeric (class string)"};
+    run.errors = &err;
+    run.nerrors = 1;
+    snprintf(run.device, sizeof run.device, "cpu");
+
+    char *text = fp4_report_analysis_json("rht", 4, av, &run);
+    assert_non_null(text);
+    assert_false(has_bare_nonfinite(text));
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    assert_string_equal(item(root, "schema")->valuestring, "fp4diag.report/1");
+    assert_string_equal(item(item(root, "tool"), "name")->valuestring, "fp4diag");
+    assert_string_equal(item(root, "command")->valuestring, "rht");
+    cJSON *argv = item(root, "argv");
+    assert_int_equal(cJSON_GetArraySize(argv), 5);
+    assert_string_equal(cJSON_GetArrayItem(argv, 0)->valuestring, "fp4diag");
+    assert_string_equal(cJSON_GetArrayItem(argv, 1)->valuestring, "rht");
+    cJSON *cfg = item(root, "config");
+    assert_string_equal(item(cfg, "scale")->valuestring, "fp32");
+    assert_string_equal(item(cfg, "rht")->valuestring, "both");
+    assert_string_equal(item(cfg, "rht_signs")->valuestring, "te");
+    assert_int_equal(item(cfg, "layers")->valueint, 4);
+    assert_int_equal(item(cfg, "block")->valueint, 16);
+    assert_int_equal(cJSON_GetArraySize(item(cfg, "formats")), 2);
+    assert_int_equal(cJSON_GetArraySize(item(item(root, "input"), "datasets")), 2);
+
+    cJSON *t0 = cJSON_GetArrayItem(item(root, "tensors"), 0);
+    assert_string_equal(item(t0, "name")->valuestring, "/a");
+    assert_string_equal(item(t0, "dtype")->valuestring, "bf16");
+    assert_int_equal(item(t0, "axis")->valueint, 1);
+    cJSON *res = item(t0, "results");
+    assert_int_equal(cJSON_GetArraySize(res), 4);
+    cJSON *r0 = cJSON_GetArrayItem(res, 0), *r1 = cJSON_GetArrayItem(res, 1);
+    assert_string_equal(item(r0, "format")->valuestring, "e2m1");
+    assert_true(cJSON_IsFalse(item(r0, "rht")));
+    assert_int_equal(item(item(r1, "rht"), "size")->valueint, 16);
+    assert_string_equal(item(item(r1, "rht"), "signs")->valuestring, "te");
+    assert_float_equal(item(r0, "sqnr_db")->valuedouble, 20.0, 1e-12);
+    assert_string_equal(item(r0, "sqnr_status")->valuestring, "ok");
+    assert_int_equal(cJSON_GetArraySize(item(r0, "histogram")), 16);
+    assert_int_equal(cJSON_GetArrayItem(item(r0, "histogram"), 9)->valueint, 6);
+    cJSON *lv = item(r0, "levels");
+    assert_int_equal(cJSON_GetArraySize(lv), 8);
+    cJSON *l1 = cJSON_GetArrayItem(lv, 1);
+    assert_float_equal(item(l1, "q")->valuedouble, 0.5, 0);
+    assert_int_equal(item(l1, "count")->valueint, 16);
+    assert_float_equal(item(l1, "mean_error")->valuedouble, 0.05, 1e-12);
+    assert_true(cJSON_IsNull(item(cJSON_GetArrayItem(lv, 0), "mean_error"))); /* count 0 */
+    /* E2M1 level 4 (q = 2): analytic bias (0.25 - 0.5)/2 = -1/8 (SPEC §5) */
+    assert_float_equal(item(cJSON_GetArrayItem(lv, 4), "analytic_bias")->valuedouble, -0.125,
+                       1e-15);
+    assert_int_equal(item(item(r0, "counts"), "elements")->valueint, 16);
+    /* the exact result: null with its status */
+    cJSON *r3 = cJSON_GetArrayItem(res, 3);
+    assert_true(cJSON_IsNull(item(r3, "sqnr_db")));
+    assert_string_equal(item(r3, "sqnr_status")->valuestring, "exact");
+
+    cJSON *rd = item(t0, "rht_delta");
+    assert_int_equal(cJSON_GetArraySize(rd), 2);
+    cJSON *d0 = cJSON_GetArrayItem(rd, 0);
+    assert_string_equal(item(d0, "format")->valuestring, "e2m1");
+    assert_float_equal(item(d0, "delta_sqnr_db")->valuedouble, 1.0, 1e-12);
+    assert_float_equal(item(d0, "delta_alpha")->valuedouble, 0.005, 1e-12);
+    cJSON *d1 = cJSON_GetArrayItem(rd, 1);
+    assert_true(cJSON_IsNull(item(d1, "delta_sqnr_db")));
+    assert_string_equal(item(d1, "delta_sqnr_status")->valuestring, "exact");
+
+    cJSON *sm = cJSON_GetArrayItem(item(item(root, "summary"), "results"), 0);
+    assert_int_equal(item(sm, "tensors")->valueint, 1);
+    cJSON *co = item(sm, "compound");
+    assert_int_equal(item(co, "layers")->valueint, 4);
+    assert_float_equal(item(co, "prod_one_minus_delta")->valuedouble, pow(0.98, 4), 1e-12);
+    assert_float_equal(item(co, "exp_neg_sum_delta")->valuedouble, exp(-4 * 0.02), 1e-12);
+    assert_int_equal(cJSON_GetArraySize(item(item(root, "summary"), "rht_delta")), 2);
+
+    cJSON *e0 = cJSON_GetArrayItem(item(root, "errors"), 0);
+    assert_string_equal(item(e0, "tensor")->valuestring, "/bad");
+    assert_string_equal(item(e0, "status")->valuestring, "input_error");
+    assert_non_null(item(item(root, "timing"), "seconds"));
+    cJSON_Delete(root);
+    free(text);
+}
+
+static void test_grid_json(void **state)
+{
+    (void)state;
+    fp4_format f[2] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_INT4, 0}};
+    char *av[] = {"grid", NULL};
+    char *text = fp4_report_grid_json(1, av, f, 2);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    assert_string_equal(item(root, "command")->valuestring, "grid");
+    cJSON *g0 = cJSON_GetArrayItem(item(root, "grids"), 0);
+    assert_string_equal(item(g0, "format")->valuestring, "e2m1");
+    assert_float_equal(item(g0, "g_max")->valuedouble, 6, 0);
+    cJSON *lv = item(g0, "levels");
+    assert_int_equal(cJSON_GetArraySize(lv), 8);
+    /* E2M1 bins (SPEC §2): [1.75, 2.5] -> 2, (2.5, 3.5) -> 3, [3.5, 5] -> 4 */
+    cJSON *l4 = cJSON_GetArrayItem(lv, 4), *l5 = cJSON_GetArrayItem(lv, 5);
+    assert_float_equal(item(l4, "bin_lo")->valuedouble, 1.75, 0);
+    assert_float_equal(item(l4, "bin_hi")->valuedouble, 2.5, 0);
+    assert_true(cJSON_IsTrue(item(l4, "bin_lo_closed")));
+    assert_true(cJSON_IsFalse(item(l5, "bin_lo_closed")));
+    assert_float_equal(item(cJSON_GetArrayItem(lv, 6), "analytic_bias")->valuedouble, -0.25, 0);
+    assert_float_equal(item(g0, "uniform_mean_error")->valuedouble, 0, 1e-15);
+    cJSON *g1 = cJSON_GetArrayItem(item(root, "grids"), 1);
+    assert_float_equal(item(g1, "max_interior_bias")->valuedouble, 0, 0);
+    assert_float_equal(item(g1, "uniform_mean_error")->valuedouble, 0, 1e-15);
+    cJSON_Delete(root);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_new_and_replace), cmocka_unit_test(test_write_through_symlink),
+        cmocka_unit_test(test_write_missing_dir),     cmocka_unit_test(test_write_dev_full),
+        cmocka_unit_test(test_write_fifo),            cmocka_unit_test(test_analysis_json),
+        cmocka_unit_test(test_grid_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
