@@ -273,6 +273,16 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
             if (st != FP4_OK) goto out;
             continue;
         }
+        if (info->problem[0] || info->nelems < 0) {
+            /* h5io's verdict (size overflowing 64 bits, rank over FP4_MAX_RANK, ...): the
+             * dims must not reach the layout arithmetic. */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s: %s: %s", file, info->path,
+                     info->problem[0] ? info->problem : "size overflows 64 bits");
+            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
+            if (st != FP4_OK) goto out;
+            continue;
+        }
         fp4_tensor_result *tr = &run->tensors[run->ntensors];
         memset(tr, 0, sizeof *tr);
         fp4_error_clear();
