@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -70,6 +71,24 @@ fp4_status fp4_cleanup_register(const char *path)
     atomic_signal_fence(memory_order_seq_cst); /* the path is whole before it is armed */
     cleanup_armed = 1;
     return FP4_OK;
+}
+
+int fp4_cleanup_mkstemp(char *tmpl)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int i = 0; i < CLEANUP_NSIG; i++) sigaddset(&block, cleanup_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    int fd = mkstemp(tmpl);
+    int err = errno;
+    if (fd >= 0 && fp4_cleanup_register(tmpl) != FP4_OK) {
+        /* Too long to register (cannot happen for names mkstemp accepted) or no handlers:
+         * the file is still usable, only not protected. */
+        fp4_error_clear();
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    errno = err;
+    return fd;
 }
 
 void fp4_cleanup_unregister(void) { cleanup_armed = 0; }

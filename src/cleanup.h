@@ -15,6 +15,13 @@
  * (nothing is registered then). */
 fp4_status fp4_cleanup_register(const char *path);
 
+/* mkstemp(tmpl) and fp4_cleanup_register of the name it made, with the handled signals
+ * blocked in between, so no signal can leave the new file behind. Returns the descriptor, or
+ * -1 with errno set by mkstemp (nothing created or registered then). How report.c writes a
+ * regular -o FILE: fd = fp4_cleanup_mkstemp(tmp); write, fsync, close, rename (or unlink on
+ * error); then fp4_cleanup_unregister(). */
+int fp4_cleanup_mkstemp(char *tmpl);
+
 /* Forget the registered path (call right after rename() or unlink() of the temporary file).
  * Safe to call when nothing is registered. */
 void fp4_cleanup_unregister(void);

@@ -93,6 +93,44 @@ static void test_ignored_signal_stays_ignored(void **state)
     fp4t_rmtree(dir);
 }
 
+/* fp4_cleanup_mkstemp creates and registers at once; a signal then removes the file. */
+static void test_mkstemp_registers(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char tmpl[4200];
+    snprintf(tmpl, sizeof tmpl, "%s/.r.json.tmpXXXXXX", dir);
+    fflush(NULL);
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pipefd[0]);
+        int fd = fp4_cleanup_mkstemp(tmpl);
+        if (fd < 0 || !fp4_cleanup_registered() || strcmp(fp4_cleanup_registered(), tmpl)) _exit(10);
+        if (write(fd, "{", 1) != 1) _exit(11);
+        if (write(pipefd[1], tmpl, strlen(tmpl) + 1) != (ssize_t)(strlen(tmpl) + 1)) _exit(12);
+        raise(SIGINT);
+        _exit(0);
+    }
+    close(pipefd[1]);
+    char made[4200] = "";
+    assert_true(read(pipefd[0], made, sizeof made - 1) > 0);
+    close(pipefd[0]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGINT);
+    assert_non_null(strstr(made, "/.r.json.tmp"));
+    assert_false(file_exists(made));
+    /* A failing mkstemp: -1 and nothing registered. */
+    char bad[] = "/nonexistent-dir-fp4diag/xXXXXXX";
+    assert_int_equal(fp4_cleanup_mkstemp(bad), -1);
+    assert_null(fp4_cleanup_registered());
+    fp4t_rmtree(dir);
+}
+
 static void test_too_long_path_is_refused(void **state)
 {
     (void)state;
@@ -114,6 +152,7 @@ int main(void)
         cmocka_unit_test(test_signal_removes_registered_file),
         cmocka_unit_test(test_unregistered_file_is_kept),
         cmocka_unit_test(test_ignored_signal_stays_ignored),
+        cmocka_unit_test(test_mkstemp_registers),
         cmocka_unit_test(test_too_long_path_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,3 +80,23 @@ is_command_ready() {
     "$FP4DIAG" "$1" --help >"$tmp/help" 2>&1
     ! grep -q "not implemented yet" "$tmp/help"
 }
+
+# need_command CMD: skip (77) while `fp4diag CMD` is not implemented yet.
+need_command() {
+    is_command_ready "$1" || skip "'fp4diag $1' is not implemented yet"
+}
+
+# json_ok FILE: FILE is one whole JSON document without NaN/Infinity tokens (SPEC §9).
+json_ok() {
+    python3 - "$1" <<'PY'
+import json, sys
+def bad(tok): raise ValueError("bare %s in the report" % tok)
+json.load(open(sys.argv[1]), parse_constant=bad)
+PY
+}
+
+# no_temp DIR: no temporary report file (.NAME.tmpXXXXXX) is left in DIR.
+no_temp() {
+    left=$(find "$1" -maxdepth 1 -name '.*tmp*' 2>/dev/null)
+    [ -z "$left" ] || fail "temporary file left behind: $left"
+}
