@@ -385,6 +385,7 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
+typedef uint64_t v8ul __attribute__((vector_size(64))); /* packed byte counters: wrap, no UB */
 
 typedef struct grp_acc {
     double sx2[GRP], se2[GRP], sxqx[GRP], sxq2[GRP], serr[GRP], lsum[8][GRP];
@@ -450,7 +451,8 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
     const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
     v8d sx2 = {0}, se2 = {0}, sxqx = {0}, sxq2 = {0}, serr = {0};
     v8d ls0 = {0}, ls1 = {0}, ls2 = {0}, ls3 = {0}, ls4 = {0}, ls5 = {0}, ls6 = {0}, ls7 = {0};
-    v8l sat, hpos, hneg, hl;
+    v8l sat;
+    v8ul hpos, hneg, hl;
     memcpy(&sat, n->sat, sizeof sat);
     memcpy(&hpos, n->raw_pos, sizeof hpos);
     memcpy(&hneg, n->raw_neg, sizeof hneg);
@@ -482,12 +484,12 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
         sxq2 += vd_and(dq * dq, c64);
         sat -= __builtin_convertvector(c & -vlv & (t > gm), v8l); /* live blocks only */
         const v8l ix64 = __builtin_convertvector(ix, v8l);
-        const v8l oh = (v8l){1, 1, 1, 1, 1, 1, 1, 1} << (ix64 * 8);
-        hpos += oh & __builtin_convertvector(c & ~neg, v8l);
-        hneg += oh & __builtin_convertvector(c & neg, v8l);
+        const v8ul oh = (v8ul){1, 1, 1, 1, 1, 1, 1, 1} << (v8ul)(ix64 * 8);
+        hpos += oh & (v8ul)__builtin_convertvector(c & ~neg, v8l);
+        hneg += oh & (v8ul)__builtin_convertvector(c & neg, v8l);
         const v8i l = c & -vlv & (vak != j);
         const v8l l64 = __builtin_convertvector(l, v8l);
-        hl += oh & l64;
+        hl += oh & (v8ul)l64;
         const v8d dax = __builtin_convertvector(ax, v8d);
         v8d qt;
         if (use_fma) {
@@ -511,7 +513,7 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
             memcpy(n->raw_neg, &hneg, sizeof hneg);
             memcpy(n->raw_lvl, &hl, sizeof hl);
             grp_cnt_flush(n);
-            hpos = hneg = hl = (v8l){0};
+            hpos = hneg = hl = (v8ul){0};
             since = 0;
         }
     }
