@@ -572,13 +572,119 @@ group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t
 static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
 static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define FP4_HAVE_DISPATCH 1
 #define FP4_AVX2 __attribute__((target("avx2,fma")))
 #define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
-FP4_AVX512 static void group_avx512(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 FP4_AVX512 static void load_avx512(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+
+/* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
+ * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
+ * is the identity on a sum that starts at +0.0). Differences in form only:
+ *  - x̂'s magnitude q is read from qcum[ix], qcum[k] = ((st0 + st1) + …) + st(k-1) in fp32,
+ *    the value group_body's sum of masked steps takes: the threshold tests p0..p6 are
+ *    monotone (mid[] is increasing up to the FLT_MAX entries, which tc <= g_max never
+ *    reaches), so p_i holds exactly for i < ix and the masked steps past ix add +0.0;
+ *  - integer counts and level sums use mask registers (merge-masked adds) instead of
+ *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
+FP4_AVX512 static void group_avx512(GROUP_ARGS)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    float qc[8];
+    qc[0] = 0.0f;
+    for (int k = 1; k < 8; k++) qc[k] = qc[k - 1] + (g->q[k] - g->q[k - 1]);
+    const __m256 qcum = _mm256_loadu_ps(qc);
+    __m256 md[7];
+    for (int i = 0; i < 7; i++) md[i] = _mm256_set1_ps(g->mid[i]);
+    const __m256 gm = _mm256_set1_ps(g->gmax);
+    const __m256 vmul = _mm256_loadu_ps(mul), vdv = _mm256_loadu_ps(dv);
+    const __m256 vd1 = _mm256_loadu_ps(d1), vd2 = _mm256_loadu_ps(d2);
+    const __m256i vjn = _mm256_loadu_si256((const __m256i *)(const void *)jn);
+    const __m256i vak = _mm256_loadu_si256((const __m256i *)(const void *)ak);
+    const __mmask8 live =
+        _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)lv),
+                                 _mm256_setzero_si256());
+    const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_loadu_pd(rs);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
+    const __m512i one64 = _mm512_set1_epi64(1);
+    __m512d sx2 = _mm512_setzero_pd(), se2 = sx2, sxqx = sx2, sxq2 = sx2, serr = sx2;
+    __m512d ls[8];
+    for (int i = 0; i < 8; i++) ls[i] = sx2;
+    __m256i ix8c[8];
+    for (int i = 0; i < 8; i++) ix8c[i] = _mm256_set1_epi32(i);
+    __m256i sat = _mm256_setzero_si256();
+    __m512i hpos = _mm512_loadu_si512(n->raw_pos), hneg = _mm512_loadu_si512(n->raw_neg);
+    __m512i hl = _mm512_loadu_si512(n->raw_lvl);
+    int since = n->since;
+    for (int j = 0; j < B; j++) {
+        const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
+        const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
+        const __m256 t = _mm256_div_ps(_mm256_mul_ps(ax, vmul), vdv);
+        const __m256 tc = _mm256_min_ps(t, gm);
+        __m256i ix = _mm256_setzero_si256();
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[0], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[1], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[2], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[3], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[4], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[5], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[6], _CMP_GT_OQ), ix, one32);
+        const __m256 q = _mm256_permutexvar_ps(ix, qcum);
+        /* |(q * d1) * d2| with x's sign: bits (x & sign) | (y & ~sign) */
+        const __m256 xq = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
+            absm, _mm256_castps_si256(_mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
+            _mm256_castps_si256(x), 0xCA));
+        const __mmask8 c = _mm256_cmpgt_epi32_mask(vjn, _mm256_set1_epi32(j));
+        const __mmask8 neg = _mm256_movepi32_mask(_mm256_castps_si256(x));
+        const __m512d dx = _mm512_cvtps_pd(x), dq = _mm512_cvtps_pd(xq);
+        const __m512d d = _mm512_sub_pd(dq, dx);
+        sx2 = _mm512_mask_add_pd(sx2, c, sx2, _mm512_mul_pd(dx, dx));
+        se2 = _mm512_mask_add_pd(se2, c, se2, _mm512_mul_pd(d, d));
+        sxqx = _mm512_mask_add_pd(sxqx, c, sxqx, _mm512_mul_pd(dq, dx));
+        sxq2 = _mm512_mask_add_pd(sxq2, c, sxq2, _mm512_mul_pd(dq, dq));
+        sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(c & live, t, gm, _CMP_GT_OQ),
+                                    sat, one32);
+        const __m512i oh =
+            _mm512_sllv_epi64(one64, _mm512_cvtepi32_epi64(_mm256_slli_epi32(ix, 3)));
+        hpos = _mm512_mask_add_epi64(hpos, c & ~neg, hpos, oh);
+        hneg = _mm512_mask_add_epi64(hneg, c & neg, hneg, oh);
+        const __mmask8 l = _mm256_mask_cmpneq_epi32_mask(c & live, vak, _mm256_set1_epi32(j));
+        hl = _mm512_mask_add_epi64(hl, l, hl, oh);
+        const __m512d dax = _mm512_cvtps_pd(ax);
+        const __m512d q0 = _mm512_mul_pd(dax, vrs);
+        const __m512d r = _mm512_fnmadd_pd(q0, vse, dax);
+        const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
+        const __m512d el = _mm512_sub_pd(_mm512_cvtps_pd(q), qt);
+        serr = _mm512_mask_add_pd(serr, l, serr, el);
+        for (int i = 0; i < 8; i++)
+            ls[i] = _mm512_mask_add_pd(ls[i], _mm256_mask_cmpeq_epi32_mask(l, ix, ix8c[i]), ls[i],
+                                       el);
+        if (++since == 255) {
+            _mm512_storeu_si512(n->raw_pos, hpos);
+            _mm512_storeu_si512(n->raw_neg, hneg);
+            _mm512_storeu_si512(n->raw_lvl, hl);
+            grp_cnt_flush(n);
+            hpos = hneg = hl = _mm512_setzero_si512();
+            since = 0;
+        }
+    }
+    _mm512_storeu_si512(n->raw_pos, hpos);
+    _mm512_storeu_si512(n->raw_neg, hneg);
+    _mm512_storeu_si512(n->raw_lvl, hl);
+    /* n->sat is int64 per lane */
+    _mm512_storeu_si512(n->sat, _mm512_add_epi64(_mm512_loadu_si512(n->sat),
+                                                 _mm512_cvtepi32_epi64(sat)));
+    n->since = since;
+    _mm512_storeu_pd(a->sx2, sx2);
+    _mm512_storeu_pd(a->se2, se2);
+    _mm512_storeu_pd(a->sxqx, sxqx);
+    _mm512_storeu_pd(a->sxq2, sxq2);
+    _mm512_storeu_pd(a->serr, serr);
+    for (int i = 0; i < 8; i++) _mm512_storeu_pd(a->lsum[i], ls[i]);
+}
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
 typedef void (*load_fn)(LOAD_ARGS);
