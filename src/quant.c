@@ -611,10 +611,8 @@ FP4_AVX512 static void group_avx512(GROUP_ARGS)
     const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
     const __m512i one64 = _mm512_set1_epi64(1);
     __m512d sx2 = _mm512_setzero_pd(), se2 = sx2, sxqx = sx2, sxq2 = sx2, serr = sx2;
-    __m512d ls[8];
-    for (int i = 0; i < 8; i++) ls[i] = sx2;
-    __m256i ix8c[8];
-    for (int i = 0; i < 8; i++) ix8c[i] = _mm256_set1_epi32(i);
+    __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
+            ls7 = sx2; /* named: an array would live on the stack */
     __m256i sat = _mm256_setzero_si256();
     __m512i hpos = _mm512_loadu_si512(n->raw_pos), hneg = _mm512_loadu_si512(n->raw_neg);
     __m512i hl = _mm512_loadu_si512(n->raw_lvl);
@@ -659,9 +657,18 @@ FP4_AVX512 static void group_avx512(GROUP_ARGS)
         const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
         const __m512d el = _mm512_sub_pd(_mm512_cvtps_pd(q), qt);
         serr = _mm512_mask_add_pd(serr, l, serr, el);
-        for (int i = 0; i < 8; i++)
-            ls[i] = _mm512_mask_add_pd(ls[i], _mm256_mask_cmpeq_epi32_mask(l, ix, ix8c[i]), ls[i],
-                                       el);
+#define LVL_ADD(i)                                                                              \
+    ls##i = _mm512_mask_add_pd(ls##i, _mm256_mask_cmpeq_epi32_mask(l, ix, _mm256_set1_epi32(i)), \
+                               ls##i, el)
+        LVL_ADD(0);
+        LVL_ADD(1);
+        LVL_ADD(2);
+        LVL_ADD(3);
+        LVL_ADD(4);
+        LVL_ADD(5);
+        LVL_ADD(6);
+        LVL_ADD(7);
+#undef LVL_ADD
         if (++since == 255) {
             _mm512_storeu_si512(n->raw_pos, hpos);
             _mm512_storeu_si512(n->raw_neg, hneg);
@@ -683,7 +690,14 @@ FP4_AVX512 static void group_avx512(GROUP_ARGS)
     _mm512_storeu_pd(a->sxqx, sxqx);
     _mm512_storeu_pd(a->sxq2, sxq2);
     _mm512_storeu_pd(a->serr, serr);
-    for (int i = 0; i < 8; i++) _mm512_storeu_pd(a->lsum[i], ls[i]);
+    _mm512_storeu_pd(a->lsum[0], ls0);
+    _mm512_storeu_pd(a->lsum[1], ls1);
+    _mm512_storeu_pd(a->lsum[2], ls2);
+    _mm512_storeu_pd(a->lsum[3], ls3);
+    _mm512_storeu_pd(a->lsum[4], ls4);
+    _mm512_storeu_pd(a->lsum[5], ls5);
+    _mm512_storeu_pd(a->lsum[6], ls6);
+    _mm512_storeu_pd(a->lsum[7], ls7);
 }
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
@@ -752,6 +766,13 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
     }
     grp_acc a;
     kern->body(p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, &a, n);
+    /* block sums into the chunk partial in block order; the partial's sums are held in
+     * locals (registers) across the blocks: the same additions in the same order */
+    double l0 = m->level_err_sum[0], l1 = m->level_err_sum[1], l2 = m->level_err_sum[2],
+           l3 = m->level_err_sum[3], l4 = m->level_err_sum[4], l5 = m->level_err_sum[5],
+           l6 = m->level_err_sum[6], l7 = m->level_err_sum[7];
+    double sx2 = m->sum_x2, se2 = m->sum_err2, sxqx = m->sum_xqx, sxq2 = m->sum_xq2,
+           serr = m->signed_err_sum;
     for (int b = 0; b < nb; b++) {
         if (bad[b]) {
             if (scale_out) scale_out[b] = 0;
@@ -762,18 +783,38 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
             continue;
         }
         if (scale_out) scale_out[b] = bp[b].sbyte;
-        for (int k = 0; k < 8; k++) m->level_err_sum[k] += a.lsum[k][b];
+        l0 += a.lsum[0][b];
+        l1 += a.lsum[1][b];
+        l2 += a.lsum[2][b];
+        l3 += a.lsum[3][b];
+        l4 += a.lsum[4][b];
+        l5 += a.lsum[5][b];
+        l6 += a.lsum[6][b];
+        l7 += a.lsum[7][b];
         if (jn[b] <= 0) continue;
         m->blocks++;
-        m->sum_x2 += a.sx2[b];
-        m->sum_err2 += a.se2[b];
-        m->sum_xqx += a.sxqx[b];
-        m->sum_xq2 += a.sxq2[b];
-        m->signed_err_sum += a.serr[b];
+        sx2 += a.sx2[b];
+        se2 += a.se2[b];
+        sxqx += a.sxqx[b];
+        sxq2 += a.sxq2[b];
+        serr += a.serr[b];
         if (am[b] == 0.0f) m->zero_blocks++;
         if (bp[b].underflow) m->scale_underflow_blocks++;
         if (am[b] > m->tensor_amax) m->tensor_amax = am[b];
     }
+    m->level_err_sum[0] = l0;
+    m->level_err_sum[1] = l1;
+    m->level_err_sum[2] = l2;
+    m->level_err_sum[3] = l3;
+    m->level_err_sum[4] = l4;
+    m->level_err_sum[5] = l5;
+    m->level_err_sum[6] = l6;
+    m->level_err_sum[7] = l7;
+    m->sum_x2 = sx2;
+    m->sum_err2 = se2;
+    m->sum_xqx = sxqx;
+    m->sum_xq2 = sxq2;
+    m->signed_err_sum = serr;
 }
 
 void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
