@@ -422,9 +422,8 @@ static void grp_cnt_flush(grp_cnt *n)
 
 static inline __attribute__((always_inline)) void
 group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv,
-           const float *d1, const float *d2, const double *se, const double *rs,
-           const int32_t *jn, const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n,
-           const int use_fma)
+           const float *d1, const float *d2, const double *se, const int32_t *jn,
+           const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n, const int use_fma)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -447,7 +446,7 @@ group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv
     memcpy(&vlv, lv, sizeof vlv);
     memcpy(&vak, ak, sizeof vak);
     memcpy(&vse, se, sizeof vse);
-    memcpy(&vrs, rs, sizeof vrs);
+    vrs = (v8d){1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0} / vse; /* RN(1/s), lane by lane */
     const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
     v8d sx2 = {0}, se2 = {0}, sxqx = {0}, sxq2 = {0}, serr = {0};
     v8d ls0 = {0}, ls1 = {0}, ls2 = {0}, ls3 = {0}, ls4 = {0}, ls5 = {0}, ls6 = {0}, ls7 = {0};
@@ -564,9 +563,9 @@ group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t
 
 #define GROUP_ARGS                                                                              \
     const fp4_qplan *p, const float *T, const float *mul, const float *dv, const float *d1,    \
-        const float *d2, const double *se, const double *rs, const int32_t *jn,                \
+        const float *d2, const double *se, const int32_t *jn,                                  \
         const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n
-#define GROUP_PASS p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, a, n
+#define GROUP_PASS p, T, mul, dv, d1, d2, se, jn, lv, ak, a, n
 
 #define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
 #define LOAD_PASS v, B, T, am, ak, bad
@@ -574,13 +573,133 @@ group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t
 static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
 static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define FP4_HAVE_DISPATCH 1
 #define FP4_AVX2 __attribute__((target("avx2,fma")))
 #define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
-FP4_AVX512 static void group_avx512(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 FP4_AVX512 static void load_avx512(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+
+/* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
+ * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
+ * is the identity on a sum that starts at +0.0). Differences in form only:
+ *  - x̂'s magnitude q is read from qcum[ix], qcum[k] = ((st0 + st1) + …) + st(k-1) in fp32,
+ *    the value group_body's sum of masked steps takes: the threshold tests p0..p6 are
+ *    monotone (mid[] is increasing up to the FLT_MAX entries, which tc <= g_max never
+ *    reaches), so p_i holds exactly for i < ix and the masked steps past ix add +0.0;
+ *  - integer counts and level sums use mask registers (merge-masked adds) instead of
+ *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
+FP4_AVX512 static void group_avx512(GROUP_ARGS)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    float qc[8];
+    qc[0] = 0.0f;
+    for (int k = 1; k < 8; k++) qc[k] = qc[k - 1] + (g->q[k] - g->q[k - 1]);
+    const __m256 qcum = _mm256_loadu_ps(qc);
+    __m256 md[7];
+    for (int i = 0; i < 7; i++) md[i] = _mm256_set1_ps(g->mid[i]);
+    const __m256 gm = _mm256_set1_ps(g->gmax);
+    const __m256 vmul = _mm256_loadu_ps(mul), vdv = _mm256_loadu_ps(dv);
+    const __m256 vd1 = _mm256_loadu_ps(d1), vd2 = _mm256_loadu_ps(d2);
+    const __m256i vjn = _mm256_loadu_si256((const __m256i *)(const void *)jn);
+    const __m256i vak = _mm256_loadu_si256((const __m256i *)(const void *)ak);
+    const __mmask8 live =
+        _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)lv),
+                                 _mm256_setzero_si256());
+    const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_div_pd(_mm512_set1_pd(1.0), vse);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
+    const __m512i one64 = _mm512_set1_epi64(1);
+    __m512d sx2 = _mm512_setzero_pd(), se2 = sx2, sxqx = sx2, sxq2 = sx2, serr = sx2;
+    __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
+            ls7 = sx2; /* named: an array would live on the stack */
+    __m256i sat = _mm256_setzero_si256();
+    __m512i hpos = _mm512_loadu_si512(n->raw_pos), hneg = _mm512_loadu_si512(n->raw_neg);
+    __m512i hl = _mm512_loadu_si512(n->raw_lvl);
+    int since = n->since;
+    for (int j = 0; j < B; j++) {
+        const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
+        const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
+        const __m256 t = _mm256_div_ps(_mm256_mul_ps(ax, vmul), vdv);
+        const __m256 tc = _mm256_min_ps(t, gm);
+        __m256i ix = _mm256_setzero_si256();
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[0], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[1], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[2], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[3], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[4], _CMP_GT_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[5], _CMP_GE_OQ), ix, one32);
+        ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[6], _CMP_GT_OQ), ix, one32);
+        const __m256 q = _mm256_permutexvar_ps(ix, qcum);
+        /* |(q * d1) * d2| with x's sign: bits (x & sign) | (y & ~sign) */
+        const __m256 xq = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
+            absm, _mm256_castps_si256(_mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
+            _mm256_castps_si256(x), 0xCA));
+        const __mmask8 c = _mm256_cmpgt_epi32_mask(vjn, _mm256_set1_epi32(j));
+        const __mmask8 neg = _mm256_movepi32_mask(_mm256_castps_si256(x));
+        const __m512d dx = _mm512_cvtps_pd(x), dq = _mm512_cvtps_pd(xq);
+        const __m512d d = _mm512_sub_pd(dq, dx);
+        sx2 = _mm512_mask_add_pd(sx2, c, sx2, _mm512_mul_pd(dx, dx));
+        se2 = _mm512_mask_add_pd(se2, c, se2, _mm512_mul_pd(d, d));
+        sxqx = _mm512_mask_add_pd(sxqx, c, sxqx, _mm512_mul_pd(dq, dx));
+        sxq2 = _mm512_mask_add_pd(sxq2, c, sxq2, _mm512_mul_pd(dq, dq));
+        sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(c & live, t, gm, _CMP_GT_OQ),
+                                    sat, one32);
+        const __m512i oh =
+            _mm512_sllv_epi64(one64, _mm512_cvtepi32_epi64(_mm256_slli_epi32(ix, 3)));
+        hpos = _mm512_mask_add_epi64(hpos, c & ~neg, hpos, oh);
+        hneg = _mm512_mask_add_epi64(hneg, c & neg, hneg, oh);
+        const __mmask8 l = _mm256_mask_cmpneq_epi32_mask(c & live, vak, _mm256_set1_epi32(j));
+        hl = _mm512_mask_add_epi64(hl, l, hl, oh);
+        const __m512d dax = _mm512_cvtps_pd(ax);
+        const __m512d q0 = _mm512_mul_pd(dax, vrs);
+        const __m512d r = _mm512_fnmadd_pd(q0, vse, dax);
+        const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
+        const __m512d el = _mm512_sub_pd(_mm512_cvtps_pd(q), qt);
+        serr = _mm512_mask_add_pd(serr, l, serr, el);
+#define LVL_ADD(i)                                                                              \
+    ls##i = _mm512_mask_add_pd(ls##i, _mm256_mask_cmpeq_epi32_mask(l, ix, _mm256_set1_epi32(i)), \
+                               ls##i, el)
+        LVL_ADD(0);
+        LVL_ADD(1);
+        LVL_ADD(2);
+        LVL_ADD(3);
+        LVL_ADD(4);
+        LVL_ADD(5);
+        LVL_ADD(6);
+        LVL_ADD(7);
+#undef LVL_ADD
+        if (++since == 255) {
+            _mm512_storeu_si512(n->raw_pos, hpos);
+            _mm512_storeu_si512(n->raw_neg, hneg);
+            _mm512_storeu_si512(n->raw_lvl, hl);
+            grp_cnt_flush(n);
+            hpos = hneg = hl = _mm512_setzero_si512();
+            since = 0;
+        }
+    }
+    _mm512_storeu_si512(n->raw_pos, hpos);
+    _mm512_storeu_si512(n->raw_neg, hneg);
+    _mm512_storeu_si512(n->raw_lvl, hl);
+    /* n->sat is int64 per lane */
+    _mm512_storeu_si512(n->sat, _mm512_add_epi64(_mm512_loadu_si512(n->sat),
+                                                 _mm512_cvtepi32_epi64(sat)));
+    n->since = since;
+    _mm512_storeu_pd(a->sx2, sx2);
+    _mm512_storeu_pd(a->se2, se2);
+    _mm512_storeu_pd(a->sxqx, sxqx);
+    _mm512_storeu_pd(a->sxq2, sxq2);
+    _mm512_storeu_pd(a->serr, serr);
+    _mm512_storeu_pd(a->lsum[0], ls0);
+    _mm512_storeu_pd(a->lsum[1], ls1);
+    _mm512_storeu_pd(a->lsum[2], ls2);
+    _mm512_storeu_pd(a->lsum[3], ls3);
+    _mm512_storeu_pd(a->lsum[4], ls4);
+    _mm512_storeu_pd(a->lsum[5], ls5);
+    _mm512_storeu_pd(a->lsum[6], ls6);
+    _mm512_storeu_pd(a->lsum[7], ls7);
+}
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
 typedef void (*load_fn)(LOAD_ARGS);
@@ -624,7 +743,7 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
     }
     kern->load(v, B, T, am, ak, bad);
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
-    double se[GRP], rs[GRP];
+    double se[GRP];
     int32_t jn[GRP], lv[GRP];
     blk_par bp[GRP];
     for (int b = 0; b < GRP; b++) {
@@ -643,11 +762,17 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
         d1[b] = bp[b].dec1;
         d2[b] = bp[b].dec2;
         se[b] = bp[b].live ? bp[b].s_eff : 1.0;
-        rs[b] = 1.0 / se[b];
         lv[b] = bp[b].live;
     }
     grp_acc a;
-    kern->body(p, T, mul, dv, d1, d2, se, rs, jn, lv, ak, &a, n);
+    kern->body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n);
+    /* block sums into the chunk partial in block order; the partial's sums are held in
+     * locals (registers) across the blocks: the same additions in the same order */
+    double l0 = m->level_err_sum[0], l1 = m->level_err_sum[1], l2 = m->level_err_sum[2],
+           l3 = m->level_err_sum[3], l4 = m->level_err_sum[4], l5 = m->level_err_sum[5],
+           l6 = m->level_err_sum[6], l7 = m->level_err_sum[7];
+    double sx2 = m->sum_x2, se2 = m->sum_err2, sxqx = m->sum_xqx, sxq2 = m->sum_xq2,
+           serr = m->signed_err_sum;
     for (int b = 0; b < nb; b++) {
         if (bad[b]) {
             if (scale_out) scale_out[b] = 0;
@@ -658,18 +783,38 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
             continue;
         }
         if (scale_out) scale_out[b] = bp[b].sbyte;
-        for (int k = 0; k < 8; k++) m->level_err_sum[k] += a.lsum[k][b];
+        l0 += a.lsum[0][b];
+        l1 += a.lsum[1][b];
+        l2 += a.lsum[2][b];
+        l3 += a.lsum[3][b];
+        l4 += a.lsum[4][b];
+        l5 += a.lsum[5][b];
+        l6 += a.lsum[6][b];
+        l7 += a.lsum[7][b];
         if (jn[b] <= 0) continue;
         m->blocks++;
-        m->sum_x2 += a.sx2[b];
-        m->sum_err2 += a.se2[b];
-        m->sum_xqx += a.sxqx[b];
-        m->sum_xq2 += a.sxq2[b];
-        m->signed_err_sum += a.serr[b];
+        sx2 += a.sx2[b];
+        se2 += a.se2[b];
+        sxqx += a.sxqx[b];
+        sxq2 += a.sxq2[b];
+        serr += a.serr[b];
         if (am[b] == 0.0f) m->zero_blocks++;
         if (bp[b].underflow) m->scale_underflow_blocks++;
         if (am[b] > m->tensor_amax) m->tensor_amax = am[b];
     }
+    m->level_err_sum[0] = l0;
+    m->level_err_sum[1] = l1;
+    m->level_err_sum[2] = l2;
+    m->level_err_sum[3] = l3;
+    m->level_err_sum[4] = l4;
+    m->level_err_sum[5] = l5;
+    m->level_err_sum[6] = l6;
+    m->level_err_sum[7] = l7;
+    m->sum_x2 = sx2;
+    m->sum_err2 = se2;
+    m->sum_xqx = sxqx;
+    m->sum_xq2 = sxq2;
+    m->signed_err_sum = serr;
 }
 
 void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
@@ -683,19 +828,28 @@ void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
     }
 }
 
+/* 32-bit counters over pieces of 2^20 elements vectorize twice as wide as 64-bit ones;
+ * compiled for AVX-512, AVX2 and the baseline (the counts are exact in every variant). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
 {
-    uint64_t z = 0, nn = 0, ni = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += (int64_t)1 << 20) {
+        const int64_t e = n - j0 < ((int64_t)1 << 20) ? n - j0 : ((int64_t)1 << 20);
+        const float *y = x + j0;
+        uint32_t z = 0, nn = 0, ni = 0;
 #pragma omp simd reduction(+ : z, nn, ni)
-    for (int64_t j = 0; j < n; j++) {
-        const uint32_t u = fp4c_f2u(x[j]) & 0x7FFFFFFFu;
-        z += u == 0;
-        nn += u > 0x7F800000u;
-        ni += u == 0x7F800000u;
+        for (int64_t j = 0; j < e; j++) {
+            const uint32_t u = fp4c_f2u(y[j]) & 0x7FFFFFFFu;
+            z += u == 0;
+            nn += u > 0x7F800000u;
+            ni += u == 0x7F800000u;
+        }
+        m->zero += z;
+        m->nan += nn;
+        m->inf += ni;
     }
-    m->zero += z;
-    m->nan += nn;
-    m->inf += ni;
 }
 
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
