@@ -28,13 +28,27 @@ struct fp4_h5file {
 
 static bool h5io_verbose;
 static bool h5io_ready;
+/* A thread-safe HDF5 (Debian's is) keeps the error-printing setting per thread: a thread that
+ * calls in (the driver's reader thread) applies the current setting once per change. */
+static int h5io_verbose_gen = 1;
+static _Thread_local int h5io_thread_gen;
+
+static void h5io_apply_verbose(void)
+{
+    if (h5io_verbose)
+        H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
+    else
+        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_thread_gen = h5io_verbose_gen;
+}
 
 static void h5io_init(void)
 {
-    if (h5io_ready) return;
-    h5io_ready = true;
-    H5open();
-    fp4_h5_set_verbose(h5io_verbose);
+    if (!h5io_ready) {
+        h5io_ready = true;
+        H5open();
+    }
+    if (h5io_thread_gen != h5io_verbose_gen) h5io_apply_verbose();
 }
 
 void fp4_h5_set_verbose(bool verbose)
@@ -42,10 +56,8 @@ void fp4_h5_set_verbose(bool verbose)
     h5io_verbose = verbose;
     h5io_ready = true;
     H5open();
-    if (verbose)
-        H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
-    else
-        H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5io_verbose_gen++;
+    h5io_apply_verbose();
 }
 
 /* The innermost message of HDF5's error stack ("truncated file: eof = 1024, ...", "unable to
@@ -394,6 +406,7 @@ out:
 
 fp4_status fp4_h5_info(fp4_h5file *f, const char *path, fp4_dsinfo *out)
 {
+    h5io_init();
     memset(out, 0, sizeof *out);
     char *p = h5io_normpath(path);
     if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -466,6 +479,7 @@ static bool h5io_matches(const char *pat, const char *path)
 fp4_status fp4_h5_select(fp4_h5file *f, const char *const *patterns, int npatterns,
                          fp4_dsinfo **out, int *n)
 {
+    h5io_init();
     *out = NULL;
     *n = 0;
     h5io_walk w = {0};
@@ -591,6 +605,7 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
 static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t start,
                             int64_t count, hid_t mem_type, void *buf, bool want_int)
 {
+    h5io_init();
     char *path = h5io_normpath(path_in);
     if (!path) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     const fp4_dsinfo *in = NULL;
@@ -679,6 +694,7 @@ fp4_status fp4_h5_read_u8(fp4_h5file *f, const char *path, uint8_t *buf)
 fp4_status fp4_h5_read_attr_double(fp4_h5file *f, const char *obj, const char *name,
                                    double *out)
 {
+    h5io_init();
     char *p = h5io_normpath(obj);
     if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_status st = FP4_OK;
