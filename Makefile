@@ -131,11 +131,12 @@ clean:
 .PHONY: all tests check demo bench bench-gpu regress install clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
-#   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 4 min
-#                   on 2 cores); EXTRA_CHECKS=0 skips the three (quick local runs)
+#   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12
+#                   min on 2 cores); EXTRA_CHECKS=0 skips the three (quick local runs)
 #   check-san       unit suites + CLI cases built with ASan+UBSan into build-san/ (= check SAN=1)
 #   check-valgrind  CLI cases with the program under valgrind: memory errors and definite
-#                   leaks fail (scripts/valgrind_cli.sh, suppressions in scripts/valgrind.supp)
+#                   leaks fail (scripts/valgrind_cli.sh: which cases, VALGRIND_CASES='*' for
+#                   all; suppressions in scripts/valgrind.supp)
 #   fuzz-ci         each libFuzzer target src/tests/fuzz/fuzz_*.c (clang, into build-fuzz/)
 #                   replays its regression inputs, then fuzzes FUZZ_SECONDS from its seeds
 #   fuzz            the same for FUZZ_LONG_SECONDS (600), keeping what it finds in
