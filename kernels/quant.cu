@@ -258,54 +258,14 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                 continue;
             }
             const float amax_s = p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + bidx] : amax_b;
-            float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
-            double s_eff = 0.0;
-            uint8_t sbyte = 0;
-            bool live = false, underflow = false;
-            switch (p.c.scale) {
-            case 0: { /* fp32 */
-                const float sc = amax_s / gmax;
-                if (sc > 0.f) {
-                    div = sc;
-                    dec1 = sc;
-                    s_eff = sc;
-                    live = true;
-                } else underflow = amax_s > 0.f;
-                break;
-            }
-            case 3: /* tensor */
-                if (p.c.ts > 0.f && amax_b > 0.f) {
-                    div = p.c.ts;
-                    dec1 = p.c.ts;
-                    s_eff = p.c.ts;
-                    live = true;
-                } else underflow = amax_b > 0.f;
-                break;
-            case 1: { /* nvfp4, TE's order */
-                const uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
-                const float ef = fp4c_e4m3_decode(e);
-                sbyte = e;
-                mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
-                dec1 = ef;
-                dec2 = p.c.nv_sdec;
-                s_eff = (double)(ef * p.c.nv_sdec);
-                live = amax_b > 0.f && s_eff > 0.0;
-                underflow = amax_b > 0.f && !live;
-                break;
-            }
-            default: { /* mxfp4 */
-                sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
-                const float X = fp4c_e8m0_decode(sbyte);
-                if (amax_b > 0.f) {
-                    mul = 1.0f / X;
-                    dec1 = X;
-                    s_eff = X;
-                    live = true;
-                }
-                break;
-            }
-            }
-            if (!live && p.c.scale != 1) mul = 0.f;
+            /* the block's scale: common.h, the same function as the CPU's */
+            const fp4c_blk_par bp = fp4c_block_params(p.c.scale, &gr, p.c.ts, p.c.nv_m, p.c.nv_sdec,
+                                                      p.c.mx_rule == 1, amax_b, amax_s);
+            const float mul = bp.mul;
+            const float div = bp.div, dec1 = bp.dec1, dec2 = bp.dec2;
+            const double s_eff = bp.s_eff;
+            const uint8_t sbyte = bp.sbyte;
+            const bool live = bp.live != 0, underflow = bp.underflow != 0;
             if (scales) scales[row * p.nblk + bidx] = sbyte;
             /* e = q - a / s_eff in fp64: correctly rounded reciprocal, then one exact-residual
              * correction (Markstein), the same quotient as the CPU's division */
@@ -610,55 +570,14 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
             } else {
                 const float amax_s =
                     p.c.weight_2d ? tile_amax[(row / 16) * p.nblk + blk] : amax_b;
-                float mul = 1.f, div = 1.f, dec1 = 0.f, dec2 = 1.f;
-                double s_eff = 0.0;
-                uint8_t sbyte = 0;
-                bool live = false, underflow = false;
-                switch (p.c.scale) {
-                case 0: { /* fp32 */
-                    const float sc = amax_s / gmax;
-                    if (sc > 0.f) {
-                        div = sc;
-                        dec1 = sc;
-                        s_eff = sc;
-                        live = true;
-                    } else underflow = amax_s > 0.f;
-                    break;
-                }
-                case 3: /* tensor */
-                    if (p.c.ts > 0.f && amax_b > 0.f) {
-                        div = p.c.ts;
-                        dec1 = p.c.ts;
-                        s_eff = p.c.ts;
-                        live = true;
-                    } else underflow = amax_b > 0.f;
-                    break;
-                case 1: { /* nvfp4, TE's order */
-                    const uint8_t e =
-                        fp4c_e4m3_encode(fp4c_minf(amax_s * p.c.nv_m, FP4C_E4M3_MAX));
-                    const float ef = fp4c_e4m3_decode(e);
-                    sbyte = e;
-                    mul = fp4c_minf(1.0f / (ef * p.c.nv_sdec), FP4C_FLT_MAX);
-                    dec1 = ef;
-                    dec2 = p.c.nv_sdec;
-                    s_eff = (double)(ef * p.c.nv_sdec);
-                    live = amax_b > 0.f && s_eff > 0.0;
-                    underflow = amax_b > 0.f && !live;
-                    break;
-                }
-                default: { /* mxfp4 */
-                    sbyte = fp4c_e8m0_block(amax_b, &gr, p.c.mx_rule == 1);
-                    const float X = fp4c_e8m0_decode(sbyte);
-                    if (amax_b > 0.f) {
-                        mul = 1.0f / X;
-                        dec1 = X;
-                        s_eff = X;
-                        live = true;
-                    }
-                    break;
-                }
-                }
-                if (!live && p.c.scale != 1) mul = 0.f;
+                /* the block's scale: common.h, the same function as the CPU's */
+                const fp4c_blk_par bp = fp4c_block_params(p.c.scale, &gr, p.c.ts, p.c.nv_m, p.c.nv_sdec,
+                                                          p.c.mx_rule == 1, amax_b, amax_s);
+                const float mul = bp.mul;
+                const float div = bp.div, dec1 = bp.dec1, dec2 = bp.dec2;
+                const double s_eff = bp.s_eff;
+                const uint8_t sbyte = bp.sbyte;
+                const bool live = bp.live != 0, underflow = bp.underflow != 0;
                 if (scales) scales[row * p.nblk + blk] = sbyte;
                 /* t = (a * mul) / div, IEEE. div == 1: t = a * mul. Else, for RTNE, with mul == 1
                  * and 2^-60 <= div <= 2^126, a <= 32 div: Markstein's quotient from the correctly

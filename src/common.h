@@ -248,6 +248,83 @@ FP4_HD uint8_t fp4c_e8m0_block(float a, const fp4c_grid *g, int rceil)
     return (uint8_t)(e + 127);
 }
 
+/* ---- Block scale parameters (SPEC §3) ------------------------------------------------------ */
+/* One block's scale under a scale mode, written once for the CPU (quant.c) and the kernels
+ * (kernels/quant.cu): t = (|x| · mul) / div; x̂ = (q · dec1) · dec2; s_eff the decode scale the
+ * level statistics normalize by; live: the block quantizes; underflow: a non-zero block whose
+ * scale is 0 (counted in scale_underflow_blocks); sbyte: the stored scale byte (E4M3 for
+ * nvfp4, E8M0 for mxfp4, else 0). scale: 0 fp32, 1 nvfp4, 2 mxfp4, 3 tensor (fp4_scale_mode).
+ * amax_b: the block's own amax; amax_s: the amax its scale comes from (amax_b, or the 16x16
+ * tile amax with --weight-2d). ts = amax_t / g_max (tensor); nv_m = S_enc · (1/g_max) and
+ * nv_sdec = S_dec (nvfp4, Transformer Engine's fp32 order). */
+typedef struct fp4c_blk_par {
+    float mul, div, dec1, dec2;
+    double s_eff;
+    int live, underflow;
+    uint8_t sbyte;
+} fp4c_blk_par;
+
+FP4_HD fp4c_blk_par fp4c_block_params(int scale, const fp4c_grid *g, float ts, float nv_m,
+                                      float nv_sdec, int mx_rceil, float amax_b, float amax_s)
+{
+    fp4c_blk_par b;
+    b.mul = 1.0f;
+    b.div = 1.0f;
+    b.dec1 = 0.0f;
+    b.dec2 = 1.0f;
+    b.s_eff = 0.0;
+    b.live = 0;
+    b.underflow = 0;
+    b.sbyte = 0;
+    switch (scale) {
+    case 0: { /* fp32: s_b = amax_b / g_max */
+        const float s = amax_s / g->gmax;
+        if (s > 0.0f) {
+            b.div = s;
+            b.dec1 = s;
+            b.s_eff = s;
+            b.live = 1;
+        } else b.underflow = amax_s > 0.0f;
+        break;
+    }
+    case 3: /* tensor: s = amax_t / g_max */
+        if (ts > 0.0f && amax_b > 0.0f) {
+            b.div = ts;
+            b.dec1 = ts;
+            b.s_eff = ts;
+            b.live = 1;
+        } else b.underflow = amax_b > 0.0f;
+        break;
+    case 1: { /* nvfp4: TE's order throughout, also for e == 0: enc = FLT_MAX then saturates
+                 every non-zero x to ±g_max — TE's codes — while the decode q · 0 · S_dec is 0 */
+        const uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * nv_m, FP4C_E4M3_MAX));
+        const float ef = fp4c_e4m3_decode(e);
+        b.sbyte = e;
+        b.mul = fp4c_minf(1.0f / (ef * nv_sdec), FP4C_FLT_MAX);
+        b.dec1 = ef;
+        b.dec2 = nv_sdec;
+        b.s_eff = (double)(ef * nv_sdec);
+        b.live = amax_b > 0.0f && b.s_eff > 0.0;
+        b.underflow = amax_b > 0.0f && !b.live;
+        break;
+    }
+    default: { /* mxfp4: E8M0 power of two */
+        b.sbyte = fp4c_e8m0_block(amax_b, g, mx_rceil);
+        const float X = fp4c_e8m0_decode(b.sbyte);
+        if (amax_b > 0.0f) {
+            b.mul = 1.0f / X; /* exact: X is a power of two in [2^-127, 2^127] */
+            b.dec1 = X;
+            b.s_eff = X;
+            b.live = 1;
+        }
+        break;
+    }
+    }
+    /* zero or underflowed block: every x̂ is ±0 (fp32/tensor/mxfp4: every t is 0 too) */
+    if (!b.live && scale != 1) b.mul = 0.0f;
+    return b;
+}
+
 /* ---- RHT butterfly (SPEC §4) --------------------------------------------------------------- */
 /* In-place d = d · H_n (Sylvester), fp64, this fixed order: stride 1, 2, 4, …; within a stride,
  * pairs in ascending index. */

@@ -171,80 +171,13 @@ static float block_amax(const float *v, int n, int *arg, int *nonfinite)
     return a;
 }
 
-/* Per-block scale parameters (SPEC §3): t = (|x| * mul) / div; x̂ = (q * dec1) * dec2; s_eff
- * the decode scale for the level statistics; live: the block quantizes; underflow: a non-zero
- * block whose scale is 0. Shared by block_quant and the grouped RTNE kernel. */
-typedef struct blk_par {
-    float mul, div, dec1, dec2;
-    double s_eff;
-    int live, underflow;
-    uint8_t sbyte;
-} blk_par;
+/* Per-block scale parameters (SPEC §3), from common.h so that the kernels compute the same. */
+typedef fp4c_blk_par blk_par;
 
 static inline void block_params(const fp4_qplan *p, float amax_b, float amax_s, blk_par *bp)
 {
-    const fp4c_grid *g = &p->grid;
-    const float gmax = g->gmax;
-    float mul = 1.0f, div = 1.0f, dec1 = 0.0f, dec2 = 1.0f;
-    double s_eff = 0.0;
-    uint8_t sbyte = 0;
-    int live = 0, underflow = 0;
-    switch (p->cfg.scale) {
-    case FP4_SCALE_FP32: {
-        float s = amax_s / gmax;
-        if (s > 0.0f) {
-            div = s;
-            dec1 = s;
-            s_eff = s;
-            live = 1;
-        } else underflow = amax_s > 0.0f;
-        break;
-    }
-    case FP4_SCALE_TENSOR:
-        if (p->ts > 0.0f && amax_b > 0.0f) {
-            div = p->ts;
-            dec1 = p->ts;
-            s_eff = p->ts;
-            live = 1;
-        } else underflow = amax_b > 0.0f;
-        break;
-    case FP4_SCALE_NVFP4: {
-        /* TE's order throughout, also for e == 0: enc = FLT_MAX then saturates every non-zero
-         * x to ±g_max — TE's codes — while the decode q · 0 · S_dec is 0 */
-        uint8_t e = fp4c_e4m3_encode(fp4c_minf(amax_s * p->nv_m, FP4C_E4M3_MAX));
-        float ef = fp4c_e4m3_decode(e);
-        sbyte = e;
-        mul = fp4c_minf(1.0f / (ef * p->nv_sdec), FP4C_FLT_MAX);
-        dec1 = ef;
-        dec2 = p->nv_sdec;
-        s_eff = (double)(ef * p->nv_sdec);
-        live = amax_b > 0.0f && s_eff > 0.0;
-        underflow = amax_b > 0.0f && !live;
-        break;
-    }
-    case FP4_SCALE_MXFP4: {
-        sbyte = fp4c_e8m0_block(amax_b, g, p->cfg.mx_rule == FP4_MX_RCEIL);
-        float X = fp4c_e8m0_decode(sbyte);
-        if (amax_b > 0.0f) {
-            mul = 1.0f / X; /* exact: X is a power of two in [2^-127, 2^127] */
-            dec1 = X;
-            s_eff = X;
-            live = 1;
-        }
-        break;
-    }
-    default: break;
-    }
-    /* zero or underflowed block: every x̂ is ±0 (fp32/tensor/mxfp4: every t is 0 too) */
-    if (!live && p->cfg.scale != FP4_SCALE_NVFP4) mul = 0.0f;
-    bp->mul = mul;
-    bp->div = div;
-    bp->dec1 = dec1;
-    bp->dec2 = dec2;
-    bp->s_eff = s_eff;
-    bp->live = live;
-    bp->underflow = underflow;
-    bp->sbyte = sbyte;
+    *bp = fp4c_block_params((int)p->cfg.scale, &p->grid, p->ts, p->nv_m, p->nv_sdec,
+                            p->cfg.mx_rule == FP4_MX_RCEIL, amax_b, amax_s);
 }
 
 /* One block of one row: v[0..B) values (rotated when RHT), jn of them counted in the metrics,
