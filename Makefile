@@ -170,7 +170,8 @@ FUZZ_BINS := $(patsubst src/tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
 FUZZ_OBJS := $(patsubst src/%.c,$(FUZZ_BUILD)/%.o,$(LIB_SRCS))
 FUZZ_CFLAGS := -g -O1 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc \
                -Ikernels $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-               -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+               -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+               -Wno-pass-failed
 FUZZ_LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -fopenmp -lm
 
 $(FUZZ_BUILD)/%.o: src/%.c $(HDRS)
