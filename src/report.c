@@ -1,6 +1,7 @@
 /* report.c — every cJSON call: the analysis and grid reports of SPEC §9, their whole-or-absent
  * output (temporary file + fsync + rename for regular files, direct writes otherwise), and the
  * human tables on stderr. */
+#include "cleanup.h"
 #include "report.h"
 
 #include <errno.h>
@@ -63,7 +64,7 @@ static fp4_status write_replace(const char *target, const char *display, const c
     size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
     snprintf(tmp, n + 32, "%.*s.%s.tmpXXXXXX", (int)dirlen, target,
              slash ? slash + 1 : target);
-    int fd = mkstemp(tmp);
+    int fd = fp4_cleanup_mkstemp(tmp); /* created and registered with signals blocked */
     if (fd < 0) {
         fp4_status st = fp4_error(FP4_ERR_INPUT, "%s: cannot create: %s", display,
                                   strerror(errno));
@@ -80,6 +81,7 @@ static fp4_status write_replace(const char *target, const char *display, const c
     if (st == FP4_OK && rename(tmp, target) != 0)
         st = fp4_error(FP4_ERR_INPUT, "%s: cannot replace: %s", display, strerror(errno));
     if (st != FP4_OK) unlink(tmp);
+    fp4_cleanup_unregister();
     free(tmp);
     return st;
 }
