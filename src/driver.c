@@ -232,6 +232,20 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
         cfgs[c].stream = (uint32_t)tindex; /* SR bits differ between tensors (SPEC §2) */
     }
 
+    /* The smallest read is one index along slab_dim (a whole rank-0/1 tensor: one row); it
+     * must fit --mem-limit with its copies (two slab buffers, one transposed copy), checked by
+     * division so that huge declared shapes cannot overflow. */
+    {
+        const int64_t unit = rank == 0 ? 1 : rank == 1 ? info->dims[0] : L.outer_stride;
+        const int64_t copies = rank >= 2 ? 3 : 1;
+        if (unit > o->mem_limit / ((int64_t)sizeof(float) * copies))
+            return fp4_error(FP4_ERR_INPUT,
+                             "%s: %s: the smallest slab (%lld values along the block axis) "
+                             "needs more than --mem-limit %lld bytes; raise --mem-limit or "
+                             "choose another --axis",
+                             file, info->path, (long long)unit, (long long)o->mem_limit);
+    }
+
     /* Slab size: indices along slab_dim per read, bounded by the memory limit (the slab and
      * its transposed copy), at least one index; multiples of 16 rows under weight_2d. */
     int64_t count_max, total;

@@ -1,0 +1,32 @@
+#!/bin/sh
+# hostile_memlimit.sh — declared shapes whose smallest slab cannot fit --mem-limit (a 1-D
+# tensor of 2^36 values, a (2, 2^61) int8 with nothing stored) are error entries naming the
+# file, dataset and limit, never an out-of-memory exit 5 or a size overflow; the good tensor
+# beside them is still reported; exit 3 after the whole report.
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$tmp/b.h5" <<'PY' || exit 77
+import sys
+try:
+    import h5py
+except ImportError:
+    print("skip: h5py missing"); sys.exit(77)
+f = h5py.File(sys.argv[1], "w", libver="earliest")
+f.create_dataset("huge2d", shape=(2, 2**61), dtype="i1", chunks=(1, 1024))
+f.create_dataset("huge1d", shape=(2**36,), dtype="f4", chunks=(1024,))
+f.create_dataset("ok", data=[1.0, 2.0, 3.0], dtype="f4")
+PY
+"$FP4DIAG" sqnr "$tmp/b.h5" -q -o "$tmp/r.json" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] || { echo "exit $rc, want 3"; cat "$tmp/err"; exit 1; }
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || { echo "stderr is not one line"; cat "$tmp/err"; exit 1; }
+python3 - "$tmp/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = [t["name"] for t in r["tensors"]]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+assert names == ["/ok"], names
+for d in ("/huge1d", "/huge2d"):
+    assert d in errs and "--mem-limit" in errs[d] and d in errs[d], errs
+PY
