@@ -84,6 +84,45 @@ __device__ __forceinline__ void rht_warp(double (&v)[N / 32], int lane)
 
 /* W: stage width in elements (>= block, >= RHTN, multiple of 64); T: threads = chunks per CTA.
  * Thread t owns chunk blockIdx.x * T + t and sums it sequentially, as the CPU does. */
+/* The integer counters of one CTA of a fused kernel, flushed once (order-free, exact): warp sums
+ * of each thread's 10 counters (one atomic per warp and counter), the warp max of the block
+ * amax, then the 16 code counts and 8 level counts from shared memory — hist: 16 x nt per-thread
+ * code counts (code k of thread t at hist[k * nt + t]); excl: 8 x nt counted elements left out
+ * of the level statistics. Every thread calls it, after a barrier that publishes hist/excl. */
+__device__ __forceinline__ void flush_counts(unsigned long long *counts, const uint32_t (&cv)[10],
+                                             float amax_max, const uint32_t *hist,
+                                             const uint32_t *excl, int nt, int tid)
+{
+    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
+                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
+                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
+#pragma unroll
+    for (int i = 0; i < 10; i++) {
+        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
+        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]],
+                                            (unsigned long long)v);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
+    if ((tid & 31) == 0 && amax_max > 0.f)
+        atomicMax(&counts[FP4K_C_AMAX],
+                  (unsigned long long)__float_as_uint(amax_max));
+    if (tid < 24) {
+        unsigned long long sum = 0;
+        if (tid < 16) {
+            for (int t = 0; t < nt; t++) sum += hist[tid * nt + t];
+            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
+        } else {
+            /* level counts: counted elements at the level minus those left out */
+            const int lv = tid - 16;
+            for (int t = 0; t < nt; t++)
+                sum += (unsigned long long)hist[lv * nt + t] + hist[(lv + 8) * nt + t] -
+                       excl[lv * nt + t];
+            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
+        }
+    }
+}
+
 template <int W, int T, int RHTN>
 __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict__ in,
                                              const float *__restrict__ signs,
@@ -388,33 +427,8 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
     /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
     const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
                              n_blk, n_zb, n_uf, n_nf, n_serr};
-    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
-                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
-                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
-#pragma unroll
-    for (int i = 0; i < 10; i++) {
-        uint32_t v = cv[i];
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
-    }
-    for (int o = 16; o > 0; o >>= 1) amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
-    if ((tid & 31) == 0 && amax_max > 0.f)
-        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
     __syncthreads();
-    if (tid < 24) {
-        unsigned long long sum = 0;
-        if (tid < 16) {
-            for (int t = 0; t < T; t++) sum += hist[tid * T + t];
-            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
-        } else {
-            /* level counts: counted elements at the level minus those left out */
-            const int lv = tid - 16;
-            for (int t = 0; t < T; t++)
-                sum += (unsigned long long)hist[lv * T + t] + hist[(lv + 8) * T + t] -
-                       excl[lv * T + t];
-            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
-        }
-    }
+    flush_counts(counts, cv, amax_max, hist, excl, T, tid);
 }
 
 /* ---- the fused kernel, thread per block (block 16 or 32; RHT none or 16) -----------------
@@ -707,32 +721,7 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
     /* integer counters: warp sums, one atomic per warp and counter (order-free, exact) */
     const uint32_t cv[10] = {n_zero, n_nan, n_inf, n_sat, p.c.scale == 2 ? n_sat : 0u,
                              n_blk, n_zb, n_uf, n_nf, n_serr};
-    const int ci_idx[10] = {FP4K_C_ZERO, FP4K_C_NAN, FP4K_C_INF, FP4K_C_SATURATED,
-                            FP4K_C_CLIPPED, FP4K_C_BLOCKS, FP4K_C_ZERO_BLOCKS,
-                            FP4K_C_UNDERFLOW_BLOCKS, FP4K_C_NONFINITE_BLOCKS, FP4K_C_SIGNED_N};
-#pragma unroll
-    for (int i = 0; i < 10; i++) {
-        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
-        if ((tid & 31) == 0 && v) atomicAdd(&counts[ci_idx[i]], (unsigned long long)v);
-    }
-    for (int o = 16; o > 0; o >>= 1)
-        amax_max = fmaxf(amax_max, __shfl_xor_sync(0xffffffffu, amax_max, o));
-    if ((tid & 31) == 0 && amax_max > 0.f)
-        atomicMax(&counts[FP4K_C_AMAX], (unsigned long long)__float_as_uint(amax_max));
-    if (tid < 24) {
-        unsigned long long sum = 0;
-        if (tid < 16) {
-            for (int t = 0; t < NT; t++) sum += s_cnt[tid * NT + t];
-            if (sum) atomicAdd(&counts[FP4K_C_HIST0 + tid], sum);
-        } else {
-            /* level counts: counted elements at the level minus those left out */
-            const int lv = tid - 16;
-            for (int t = 0; t < NT; t++)
-                sum += (unsigned long long)s_cnt[lv * NT + t] + s_cnt[(lv + 8) * NT + t] -
-                       s_cnt[(16 + lv) * NT + t];
-            if (sum) atomicAdd(&counts[FP4K_C_LEVEL0 + lv], sum);
-        }
-    }
+    flush_counts(counts, cv, amax_max, s_cnt, s_cnt + 16 * NT, NT, tid);
 }
 
 template <int B, int R>
