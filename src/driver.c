@@ -117,6 +117,9 @@ static int64_t gcd64(int64_t a, int64_t b)
  * and reuse the same pages (no page faults after the first two slabs). Results do not depend
  * on the split (SPEC §7). */
 #define SLAB_TARGET_BYTES ((int64_t)8 << 20)
+/* The least memory a tensor's smallest slab may take whatever --mem-limit says (a limit of a
+ * few KiB still analyses small tensors, slab by slab). */
+#define MIN_SLAB_FLOOR ((int64_t)64 << 20)
 
 typedef struct slab_reader {
     pthread_t th;
@@ -232,17 +235,19 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
         cfgs[c].stream = (uint32_t)tindex; /* SR bits differ between tensors (SPEC §2) */
     }
 
-    /* The smallest read is one index along slab_dim (a whole rank-0/1 tensor: one row); it
-     * must fit --mem-limit with its copies (two slab buffers, one transposed copy), checked by
-     * division so that huge declared shapes cannot overflow. */
+    /* The smallest read is one index along slab_dim (a whole rank-0/1 tensor: one row). It is
+     * read even when it alone exceeds a small --mem-limit, up to MIN_SLAB_FLOOR; beyond both,
+     * the tensor is an error entry (checked by division: huge declared shapes cannot
+     * overflow, and nothing is allocated for them). */
     {
         const int64_t unit = rank == 0 ? 1 : rank == 1 ? info->dims[0] : L.outer_stride;
-        const int64_t copies = rank >= 2 ? 3 : 1;
-        if (unit > o->mem_limit / ((int64_t)sizeof(float) * copies))
+        const int64_t copies = rank >= 2 ? 3 : 2;
+        const int64_t cap = o->mem_limit > MIN_SLAB_FLOOR ? o->mem_limit : MIN_SLAB_FLOOR;
+        if (unit > cap / ((int64_t)sizeof(float) * copies))
             return fp4_error(FP4_ERR_INPUT,
                              "%s: %s: the smallest slab (%lld values along the block axis) "
-                             "needs more than --mem-limit %lld bytes; raise --mem-limit or "
-                             "choose another --axis",
+                             "does not fit --mem-limit %lld bytes; raise --mem-limit or choose "
+                             "another --axis",
                              file, info->path, (long long)unit, (long long)o->mem_limit);
     }
 
@@ -286,7 +291,8 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
     if (nbuf == 1) slab[1] = slab[0];
     rows = need_transpose ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows) : NULL;
     if (!tr->metrics || !slab[0] || !slab[1] || (need_transpose && !rows)) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory for %s", info->path);
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", file,
+                       info->path, (long long)buf_elems);
         goto out;
     }
     st = fp4_analysis_begin(be, cfgs, run->ncfg, L.n_rows, L.row_len, &an);
