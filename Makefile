@@ -138,7 +138,8 @@ clean:
 #                   leaks fail (scripts/valgrind_cli.sh: which cases, VALGRIND_CASES='*' for
 #                   all; suppressions in scripts/valgrind.supp)
 #   fuzz-ci         each libFuzzer target src/tests/fuzz/fuzz_*.c (clang, into build-fuzz/)
-#                   replays its regression inputs, then fuzzes FUZZ_SECONDS from its seeds
+#                   replays its regression inputs (a failure fails the build), then fuzzes
+#                   FUZZ_SECONDS from its seeds and reports new findings without failing
 #   fuzz            the same for FUZZ_LONG_SECONDS (600), keeping what it finds in
 #                   build-fuzz/corpus/
 # Missing tools (clang's fuzzer runtime, valgrind) skip their pass with a message.
@@ -188,13 +189,13 @@ $(FUZZ_BUILD)/fuzz_%: src/tests/fuzz/fuzz_%.c src/tests/fuzz/fuzzutil.h $(FUZZ_B
 
 # $(call fuzz_run,ARGS): build the targets and run scripts/fuzz_run.sh ARGS TARGETS, or skip.
 fuzz_run = @if sh scripts/fuzz_run.sh --probe "$(FUZZ_CC)"; then \
-	    $(MAKE) --no-print-directory $(FUZZ_BINS) && sh scripts/fuzz_run.sh $(1) $(FUZZ_BINS); \
+	    $(MAKE) --no-print-directory $(FUZZ_BINS) && FUZZ_STRICT=$(2) sh scripts/fuzz_run.sh $(1) $(FUZZ_BINS); \
 	else echo "== fuzz: $(FUZZ_CC) with libFuzzer not found; skipped"; fi
 
 fuzz-ci:
-	$(call fuzz_run,$(FUZZ_SECONDS))
+	$(call fuzz_run,$(FUZZ_SECONDS),0)
 
 fuzz:
-	$(call fuzz_run,--keep $(FUZZ_LONG_SECONDS))
+	$(call fuzz_run,--keep $(FUZZ_LONG_SECONDS),1)
 
 .PHONY: check-san check-valgrind fuzz-ci fuzz
