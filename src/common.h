@@ -89,7 +89,13 @@ typedef struct fp4c_grid {
     float inv_gmax; /* fp32 1 / g_max (the nvfp4 multiplier of SPEC §3) */
     int n;          /* levels in use: 8, or 5..7 for e2m1:max=M */
     int emax;       /* floor(log2 g_max) */
+    int kind;       /* FP4C_GRID_*: which closed form of the RTNE index applies */
+    float inv_step; /* FP4C_GRID_UNIFORM: 1 / (q[1] - q[0]), a power of two; else 0 */
 } fp4c_grid;
+
+/* Grid kinds with a closed-form RTNE index equal to fp4c_rtne_index (test_quant pins it):
+ * UNIFORM q_i = i * step (e1m2, int4), E2M1 the full e2m1 grid; GENERIC: the midpoint chain. */
+enum { FP4C_GRID_GENERIC = 0, FP4C_GRID_UNIFORM = 1, FP4C_GRID_E2M1 = 2 };
 
 /* Level i of the full grid `fid` (0 <= i < 8). */
 FP4_HD float fp4c_level(int fid, int i)
@@ -131,6 +137,10 @@ FP4_HD fp4c_grid fp4c_grid_make(int fid, int max)
     int e = 0;
     while (fp4c_exp2i(e + 1) <= g.gmax) e++;
     g.emax = e;
+    g.kind = n == 8 && (fid == FP4C_E1M2 || fid == FP4C_INT4) ? FP4C_GRID_UNIFORM
+             : n == 8 && fid == FP4C_E2M1                    ? FP4C_GRID_E2M1
+                                                             : FP4C_GRID_GENERIC;
+    g.inv_step = g.kind == FP4C_GRID_UNIFORM ? 1.0f / g.q[1] : 0.0f;
     return g;
 }
 
@@ -141,6 +151,29 @@ FP4_HD int fp4c_rtne_index(const fp4c_grid *g, float t)
 {
     return (t > g->mid[0]) + (t >= g->mid[1]) + (t > g->mid[2]) + (t >= g->mid[3]) +
            (t > g->mid[4]) + (t >= g->mid[5]) + (t > g->mid[6]);
+}
+
+/* The integer nearest y (0 <= y < 2^22), ties to even: y + 2^23 rounds (RTNE, the default
+ * mode; device code rounds to nearest too) to an integer, exactly undone by - 2^23. */
+FP4_HD int fp4c_rne_int(float y) { return (int)((y + 8388608.0f) - 8388608.0f); }
+
+/* fp4c_rtne_index in closed form for the two grid kinds that have one; t in [0, g_max]
+ * (clamped, finite). Uniform: the level nearest t / step, ties to the even index. E2M1: below
+ * 1 the levels are k / 2 (k = 0, 1, 2: uniform); from 1 up they are the floats with one
+ * mantissa bit, so t rounds to one mantissa bit, ties to even (bit pattern + 0x1FFFFF + the
+ * kept bit, low 22 bits cleared: the even mantissa is the even index), and the index is
+ * 2 + 2 * exponent + mantissa bit. Both equal the midpoint chain for every such t. */
+FP4_HD int fp4c_rtne_index_uniform(const fp4c_grid *g, float t)
+{
+    return fp4c_rne_int(t * g->inv_step);
+}
+
+FP4_HD int fp4c_rtne_index_e2m1(float t)
+{
+    uint32_t u = fp4c_f2u(t);
+    u += 0x1FFFFFu + ((u >> 22) & 1u);
+    const int hi = 2 + 2 * ((int)(u >> 23) - 127) + (int)((u >> 22) & 1u);
+    return t < 1.0f ? fp4c_rne_int(2.0f * t) : hi;
 }
 
 /* SR magnitude index of t >= 0 (clamped to g_max) given u in [0, 1). */

@@ -105,6 +105,69 @@ static void test_rtne_every_tie(void **state)
     }
 }
 
+/* The closed-form RTNE indices (fp4c_rtne_index_e2m1 / _uniform, used by the SIMD and CUDA
+ * kernels) equal the midpoint chain: every fp32 within 4096 ulps of each level and midpoint
+ * (ties and their neighbours, the exponent boundaries of e2m1), the subnormals, and a sweep
+ * of every 251st bit pattern of [0, g_max]. (An exhaustive sweep of all ~1.1e9 values per grid
+ * passed when these were written; it takes 15 s, too long for a unit test.) Grid kinds: the
+ * full e2m1 grid is E2M1, e1m2 and int4 UNIFORM, e3m0 and capped e2m1 GENERIC. */
+static int fast_index(const fp4c_grid *g, float t)
+{
+    return g->kind == FP4C_GRID_E2M1 ? fp4c_rtne_index_e2m1(t) : fp4c_rtne_index_uniform(g, t);
+}
+
+static void check_fast_near(const fp4c_grid *g, float c)
+{
+    const uint32_t top = fp4c_f2u(g->gmax), u0 = fp4c_f2u(c);
+    for (int64_t d = -4096; d <= 4096; d++) {
+        const int64_t u = (int64_t)u0 + d;
+        if (u < 0 || u > (int64_t)top) continue;
+        const float t = fp4c_u2f((uint32_t)u);
+        if (fast_index(g, t) != fp4c_rtne_index(g, t))
+            fail_msg("grid kind %d: t = %a: closed form %d, chain %d", g->kind, (double)t,
+                     fast_index(g, t), fp4c_rtne_index(g, t));
+    }
+}
+
+static void test_rtne_closed_forms(void **state)
+{
+    (void)state;
+    assert_int_equal(fp4c_grid_make(FP4C_E2M1, 0).kind, FP4C_GRID_E2M1);
+    assert_int_equal(fp4c_grid_make(FP4C_E1M2, 0).kind, FP4C_GRID_UNIFORM);
+    assert_int_equal(fp4c_grid_make(FP4C_INT4, 0).kind, FP4C_GRID_UNIFORM);
+    assert_int_equal(fp4c_grid_make(FP4C_E3M0, 0).kind, FP4C_GRID_GENERIC);
+    for (int m = 2; m <= 4; m++) assert_int_equal(fp4c_grid_make(FP4C_E2M1, m).kind, FP4C_GRID_GENERIC);
+    assert_true(fp4c_grid_make(FP4C_E1M2, 0).inv_step == 2.0f);
+    assert_true(fp4c_grid_make(FP4C_INT4, 0).inv_step == 1.0f);
+    const int fids[3] = {FP4C_E2M1, FP4C_E1M2, FP4C_INT4};
+    for (int f = 0; f < 3; f++) {
+        const fp4c_grid g = fp4c_grid_make(fids[f], 0);
+        check_fast_near(&g, 0.0f); /* +0 and the subnormals above it */
+        for (int i = 0; i < 8; i++) check_fast_near(&g, g.q[i]);
+        for (int i = 0; i < 7; i++) check_fast_near(&g, g.mid[i]);
+        for (int e = -20; e <= 3; e++) check_fast_near(&g, ldexpf(1.0f, e));
+        const uint32_t top = fp4c_f2u(g.gmax);
+        for (uint32_t u = 0; u <= top; u += 251) {
+            const float t = fp4c_u2f(u);
+            if (fast_index(&g, t) != fp4c_rtne_index(&g, t))
+                fail_msg("grid %d: t = %a: closed form %d, chain %d", fids[f], (double)t,
+                         fast_index(&g, t), fp4c_rtne_index(&g, t));
+        }
+    }
+    /* a known answer per form, so that a chain and a closed form broken alike still fail */
+    const fp4c_grid e = fp4c_grid_make(FP4C_E2M1, 0), i4 = fp4c_grid_make(FP4C_INT4, 0);
+    assert_int_equal(fp4c_rtne_index_e2m1(0.25f), 0);
+    assert_int_equal(fp4c_rtne_index_e2m1(0.75f), 2);
+    assert_int_equal(fp4c_rtne_index_e2m1(1.25f), 2);
+    assert_int_equal(fp4c_rtne_index_e2m1(1.75f), 4);
+    assert_int_equal(fp4c_rtne_index_e2m1(5.0f), 6);
+    assert_int_equal(fp4c_rtne_index_e2m1(5.0000005f), 7);
+    assert_int_equal(fp4c_rtne_index_e2m1(e.gmax), 7);
+    assert_int_equal(fp4c_rtne_index_uniform(&i4, 2.5f), 2);
+    assert_int_equal(fp4c_rtne_index_uniform(&i4, 3.5f), 4);
+    assert_int_equal(fp4c_rtne_index_uniform(&i4, 7.0f), 7);
+}
+
 /* The E2M1 bins of SPEC §2, through the full quantizer (fp32 scale 1: block amax 6). */
 static void test_e2m1_bins_saturation_negzero(void **state)
 {
@@ -145,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_parse_and_names),
         cmocka_unit_test(test_levels_capped),
         cmocka_unit_test(test_rtne_every_tie),
+        cmocka_unit_test(test_rtne_closed_forms),
         cmocka_unit_test(test_e2m1_bins_saturation_negzero),
     };
     return cmocka_run_group_tests_name("format", tests, NULL, NULL);
