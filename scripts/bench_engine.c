@@ -1,7 +1,10 @@
 /* bench_engine.c — developer micro-benchmark and bit-identity check of the CPU engine through
  * backend.h: `bench_engine check` prints a hash of the raw metrics of many configs on fixed
  * data (compare before/after an engine change); `bench_engine time [MiB] [threads]` times one
- * config and six (e2m1,e1m2,int4 x RHT off/on). Not a test; built by `make build/bench_engine`. */
+ * config and six (e2m1,e1m2,int4 x RHT off/on); `bench_engine rht [reps]` times fp4_rht_forward's
+ * variants (plain C, AVX2, AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096
+ * (L2-resident, as in fp4_qplan_prep), medians over interleaved repetitions. Not a test; built
+ * by `make build/bench_engine`. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,6 +157,46 @@ int main(int argc, char **argv)
             free(x);
         }
         fp4_backend_close(be);
+        return 0;
+    }
+    if (strcmp(mode, "rht") == 0) {
+        const int reps = argc > 2 ? atoi(argv[2]) : 15;
+        enum { NE = 64 * 4096, MAXR = 101 };
+        static float src[NE], buf[NE];
+        static double t[5][4][MAXR];
+        fill(src, NE, 0);
+        const fp4_rht_impl im[4] = {FP4_RHT_IMPL_SCALAR, FP4_RHT_IMPL_AVX2, FP4_RHT_IMPL_AVX512,
+                                    FP4_RHT_IMPL_AUTO};
+        const char *nm[4] = {"scalar", "avx2", "avx512", "auto"};
+        for (int r = 0; r < reps && r < MAXR; r++)
+            for (int k = 0; k < 5; k++) {
+                fp4_rht_signs sg;
+                fp4_rht_signs_make("te", 16 << k, &sg);
+                for (int v = 0; v < 4; v++) {
+                    memcpy(buf, src, sizeof buf);
+                    double t0 = now();
+                    int ok = 1;
+                    for (int it = 0; it < 8 && ok; it++) ok = fp4_rht_forward_impl(im[v], &sg, buf, buf, NE);
+                    t[k][v][r] = ok ? (now() - t0) * 1e9 / (8.0 * NE) : -1.0;
+                }
+            }
+        const int R = reps < MAXR ? reps : MAXR;
+        printf("fp4_rht_forward ns/element, median of %d (ratio = scalar / variant)\n", R);
+        for (int k = 0; k < 5; k++) {
+            printf("n %3d:", 16 << k);
+            double med[4];
+            for (int v = 0; v < 4; v++) {
+                double *a = t[k][v];
+                for (int i = 1; i < R; i++) /* insertion sort */
+                    for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
+                        double c = a[j]; a[j] = a[j - 1]; a[j - 1] = c;
+                    }
+                med[v] = a[R / 2];
+                if (med[v] < 0) printf("  %s n/a", nm[v]);
+                else printf("  %s %.3f (x%.2f)", nm[v], med[v], med[0] / med[v]);
+            }
+            printf("\n");
+        }
         return 0;
     }
     /* time */

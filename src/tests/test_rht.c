@@ -1,6 +1,7 @@
 /* test_rht.c — the Random Hadamard Transform of SPEC §4: the known-answer vectors, the inverse
  * round trip, orthogonality at every size, sign vectors (te tiled, seed:N, none), and that
- * quantization metrics with RHT cover all n entries of each rotated group. */
+ * quantization metrics with RHT cover all n entries of each rotated group, and that the SIMD
+ * variants of fp4_rht_forward give the plain C reference's bits. */
 #include "testutil.h"
 
 #include <math.h>
@@ -145,6 +146,96 @@ static void test_rht_metrics_domain(void **state)
     assert_int_equal(st, FP4_SQNR_OK);
 }
 
+/* Random floats that exercise every path of the butterfly: ordinary values, ±0, subnormals,
+ * huge values (group sums overflow fp32 on the way back), ±Inf, and NaNs of both signs with
+ * assorted payloads (so that a swapped operand order would show in the output's NaN bits). */
+static uint64_t rht_rng = 0x2545F4914F6CDD1Dull;
+static uint32_t rht_next(void)
+{
+    rht_rng ^= rht_rng << 13;
+    rht_rng ^= rht_rng >> 7;
+    rht_rng ^= rht_rng << 17;
+    return (uint32_t)(rht_rng >> 32);
+}
+static float rht_special(void)
+{
+    const uint32_t r = rht_next();
+    switch (r % 12) {
+    case 0: return 0.0f;
+    case 1: return -0.0f;
+    case 2: return fp4c_u2f(r & 0x807FFFFFu);                /* subnormal or ±0 */
+    case 3: return fp4c_u2f((r & 0x80000000u) | 0x7F800000u); /* ±Inf */
+    case 4: return fp4c_u2f((r & 0x803FFFFFu) | 0x7FC00000u); /* quiet NaN, either sign */
+    case 5: return fp4c_u2f((r & 0x801FFFFFu) | 0x7F800001u); /* signalling NaN */
+    case 6: return fp4c_u2f((r & 0x80000000u) | 0x7F7FFFFFu); /* ±FLT_MAX */
+    case 7: return fp4c_u2f((r & 0x807FFFFFu) | 0x7E000000u); /* huge */
+    default: return fp4c_u2f(r);                              /* any bit pattern */
+    }
+}
+static void rht_fill(float *x, int n, int ngroups)
+{
+    for (int g = 0; g < ngroups; g++) {
+        const uint32_t mode = rht_next() % 4; /* 0,1: finite; 2: a few specials; 3: many */
+        for (int i = 0; i < n; i++) {
+            float v = (float)((int32_t)rht_next()) * 0x1p-28f;
+            if (mode == 1) v *= fp4c_u2f((rht_next() % 200 + 20) << 23); /* wide exponents */
+            if ((mode == 2 && rht_next() % 64 == 0) || (mode == 3 && rht_next() % 3 == 0))
+                v = rht_special();
+            x[(int64_t)g * n + i] = v;
+        }
+    }
+}
+
+/* Every SIMD variant this CPU runs, and the dispatch, give exactly the plain C reference's
+ * bits (memcmp), out of place and in place, for every size, sign vector and several lengths
+ * (a trailing partial group stays unwritten). */
+static void test_simd_bit_identical(void **state)
+{
+    (void)state;
+    enum { G = 9 };
+    static float x[G * 256 + 256], ref[G * 256 + 256], got[G * 256 + 256];
+    const fp4_rht_impl impls[] = {FP4_RHT_IMPL_AUTO, FP4_RHT_IMPL_AVX2, FP4_RHT_IMPL_AVX512};
+    int ran = 0;
+    for (int n = 16; n <= 256; n *= 2) {
+        const char *specs[] = {"te", "seed:5", "none"};
+        for (int k = 0; k < 3; k++) {
+            fp4_rht_signs sg;
+            assert_int_equal(fp4_rht_signs_make(specs[k], n, &sg), FP4_OK);
+            for (int rep = 0; rep < 40; rep++) {
+                const int ng = 1 + rep % G;
+                const int64_t len = (int64_t)ng * n + (rep % 5 == 4 ? n / 2 : 0);
+                rht_fill(x, n, ng + 1);
+                memset(ref, 0x5A, sizeof ref);
+                assert_true(fp4_rht_forward_impl(FP4_RHT_IMPL_SCALAR, &sg, x, ref, len));
+                for (size_t v = 0; v < sizeof impls / sizeof *impls; v++) {
+                    memset(got, 0x5A, sizeof got);
+                    if (!fp4_rht_forward_impl(impls[v], &sg, x, got, len)) continue;
+                    ran++;
+                    if (memcmp(got, ref, sizeof got) != 0) {
+                        for (int64_t i = 0; i < (int64_t)(sizeof got / sizeof *got); i++)
+                            if (fp4c_f2u(got[i]) != fp4c_f2u(ref[i])) {
+                                print_error("impl %d n %d signs %s len %lld: y[%lld] = %08x, "
+                                            "reference %08x\n", (int)impls[v], n, specs[k],
+                                            (long long)len, (long long)i, fp4c_f2u(got[i]),
+                                            fp4c_f2u(ref[i]));
+                                break;
+                            }
+                        fail();
+                    }
+                    /* in place */
+                    memcpy(got, x, sizeof got);
+                    const int64_t whole = len / n * n; /* past it: unwritten */
+                    memcpy(got + whole, ref + whole, sizeof got - (size_t)whole * sizeof *got);
+                    assert_true(fp4_rht_forward_impl(impls[v], &sg, got, got, len));
+                    assert_memory_equal(got, ref, sizeof got);
+                }
+            }
+        }
+    }
+    assert_true(ran >= 5 * 3 * 40); /* the dispatch at least */
+    assert_false(fp4_rht_forward_impl((fp4_rht_impl)99, NULL, NULL, NULL, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_signs),
         cmocka_unit_test(test_orthogonality_every_size),
         cmocka_unit_test(test_rht_metrics_domain),
+        cmocka_unit_test(test_simd_bit_identical),
     };
     return cmocka_run_group_tests_name("rht", tests, NULL, NULL);
 }
