@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "gemm.h"
+#include "gemm_blas.h"
 #include "h5io.h"
 #include "options.h"
 #include "report_gemm.h"
@@ -43,8 +44,9 @@ const char fp4_usage_gemm[] =
     "\n"
     "quantizer options (as for sqnr):\n" FP4_OPTHELP_SCALE FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
     "  --threads N         CPU threads for quantizing and BLAS (default 0 = all cores)\n"
-    "  --device D          cpu or auto (default): gemm runs on the CPU only; the GPU\n"
-    "                      backend covers sqnr/bias/buckets/rht (cuda here exits 4)\n"
+    "  --device D          where the fp64 products run: cpu (CBLAS), cuda (cuBLAS; exit 4\n"
+    "                      without a GPU) or auto (default: cuda when a GPU is usable);\n"
+    "                      operands are quantized on the CPU either way\n"
     FP4_OPTHELP_IO
     "\n"
     "JSON report on stdout (or -o); a table on stderr when it is a terminal (or -v).\n"
@@ -293,9 +295,6 @@ fp4_status cmd_gemm(int argc, char **argv)
     if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
         return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
                          opt.nformats);
-    if (opt.device == FP4_DEVICE_CUDA)
-        return fp4_error(FP4_ERR_DEVICE, "gemm runs on the CPU only (the GPU backend covers "
-                                         "sqnr/bias/buckets/rht)");
     fp4_h5_set_verbose(opt.verbosity > 1);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
@@ -323,6 +322,9 @@ fp4_status cmd_gemm(int argc, char **argv)
             FP4_TRY(fp4_gemm_operand_config(&gc, (fp4_gemm_path)p, (fp4_gemm_tensor)t, &q));
         }
     if (opt.threads > 0) openblas_set_num_threads(opt.threads);
+    fp4_dgemm *products = NULL;
+    FP4_TRY(fp4_dgemm_open(opt.device, &products));
+    gc.products = products;
 
     char **groups = NULL;
     int ngroups = 0;
@@ -389,6 +391,7 @@ fp4_status cmd_gemm(int argc, char **argv)
     st = fp4_report_gemm(argc + 1, full, &run);
     free(full);
 out:
+    fp4_dgemm_close(products);
     for (int i = 0; i < run.nlayers; i++) layer_free(&layers[i]);
     free(layers);
     if (groups_owned) {

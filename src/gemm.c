@@ -1,10 +1,11 @@
 /* gemm.c — GEMM diagnostics (SPEC §6): per-path operand quantization along the contraction
- * axis, the fp64 reference and quantized products through CBLAS dgemm, and the output SQNR,
+ * axis, the fp64 reference and quantized products through dgemm (CBLAS or cuBLAS: gemm_blas.h), and the output SQNR,
  * gain η and operand attenuations. */
 #include "gemm.h"
+#include "gemm_blas.h"
 
-#include <cblas.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -332,8 +333,11 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
     if (fp4_padded_len(&cfg_b, L) != lp)
         return fp4_error(FP4_ERR_INTERNAL, "gemm: operands padded differently");
     if (lp > INT_MAX || cols > INT_MAX)
-        return fp4_error(FP4_ERR_INPUT, "gemm: %s: dimension too large for CBLAS int",
+        return fp4_error(FP4_ERR_INPUT, "gemm: %s: dimension too large for BLAS int",
                          fp4_gemm_path_name(p));
+    fp4_dgemm *own = NULL, *prod = gc->products;
+    if (!prod) FP4_TRY(fp4_dgemm_open(FP4_DEVICE_CPU, &own));
+    if (!prod) prod = own;
     int64_t nb = gc->block_rows > 0 ? gc->block_rows : 256;
     if (gc->base.weight_2d && nb % 16) nb += 16 - nb % 16;
 
@@ -380,6 +384,8 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
                           stage_q, &out->op[1].m);
     if (st != FP4_OK) goto out;
     widen(stage_q, bq64, cols * lp);
+    st = fp4_dgemm_set_b(prod, b64, bq64, cols, L, lp);
+    if (st != FP4_OK) goto out;
 
     double s_z2 = 0.0, s_e2 = 0.0, s_zqz = 0.0, s_zq2 = 0.0;
     for (int64_t r0 = 0; r0 < rows; r0 += nb) {
@@ -390,11 +396,8 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
                               stage_q, &out->op[0].m);
         if (st != FP4_OK) goto out;
         widen(stage_q, aq64, nr * lp);
-        /* OpenBLAS takes int dimensions. */
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)cols, (int)L, 1.0,
-                    a64, (int)L, b64, (int)L, 0.0, z, (int)cols);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nr, (int)cols, (int)lp, 1.0,
-                    aq64, (int)lp, bq64, (int)lp, 0.0, zq, (int)cols);
+        st = fp4_dgemm_products(prod, a64, aq64, nr, z, zq);
+        if (st != FP4_OK) goto out;
         for (int64_t i = 0; i < nr * cols; i++) {
             double e = zq[i] - z[i];
             s_z2 += z[i] * z[i];
@@ -428,6 +431,7 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
     out->alpha_product = out->alpha_a * out->alpha_b;
 
 out:
+    fp4_dgemm_close(own);
     free(stage);
     free(stage_q);
     free(b64);

@@ -78,6 +78,8 @@ typedef struct fp4_gemm_config {
                                 multiple of 16 */
     bool test_skip_rounding; /* test hook: keep padding and RHT, skip scaling and rounding, so
                                 the "quantized" product must equal the reference */
+    struct fp4_dgemm *products; /* where the fp64 products run (gemm_blas.h, borrowed); NULL:
+                                   CBLAS on the CPU */
 } fp4_gemm_config;
 
 /* Defaults: ufp4, e2m1 (custom), rht_scope none, sr_scope dy, fp4_qconfig_default base, no
@@ -141,12 +143,12 @@ typedef struct fp4_gemm_path_result {
 
 /* Run one path: quantize A and B along the contraction axis (same RHT on both; for nvfp4 and
  * tensor scales the operand's tensor amax is taken first, in the rotated domain), compute the
- * reference Z = A·Bᵀ with cblas_dgemm on fp64 copies of the unquantized operands and the
- * quantized Ẑ = Â_rot·B̂_rotᵀ (padded length) with cblas_dgemm on fp64 copies of the dequantized
- * operands, in blocks of gc->block_rows output rows, and accumulate the output sums in fp64 in
+ * reference Z = A·Bᵀ with dgemm (gc->products: CBLAS or cuBLAS) on fp64 copies of the
+ * unquantized operands and the quantized Ẑ = Â_rot·B̂_rotᵀ (padded length) with dgemm on fp64
+ * copies of the dequantized operands, in blocks of gc->block_rows output rows, and accumulate the output sums in fp64 in
  * row-major order. Memory: B twice in fp64 plus O(block_rows · (cols + contraction)).
  * Errors: FP4_ERR_USAGE for an invalid config, FP4_ERR_INPUT for a missing operand,
- * FP4_ERR_INTERNAL when out of memory. */
+ * FP4_ERR_INTERNAL when out of memory, FP4_ERR_DEVICE on a CUDA error. */
 fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
                              const fp4_gemm_operands *ops, fp4_gemm_path_result *out);
 

@@ -2,6 +2,8 @@
  * module: with report.c, the only file that calls cJSON. */
 #include "report_gemm.h"
 
+#include "gemm_blas.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -144,7 +146,7 @@ static cJSON *config_json(const fp4_gemm_run *run)
                                                                : opt->rht_signs_spec);
     cJSON_AddStringToObject(c, "mx_rule", fp4_mx_rule_name(q.mx_rule));
     cJSON_AddBoolToObject(c, "weight_2d", gc->base.weight_2d);
-    cJSON_AddStringToObject(c, "device", "cpu");
+    cJSON_AddStringToObject(c, "device", fp4_dgemm_device(gc->products));
     cJSON_AddNumberToObject(c, "threads", opt->threads);
     cJSON_AddNumberToObject(c, "mem_limit", (double)opt->mem_limit);
     if (opt->layers > 0)
