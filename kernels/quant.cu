@@ -687,24 +687,33 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
                 uint32_t sat = 0;
                 int qi_amax = 0;
                 uint32_t cw[B / 4];
-                /* the element loop: FAST = RTNE, fast quotient, live, all B counted (the hot
-                 * path, no per-element branches); else every case, as block_quant has it */
-                auto elems = [&](auto fast_c) {
-                    constexpr bool FAST = decltype(fast_c)::value;
+                /* the element loop in three variants (MODE), the same numbers in each:
+                 *  M_DIV: RTNE, live, all B counted, mul == 1, dec2 == 1 and the fast quotient
+                 *         (fp32 and tensor scales): t by Markstein, x^ = q * dec1 (x * 1 == x);
+                 *  M_MUL: RTNE, live, all B counted, div == 1 (nvfp4, mxfp4): t = a * mul;
+                 *  M_ANY: every case, as block_quant has it.
+                 * The fast variants have no per-element branch. */
+                constexpr int M_ANY = 0, M_DIV = 1, M_MUL = 2;
+                auto elems = [&](auto mode_c) {
+                    constexpr int MODE = decltype(mode_c)::value;
+                    constexpr bool FAST = MODE != M_ANY;
+                    /* t = (a * mul) / div as the CPU rounds it */
+                    auto tval = [&](float a) -> float {
+                        if (MODE == M_MUL) return __fmul_rn(a, mul);
+                        const float a1 = MODE == M_DIV ? a : __fmul_rn(a, mul);
+                        if (MODE == M_DIV || fast) {
+                            const float q0 = __fmul_rn(a1, rdiv);
+                            const float rem = __fmaf_rn(-q0, div, a1);
+                            return (MODE != M_DIV && one) ? a1 : __fmaf_rn(rem, rdiv, q0);
+                        }
+                        return __fdiv_rn(a1, div);
+                    };
 #pragma unroll
                     for (int j = 0; j < B; j++) {
                         const float xv = x[j];
-                        const float a = fp4c_absf(xv);
-                        const float a1 = __fmul_rn(a, mul);
-                        float t;
-                        if (FAST || fast) {
-                            const float q0 = __fmul_rn(a1, rdiv);
-                            const float rem = __fmaf_rn(-q0, div, a1);
-                            t = one ? a1 : __fmaf_rn(rem, rdiv, q0);
-                        } else {
-                            t = __fdiv_rn(a1, div);
-                        }
-                        const float tc = fp4c_minf(t, gmax);
+                        const float t = tval(fp4c_absf(xv));
+                        /* == fp4c_minf(t, gmax) for every t (NaN: gmax both; gmax > 0) */
+                        const float tc = fminf(t, gmax);
                         int qi;
                         float q;
                         uint32_t qkey;
@@ -717,42 +726,61 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
                         } else {
                             qi = rtne_level<GK>(rk, s_q, tc, q, qkey);
                         }
-                        const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                        const float mag =
+                            MODE == M_DIV ? __fmul_rn(q, dec1) : __fmul_rn(__fmul_rn(q, dec1), dec2);
                         const uint32_t neg = __float_as_uint(xv) & 0x80000000u;
                         const float xq = __uint_as_float(__float_as_uint(mag) | neg);
                         const uint32_t code = (uint32_t)qi | (neg >> 28);
                         if ((j & 3) == 0) cw[j / 4] = code;
                         else cw[j / 4] |= code << (8 * (j & 3));
-                        qi_amax = j == amax_j ? qi : qi_amax;
+                        if (!FAST) qi_amax = j == amax_j ? qi : qi_amax;
                         if (FAST || j < jn) {
+                            /* dx, dq are fp32 values: dx * dx, dq * dx, dq * dq have at most
+                             * 48 significant bits and lie in [2^-298, 2^256], so they are exact
+                             * in fp64, and fma(a, b, s) == s + RN(a * b) bit for bit (also for
+                             * Inf / NaN operands). Not for se2: d = dq - dx may carry 53 bits,
+                             * d * d is rounded, so it stays a product and an add. */
                             const double dx = xv, dq = xq, d = __dsub_rn(dq, dx);
-                            sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                            sx2 = __fma_rn(dx, dx, sx2);
                             se2 = __dadd_rn(se2, __dmul_rn(d, d));
-                            sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
-                            sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                            sxqx = __fma_rn(dq, dx, sxqx);
+                            sxq2 = __fma_rn(dq, dq, sxq2);
                             sat += t > gmax;
                             atomicAdd(&hist[code * NT], 1u);
                             if (FAST || live) {
                                 /* e = q - a / s_eff in fp64 (Markstein from the correctly
-                                 * rounded reciprocal: the CPU's quotient). The amax element
-                                 * adds +0.0 instead: an exact identity on these sums (they
-                                 * start at +0 and never become -0), so no branch */
+                                 * rounded reciprocal: the CPU's quotient). The block's amax
+                                 * element is left out through m = 0: fma(e, m, s) is s + e for
+                                 * m = 1 and s + (+-0) == s for m = 0 (e is finite; these sums
+                                 * start at +0 and are never -0). No branch: a C `if` becomes a
+                                 * divergent branch per element, and predicated PTX adds come
+                                 * out of ptxas as 4 selects; m costs a select and a move */
                                 const double ad = fabs(dx);
                                 const double q0 = __dmul_rn(ad, r_eff);
                                 const double rem = __fma_rn(-q0, s_eff, ad);
                                 const double quo = __fma_rn(rem, r_eff, q0);
                                 const double qd = (!FAST && sr) ? s_qd[qi]
                                                                 : rtne_qd<GK>(rk, s_qd, qkey);
-                                const double e0 = __dsub_rn(qd, quo);
-                                const double e = j == amax_j ? 0.0 : e0;
-                                lsum[qi * SP] = __dadd_rn(lsum[qi * SP], e);
-                                serr = __dadd_rn(serr, e);
+                                const double e = __dsub_rn(qd, quo);
+                                const double m = j == amax_j ? 0.0 : 1.0;
+                                lsum[qi * SP] = __fma_rn(e, m, lsum[qi * SP]);
+                                serr = __fma_rn(e, m, serr);
                             }
                         }
                     }
+                    if (FAST) {
+                        /* the amax element's level, once: |x[amax_j]| == amax_b bit for bit,
+                         * so the same operations give the same index */
+                        float q;
+                        uint32_t qkey;
+                        qi_amax = rtne_level<GK>(rk, s_q, fminf(tval(amax_b), gmax), q, qkey);
+                    }
                 };
-                if (fast && !sr && live && jn == B) elems(std::true_type{});
-                else elems(std::false_type{});
+                const bool hot = !sr && live && jn == B;
+                if (hot && one) elems(std::integral_constant<int, M_MUL>{});
+                else if (hot && fast && mul == 1.f && dec2 == 1.f)
+                    elems(std::integral_constant<int, M_DIV>{});
+                else elems(std::integral_constant<int, M_ANY>{});
                 if (cp)
 #pragma unroll
                     for (int i = 0; i < B / 16; i++)
