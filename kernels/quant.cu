@@ -123,6 +123,90 @@ __device__ __forceinline__ void flush_counts(unsigned long long *counts, const u
     }
 }
 
+/* RTNE on a grid of kind GK (FP4C_GRID_*, common.h) for tc in [0, g_max] (clamped, finite):
+ * the magnitude index ix, the level q (fp32) and a key for the level's fp64 value (rtne_qd).
+ * Equal to fp4c_rtne_index and q[ix] for every such tc — checked exhaustively for every fp32 tc
+ * in [0, g_max] of e2m1, e1m2 and int4 by kernels/bench/check_rtne.c, which runs these very
+ * functions on the host.
+ *  - UNIFORM (q_i = i * step, step a power of two): s = RN(tc + 2^23 * step). That sum lies in
+ *    [2^23 step, 2^24 step), whose ulp is step, so RN rounds tc to the nearest multiple k * step,
+ *    a tie to the even k (the sum's last mantissa bit is k's parity, 2^23 step having none):
+ *    the same integer as fp4c_rtne_index_uniform's rne_int(tc / step). Then k = bits(s) & 7
+ *    (2^23 step has a zero mantissa) and q = s - 2^23 step = k * step, exact (Sterbenz).
+ *  - E2M1: c = 2^(max(E, 0) + 22), E = floor(log2 tc): the ulp of tc + c is 2^(E - 1) for tc >= 1
+ *    (one mantissa bit of tc kept: levels 1, 1.5, 2, 3, 4, 6) and 0.5 below 1 (levels 0, 0.5, 1),
+ *    ties to the even k = mantissa of s (k in 0..4; the even k is the even index, as in
+ *    fp4c_rtne_index_e2m1). ix = k + 2 max(E, 0), with 2 max(E, 0) = (bits(c) >> 22) - 298;
+ *    q = s - c, exact.
+ *  - GENERIC: the midpoint chain on >= thresholds (th[i] = mid[i], nextup(mid[i]) for even i:
+ *    tc > m <=> tc >= nextup(m)), q from the level table. */
+struct RtneK {
+    float cU;     /* UNIFORM: 2^23 * step */
+    uint32_t qhi; /* UNIFORM: high word of 2^52 * step */
+    double qK;    /* UNIFORM: (2^52 + bits(cU)) * step */
+    float th[7];  /* GENERIC */
+};
+
+template <int GK>
+__device__ __forceinline__ RtneK rtne_make(const fp4c_grid &g)
+{
+    RtneK k;
+    k.cU = 0.f;
+    k.qhi = 0;
+    k.qK = 0.0;
+    if (GK == FP4C_GRID_UNIFORM) {
+        const double two52s = 4503599627370496.0 * (double)g.q[1];
+        k.cU = __fmul_rn(8388608.0f, g.q[1]);
+        k.qhi = (uint32_t)__double2hiint(two52s);
+        k.qK = __dadd_rn(two52s, __dmul_rn((double)__float_as_uint(k.cU), (double)g.q[1]));
+    }
+#pragma unroll
+    for (int i = 0; i < 7; i++)
+        k.th[i] = GK != FP4C_GRID_GENERIC ? 0.f
+                  : (i & 1)               ? g.mid[i]
+                                          : __uint_as_float(__float_as_uint(g.mid[i]) + 1u);
+    return k;
+}
+
+/* ix and q of tc; key: UNIFORM bits(s) (rtne_qd's input), else ix. */
+template <int GK>
+__device__ __forceinline__ int rtne_level(const RtneK &k, const float *s_q, float tc, float &q,
+                                          uint32_t &key)
+{
+    if (GK == FP4C_GRID_UNIFORM) {
+        const float s = __fadd_rn(tc, k.cU);
+        q = __fsub_rn(s, k.cU);
+        key = __float_as_uint(s);
+        return (int)(key & 7u);
+    } else if (GK == FP4C_GRID_E2M1) {
+        const uint32_t cb = max(__float_as_uint(tc) & 0x7F800000u, 0x3F800000u) + 0x0B000000u;
+        const float c = __uint_as_float(cb);
+        const float s = __fadd_rn(tc, c);
+        q = __fsub_rn(s, c);
+        const int ix = (int)((__float_as_uint(s) & 7u) + (cb >> 22)) - 298;
+        key = (uint32_t)ix;
+        return ix;
+    } else {
+        int ix = 0;
+#pragma unroll
+        for (int i = 0; i < 7; i++) ix += tc >= k.th[i];
+        q = s_q[ix];
+        key = (uint32_t)ix;
+        return ix;
+    }
+}
+
+/* (double)q of rtne_level's level. UNIFORM: the double with high word hi(2^52 step) and low word
+ * bits(s) is (2^52 + bits(s)) * step (ulp step in that binade); minus qK = (2^52 + bits(cU)) step
+ * it is (bits(s) - bits(cU)) * step = k * step, exact — one fp64 add instead of a table load. */
+template <int GK>
+__device__ __forceinline__ double rtne_qd(const RtneK &k, const double *s_qd, uint32_t key)
+{
+    if (GK == FP4C_GRID_UNIFORM)
+        return __dsub_rn(__hiloint2double((int)k.qhi, (int)key), k.qK);
+    return s_qd[key];
+}
+
 template <int W, int T, int RHTN>
 __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict__ in,
                                              const float *__restrict__ signs,
@@ -165,6 +249,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
 
     const fp4c_grid gr = p.c.grid;
     const float gmax = gr.gmax;
+    const RtneK rkq = rtne_make<FP4C_GRID_UNIFORM>(gr); /* zeros unless the grid is uniform */
     const int B = p.c.block;
     const bool vec = (p.c.row_len & 3) == 0;
     const bool sr = p.c.rounding != 0;
@@ -332,6 +417,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                                            fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
                                                            p.c.stream, p.c.sr_bits));
                         q = s_q[qi];
+                    } else if (gr.kind == FP4C_GRID_UNIFORM) {
+                        uint32_t key; /* closed form (rtne_level); a launch-uniform branch */
+                        qi = rtne_level<FP4C_GRID_UNIFORM>(rkq, s_q, tc, q, key);
+                    } else if (gr.kind == FP4C_GRID_E2M1) {
+                        uint32_t key;
+                        qi = rtne_level<FP4C_GRID_E2M1>(rkq, s_q, tc, q, key);
                     } else {
                         /* fp4c_rtne_index, carrying the level along (no table lookup) */
                         qi = fp4c_rtne_index(&gr, tc);
@@ -350,11 +441,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                     const int code = qi | (int)(neg << 3);
                     code4 |= (uint32_t)code << (8 * i);
                     if (j < jn) {
+                        /* exact fp64 products of fp32 values as FMA (see k_qblk); not d * d */
                         const double dx = x, dq = xq, d = __dsub_rn(dq, dx);
-                        sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                        sx2 = __fma_rn(dx, dx, sx2);
                         se2 = __dadd_rn(se2, __dmul_rn(d, d));
-                        sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
-                        sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                        sxqx = __fma_rn(dq, dx, sxqx);
+                        sxq2 = __fma_rn(dq, dq, sxq2);
                         sat += live && t > gmax;
                         const uint64_t inc = 1ull << (8 * qi);
                         if (neg) hn += inc;
@@ -446,90 +538,6 @@ __device__ __forceinline__ float max_nan(float a, float b)
     float d;
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
     return d;
-}
-
-/* RTNE on a grid of kind GK (FP4C_GRID_*, common.h) for tc in [0, g_max] (clamped, finite):
- * the magnitude index ix, the level q (fp32) and a key for the level's fp64 value (rtne_qd).
- * Equal to fp4c_rtne_index and q[ix] for every such tc — checked exhaustively for every fp32 tc
- * in [0, g_max] of e2m1, e1m2 and int4 by kernels/bench/check_rtne.c, which runs these very
- * functions on the host.
- *  - UNIFORM (q_i = i * step, step a power of two): s = RN(tc + 2^23 * step). That sum lies in
- *    [2^23 step, 2^24 step), whose ulp is step, so RN rounds tc to the nearest multiple k * step,
- *    a tie to the even k (the sum's last mantissa bit is k's parity, 2^23 step having none):
- *    the same integer as fp4c_rtne_index_uniform's rne_int(tc / step). Then k = bits(s) & 7
- *    (2^23 step has a zero mantissa) and q = s - 2^23 step = k * step, exact (Sterbenz).
- *  - E2M1: c = 2^(max(E, 0) + 22), E = floor(log2 tc): the ulp of tc + c is 2^(E - 1) for tc >= 1
- *    (one mantissa bit of tc kept: levels 1, 1.5, 2, 3, 4, 6) and 0.5 below 1 (levels 0, 0.5, 1),
- *    ties to the even k = mantissa of s (k in 0..4; the even k is the even index, as in
- *    fp4c_rtne_index_e2m1). ix = k + 2 max(E, 0), with 2 max(E, 0) = (bits(c) >> 22) - 298;
- *    q = s - c, exact.
- *  - GENERIC: the midpoint chain on >= thresholds (th[i] = mid[i], nextup(mid[i]) for even i:
- *    tc > m <=> tc >= nextup(m)), q from the level table. */
-struct RtneK {
-    float cU;     /* UNIFORM: 2^23 * step */
-    uint32_t qhi; /* UNIFORM: high word of 2^52 * step */
-    double qK;    /* UNIFORM: (2^52 + bits(cU)) * step */
-    float th[7];  /* GENERIC */
-};
-
-template <int GK>
-__device__ __forceinline__ RtneK rtne_make(const fp4c_grid &g)
-{
-    RtneK k;
-    k.cU = 0.f;
-    k.qhi = 0;
-    k.qK = 0.0;
-    if (GK == FP4C_GRID_UNIFORM) {
-        const double two52s = 4503599627370496.0 * (double)g.q[1];
-        k.cU = __fmul_rn(8388608.0f, g.q[1]);
-        k.qhi = (uint32_t)__double2hiint(two52s);
-        k.qK = __dadd_rn(two52s, __dmul_rn((double)__float_as_uint(k.cU), (double)g.q[1]));
-    }
-#pragma unroll
-    for (int i = 0; i < 7; i++)
-        k.th[i] = GK != FP4C_GRID_GENERIC ? 0.f
-                  : (i & 1)               ? g.mid[i]
-                                          : __uint_as_float(__float_as_uint(g.mid[i]) + 1u);
-    return k;
-}
-
-/* ix and q of tc; key: UNIFORM bits(s) (rtne_qd's input), else ix. */
-template <int GK>
-__device__ __forceinline__ int rtne_level(const RtneK &k, const float *s_q, float tc, float &q,
-                                          uint32_t &key)
-{
-    if (GK == FP4C_GRID_UNIFORM) {
-        const float s = __fadd_rn(tc, k.cU);
-        q = __fsub_rn(s, k.cU);
-        key = __float_as_uint(s);
-        return (int)(key & 7u);
-    } else if (GK == FP4C_GRID_E2M1) {
-        const uint32_t cb = max(__float_as_uint(tc) & 0x7F800000u, 0x3F800000u) + 0x0B000000u;
-        const float c = __uint_as_float(cb);
-        const float s = __fadd_rn(tc, c);
-        q = __fsub_rn(s, c);
-        const int ix = (int)((__float_as_uint(s) & 7u) + (cb >> 22)) - 298;
-        key = (uint32_t)ix;
-        return ix;
-    } else {
-        int ix = 0;
-#pragma unroll
-        for (int i = 0; i < 7; i++) ix += tc >= k.th[i];
-        q = s_q[ix];
-        key = (uint32_t)ix;
-        return ix;
-    }
-}
-
-/* (double)q of rtne_level's level. UNIFORM: the double with high word hi(2^52 step) and low word
- * bits(s) is (2^52 + bits(s)) * step (ulp step in that binade); minus qK = (2^52 + bits(cU)) step
- * it is (bits(s) - bits(cU)) * step = k * step, exact — one fp64 add instead of a table load. */
-template <int GK>
-__device__ __forceinline__ double rtne_qd(const RtneK &k, const double *s_qd, uint32_t key)
-{
-    if (GK == FP4C_GRID_UNIFORM)
-        return __dsub_rn(__hiloint2double((int)k.qhi, (int)key), k.qK);
-    return s_qd[key];
 }
 
 template <int B, int RHTN, int GK, int NT, int KB>
