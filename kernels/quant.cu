@@ -123,6 +123,90 @@ __device__ __forceinline__ void flush_counts(unsigned long long *counts, const u
     }
 }
 
+/* RTNE on a grid of kind GK (FP4C_GRID_*, common.h) for tc in [0, g_max] (clamped, finite):
+ * the magnitude index ix, the level q (fp32) and a key for the level's fp64 value (rtne_qd).
+ * Equal to fp4c_rtne_index and q[ix] for every such tc — checked exhaustively for every fp32 tc
+ * in [0, g_max] of e2m1, e1m2 and int4 by kernels/bench/check_rtne.c, which runs these very
+ * functions on the host.
+ *  - UNIFORM (q_i = i * step, step a power of two): s = RN(tc + 2^23 * step). That sum lies in
+ *    [2^23 step, 2^24 step), whose ulp is step, so RN rounds tc to the nearest multiple k * step,
+ *    a tie to the even k (the sum's last mantissa bit is k's parity, 2^23 step having none):
+ *    the same integer as fp4c_rtne_index_uniform's rne_int(tc / step). Then k = bits(s) & 7
+ *    (2^23 step has a zero mantissa) and q = s - 2^23 step = k * step, exact (Sterbenz).
+ *  - E2M1: c = 2^(max(E, 0) + 22), E = floor(log2 tc): the ulp of tc + c is 2^(E - 1) for tc >= 1
+ *    (one mantissa bit of tc kept: levels 1, 1.5, 2, 3, 4, 6) and 0.5 below 1 (levels 0, 0.5, 1),
+ *    ties to the even k = mantissa of s (k in 0..4; the even k is the even index, as in
+ *    fp4c_rtne_index_e2m1). ix = k + 2 max(E, 0), with 2 max(E, 0) = (bits(c) >> 22) - 298;
+ *    q = s - c, exact.
+ *  - GENERIC: the midpoint chain on >= thresholds (th[i] = mid[i], nextup(mid[i]) for even i:
+ *    tc > m <=> tc >= nextup(m)), q from the level table. */
+struct RtneK {
+    float cU;     /* UNIFORM: 2^23 * step */
+    uint32_t qhi; /* UNIFORM: high word of 2^52 * step */
+    double qK;    /* UNIFORM: (2^52 + bits(cU)) * step */
+    float th[7];  /* GENERIC */
+};
+
+template <int GK>
+__device__ __forceinline__ RtneK rtne_make(const fp4c_grid &g)
+{
+    RtneK k;
+    k.cU = 0.f;
+    k.qhi = 0;
+    k.qK = 0.0;
+    if (GK == FP4C_GRID_UNIFORM) {
+        const double two52s = 4503599627370496.0 * (double)g.q[1];
+        k.cU = __fmul_rn(8388608.0f, g.q[1]);
+        k.qhi = (uint32_t)__double2hiint(two52s);
+        k.qK = __dadd_rn(two52s, __dmul_rn((double)__float_as_uint(k.cU), (double)g.q[1]));
+    }
+#pragma unroll
+    for (int i = 0; i < 7; i++)
+        k.th[i] = GK != FP4C_GRID_GENERIC ? 0.f
+                  : (i & 1)               ? g.mid[i]
+                                          : __uint_as_float(__float_as_uint(g.mid[i]) + 1u);
+    return k;
+}
+
+/* ix and q of tc; key: UNIFORM bits(s) (rtne_qd's input), else ix. */
+template <int GK>
+__device__ __forceinline__ int rtne_level(const RtneK &k, const float *s_q, float tc, float &q,
+                                          uint32_t &key)
+{
+    if (GK == FP4C_GRID_UNIFORM) {
+        const float s = __fadd_rn(tc, k.cU);
+        q = __fsub_rn(s, k.cU);
+        key = __float_as_uint(s);
+        return (int)(key & 7u);
+    } else if (GK == FP4C_GRID_E2M1) {
+        const uint32_t cb = max(__float_as_uint(tc) & 0x7F800000u, 0x3F800000u) + 0x0B000000u;
+        const float c = __uint_as_float(cb);
+        const float s = __fadd_rn(tc, c);
+        q = __fsub_rn(s, c);
+        const int ix = (int)((__float_as_uint(s) & 7u) + (cb >> 22)) - 298;
+        key = (uint32_t)ix;
+        return ix;
+    } else {
+        int ix = 0;
+#pragma unroll
+        for (int i = 0; i < 7; i++) ix += tc >= k.th[i];
+        q = s_q[ix];
+        key = (uint32_t)ix;
+        return ix;
+    }
+}
+
+/* (double)q of rtne_level's level. UNIFORM: the double with high word hi(2^52 step) and low word
+ * bits(s) is (2^52 + bits(s)) * step (ulp step in that binade); minus qK = (2^52 + bits(cU)) step
+ * it is (bits(s) - bits(cU)) * step = k * step, exact — one fp64 add instead of a table load. */
+template <int GK>
+__device__ __forceinline__ double rtne_qd(const RtneK &k, const double *s_qd, uint32_t key)
+{
+    if (GK == FP4C_GRID_UNIFORM)
+        return __dsub_rn(__hiloint2double((int)k.qhi, (int)key), k.qK);
+    return s_qd[key];
+}
+
 template <int W, int T, int RHTN>
 __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict__ in,
                                              const float *__restrict__ signs,
@@ -165,6 +249,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
 
     const fp4c_grid gr = p.c.grid;
     const float gmax = gr.gmax;
+    const RtneK rkq = rtne_make<FP4C_GRID_UNIFORM>(gr); /* zeros unless the grid is uniform */
     const int B = p.c.block;
     const bool vec = (p.c.row_len & 3) == 0;
     const bool sr = p.c.rounding != 0;
@@ -332,6 +417,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                                            fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
                                                            p.c.stream, p.c.sr_bits));
                         q = s_q[qi];
+                    } else if (gr.kind == FP4C_GRID_UNIFORM) {
+                        uint32_t key; /* closed form (rtne_level); a launch-uniform branch */
+                        qi = rtne_level<FP4C_GRID_UNIFORM>(rkq, s_q, tc, q, key);
+                    } else if (gr.kind == FP4C_GRID_E2M1) {
+                        uint32_t key;
+                        qi = rtne_level<FP4C_GRID_E2M1>(rkq, s_q, tc, q, key);
                     } else {
                         /* fp4c_rtne_index, carrying the level along (no table lookup) */
                         qi = fp4c_rtne_index(&gr, tc);
@@ -350,11 +441,12 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
                     const int code = qi | (int)(neg << 3);
                     code4 |= (uint32_t)code << (8 * i);
                     if (j < jn) {
+                        /* exact fp64 products of fp32 values as FMA (see k_qblk); not d * d */
                         const double dx = x, dq = xq, d = __dsub_rn(dq, dx);
-                        sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                        sx2 = __fma_rn(dx, dx, sx2);
                         se2 = __dadd_rn(se2, __dmul_rn(d, d));
-                        sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
-                        sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                        sxqx = __fma_rn(dq, dx, sxqx);
+                        sxq2 = __fma_rn(dq, dq, sxq2);
                         sat += live && t > gmax;
                         const uint64_t inc = 1ull << (8 * qi);
                         if (neg) hn += inc;
@@ -448,7 +540,7 @@ __device__ __forceinline__ float max_nan(float a, float b)
     return d;
 }
 
-template <int B, int RHTN, int NT, int KB>
+template <int B, int RHTN, int GK, int NT, int KB>
 __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restrict__ in,
                                               const float *__restrict__ signs,
                                               const float *__restrict__ tile_amax,
@@ -481,11 +573,7 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
 
     const fp4c_grid gr = p.c.grid;
     const float gmax = gr.gmax;
-    /* RTNE thresholds as >=: tc > m <=> tc >= nextup(m) for even i (fp4c_rtne_index) */
-    float th[7];
-#pragma unroll
-    for (int i = 0; i < 7; i++)
-        th[i] = (i & 1) ? gr.mid[i] : __uint_as_float(__float_as_uint(gr.mid[i]) + 1u);
+    const RtneK rk = rtne_make<GK>(gr);
     const bool vec = (p.c.row_len & 3) == 0;
     const bool sr = p.c.rounding != 0;
     const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
@@ -607,71 +695,100 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
                 uint32_t sat = 0;
                 int qi_amax = 0;
                 uint32_t cw[B / 4];
-                /* the element loop: FAST = RTNE, fast quotient, live, all B counted (the hot
-                 * path, no per-element branches); else every case, as block_quant has it */
-                auto elems = [&](auto fast_c) {
-                    constexpr bool FAST = decltype(fast_c)::value;
+                /* the element loop in three variants (MODE), the same numbers in each:
+                 *  M_DIV: RTNE, live, all B counted, mul == 1, dec2 == 1 and the fast quotient
+                 *         (fp32 and tensor scales): t by Markstein, x^ = q * dec1 (x * 1 == x);
+                 *  M_MUL: RTNE, live, all B counted, div == 1 (nvfp4, mxfp4): t = a * mul;
+                 *  M_ANY: every case, as block_quant has it.
+                 * The fast variants have no per-element branch. */
+                constexpr int M_ANY = 0, M_DIV = 1, M_MUL = 2;
+                auto elems = [&](auto mode_c) {
+                    constexpr int MODE = decltype(mode_c)::value;
+                    constexpr bool FAST = MODE != M_ANY;
+                    /* t = (a * mul) / div as the CPU rounds it */
+                    auto tval = [&](float a) -> float {
+                        if (MODE == M_MUL) return __fmul_rn(a, mul);
+                        const float a1 = MODE == M_DIV ? a : __fmul_rn(a, mul);
+                        if (MODE == M_DIV || fast) {
+                            const float q0 = __fmul_rn(a1, rdiv);
+                            const float rem = __fmaf_rn(-q0, div, a1);
+                            return (MODE != M_DIV && one) ? a1 : __fmaf_rn(rem, rdiv, q0);
+                        }
+                        return __fdiv_rn(a1, div);
+                    };
 #pragma unroll
                     for (int j = 0; j < B; j++) {
                         const float xv = x[j];
-                        const float a = fp4c_absf(xv);
-                        const float a1 = __fmul_rn(a, mul);
-                        float t;
-                        if (FAST || fast) {
-                            const float q0 = __fmul_rn(a1, rdiv);
-                            const float rem = __fmaf_rn(-q0, div, a1);
-                            t = one ? a1 : __fmaf_rn(rem, rdiv, q0);
-                        } else {
-                            t = __fdiv_rn(a1, div);
-                        }
-                        const float tc = fp4c_minf(t, gmax);
+                        const float t = tval(fp4c_absf(xv));
+                        /* == fp4c_minf(t, gmax) for every t (NaN: gmax both; gmax > 0) */
+                        const float tc = fminf(t, gmax);
                         int qi;
                         float q;
+                        uint32_t qkey;
                         if (!FAST && sr) {
                             qi = fp4c_sr_index(&s_grid, tc,
                                                fp4c_sr_uniform(p.c.seed, idx0 + (uint64_t)j,
                                                                p.c.stream, p.c.sr_bits));
                             q = s_q[qi];
+                            qkey = (uint32_t)qi;
                         } else {
-                            qi = 0;
-#pragma unroll
-                            for (int i = 0; i < 7; i++) qi += tc >= th[i];
-                            q = s_q[qi];
+                            qi = rtne_level<GK>(rk, s_q, tc, q, qkey);
                         }
-                        const float mag = __fmul_rn(__fmul_rn(q, dec1), dec2);
+                        const float mag =
+                            MODE == M_DIV ? __fmul_rn(q, dec1) : __fmul_rn(__fmul_rn(q, dec1), dec2);
                         const uint32_t neg = __float_as_uint(xv) & 0x80000000u;
                         const float xq = __uint_as_float(__float_as_uint(mag) | neg);
                         const uint32_t code = (uint32_t)qi | (neg >> 28);
                         if ((j & 3) == 0) cw[j / 4] = code;
                         else cw[j / 4] |= code << (8 * (j & 3));
-                        qi_amax = j == amax_j ? qi : qi_amax;
+                        if (!FAST) qi_amax = j == amax_j ? qi : qi_amax;
                         if (FAST || j < jn) {
+                            /* dx, dq are fp32 values: dx * dx, dq * dx, dq * dq have at most
+                             * 48 significant bits and lie in [2^-298, 2^256], so they are exact
+                             * in fp64, and fma(a, b, s) == s + RN(a * b) bit for bit (also for
+                             * Inf / NaN operands). Not for se2: d = dq - dx may carry 53 bits,
+                             * d * d is rounded, so it stays a product and an add. */
                             const double dx = xv, dq = xq, d = __dsub_rn(dq, dx);
-                            sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                            sx2 = __fma_rn(dx, dx, sx2);
                             se2 = __dadd_rn(se2, __dmul_rn(d, d));
-                            sxqx = __dadd_rn(sxqx, __dmul_rn(dq, dx));
-                            sxq2 = __dadd_rn(sxq2, __dmul_rn(dq, dq));
+                            sxqx = __fma_rn(dq, dx, sxqx);
+                            sxq2 = __fma_rn(dq, dq, sxq2);
                             sat += t > gmax;
                             atomicAdd(&hist[code * NT], 1u);
                             if (FAST || live) {
                                 /* e = q - a / s_eff in fp64 (Markstein from the correctly
-                                 * rounded reciprocal: the CPU's quotient). The amax element
-                                 * adds +0.0 instead: an exact identity on these sums (they
-                                 * start at +0 and never become -0), so no branch */
+                                 * rounded reciprocal: the CPU's quotient). The block's amax
+                                 * element is left out through m = 0: fma(e, m, s) is s + e for
+                                 * m = 1 and s + (+-0) == s for m = 0 (e is finite; these sums
+                                 * start at +0 and are never -0). No branch: a C `if` becomes a
+                                 * divergent branch per element, and predicated PTX adds come
+                                 * out of ptxas as 4 selects; m costs a select and a move */
                                 const double ad = fabs(dx);
                                 const double q0 = __dmul_rn(ad, r_eff);
                                 const double rem = __fma_rn(-q0, s_eff, ad);
                                 const double quo = __fma_rn(rem, r_eff, q0);
-                                const double e0 = __dsub_rn(s_qd[qi], quo);
-                                const double e = j == amax_j ? 0.0 : e0;
-                                lsum[qi * SP] = __dadd_rn(lsum[qi * SP], e);
-                                serr = __dadd_rn(serr, e);
+                                const double qd = (!FAST && sr) ? s_qd[qi]
+                                                                : rtne_qd<GK>(rk, s_qd, qkey);
+                                const double e = __dsub_rn(qd, quo);
+                                const double m = j == amax_j ? 0.0 : 1.0;
+                                lsum[qi * SP] = __fma_rn(e, m, lsum[qi * SP]);
+                                serr = __fma_rn(e, m, serr);
                             }
                         }
                     }
+                    if (FAST) {
+                        /* the amax element's level, once: |x[amax_j]| == amax_b bit for bit,
+                         * so the same operations give the same index */
+                        float q;
+                        uint32_t qkey;
+                        qi_amax = rtne_level<GK>(rk, s_q, fminf(tval(amax_b), gmax), q, qkey);
+                    }
                 };
-                if (fast && !sr && live && jn == B) elems(std::true_type{});
-                else elems(std::false_type{});
+                const bool hot = !sr && live && jn == B;
+                if (hot && one) elems(std::integral_constant<int, M_MUL>{});
+                else if (hot && fast && mul == 1.f && dec2 == 1.f)
+                    elems(std::integral_constant<int, M_DIV>{});
+                else elems(std::integral_constant<int, M_ANY>{});
                 if (cp)
 #pragma unroll
                     for (int i = 0; i < B / 16; i++)
@@ -724,7 +841,7 @@ __global__ void __launch_bounds__(NT, 4) k_qblk(const KP p, const float *__restr
     flush_counts(counts, cv, amax_max, s_cnt, s_cnt + 16 * NT, NT, tid);
 }
 
-template <int B, int R>
+template <int B, int R, int GK>
 int launch_blk(const KP &p, const float *in, const float *signs, const float *tile_amax,
                double *part, uint64_t *counts, uint8_t *codes, uint8_t *scales, cudaStream_t st)
 {
@@ -735,7 +852,7 @@ int launch_blk(const KP &p, const float *in, const float *signs, const float *ti
         cudaGetDevice(&dev);
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
         cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_qblk<B, R, NT, KB>, NT, 0);
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k_qblk<B, R, GK, NT, KB>, NT, 0);
         if (e != cudaSuccess) return (int)e;
         if (per_sm < 1) per_sm = 1;
     }
@@ -743,7 +860,7 @@ int launch_blk(const KP &p, const float *in, const float *signs, const float *ti
     const int64_t ngroups = (p.nchunks + CPC - 1) / CPC;
     const int64_t cap = (int64_t)per_sm * sms;
     const unsigned grid = (unsigned)(ngroups < cap ? ngroups : cap);
-    k_qblk<B, R, NT, KB><<<grid, NT, 0, st>>>(p, in, signs, tile_amax, part,
+    k_qblk<B, R, GK, NT, KB><<<grid, NT, 0, st>>>(p, in, signs, tile_amax, part,
                                           (unsigned long long *)counts, codes, scales);
     return 0;
 }
@@ -915,17 +1032,19 @@ extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0,
     int w = cfg->block > cfg->rht_n ? cfg->block : cfg->rht_n;
     if (w < 64) w = 64;
     if ((cfg->block == 16 || cfg->block == 32) && (cfg->rht_n == 0 || cfg->rht_n == 16)) {
+        /* grid kind (common.h): the closed-form RTNE variants carry no midpoint chain */
+        const int gk = cfg->grid.kind;
         int e;
-        if (cfg->block == 16)
-            e = cfg->rht_n ? launch_blk<16, 16>(p, in, signs, tile_amax, part, counts, codes,
-                                                 scales, st)
-                           : launch_blk<16, 0>(p, in, signs, tile_amax, part, counts, codes,
-                                                scales, st);
-        else
-            e = cfg->rht_n ? launch_blk<32, 16>(p, in, signs, tile_amax, part, counts, codes,
-                                                 scales, st)
-                           : launch_blk<32, 0>(p, in, signs, tile_amax, part, counts, codes,
-                                                scales, st);
+#define LB(BB, RR, GG)                                                                         \
+    launch_blk<BB, RR, GG>(p, in, signs, tile_amax, part, counts, codes, scales, st)
+#define LBG(BB, RR)                                                                            \
+    (gk == FP4C_GRID_UNIFORM ? LB(BB, RR, FP4C_GRID_UNIFORM)                                   \
+     : gk == FP4C_GRID_E2M1  ? LB(BB, RR, FP4C_GRID_E2M1)                                      \
+                             : LB(BB, RR, FP4C_GRID_GENERIC))
+        if (cfg->block == 16) e = cfg->rht_n ? LBG(16, 16) : LBG(16, 0);
+        else e = cfg->rht_n ? LBG(32, 16) : LBG(32, 0);
+#undef LBG
+#undef LB
         if (e) return e;
         return (int)cudaGetLastError();
     }
