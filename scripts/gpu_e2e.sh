@@ -2,7 +2,8 @@
 # gpu_e2e.sh — end-to-end CPU-vs-CUDA check on a GPU machine: the same `fp4diag sqnr` run on
 # real tensors with --device cpu and --device cuda, over 12 option sets (every grid, scale mode,
 # rounding, RHT size, axis), reports compared by scripts/check_golden.py (1e-9 relative; codes,
-# counts and histograms exact). Usage: scripts/gpu_e2e.sh [FILE.h5 ...]
+# counts and histograms exact); and `fp4diag gemm` with CBLAS vs cuBLAS products under three
+# recipes on the files that hold GEMM layers. Usage: scripts/gpu_e2e.sh [FILE.h5 ...]
 # Env: FP4DIAG (default ./fp4diag), OUT (default a temp dir; reports are left there on a
 # difference). Exit 0 when every pair agrees, 1 otherwise, 77 when no GPU is usable.
 set -u
@@ -31,6 +32,23 @@ for f in "$@"; do
       ok=$((ok + 1)); rm -f "$out/c_$n.json" "$out/g_$n.json"
     else
       bad=$((bad + 1)); echo "DIFF (exit $rc1/$rc2) $f $opts"; head -5 "$out/d_$n.txt" "$out/g_$n.err"
+    fi
+  done
+done
+# gemm: products through CBLAS vs cuBLAS (operands quantized on the CPU both times), on the
+# files that hold GEMM layers (x, w, dy groups); the rest are skipped
+for f in "$@"; do
+  for opts in "--recipe ufp4" "--recipe e2m1" "--recipe e2m1 --scale nvfp4 --weight-2d"; do
+    n=$(echo "gemm $f $opts" | cksum | cut -d' ' -f1)
+    # shellcheck disable=SC2086
+    "$bin" gemm "$f" $opts --device cpu -q -o "$out/c_$n.json" 2>"$out/c_$n.err" || continue
+    # shellcheck disable=SC2086
+    "$bin" gemm "$f" $opts --device cuda -q -o "$out/g_$n.json" 2>"$out/g_$n.err"; rc2=$?
+    if [ $rc2 -eq 0 ] && grep -q '"device":[[:space:]]*"cuda"' "$out/g_$n.json" &&
+       python3 "$here/check_golden.py" "$out/c_$n.json" "$out/g_$n.json" >"$out/d_$n.txt" 2>&1; then
+      ok=$((ok + 1)); rm -f "$out/c_$n.json" "$out/g_$n.json"
+    else
+      bad=$((bad + 1)); echo "DIFF (exit $rc2) gemm $f $opts"; head -5 "$out/d_$n.txt" "$out/g_$n.err"
     fi
   done
 done
