@@ -1,6 +1,7 @@
 /* cmd_gemm.c — `fp4diag gemm`: read the operands of one or more layers (x, w, dy by group or
  * by --x/--w/--dy), run FPROP/DGRAD/WGRAD under a recipe (SPEC §6), write the report. */
 #include <cblas.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,7 +322,10 @@ fp4_status cmd_gemm(int argc, char **argv)
             fp4_qconfig q;
             FP4_TRY(fp4_gemm_operand_config(&gc, (fp4_gemm_path)p, (fp4_gemm_tensor)t, &q));
         }
-    if (opt.threads > 0) openblas_set_num_threads(opt.threads);
+    if (opt.threads > 0) { /* quantizing (OpenMP) and CBLAS */
+        openblas_set_num_threads(opt.threads);
+        omp_set_num_threads(opt.threads);
+    }
     fp4_dgemm *products = NULL;
     FP4_TRY(fp4_dgemm_open(opt.device, &products));
     gc.products = products;

@@ -1,9 +1,13 @@
 /* gemm_blas.c — CBLAS or cuBLAS behind gemm_blas.h. */
 #include "gemm_blas.h"
 
+#include <stdbool.h>
+
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #ifdef FP4_HAVE_CUDA_BACKEND
 #include <cuda_runtime_api.h>
@@ -174,4 +178,30 @@ fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, i
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, kq, 1.0, aq, kq, e->bq, kq, 0.0,
                 zq, n);
     return FP4_OK;
+}
+
+void fp4_dgemm_pick_openblas_core(char **argv)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
+    if (getenv("OPENBLAS_CORETYPE")) return; /* the user's choice, or our second run */
+    const char *core = openblas_get_corename();
+    /* the generic fallbacks of OpenBLAS's dynamic dispatch for an unknown model */
+    static const char *const fallback[] = {"Prescott", "Core2", "Katmai", "Coppermine",
+                                           "Northwood", "Banias", "unknown", NULL};
+    bool generic = core == NULL;
+    for (int i = 0; !generic && fallback[i]; i++) generic = strcmp(core, fallback[i]) == 0;
+    if (!generic) return;
+    __builtin_cpu_init();
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = "Haswell";
+    if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on as we were */
+#else
+    (void)argv;
+#endif
 }

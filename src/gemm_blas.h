@@ -35,4 +35,14 @@ fp4_status fp4_dgemm_set_b(fp4_dgemm *e, const double *b, const double *bq, int6
 fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, int64_t nr,
                               double *z, double *zq);
 
+/* OpenBLAS with runtime CPU dispatch (Debian's build) picks its kernels once, at load time,
+ * from the CPUID model or from the environment variable OPENBLAS_CORETYPE. CPUs newer than the
+ * library (Sapphire Rapids guests, for one) come out as "Prescott", an SSE3 kernel 3x slower
+ * at dgemm than its AVX-512 one. When OPENBLAS_CORETYPE is unset, OpenBLAS reports such a
+ * fallback core and this CPU has AVX-512 (AVX2), this sets OPENBLAS_CORETYPE=SkylakeX
+ * (Haswell) and execs the program again with the same argv (/proc/self/exe); otherwise, or
+ * if the exec fails, it returns and nothing changes. Products agree either way within a few
+ * ulps. Call it first thing in main, for commands that run BLAS. */
+void fp4_dgemm_pick_openblas_core(char **argv);
+
 #endif

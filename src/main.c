@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "gemm_blas.h"
 #include "status.h"
 #include "version.h"
 
@@ -77,6 +78,7 @@ int main(int argc, char **argv)
         fp4_print_usage(argv[2]);
         return FP4_OK;
     }
+    if (!strcmp(name, "gemm")) fp4_dgemm_pick_openblas_core(argv); /* may re-exec */
     const fp4_command *c = command_find(name);
     if (!c) {
         fprintf(stderr, "fp4diag: '%s' is not a command; see 'fp4diag --help'\n", name);

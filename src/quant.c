@@ -2,6 +2,7 @@
  * per-unit engine (rotate, scale, round, decode, per-chunk fp64 sums) shared with the CPU
  * backend, and fp4_quantize_rows / fp4_amax_rows on top of it. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -985,25 +986,45 @@ fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const fl
     fp4_qplan p;
     FP4_TRY(fp4_qplan_make(cfg, tensor_amax, row_len, &p));
     if (n_rows <= 0) return FP4_OK;
-    float *scratch = malloc((size_t)fp4_qplan_scratch_floats(&p) * sizeof *scratch + 1);
-    fp4_metrics *part = malloc((size_t)p.unit_rows * (size_t)p.nchunk * sizeof *part + 1);
-    if (!scratch || !part) {
-        free(scratch);
-        free(part);
-        return fp4_error(FP4_ERR_INTERNAL, "quantize: out of memory");
+    /* Units (a row, or a 16-row tile row with weight_2d) run in parallel in batches; each writes
+     * its own chunk partials, merged into *m in (row, chunk) order after the batch, so the
+     * result does not depend on the thread count. A batch keeps at most QR_BATCH partials. */
+    enum { QR_BATCH = 4096 };
+    const int64_t U = p.unit_rows, per_unit = U * p.nchunk;
+    const int64_t nunits = (n_rows + U - 1) / U;
+    int64_t bu = QR_BATCH / per_unit;
+    if (bu < 1) bu = 1;
+    if (bu > nunits) bu = nunits;
+    const int T = bu > 1 ? omp_get_max_threads() : 1;
+    float **scratch = calloc((size_t)T, sizeof *scratch);
+    fp4_metrics *part = malloc((size_t)(bu * per_unit) * sizeof *part + 1);
+    bool oom = !scratch || !part;
+    for (int t = 0; !oom && t < T; t++) {
+        scratch[t] = malloc((size_t)fp4_qplan_scratch_floats(&p) * sizeof(float) + 1);
+        oom = !scratch[t];
     }
-    for (int64_t r = 0; r < n_rows; r += p.unit_rows) {
-        int nr = (int)(n_rows - r < p.unit_rows ? n_rows - r : p.unit_rows);
-        fp4_qplan_unit(&p, in + r * row_len, row0 + r, nr, scratch,
-                       out && out->deq ? out->deq + r * p.padded_len : NULL,
-                       out && out->codes ? out->codes + r * p.padded_len : NULL,
-                       out && out->scales ? out->scales + r * p.nblk : NULL, part);
-        if (m)
-            for (int i = 0; i < nr * p.nchunk; i++) fp4_metrics_merge(m, &part[i]);
+    for (int64_t u0 = 0; !oom && u0 < nunits; u0 += bu) {
+        const int64_t nu = nunits - u0 < bu ? nunits - u0 : bu;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T) if (nu > 1)
+        for (int64_t k = 0; k < nu; k++) {
+            const int64_t r = (u0 + k) * U;
+            const int nr = (int)(n_rows - r < U ? n_rows - r : U);
+            fp4_qplan_unit(&p, in + r * row_len, row0 + r, nr, scratch[omp_get_thread_num()],
+                           out && out->deq ? out->deq + r * p.padded_len : NULL,
+                           out && out->codes ? out->codes + r * p.padded_len : NULL,
+                           out && out->scales ? out->scales + r * p.nblk : NULL,
+                           part + k * per_unit);
+        }
+        for (int64_t k = 0; m && k < nu; k++) {
+            const int64_t r = (u0 + k) * U;
+            const int64_t nr = n_rows - r < U ? n_rows - r : U;
+            for (int64_t i = 0; i < nr * p.nchunk; i++) fp4_metrics_merge(m, &part[k * per_unit + i]);
+        }
     }
-    if (m && fp4_needs_tensor_amax(cfg) && p.tensor_amax > m->tensor_amax)
+    if (!oom && m && fp4_needs_tensor_amax(cfg) && p.tensor_amax > m->tensor_amax)
         m->tensor_amax = p.tensor_amax;
+    for (int t = 0; scratch && t < T; t++) free(scratch[t]);
     free(scratch);
     free(part);
-    return FP4_OK;
+    return oom ? fp4_error(FP4_ERR_INTERNAL, "quantize: out of memory") : FP4_OK;
 }

@@ -114,9 +114,10 @@ struct fp4_metrics;
  * blocks of one row. Each fp64 sum of a block (Σx², Σ(x̂−x)², Σx̂x, Σx̂², the signed error and
  * the per-level error sums) starts at 0 and runs over the block's elements in order; block
  * sums are added to the chunk partial (starting at 0) in block order; chunk partials are
- * merged into *m in (row, chunk) order (fp4_metrics_merge). Integer counts are exact. The result is the same
- * for any thread count and any split of the rows into calls made in order, and the GPU
- * reproduces it.
+ * merged into *m in (row, chunk) order (fp4_metrics_merge). Integer counts are exact. Units
+ * (rows, or 16-row tile rows with weight_2d) run on OpenMP threads (omp_get_max_threads());
+ * the result is the same for any thread count and any split of the rows into calls made in
+ * order, and the GPU reproduces it.
  * Errors: FP4_ERR_USAGE for an invalid (or unchecked) config; FP4_ERR_INTERNAL out of memory. */
 fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const float *in,
                              int64_t row0, int64_t n_rows, int64_t row_len, fp4_qout *out,

@@ -4,6 +4,8 @@
  * independence from the slab split. */
 #include "testutil.h"
 
+#include <omp.h>
+
 #include <math.h>
 
 #include "common.h"
@@ -516,6 +518,58 @@ static void test_slab_split_invariance(void **state)
     free(d2);
 }
 
+/* fp4_quantize_rows runs its units on OpenMP threads in batches: outputs and every metric
+ * (fp64 sums included) are the same bits for 1, 2 and 3 threads, over several batches (9000
+ * rows of one chunk: 3 batches of at most 4096 units) and with weight_2d tile units + SR + RHT. */
+static void run_threads(const fp4_qconfig *c, const float *x, int R, int L, int threads,
+                        float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *m)
+{
+    omp_set_num_threads(threads);
+    fp4_metrics_init(m);
+    fp4_qout o = {deq, codes, scales};
+    assert_int_equal(fp4_quantize_rows(c, amax_of(c, x, R, L), x, 0, R, L, &o, m), FP4_OK);
+}
+
+static void test_thread_count_invariance(void **state)
+{
+    (void)state;
+    const int saved = omp_get_max_threads();
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("seed:5", 16, &sg), FP4_OK);
+    for (int k = 0; k < 2; k++) {
+        const int R = k ? 9000 : 96, L = 70;
+        fp4_qconfig c = mkcfg(FP4_FMT_E2M1, k ? FP4_SCALE_FP32 : FP4_SCALE_NVFP4);
+        if (!k) {
+            c.rounding = FP4_ROUND_SR;
+            c.weight_2d = true;
+            c.rht = &sg;
+            c.seed = 99;
+        }
+        const int64_t P = fp4_padded_len(&c, L), nb = P / c.block;
+        float *x = malloc(sizeof(float) * (size_t)(R * L));
+        for (int i = 0; i < R * L; i++) x[i] = grand();
+        float *d[3];
+        uint8_t *cd[3], *sc[3];
+        fp4_metrics m[3];
+        for (int t = 0; t < 3; t++) {
+            d[t] = calloc((size_t)(R * P), sizeof(float));
+            cd[t] = calloc((size_t)(R * P), 1);
+            sc[t] = calloc((size_t)(R * nb), 1);
+            run_threads(&c, x, R, L, t + 1, d[t], cd[t], sc[t], &m[t]);
+        }
+        for (int t = 1; t < 3; t++) {
+            assert_memory_equal(d[0], d[t], sizeof(float) * (size_t)(R * P));
+            assert_memory_equal(cd[0], cd[t], (size_t)(R * P));
+            assert_memory_equal(sc[0], sc[t], (size_t)(R * nb));
+            assert_memory_equal(&m[0], &m[t], sizeof m[0]);
+        }
+        assert_int_equal(m[0].elements, (uint64_t)R * L);
+        for (int t = 0; t < 3; t++) free(d[t]), free(cd[t]), free(sc[t]);
+        free(x);
+    }
+    omp_set_num_threads(saved);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_weight_2d_tiles),
         cmocka_unit_test(test_config_checks),
         cmocka_unit_test(test_slab_split_invariance),
+        cmocka_unit_test(test_thread_count_invariance),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }
