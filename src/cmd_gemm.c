@@ -2,6 +2,7 @@
  * by --x/--w/--dy), run FPROP/DGRAD/WGRAD under a recipe (SPEC §6), write the report. */
 #include <cblas.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,38 @@ out:
 }
 
 /* No group given: every group of FILE that holds a dataset named w (file walk order). */
+/* Same group spelled twice ("/fc2", "fc2/", "/fc2//")? */
+static bool same_group(const char *a, const char *b)
+{
+    while (*a == '/') a++;
+    while (*b == '/') b++;
+    size_t la = strlen(a), lb = strlen(b);
+    while (la > 0 && a[la - 1] == '/') la--;
+    while (lb > 0 && b[lb - 1] == '/') lb--;
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* The groups given on the command line, each once, in first-seen order (copies; a layer given
+ * twice would be counted twice in the pooled results). NULL when out of memory. */
+static char **dedup_groups(char **g, int *n)
+{
+    char **out = calloc((size_t)*n + 1, sizeof *out);
+    int k = 0;
+    for (int i = 0; out && i < *n; i++) {
+        bool seen = false;
+        for (int j = 0; j < k && !seen; j++) seen = same_group(out[j], g[i]);
+        if (seen) continue;
+        if (!(out[k] = strdup(g[i]))) {
+            for (int j = 0; j < k; j++) free(out[j]);
+            free(out);
+            return NULL;
+        }
+        k++;
+    }
+    if (out) *n = k;
+    return out;
+}
+
 static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
 {
     fp4_h5file *f = NULL;
@@ -338,6 +371,9 @@ fp4_status cmd_gemm(int argc, char **argv)
         if (opt.nargs > 1) {
             groups = opt.args + 1;
             ngroups = opt.nargs - 1;
+            groups = dedup_groups(groups, &ngroups);
+            if (!groups) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            groups_owned = true;
         } else {
             FP4_TRY(groups_find(opt.args[0], &groups, &ngroups));
             groups_owned = true;

@@ -2,6 +2,7 @@
  * side, with ΔSQNR, Δα, ΔB15, ΔB8 per tensor and pooled (SPEC §4, §5). */
 #include "cmd_analysis.h"
 #include "commands.h"
+#include "options.h"
 
 const char fp4_usage_rht[] =
     "usage: fp4diag rht [OPTIONS] FILE [DATASET|GROUP|GLOB ...]\n"
@@ -11,7 +12,9 @@ const char fp4_usage_rht[] =
     "dB15 and dB8. Metrics with RHT are in the rotated domain (SPEC 4).\n"
     "Defaults: --format e2m1,e1m2,int4 --scale fp32 --block 16 --rounding rtne --rht both\n"
     "--rht-size 16 --rht-signs te.\n"
-    "\noptions:\n" FP4_OPTIONS_HELP
+    "\noptions (--rht is fixed at both here: 'sqnr --rht on' gives one side):\n"
+    FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
+    FP4_OPTHELP_LAYERS FP4_OPTHELP_RUN FP4_OPTHELP_IO
     "\nExit status: 0 ok, 2 usage, 3 input error (report still written), 4 device error.\n";
 
 fp4_status cmd_rht(int argc, char **argv)

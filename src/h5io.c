@@ -468,12 +468,26 @@ static herr_t h5io_walk_cb(hid_t group, const char *name, const H5L_info_t *linf
     return 0;
 }
 
+/* Whether dataset `path` is selected by `pat`: the path itself, a group above it, or a glob
+ * matching the path or one of its groups (so '/blocks/*' selects every dataset below each
+ * /blocks/N, as the group /blocks/N would). */
 static bool h5io_matches(const char *pat, const char *path)
 {
     if (strcmp(pat, path) == 0) return true;
     size_t n = strlen(pat);
     if (strcmp(pat, "/") == 0 || (strncmp(pat, path, n) == 0 && path[n] == '/')) return true;
-    return fnmatch(pat, path, FNM_PATHNAME) == 0;
+    if (fnmatch(pat, path, FNM_PATHNAME) == 0) return true;
+    if (!strpbrk(pat, "*?[")) return false;
+    char buf[1024];
+    const size_t len = strlen(path);
+    if (len >= sizeof buf) return false;
+    memcpy(buf, path, len + 1);
+    for (size_t i = len; i-- > 1;) /* ancestors, deepest first */
+        if (buf[i] == '/') {
+            buf[i] = '\0';
+            if (fnmatch(pat, buf, FNM_PATHNAME) == 0) return true;
+        }
+    return false;
 }
 
 fp4_status fp4_h5_select(fp4_h5file *f, const char *const *patterns, int npatterns,

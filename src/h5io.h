@@ -50,7 +50,9 @@ const char *fp4_h5_filename(const fp4_h5file *f);
 void fp4_h5_set_verbose(bool verbose);
 
 /* Select datasets: each pattern is an exact dataset path, a group (every dataset below it), or
- * a glob on the full path (fnmatch, '*' does not cross '/'); no patterns = every dataset.
+ * a glob on the full path (fnmatch, '*' does not cross '/'; a glob matching groups selects
+ * every dataset below them; paths over 1023 bytes are matched whole only); no patterns =
+ * every dataset.
  * A leading '/' is optional. Results in file walk order (name order), de-duplicated.
  * *out is a malloc'd array of *n infos (free with fp4_dsinfo_free_list), including datasets
  * that are not numeric (the caller reports those as errors). A pattern that matches nothing:

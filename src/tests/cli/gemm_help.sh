@@ -3,7 +3,8 @@
 # help says so; --device cpu reports device "cpu"; --device cuda without a GPU exits 4 with one
 # line and writes no report, and with a GPU reports device "cuda" with the CPU's numbers
 # (within check_golden.py's 1e-9 relative: dgemm orders differ). The custom --format line says
-# "one format, default e2m1"; --layers is listed once; grid's help lists only what changes a grid.
+# "one format, default e2m1"; --layers is listed once; grid's help lists only what changes a grid;
+# rht's help does not offer --rht off|on (it is always both).
 set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -37,4 +38,8 @@ for o in --scale --block --rht --layers --device --mem-limit --threads; do
     grep -q -- "^  $o" "$tmp/g" && fail "grid --help lists $o"
 done
 grep -q -- "--format" "$tmp/g" || fail "grid --help lacks --format"
+# rht fixes --rht at both: its help does not offer off|on
+"$FP4DIAG" rht --help >"$tmp/r" || fail "rht --help exit $?"
+grep -q -- "--rht off|on|both" "$tmp/r" && fail "rht --help offers --rht off|on|both"
+grep -q -- "--rht-size" "$tmp/r" || fail "rht --help lacks --rht-size"
 exit 0

@@ -1,5 +1,6 @@
 #!/bin/sh
-# ls_ckpt.sh — `ls` on the stored checkpoint subset lists its 23 datasets, all bf16 with gzip.
+# ls_ckpt.sh — `ls` on the stored checkpoint subset lists its 23 datasets, all bf16 with gzip;
+# selection by glob, group, and glob over groups.
 set -u
 F=testdata/gpt_ckpt_small.h5
 [ -f "$F" ] || { echo "no $F"; exit 77; }
@@ -15,4 +16,9 @@ nb=$(echo "$out" | tail -n +2 | awk '$3 == "bf16"' | wc -l)
 sel=$("$FP4DIAG" ls "$F" '/blocks/*/proj/weight' /lnf | tail -n +2 | awk '{print $1}' | tr '\n' ' ')
 [ "$sel" = "/blocks/0/proj/weight /blocks/5/proj/weight /lnf/bias /lnf/weight " ] \
     || { echo "selection gave: $sel"; exit 1; }
+# a glob that matches groups selects everything below them, as each group would
+g=$("$FP4DIAG" ls "$F" '/blocks/*/fc2' | tail -n +2 | awk '{print $1}' | tr '\n' ' ')
+[ "$g" = "/blocks/0/fc2/bias /blocks/0/fc2/weight /blocks/5/fc2/bias " ] \
+    || { echo "group glob gave: $g"; exit 1; }
+[ "$("$FP4DIAG" ls "$F" '/blocks/?' | tail -n +2 | wc -l)" -eq 21 ] || { echo "'/blocks/?' count"; exit 1; }
 exit 0
