@@ -288,10 +288,12 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
                 continue;
             char s[16];
             fmt_db(s, sizeof s, pool.sqnr_db, pool.sqnr_status);
-            fprintf(out, "%-12s %-6s %-12s %9s %9.5f   (over %d layers: prod eta %.5f, "
-                         "exp(-sum delta) %.5f)\n",
-                    "pooled", fp4_gemm_path_name((fp4_gemm_path)p), "", s, pool.eta,
-                    pool.compound_layers, pool.prod_eta, pool.exp_neg_sum_delta);
+            fprintf(out, "%-12s %-6s %-12s %9s %9.5f", "pooled",
+                    fp4_gemm_path_name((fp4_gemm_path)p), "", s, pool.eta);
+            if (run->opt->layers > 0) /* the compounds, as the JSON has them: --layers only */
+                fprintf(out, "   (over %d layers: prod eta %.5f, exp(-sum delta) %.5f)",
+                        pool.compound_layers, pool.prod_eta, pool.exp_neg_sum_delta);
+            fputc('\n', out);
         }
     }
 }
