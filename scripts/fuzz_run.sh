@@ -2,6 +2,7 @@
 # fuzz_run.sh — run libFuzzer targets for `make fuzz-ci` / `make fuzz` and judge what they find.
 #   fuzz_run.sh --probe CC          exit 0 when CC links a libFuzzer program (else skip)
 #   fuzz_run.sh [--keep] SECONDS BIN...
+#   fuzz_run.sh --judge LOG         print "ours" or "hdf5" for a sanitizer/libFuzzer report
 # For each target build-fuzz/fuzz_NAME: replay every input in src/tests/fuzz/regress/NAME/
 # (crashes found before: each must now pass), then fuzz for SECONDS (fork mode, one worker,
 # continuing past crashes) from src/tests/fuzz/seeds/NAME/ into a scratch corpus (--keep:
@@ -22,6 +23,16 @@ if [ "${1:-}" = --probe ]; then
     rm -rf "$d"
     exit $rc
 fi
+# judge LOG: "ours" or "hdf5" from the first interesting frame of the first stack in LOG.
+judge() {
+    sed -n 's/^ *#[0-9][0-9]* 0x[0-9a-f]* *\(in \)\{0,1\}\(.*\)$/\2/p' "$1" |
+        grep -v -e '__interceptor_' -e '__asan' -e '__sanitizer' -e '__ubsan' -e 'compiler-rt' \
+            -e 'libclang_rt' -e '/libc\.so' -e '/libc-' -e '__libc_' -e 'libz\.so' \
+            -e '/sysdeps/' -e '^fuzzer::' \
+            -e '^malloc ' -e '^calloc ' -e '^realloc ' -e '^free ' -e '^operator ' |
+        head -n 1 | grep -q 'libhdf5' && echo hdf5 || echo ours
+}
+if [ "${1:-}" = --judge ]; then judge "${2:?log}"; exit 0; fi
 keep=0
 [ "${1:-}" = --keep ] && { keep=1; shift; }
 secs=${1:?seconds}; shift
@@ -32,15 +43,6 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 # HDF5's own leaks on corrupt files (see scripts/lsan.supp) are not worth stopping for.
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}"
-
-# judge LOG: "ours" or "hdf5" from the first interesting frame of the first stack in LOG.
-judge() {
-    sed -n 's/^ *#[0-9][0-9]* 0x[0-9a-f]* *\(in \)\{0,1\}\(.*\)$/\2/p' "$1" |
-        grep -v -e '__interceptor_' -e '__asan' -e '__sanitizer' -e '__ubsan' -e 'compiler-rt' \
-            -e 'libclang_rt' -e '/libc\.so' -e '/libc-' -e '__libc_' -e 'libz\.so' \
-            -e '^malloc ' -e '^calloc ' -e '^realloc ' -e '^free ' -e '^operator ' |
-        head -n 1 | grep -q 'libhdf5' && echo hdf5 || echo ours
-}
 
 for bin in "$@"; do
     name=$(basename "$bin" | sed 's/^fuzz_//')

@@ -41,7 +41,8 @@ fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, i
  * at dgemm than its AVX-512 one. When OPENBLAS_CORETYPE is unset, OpenBLAS reports such a
  * fallback core and this CPU has AVX-512 (AVX2), this sets OPENBLAS_CORETYPE=SkylakeX
  * (Haswell) and execs the program again with the same argv (/proc/self/exe); otherwise, or
- * if the exec fails, it returns and nothing changes. Products agree either way within a few
+ * when /proc/self/exe is the dynamic loader (started as ld.so fp4diag ...), or if the exec
+ * fails, it returns and nothing changes. Products agree either way within a few
  * ulps. Call it first thing in main, for commands that run BLAS. */
 void fp4_dgemm_pick_openblas_core(char **argv);
 
