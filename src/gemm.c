@@ -410,7 +410,12 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
     out->sum_err2 = s_e2;
     out->sum_zqz = s_zqz;
     out->sum_zq2 = s_zq2;
-    if (s_z2 == 0.0) {
+    if (!isfinite(s_z2) || !isfinite(s_e2) || !isfinite(s_zqz)) {
+        /* a NaN/Inf in an operand reaches every sum through the products: no SQNR, no η */
+        out->sqnr_status = FP4_SQNR_NONFINITE;
+        out->sqnr_db = NAN;
+        out->eta = NAN;
+    } else if (s_z2 == 0.0) {
         out->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
         out->sqnr_db = NAN;
         out->eta = NAN;
@@ -471,7 +476,11 @@ fp4_status fp4_gemm_pool(const fp4_gemm_layer *layers, int nlayers, fp4_gemm_pat
         out->sum_zqz += r->sum_zqz;
         eta[out->nlayers++] = r->eta;
     }
-    if (out->sum_z2 == 0.0) {
+    if (!isfinite(out->sum_z2) || !isfinite(out->sum_err2) || !isfinite(out->sum_zqz)) {
+        out->sqnr_status = FP4_SQNR_NONFINITE;
+        out->sqnr_db = NAN;
+        out->eta = NAN;
+    } else if (out->sum_z2 == 0.0) {
         out->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
         out->sqnr_db = NAN;
         out->eta = NAN;

@@ -469,8 +469,8 @@ static herr_t h5io_walk_cb(hid_t group, const char *name, const H5L_info_t *linf
 }
 
 /* Whether dataset `path` is selected by `pat`: the path itself, a group above it, or a glob
- * matching the path or one of its groups (so '/blocks/*' selects every dataset below each
- * /blocks/N, as the group /blocks/N would). */
+ * matching the path or one of its groups (a glob for "every /blocks/N" selects every dataset
+ * below each /blocks/N, as the group /blocks/N would). */
 static bool h5io_matches(const char *pat, const char *path)
 {
     if (strcmp(pat, path) == 0) return true;

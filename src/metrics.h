@@ -10,7 +10,10 @@
 typedef enum fp4_sqnr_status {
     FP4_SQNR_OK = 0,
     FP4_SQNR_ZERO_SIGNAL, /* Σx² = 0: SQNR undefined, reported null with "zero_signal" */
-    FP4_SQNR_EXACT        /* x̂ == x: +∞, reported null with "exact" */
+    FP4_SQNR_EXACT,       /* x̂ == x: +∞, reported null with "exact" */
+    FP4_SQNR_NONFINITE    /* gemm only: a NaN/Inf operand made the output sums non-finite;
+                             reported null with "nonfinite" (the analysis commands exclude
+                             non-finite blocks instead, SPEC §5) */
 } fp4_sqnr_status;
 
 typedef struct fp4_metrics {

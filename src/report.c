@@ -139,6 +139,7 @@ static const char *sqnr_status_name(fp4_sqnr_status s)
     case FP4_SQNR_OK: return "ok";
     case FP4_SQNR_ZERO_SIGNAL: return "zero_signal";
     case FP4_SQNR_EXACT: return "exact";
+    case FP4_SQNR_NONFINITE: return "nonfinite";
     }
     return "ok";
 }

@@ -28,6 +28,7 @@ static const char *sqnr_status_name(fp4_sqnr_status s)
     switch (s) {
     case FP4_SQNR_OK: return "ok";
     case FP4_SQNR_ZERO_SIGNAL: return "zero_signal";
+    case FP4_SQNR_NONFINITE: return "nonfinite";
     default: return "exact";
     }
 }
@@ -256,7 +257,9 @@ static void fmt_db(char *buf, size_t n, double db, fp4_sqnr_status st)
     if (st == FP4_SQNR_OK && isfinite(db))
         snprintf(buf, n, "%.2f", db);
     else
-        snprintf(buf, n, "%s", st == FP4_SQNR_EXACT ? "exact" : "-");
+        snprintf(buf, n, "%s", st == FP4_SQNR_EXACT       ? "exact"
+                               : st == FP4_SQNR_NONFINITE ? "nonfinite"
+                                                          : "-");
 }
 
 void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
