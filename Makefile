@@ -50,7 +50,7 @@ ifeq ($(USE_CUDA),1)
   CU_SRCS := $(wildcard kernels/*.cu)
   CU_OBJS := $(patsubst kernels/%.cu,$(BUILD)/kernels/%.o,$(CU_SRCS))
   CFLAGS += -DFP4_HAVE_CUDA -DFP4_HAVE_CUDA_BACKEND -I$(CUDA_HOME)/include
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static \
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static \
             -lrt -ldl -lpthread -lstdc++
   CUDA_MSG := CUDA: on ($(NVCC), kernels: $(words $(CU_SRCS)))
 else
@@ -112,7 +112,7 @@ bench: fp4diag $(BUILD)/bench_read
 # build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.
 $(BUILD)/bench_gpu: kernels/bench/bench_gpu.cu $(BUILD)/libfp4.a $(HDRS)
 	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -o $@ $< $(BUILD)/libfp4.a \
-	  -lcublas -lgomp
+	  -ldl -lgomp
 
 bench-gpu: fp4diag $(BUILD)/bench_gpu
 	@sh scripts/bench_gpu.sh

@@ -78,8 +78,11 @@ int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t pad
                    int rht_n, const float *signs, float *tile_amax, void *stream);
 
 /* C (m x n, row-major) = A (m x k, row-major) * B (n x k, row-major)^T in fp64, cuBLAS dgemm.
- * handle: a cublasHandle_t made by fp4k_blas_create. */
+ * handle: a cublasHandle_t made by fp4k_blas_create, which loads cuBLAS (dlopen of
+ * libcublas.so.<major>) at its first call and returns -1 with fp4k_blas_last_error() set when
+ * it cannot (not linked: other runs start without it). */
 int fp4k_blas_create(void **handle);
+const char *fp4k_blas_last_error(void);
 void fp4k_blas_destroy(void *handle);
 int fp4k_dgemm_abt(void *handle, const double *a, const double *b, double *c, int64_t m,
                    int64_t n, int64_t k, void *stream);

@@ -74,11 +74,10 @@ static fp4_status cuda_open(fp4_dgemm *e)
     if (fp4k_device_count() <= 0)
         return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is available on "
                                          "this machine");
-    int err = fp4k_blas_create(&e->handle);
-    if (err) {
+    if (fp4k_blas_create(&e->handle) != 0) {
         e->handle = NULL;
-        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but cuBLAS could not start (%s)",
-                         fp4k_error_string(err));
+        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but cuBLAS could not start: %s",
+                         fp4k_blas_last_error());
     }
     e->cuda = 1;
     return FP4_OK;
