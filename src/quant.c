@@ -995,7 +995,9 @@ fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const fl
     int64_t bu = QR_BATCH / per_unit;
     if (bu < 1) bu = 1;
     if (bu > nunits) bu = nunits;
-    const int T = bu > 1 ? omp_get_max_threads() : 1;
+    int T = bu > 1 ? omp_get_max_threads() : 1; /* one scratch per thread: no more than units */
+    if (T > bu) T = (int)bu;
+    if (T < 1) T = 1;
     float **scratch = calloc((size_t)T, sizeof *scratch);
     fp4_metrics *part = malloc((size_t)(bu * per_unit) * sizeof *part + 1);
     bool oom = !scratch || !part;
