@@ -518,6 +518,74 @@ static void test_slab_split_invariance(void **state)
     free(d2);
 }
 
+/* The SIMD group kernel (taken when no deq/codes output is asked for) and the scalar
+ * block_quant (taken when they are) give the same bits in every metric, for every grid kind
+ * (closed-form RTNE index: e2m1, e1m2, int4; midpoint chain: e3m0, e2m1:max=3), every scale
+ * mode, RHT off/on, block sizes 4 (no 8x8 transpose), 8, 16, 32, 64, and rows that end in a
+ * partial group. Blocks hold ±g_max first (fp32 scale 1, so t = |x| exactly) and then levels,
+ * exact midpoints (the RTNE ties), their float neighbours and Gaussian values; one row holds a
+ * NaN block, one an all-zero block. */
+static void test_simd_kernel_equals_scalar(void **state)
+{
+    (void)state;
+    const fp4_format fmts[5] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_E1M2, 0}, {FP4_FMT_INT4, 0},
+                                {FP4_FMT_E3M0, 0}, {FP4_FMT_E2M1, 3}};
+    const int blocks[5] = {4, 8, 16, 32, 64};
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("te", 16, &sg), FP4_OK);
+    const int R = 12, L = 200;
+    float *x = malloc(sizeof(float) * R * L);
+    int checked = 0;
+    for (int f = 0; f < 5; f++) {
+        const fp4c_grid g = fp4c_grid_make((int)fmts[f].id, fmts[f].max);
+        for (int i = 0; i < R * L; i++) {
+            const int j = i % 16, pick = (int)(urand() * 5.0);
+            const int lv = (int)(urand() * (g.n - 1));
+            float v = pick == 0 ? g.q[lv]
+                      : pick == 1 ? g.mid[lv]
+                      : pick == 2 ? nextafterf(g.mid[lv], 0.0f)
+                      : pick == 3 ? nextafterf(g.mid[lv], 100.0f)
+                                  : (float)(grand() * g.gmax / 3.0);
+            if (j == 0) v = g.gmax;
+            x[i] = urand() < 0.5 ? -v : v;
+        }
+        for (int j = 0; j < 16; j++) x[3 * L + 32 + j] = 0.0f;
+        x[5 * L + 70] = NAN;
+        for (int s = 0; s < FP4_SCALE_COUNT; s++)
+            for (int b = 0; b < 5; b++)
+                for (int r = 0; r < 2; r++) {
+                    fp4_qconfig c;
+                    fp4_qconfig_default(&c);
+                    c.format = fmts[f];
+                    c.scale = (fp4_scale_mode)s;
+                    c.block = blocks[b];
+                    c.rht = r ? &sg : NULL;
+                    if (fp4_qconfig_check(&c) != FP4_OK || c.block != blocks[b]) continue;
+                    const int64_t P = fp4_padded_len(&c, L);
+                    float *deq = malloc(sizeof(float) * (size_t)(R * P));
+                    uint8_t *codes = malloc((size_t)(R * P));
+                    const float a = amax_of(&c, x, R, L);
+                    fp4_metrics m1, m2;
+                    fp4_metrics_init(&m1);
+                    fp4_metrics_init(&m2);
+                    fp4_qout o = {deq, codes, NULL};
+                    assert_int_equal(fp4_quantize_rows(&c, a, x, 0, R, L, NULL, &m1), FP4_OK);
+                    assert_int_equal(fp4_quantize_rows(&c, a, x, 0, R, L, &o, &m2), FP4_OK);
+                    if (memcmp(&m1, &m2, sizeof m1) != 0)
+                        fail_msg("%s scale %d block %d rht %d: SIMD and scalar metrics differ "
+                                 "(SQNR sums %a / %a, hist[1] %llu / %llu)",
+                                 f == 4 ? "e2m1:max=3" : fp4_format_traits_of(fmts[f].id)->name,
+                                 s, blocks[b], r, m1.sum_err2, m2.sum_err2,
+                                 (unsigned long long)m1.hist[1], (unsigned long long)m2.hist[1]);
+                    checked++;
+                    free(deq);
+                    free(codes);
+                }
+    }
+    assert_true(checked >= 5 * (5 * 2 + 3 * 2)); /* fp32 x 5 blocks, nvfp4/mxfp4/tensor x 1 */
+    free(x);
+}
+
 /* fp4_quantize_rows runs its units on OpenMP threads in batches: outputs and every metric
  * (fp64 sums included) are the same bits for 1, 2 and 3 threads, over several batches (9000
  * rows of one chunk: 3 batches of at most 4096 units) and with weight_2d tile units + SR + RHT. */
@@ -587,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_config_checks),
         cmocka_unit_test(test_slab_split_invariance),
         cmocka_unit_test(test_thread_count_invariance),
+        cmocka_unit_test(test_simd_kernel_equals_scalar),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }
