@@ -93,7 +93,8 @@ typedef struct fp4c_grid {
     float inv_step; /* FP4C_GRID_UNIFORM: 1 / (q[1] - q[0]), a power of two; else 0 */
 } fp4c_grid;
 
-/* Grid kinds with a closed-form RTNE index equal to fp4c_rtne_index (test_quant pins it):
+/* Grid kinds with a closed-form RTNE index equal to fp4c_rtne_index (SPEC §2 RTNE; test_format
+ * pins the scalar forms below, test_quant the AVX-512 form, kernels/bench/check_rtne.c the CUDA one):
  * UNIFORM q_i = i * step (e1m2, int4), E2M1 the full e2m1 grid; GENERIC: the midpoint chain. */
 enum { FP4C_GRID_GENERIC = 0, FP4C_GRID_UNIFORM = 1, FP4C_GRID_E2M1 = 2 };
 

@@ -20,7 +20,7 @@ typedef struct fp4_rht_signs {
  * n = 16 (mask 0xD7E8) and tiled for larger n. FP4_ERR_USAGE on a bad spec or size. */
 fp4_status fp4_rht_signs_make(const char *spec, int n, fp4_rht_signs *out);
 
-/* y = ((x ⊙ s) · H_n) / sqrt(n) for each of the len/n groups of x (len a multiple of n; a
+/* SPEC §4: y = ((x ⊙ s) · H_n) / sqrt(n) for each of the len/n groups of x (len a multiple of n; a
  * trailing partial group is left unwritten); x and y may alias (x == y). fp64 butterfly in
  * common.h's fixed order, rounded once to fp32. Runs the widest SIMD variant this CPU has
  * (AVX-512, AVX2, else plain C); every variant gives the same bits as the plain C one. */
