@@ -224,7 +224,7 @@ int main(int argc, char **argv)
         double t2 = now();
         run(be, six + 3, 1, x, R, L, slab, out);
         double t3 = now();
-        printf("%lld MiB, %s threads: one %.3f s (%.2f ns/elem), six %.3f s, rht-one %.3f s  "
+        printf("%lld MiB, %s threads: one %.4f s (%.2f ns/elem), six %.4f s, rht-one %.4f s  "
                "sqnr %.4f\n", (long long)mib, threads ? argv[3] : "all", t1 - t0,
                (t1 - t0) * 1e9 / (double)(R * L), t2 - t1, t3 - t2, out[0].sqnr_db);
     }

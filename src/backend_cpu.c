@@ -24,6 +24,7 @@ typedef struct cpu_an {
     fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
     float **prep;       /* [threads] 16 rows x max padded_len: the prepared (padded, rotated)
                            rows shared by configs with the same rotation and padding */
+    fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout */
     int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
     int64_t batch_rows;
 } cpu_an;
@@ -39,7 +40,9 @@ static void cpu_abort(fp4_analysis *an)
         if (ca->scratch) free(ca->scratch[t]);
         if (ca->upart) free(ca->upart[t]);
         if (ca->prep) free(ca->prep[t]);
+        if (ca->gc) fp4_grpcache_free(ca->gc[t]);
     }
+    free(ca->gc);
     free(ca->prep);
     free(ca->order);
     for (int c = 0; ca->sums && c < an->ncfg; c++) free(ca->sums[c]);
@@ -69,8 +72,9 @@ static fp4_status cpu_begin(fp4_analysis *an)
     ca->sums = calloc((size_t)n, sizeof *ca->sums);
     ca->prep = calloc((size_t)T, sizeof *ca->prep);
     ca->order = calloc((size_t)n, sizeof *ca->order);
+    ca->gc = calloc((size_t)T, sizeof *ca->gc);
     if (!ca->amax || !ca->plans || !ca->acc || !ca->cnt || !ca->scratch || !ca->upart ||
-        !ca->sums || !ca->prep || !ca->order) {
+        !ca->sums || !ca->prep || !ca->order || !ca->gc) {
         cpu_abort(an);
         return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
@@ -117,12 +121,15 @@ static fp4_status cpu_plan(fp4_analysis *an)
     cpu_an *ca = an->impl;
     const int n = an->ncfg, T = an->be->threads;
     int64_t scratch = 0, upart = 0, P = 1;
+    int bmin = 0, bmax = 0;
     for (int c = 0; c < n; c++) {
         FP4_TRY(fp4_qplan_make(&an->cfgs[c], ca->amax[c], an->row_len, &ca->plans[c]));
         const fp4_qplan *p = &ca->plans[c];
         if (fp4_qplan_scratch_floats(p) > scratch) scratch = fp4_qplan_scratch_floats(p);
         if ((int64_t)p->unit_rows * p->nchunk > upart) upart = (int64_t)p->unit_rows * p->nchunk;
         if (p->padded_len > P) P = p->padded_len;
+        if (!bmin || p->block < bmin) bmin = p->block;
+        if (p->block > bmax) bmax = p->block;
     }
     int64_t br = CPU_BATCH_ELEMS / P;
     br = (br + 15) / 16 * 16;
@@ -132,7 +139,8 @@ static fp4_status cpu_plan(fp4_analysis *an)
         ca->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
         ca->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
         ca->prep[t] = malloc((size_t)(16 * P) * sizeof(float) + 1);
-        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t])
+        ca->gc[t] = fp4_grpcache_new(16, P, bmin, bmax);
+        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t] || !ca->gc[t])
             return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
     for (int c = 0; c < n; c++) {
@@ -183,6 +191,7 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
                 cnt->nan += ic.nan;
                 cnt->inf += ic.inf;
                 if (!prev || !same_prep(prev, p)) { /* pad and rotate once per key */
+                    fp4_grpcache_reset(ca->gc[t]);
                     if (!p->cfg.rht && P == L) v = in; /* already the prepared rows */
                     else {
                         fp4_qplan_prep(p, in, gr, ca->prep[t]);
@@ -196,7 +205,7 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
                     fp4_metrics *part = ca->upart[t];
                     for (int i = 0; i < nr * p->nchunk; i++) fp4_metrics_init(&part[i]);
                     fp4_qplan_unit_prepared(p, v + (int64_t)u * P, an->rows_fed + b0 + rb, nr,
-                                            ca->scratch[t], NULL, NULL, NULL, part);
+                                            ca->scratch[t], NULL, NULL, NULL, part, ca->gc[t], u);
                     for (int i = 0; i < nr * p->nchunk; i++) {
                         fp4_fsums_of(&part[i], &ca->sums[c][rb * p->nchunk + i]);
                         fp4_metrics_merge_counts(cnt, &part[i]);

@@ -38,6 +38,25 @@ int64_t fp4_qplan_scratch_floats(const fp4_qplan *p);
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
                     float *deq, uint8_t *codes, uint8_t *scales, fp4_metrics *partials);
 
+/* Prepared rows in the layout of the grouped RTNE kernel (quant.c): each row's blocks in groups
+ * of 8 transposed into lanes, with each block's amax over finite values, the first index
+ * attaining it and a non-finite flag. Built once per row and block size by the first config
+ * that needs it and read by every later config of the same preparation and block size; the
+ * same bits as loading each group on the fly (the kernel reads nothing else of the rows).
+ *   fp4_grpcache_new: room for `rows` rows of up to max_padded_len floats, blocks of
+ *     min_block..max_block; NULL when out of memory or the sizes are invalid.
+ *   fp4_grpcache_reset: the prepared rows changed (a new row group or preparation). */
+typedef struct fp4_grpcache {
+    int rows;
+    int64_t row_T, row_g; /* floats of T, and lanes of am/ak/bad, per row */
+    float *T, *am;
+    int32_t *ak, *bad;
+    int *block;           /* [rows] block size a row is loaded for; 0: not loaded */
+} fp4_grpcache;
+fp4_grpcache *fp4_grpcache_new(int rows, int64_t max_padded_len, int min_block, int max_block);
+void fp4_grpcache_free(fp4_grpcache *gc);
+void fp4_grpcache_reset(fp4_grpcache *gc);
+
 /* fp4_qplan_unit in parts, so that configs with the same rotation share one prepared copy
  * of the rows (backend_cpu.c):
  *   fp4_qplan_prep: rows zero-padded to padded_len and rotated when cfg->rht, into v
@@ -45,12 +64,14 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
  *   fp4_input_counts: zero/nan/inf counts of n input values added to *m (integer, order-free).
  *   fp4_qplan_unit_prepared: fp4_qplan_unit on prepared rows vin (stride padded_len) without
  *     the zero/nan/inf counts and without initialising partials (the caller zeroes them);
- *     adds elements/padded. scratch as for fp4_qplan_unit (its first rows are not read). */
+ *     adds elements/padded. scratch as for fp4_qplan_unit (its first rows are not read).
+ *     gc (may be NULL): the shared grouped rows, vin's first row being gc's row gc_row. */
+
 void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v);
 void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m);
 void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow, int nr,
                              float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
-                             fp4_metrics *partials);
+                             fp4_metrics *partials, fp4_grpcache *gc, int gc_row);
 
 /* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
  * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the

@@ -14,6 +14,7 @@
 
 /* grouped RTNE kernel: blocks per group (lanes), largest block it takes */
 #define GRP 8
+_Static_assert(GRP * 255 < 65536, "onehot_flush sums GRP byte counters in 16-bit fields");
 #define GRP_MAX_BLOCK 1024
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -336,13 +337,22 @@ typedef struct grp_cnt {
 #define vf_bits(m) ((v8f)(m))
 #define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
 
-/* one-hot byte counters (8 lanes) -> per-level totals */
+/* one-hot byte counters (8 lanes) -> per-level totals: the even and the odd bytes of every
+ * lane are summed as 16-bit fields of one word (8 lanes x 255 < 2^16: no carry between
+ * fields), then split into the 8 level totals */
 static void onehot_flush(int64_t *raw, int64_t *out)
 {
+    const uint64_t m = 0x00FF00FF00FF00FFull;
+    uint64_t ev = 0, od = 0;
     for (int b = 0; b < GRP; b++) {
         const uint64_t w = (uint64_t)raw[b];
-        for (int k = 0; k < 8; k++) out[k] += (int64_t)((w >> (8 * k)) & 0xFF);
+        ev += w & m;
+        od += (w >> 8) & m;
         raw[b] = 0;
+    }
+    for (int k = 0; k < 4; k++) {
+        out[2 * k] += (int64_t)((ev >> (16 * k)) & 0xFFFF);
+        out[2 * k + 1] += (int64_t)((od >> (16 * k)) & 0xFFFF);
     }
 }
 
@@ -561,6 +571,18 @@ FP4_AVX512 static void load_avx512(LOAD_ARGS)
     _mm256_storeu_si256((__m256i *)(void *)bad, _mm256_movm_epi32(nf));
 }
 
+/* l & (ix64 == k), lane by lane: vpcmpeqq with the constant k broadcast from memory
+ * ({1to8}). Written out because the compiler, short of registers in group_avx512_body,
+ * rebuilds each constant with a GPR move and a vpbroadcastq (an extra shuffle-port uop). */
+static const int64_t lvl_k[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 lvl_eq(__mmask8 l, __m512i ix64,
+                                                                       int k)
+{
+    __mmask8 r;
+    __asm__("vpcmpeqq %2%{1to8%}, %1, %0%{%3%}" : "=k"(r) : "v"(ix64), "m"(lvl_k[k]), "Yk"(l));
+    return r;
+}
+
 /* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
  * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
  * is the identity on a sum that starts at +0.0). Differences in form only:
@@ -585,14 +607,33 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
     const __m256 vinv = _mm256_set1_ps(g->inv_step), one_f = _mm256_set1_ps(1.0f);
     const __m256 vmul = _mm256_loadu_ps(mul), vdv = _mm256_loadu_ps(dv);
     const __m256 vd1 = _mm256_loadu_ps(d1), vd2 = _mm256_loadu_ps(d2);
-    const __m256i vjn = _mm256_loadu_si256((const __m256i *)(const void *)jn);
-    const __m256i vak = _mm256_loadu_si256((const __m256i *)(const void *)ak);
-    const __mmask8 live =
-        _mm256_cmpneq_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)lv),
-                                 _mm256_setzero_si256());
+    /* per-element lane masks, built once per group instead of per element: cm[j] counted
+     * (j < jn), sm[j] counted in a live block, lm[j] that and not the block's amax element */
+    uint8_t cm[GRP_MAX_BLOCK], sm[GRP_MAX_BLOCK], lm[GRP_MAX_BLOCK];
+    unsigned live = 0, full = 1;
+    for (int b = 0; b < GRP; b++) {
+        live |= (unsigned)(lv[b] != 0) << b;
+        full &= jn[b] >= B;
+    }
+    if (full) {
+        memset(cm, 0xFF, (size_t)B);
+        memset(sm, (int)live, (size_t)B);
+    } else
+        for (int j = 0; j < B; j++) {
+            unsigned c = 0;
+            for (int b = 0; b < GRP; b++) c |= (unsigned)(jn[b] > j) << b;
+            cm[j] = (uint8_t)c;
+            sm[j] = (uint8_t)(c & live);
+        }
+    memcpy(lm, sm, (size_t)B);
+    for (int b = 0; b < GRP; b++)
+        if (ak[b] >= 0 && ak[b] < B) lm[ak[b]] &= (uint8_t)~(1u << b);
     const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_div_pd(_mm512_set1_pd(1.0), vse);
     const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
     const __m512i one64 = _mm512_set1_epi64(1);
+    double qc64[8];
+    for (int k = 0; k < 8; k++) qc64[k] = (double)qc[k];
+    const __m512d qcum64 = _mm512_loadu_pd(qc64);
     __m512d sx2 = _mm512_setzero_pd(), se2 = sx2, sxqx = sx2, sxq2 = sx2, serr = sx2;
     __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
             ls7 = sx2; /* named: an array would live on the stack */
@@ -629,11 +670,12 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
             ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[6], _CMP_GT_OQ), ix, one32);
         }
         const __m256 q = _mm256_permutexvar_ps(ix, qcum);
+        const __m512i ix64 = _mm512_cvtepu32_epi64(ix);
         /* |(q * d1) * d2| with x's sign: bits (x & sign) | (y & ~sign) */
         const __m256 xq = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
             absm, _mm256_castps_si256(_mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
             _mm256_castps_si256(x), 0xCA));
-        const __mmask8 c = _mm256_cmpgt_epi32_mask(vjn, _mm256_set1_epi32(j));
+        const __mmask8 c = cm[j];
         const __mmask8 neg = _mm256_movepi32_mask(_mm256_castps_si256(x));
         const __m512d dx = _mm512_cvtps_pd(x), dq = _mm512_cvtps_pd(xq);
         const __m512d d = _mm512_sub_pd(dq, dx);
@@ -644,23 +686,21 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
         se2 = _mm512_mask_add_pd(se2, c, se2, _mm512_mul_pd(d, d));
         sxqx = _mm512_mask3_fmadd_pd(dq, dx, sxqx, c);
         sxq2 = _mm512_mask3_fmadd_pd(dq, dq, sxq2, c);
-        sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(c & live, t, gm, _CMP_GT_OQ),
+        sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(sm[j], t, gm, _CMP_GT_OQ),
                                     sat, one32);
-        const __m512i oh =
-            _mm512_sllv_epi64(one64, _mm512_cvtepi32_epi64(_mm256_slli_epi32(ix, 3)));
+        const __m512i oh = _mm512_sllv_epi64(one64, _mm512_slli_epi64(ix64, 3));
         hpos = _mm512_mask_add_epi64(hpos, c & ~neg, hpos, oh);
         hneg = _mm512_mask_add_epi64(hneg, c & neg, hneg, oh);
-        const __mmask8 l = _mm256_mask_cmpneq_epi32_mask(c & live, vak, _mm256_set1_epi32(j));
+        const __mmask8 l = lm[j];
         hl = _mm512_mask_add_epi64(hl, l, hl, oh);
-        const __m512d dax = _mm512_cvtps_pd(ax);
+        const __m512d dax = _mm512_abs_pd(dx); /* = (double)|x| */
         const __m512d q0 = _mm512_mul_pd(dax, vrs);
         const __m512d r = _mm512_fnmadd_pd(q0, vse, dax);
         const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
-        const __m512d el = _mm512_sub_pd(_mm512_cvtps_pd(q), qt);
+        const __m512d el = _mm512_sub_pd(_mm512_permutexvar_pd(ix64, qcum64), qt); /* (double)q */
         serr = _mm512_mask_add_pd(serr, l, serr, el);
 #define LVL_ADD(i)                                                                              \
-    ls##i = _mm512_mask_add_pd(ls##i, _mm256_mask_cmpeq_epi32_mask(l, ix, _mm256_set1_epi32(i)), \
-                               ls##i, el)
+    ls##i = _mm512_mask_add_pd(ls##i, lvl_eq(l, ix64, i), ls##i, el)
         LVL_ADD(0);
         LVL_ADD(1);
         LVL_ADD(2);
@@ -716,8 +756,8 @@ typedef struct group_kernels {
     load_fn load;
 } group_kernels;
 
-/* The widest variant this CPU runs (all give the same bits). */
-static const group_kernels *group_pick(void)
+/* The widest variant this CPU runs (all give the same bits), chosen once. */
+static const group_kernels *group_choose(void)
 {
     static const group_kernels plain = {group_plain, load_plain};
 #ifdef FP4_HAVE_DISPATCH
@@ -732,65 +772,96 @@ static const group_kernels *group_pick(void)
     return &plain;
 }
 
-/* nb <= GRP consecutive blocks of one row starting at v (all in one chunk), jn[b] counted
- * entries each, tile amax per block when weight_2d (else NULL); accumulates into the chunk
- * partial m in block order like nb calls of block_quant. T: GRP * block floats of scratch. */
-static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *jnv,
-                        const float *tile, uint8_t *scale_out, float *T, fp4_metrics *m,
-                        grp_cnt *n)
+static const group_kernels *group_pick(void)
 {
-    const int B = p->block;
-    const group_kernels *kern = group_pick();
-    float am[GRP];
-    int32_t ak[GRP], bad[GRP];
+    static const group_kernels *kern; /* every thread would store the same pointer */
+    const group_kernels *k = __atomic_load_n(&kern, __ATOMIC_RELAXED);
+    if (!k) {
+        k = group_choose();
+        __atomic_store_n(&kern, k, __ATOMIC_RELAXED);
+    }
+    return k;
+}
+
+/* The grouped kernel's input for nb <= GRP consecutive blocks of one row at v: T (GRP * B
+ * floats, lane b = block b, lanes past nb zeros) and per lane the amax, its first index and
+ * the non-finite flag. w: GRP * B floats of scratch for a partial group. */
+static void group_load(int B, const float *v, int nb, float *T, float *w, float *am,
+                       int32_t *ak, int32_t *bad)
+{
     if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
-        float *w = T + (int64_t)GRP * B;
         memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
         memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
         v = w;
     }
-    kern->load(v, B, T, am, ak, bad);
+    group_pick()->load(v, B, T, am, ak, bad);
+}
+
+/* nb <= GRP consecutive blocks of one row (all in one chunk), loaded by group_load into T,
+ * am, ak, bad; jn[b] counted entries each, tile amax per block when weight_2d (else NULL);
+ * accumulates into the chunk partial m in block order like nb calls of block_quant. */
+static void group_quant(const fp4_qplan *p, const float *T, const float *am, const int32_t *ak,
+                        const int32_t *bad, int nb, const int *jnv, const float *tile,
+                        uint8_t *scale_out, fp4_metrics *m, grp_cnt *n)
+{
+    const group_kernels *kern = group_pick();
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
     double se[GRP];
-    int32_t jn[GRP], lv[GRP];
-    blk_par bp[GRP];
-    for (int b = 0; b < GRP; b++) {
-        if (b < nb && !bad[b]) {
-            const float amax_s =
-                p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
-            block_params(p, am[b], amax_s, &bp[b]);
-            jn[b] = jnv[b];
-        } else {
-            memset(&bp[b], 0, sizeof bp[b]);
-            bp[b].div = 1.0f;
-            jn[b] = 0;
+    int32_t jn[GRP], lv[GRP], uf[GRP];
+    uint8_t sb[GRP];
+    if (p->cfg.scale == FP4_SCALE_FP32) {
+        /* fp4c_block_params' fp32 case, lane by lane in a loop the compiler vectorizes (the
+         * same IEEE quotient); a lane that is past nb or non-finite is dead (jn 0) */
+        const float gmax = p->grid.gmax;
+        for (int b = 0; b < GRP; b++) {
+            const int ok = b < nb && !bad[b];
+            const float s = am[b] / gmax;
+            const int live = ok && s > 0.0f;
+            mul[b] = live ? 1.0f : 0.0f;
+            dv[b] = live ? s : 1.0f;
+            d1[b] = live ? s : 0.0f;
+            d2[b] = 1.0f;
+            se[b] = live ? (double)s : 1.0;
+            lv[b] = live;
+            uf[b] = ok && !live && am[b] > 0.0f;
+            jn[b] = ok ? jnv[b] : 0;
+            sb[b] = 0;
         }
-        mul[b] = bp[b].mul;
-        dv[b] = bp[b].div;
-        d1[b] = bp[b].dec1;
-        d2[b] = bp[b].dec2;
-        se[b] = bp[b].live ? bp[b].s_eff : 1.0;
-        lv[b] = bp[b].live;
-    }
+    } else
+        for (int b = 0; b < GRP; b++) {
+            blk_par bp;
+            if (b < nb && !bad[b]) {
+                const float amax_s =
+                    p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
+                block_params(p, am[b], amax_s, &bp);
+                jn[b] = jnv[b];
+            } else {
+                memset(&bp, 0, sizeof bp);
+                bp.div = 1.0f;
+                jn[b] = 0;
+            }
+            mul[b] = bp.mul;
+            dv[b] = bp.div;
+            d1[b] = bp.dec1;
+            d2[b] = bp.dec2;
+            se[b] = bp.live ? bp.s_eff : 1.0;
+            lv[b] = bp.live;
+            uf[b] = bp.underflow;
+            sb[b] = bp.sbyte;
+        }
     grp_acc a;
     kern->body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n);
     /* block sums into the chunk partial in block order; the partial's sums are held in
-     * locals (registers) across the blocks: the same additions in the same order */
+     * locals (registers) across the blocks: the same additions in the same order. Every lane
+     * is added: a lane with no counted entry (past nb, non-finite, or padding) holds +0.0 in
+     * every sum, and adding +0.0 leaves a sum that starts at +0.0 unchanged (it is never
+     * -0.0), so this is block_quant's sequence of additions */
     double l0 = m->level_err_sum[0], l1 = m->level_err_sum[1], l2 = m->level_err_sum[2],
            l3 = m->level_err_sum[3], l4 = m->level_err_sum[4], l5 = m->level_err_sum[5],
            l6 = m->level_err_sum[6], l7 = m->level_err_sum[7];
     double sx2 = m->sum_x2, se2 = m->sum_err2, sxqx = m->sum_xqx, sxq2 = m->sum_xq2,
            serr = m->signed_err_sum;
-    for (int b = 0; b < nb; b++) {
-        if (bad[b]) {
-            if (scale_out) scale_out[b] = 0;
-            if (jnv[b] > 0) {
-                m->blocks++;
-                m->nonfinite_blocks++;
-            }
-            continue;
-        }
-        if (scale_out) scale_out[b] = bp[b].sbyte;
+    for (int b = 0; b < GRP; b++) {
         l0 += a.lsum[0][b];
         l1 += a.lsum[1][b];
         l2 += a.lsum[2][b];
@@ -799,17 +870,28 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
         l5 += a.lsum[5][b];
         l6 += a.lsum[6][b];
         l7 += a.lsum[7][b];
-        if (jn[b] <= 0) continue;
-        m->blocks++;
         sx2 += a.sx2[b];
         se2 += a.se2[b];
         sxqx += a.sxqx[b];
         sxq2 += a.sxq2[b];
         serr += a.serr[b];
-        if (am[b] == 0.0f) m->zero_blocks++;
-        if (bp[b].underflow) m->scale_underflow_blocks++;
-        if (am[b] > m->tensor_amax) m->tensor_amax = am[b];
     }
+    uint64_t nblocks = 0, nbad = 0, nzero = 0, nuf = 0;
+    float tam = m->tensor_amax;
+    for (int b = 0; b < nb; b++) {
+        const int cnt = jnv[b] > 0, fin = !bad[b];
+        nblocks += (uint64_t)cnt;
+        nbad += (uint64_t)(cnt & !fin);
+        nzero += (uint64_t)(cnt & fin & (am[b] == 0.0f));
+        nuf += (uint64_t)(cnt & fin & (uf[b] != 0));
+        if (cnt & fin) tam = am[b] > tam ? am[b] : tam;
+        if (scale_out) scale_out[b] = fin ? sb[b] : 0;
+    }
+    m->blocks += nblocks;
+    m->nonfinite_blocks += nbad;
+    m->zero_blocks += nzero;
+    m->scale_underflow_blocks += nuf;
+    m->tensor_amax = tam;
     m->level_err_sum[0] = l0;
     m->level_err_sum[1] = l1;
     m->level_err_sum[2] = l2;
@@ -823,6 +905,43 @@ static void group_quant(const fp4_qplan *p, const float *v, int nb, const int *j
     m->sum_xqx = sxqx;
     m->sum_xq2 = sxq2;
     m->signed_err_sum = serr;
+}
+
+fp4_grpcache *fp4_grpcache_new(int rows, int64_t max_padded_len, int min_block, int max_block)
+{
+    if (rows < 1 || min_block < 1 || max_block < min_block) return NULL;
+    fp4_grpcache *gc = calloc(1, sizeof *gc);
+    if (!gc) return NULL;
+    gc->rows = rows;
+    /* a row of nblk blocks takes ceil(nblk / GRP) groups of GRP * B floats */
+    gc->row_T = max_padded_len + (int64_t)(GRP - 1) * max_block;
+    gc->row_g = (max_padded_len / min_block + GRP - 1) / GRP * GRP;
+    gc->T = malloc((size_t)(rows * gc->row_T) * sizeof *gc->T + 1);
+    gc->am = malloc((size_t)(rows * gc->row_g) * sizeof *gc->am + 1);
+    gc->ak = malloc((size_t)(rows * gc->row_g) * sizeof *gc->ak + 1);
+    gc->bad = malloc((size_t)(rows * gc->row_g) * sizeof *gc->bad + 1);
+    gc->block = calloc((size_t)rows, sizeof *gc->block);
+    if (!gc->T || !gc->am || !gc->ak || !gc->bad || !gc->block) {
+        fp4_grpcache_free(gc);
+        return NULL;
+    }
+    return gc;
+}
+
+void fp4_grpcache_free(fp4_grpcache *gc)
+{
+    if (!gc) return;
+    free(gc->T);
+    free(gc->am);
+    free(gc->ak);
+    free(gc->bad);
+    free(gc->block);
+    free(gc);
+}
+
+void fp4_grpcache_reset(fp4_grpcache *gc)
+{
+    if (gc) memset(gc->block, 0, (size_t)gc->rows * sizeof *gc->block);
 }
 
 void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
@@ -867,12 +986,13 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
     fp4_qplan_prep(p, in, nr, scratch);
     for (int r = 0; r < nr; r++)
         fp4_input_counts(in + (int64_t)r * p->row_len, p->row_len, &partials[r * p->nchunk]);
-    fp4_qplan_unit_prepared(p, scratch, grow, nr, scratch, deq, codes, scales, partials);
+    fp4_qplan_unit_prepared(p, scratch, grow, nr, scratch, deq, codes, scales, partials, NULL,
+                            0);
 }
 
 void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow, int nr,
                              float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
-                             fp4_metrics *partials)
+                             fp4_metrics *partials, fp4_grpcache *gc, int gc_row)
 {
     const int64_t L = p->row_len, P = p->padded_len;
     const int B = p->block, nblk = p->nblk, nchunk = p->nchunk;
@@ -897,10 +1017,35 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     }
     const bool grouped = p->cfg.rounding == FP4_ROUND_RTNE && !deq && !codes &&
                          B <= GRP_MAX_BLOCK;
-    float *T = tamax + nblk;
+    float *T = tamax + nblk, *W = T + (int64_t)GRP * B;
+    const int64_t ngrp = (nblk + GRP - 1) / GRP;
     for (int r = 0; grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
+        /* the row's groups from the shared cache (loaded there by the first config of this
+         * preparation and block size), else loaded here one group at a time */
+        const float *cT = NULL;
+        const float *cam = NULL;
+        const int32_t *cak = NULL, *cbad = NULL;
+        if (gc) {
+            const int row = gc_row + r;
+            float *rT = gc->T + (int64_t)row * gc->row_T;
+            float *ram = gc->am + (int64_t)row * gc->row_g;
+            int32_t *rak = gc->ak + (int64_t)row * gc->row_g;
+            int32_t *rbad = gc->bad + (int64_t)row * gc->row_g;
+            if (gc->block[row] != B) {
+                for (int64_t g = 0; g < ngrp; g++) {
+                    const int k0 = (int)(g * GRP), nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+                    group_load(B, v + (int64_t)k0 * B, nb, rT + g * GRP * B, W,
+                               ram + g * GRP, rak + g * GRP, rbad + g * GRP);
+                }
+                gc->block[row] = B;
+            }
+            cT = rT;
+            cam = ram;
+            cak = rak;
+            cbad = rbad;
+        }
         grp_cnt n;
         memset(&n, 0, sizeof n);
         for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
@@ -910,8 +1055,19 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
                 int64_t c = p->counted_len - (int64_t)(k0 + b) * B;
                 jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
             }
-            group_quant(p, v + (int64_t)k0 * B, nb, jn, p->cfg.weight_2d ? tamax + k0 : NULL,
-                        scales ? scales + (int64_t)r * nblk + k0 : NULL, T,
+            float am[GRP];
+            int32_t ak[GRP], bad[GRP];
+            const float *gT = T, *gam = am;
+            const int32_t *gak = ak, *gbad = bad;
+            if (cT) {
+                gT = cT + (int64_t)k0 * B;
+                gam = cam + k0;
+                gak = cak + k0;
+                gbad = cbad + k0;
+            } else
+                group_load(B, v + (int64_t)k0 * B, nb, T, W, am, ak, bad);
+            group_quant(p, gT, gam, gak, gbad, nb, jn, p->cfg.weight_2d ? tamax + k0 : NULL,
+                        scales ? scales + (int64_t)r * nblk + k0 : NULL,
                         &pr[k0 / FP4_CHUNK_BLOCKS], &n);
         }
         /* the row's integer counts (order-free) go to its first chunk partial */

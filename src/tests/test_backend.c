@@ -11,7 +11,7 @@
 #include "quant.h"
 #include "rht.h"
 
-enum { R = 200, L = 300, NCFG = 7 };
+enum { R = 200, L = 300, NCFG = 10 };
 static float data[R * L];
 static fp4_rht_signs sg16, sg64;
 static fp4_qconfig cfgs[NCFG];
@@ -49,6 +49,15 @@ static int setup(void **state)
     cfgs[5].sr_bits = 8;
     cfgs[6].format.id = FP4_FMT_E3M0;
     cfgs[6].block = 128;
+    /* configs that share cfgs[0]'s and cfgs[1]'s prepared rows (backend_cpu.c's grouped-row
+     * cache): block 8 then 16 again reloads the cache each way; weight_2d units of 16 rows */
+    cfgs[7].format.id = FP4_FMT_INT4;
+    cfgs[7].block = 8;
+    cfgs[8].format.id = FP4_FMT_E1M2;
+    cfgs[9].format.id = FP4_FMT_INT4;
+    cfgs[9].scale = FP4_SCALE_NVFP4;
+    cfgs[9].weight_2d = true;
+    cfgs[9].rht = &sg16;
     for (int c = 0; c < NCFG; c++)
         if (fp4_qconfig_check(&cfgs[c]) != FP4_OK) return -1;
     return 0;
