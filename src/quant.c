@@ -514,6 +514,36 @@ group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t
 #define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
 #define LOAD_PASS v, B, T, am, ak, bad
 
+/* The kernel's inputs for one group, from fp4c_block_params per lane (scalar; any scale mode).
+ * A lane past nb or holding a non-finite value is dead: jn 0, not live. */
+static inline __attribute__((always_inline)) void
+group_params(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile, int nb,
+             const int *jnv, float *mul, float *dv, float *d1, float *d2, double *se,
+             int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
+{
+    for (int b = 0; b < GRP; b++) {
+        blk_par bp;
+        if (b < nb && !bad[b]) {
+            const float amax_s =
+                p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
+            block_params(p, am[b], amax_s, &bp);
+            jn[b] = jnv[b];
+        } else {
+            memset(&bp, 0, sizeof bp);
+            bp.div = 1.0f;
+            jn[b] = 0;
+        }
+        mul[b] = bp.mul;
+        dv[b] = bp.div;
+        d1[b] = bp.dec1;
+        d2[b] = bp.dec2;
+        se[b] = bp.live ? bp.s_eff : 1.0;
+        lv[b] = bp.live;
+        uf[b] = bp.underflow;
+        sb[b] = bp.sbyte;
+    }
+}
+
 static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
 static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -748,21 +778,207 @@ FP4_AVX512 static void group_avx512(GROUP_ARGS)
     default: group_avx512_body(GROUP_PASS, FP4C_GRID_GENERIC); break;
     }
 }
+
+/* 8x8 transpose of doubles: c[b][i] = r[i][b] */
+FP4_AVX512 static inline __attribute__((always_inline)) void transpose8_pd(const __m512d *r,
+                                                                          __m512d *c)
+{
+    const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i ib = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    const __m512i ic = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+    const __m512i id = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
+    __m512d t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);     /* r_i[0] r_i+1[0] r_i[2] r_i+1[2] … */
+        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]); /* r_i[1] r_i+1[1] r_i[3] … */
+    }
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm512_permutex2var_pd(t[h], ia, t[h + 2]);         /* rows h..h+3, cols 0, 4 */
+        u[h + 1] = _mm512_permutex2var_pd(t[h + 1], ia, t[h + 3]); /* cols 1, 5 */
+        u[h + 2] = _mm512_permutex2var_pd(t[h], ib, t[h + 2]);     /* cols 2, 6 */
+        u[h + 3] = _mm512_permutex2var_pd(t[h + 1], ib, t[h + 3]); /* cols 3, 7 */
+    }
+    for (int k = 0; k < 4; k++) {
+        c[k] = _mm512_permutex2var_pd(u[k], ic, u[k + 4]);
+        c[k + 4] = _mm512_permutex2var_pd(u[k], id, u[k + 4]);
+    }
+}
+
+/* One row of the grouped path on AVX-512: per group of GRP blocks the load (or the shared
+ * cache's copy), the block parameters (fp32 in vector form; other modes per lane), the kernel,
+ * and the block-order merge of the 13 block sums into the chunk partial, as vectors over the
+ * sums (the 8x8 transposes turn lane b into column b: S = (((S + a_0) + a_1) + … ) + a_7, the
+ * scalar order). The row's counts and amax (order-free) go to its first chunk partial. */
+FP4_AVX512 static inline __attribute__((always_inline)) void
+row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float *cam,
+                const int32_t *cak, const int32_t *cbad, const float *tamax, uint8_t *scales,
+                fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+{
+    const int B = p->block, nblk = p->nblk;
+    const int64_t counted = p->counted_len;
+    const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
+    const __m256 vgmax = _mm256_set1_ps(p->grid.gmax), zero_f = _mm256_setzero_ps();
+    const __m256 one_f = _mm256_set1_ps(1.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint64_t nblocks = 0, nbad = 0, nzero = 0, nuf = 0;
+    __m256 tam = _mm256_setzero_ps();
+    int chunk = -1;
+    __m512d S1 = _mm512_setzero_pd(), S2 = S1;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) {
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        if (k0 / FP4_CHUNK_BLOCKS != chunk) { /* GRP divides FP4_CHUNK_BLOCKS */
+            if (chunk >= 0) {
+                double s1[8], s2[8];
+                _mm512_storeu_pd(s1, S1);
+                _mm512_storeu_pd(s2, S2);
+                fp4_metrics *m = &pr[chunk];
+                m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
+                m->signed_err_sum = s1[4];
+                for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
+                for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
+            }
+            chunk = k0 / FP4_CHUNK_BLOCKS;
+            const fp4_metrics *m = &pr[chunk];
+            S1 = _mm512_setr_pd(m->sum_x2, m->sum_err2, m->sum_xqx, m->sum_xq2,
+                                m->signed_err_sum, m->level_err_sum[0], m->level_err_sum[1],
+                                m->level_err_sum[2]);
+            S2 = _mm512_setr_pd(m->level_err_sum[3], m->level_err_sum[4], m->level_err_sum[5],
+                                m->level_err_sum[6], m->level_err_sum[7], 0.0, 0.0, 0.0);
+        }
+        int jnv[GRP];
+        if ((int64_t)(k0 + GRP) * B <= counted)
+            for (int b = 0; b < GRP; b++) jnv[b] = B;
+        else
+            for (int b = 0; b < GRP; b++) {
+                const int64_t c = b < nb ? counted - (int64_t)(k0 + b) * B : 0;
+                jnv[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+            }
+        float amb[GRP];
+        int32_t akb[GRP], badb[GRP];
+        const float *T = Tb, *am = amb;
+        const int32_t *ak = akb, *bad = badb;
+        if (cT) {
+            T = cT + (int64_t)k0 * B;
+            am = cam + k0;
+            ak = cak + k0;
+            bad = cbad + k0;
+        } else {
+            const float *src = v + (int64_t)k0 * B;
+            if (nb < GRP) {
+                memcpy(W, src, (size_t)nb * (size_t)B * sizeof *W);
+                memset(W + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *W);
+                src = W;
+            }
+            load_avx512(src, B, Tb, amb, akb, badb);
+        }
+        float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+        double se[GRP];
+        int32_t jn[GRP], lv[GRP], uf[GRP];
+        uint8_t sb[GRP];
+        const __m256 vam = _mm256_loadu_ps(am);
+        const __mmask8 okm = _mm256_cmplt_epi32_mask(lane, _mm256_set1_epi32(nb)) &
+                             _mm256_testn_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)bad),
+                                                     _mm256_set1_epi32(-1));
+        if (fp32) { /* fp4c_block_params' fp32 case: s = amax / g_max, the same IEEE quotient */
+            const __m256 sv = _mm256_div_ps(vam, vgmax);
+            const __mmask8 live = okm & _mm256_cmp_ps_mask(sv, zero_f, _CMP_GT_OQ);
+            _mm256_storeu_ps(mul, _mm256_maskz_mov_ps(live, one_f));
+            _mm256_storeu_ps(dv, _mm256_mask_blend_ps(live, one_f, sv));
+            _mm256_storeu_ps(d1, _mm256_maskz_mov_ps(live, sv));
+            _mm256_storeu_ps(d2, one_f);
+            _mm512_storeu_pd(se, _mm512_mask_blend_pd(live, _mm512_set1_pd(1.0), _mm512_cvtps_pd(sv)));
+            _mm256_storeu_si256((__m256i *)(void *)lv, _mm256_maskz_mov_epi32(live, _mm256_set1_epi32(1)));
+            const __mmask8 ufm = okm & (__mmask8)~live & _mm256_cmp_ps_mask(vam, zero_f, _CMP_GT_OQ);
+            _mm256_storeu_si256((__m256i *)(void *)uf, _mm256_maskz_mov_epi32(ufm, _mm256_set1_epi32(1)));
+            _mm256_storeu_si256((__m256i *)(void *)jn, _mm256_maskz_loadu_epi32(okm, jnv));
+            memset(sb, 0, sizeof sb);
+        } else
+            group_params(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2, se,
+                         jn, lv, uf, sb);
+        grp_acc a;
+        group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, kind);
+        __m512d r[8], c[8];
+        r[0] = _mm512_loadu_pd(a.sx2);
+        r[1] = _mm512_loadu_pd(a.se2);
+        r[2] = _mm512_loadu_pd(a.sxqx);
+        r[3] = _mm512_loadu_pd(a.sxq2);
+        r[4] = _mm512_loadu_pd(a.serr);
+        for (int i = 0; i < 3; i++) r[5 + i] = _mm512_loadu_pd(a.lsum[i]);
+        transpose8_pd(r, c);
+        for (int b = 0; b < GRP; b++) S1 = _mm512_add_pd(S1, c[b]);
+        for (int i = 0; i < 5; i++) r[i] = _mm512_loadu_pd(a.lsum[3 + i]);
+        r[5] = r[6] = r[7] = _mm512_setzero_pd();
+        transpose8_pd(r, c);
+        for (int b = 0; b < GRP; b++) S2 = _mm512_add_pd(S2, c[b]);
+        /* counts: blocks holding counted entries; of those the non-finite, zero and
+         * underflowed ones; the amax over the finite ones */
+        const __mmask8 cnt = _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jnv),
+                                                     _mm256_setzero_si256()) &
+                             _mm256_cmplt_epi32_mask(lane, _mm256_set1_epi32(nb));
+        const __mmask8 fin = cnt & okm;
+        nblocks += (uint64_t)__builtin_popcount(cnt);
+        nbad += (uint64_t)__builtin_popcount(cnt & (__mmask8)~okm);
+        nzero += (uint64_t)__builtin_popcount(fin & _mm256_cmp_ps_mask(vam, zero_f, _CMP_EQ_OQ));
+        nuf += (uint64_t)__builtin_popcount(
+            fin & _mm256_test_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)uf),
+                                         _mm256_set1_epi32(-1)));
+        tam = _mm256_mask_max_ps(tam, fin, tam, vam);
+        if (scales)
+            for (int b = 0; b < nb; b++) scales[k0 + b] = bad[b] ? 0 : sb[b];
+    }
+    if (chunk >= 0) {
+        double s1[8], s2[8];
+        _mm512_storeu_pd(s1, S1);
+        _mm512_storeu_pd(s2, S2);
+        fp4_metrics *m = &pr[chunk];
+        m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
+        m->signed_err_sum = s1[4];
+        for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
+        for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
+    }
+    float tv[8];
+    _mm256_storeu_ps(tv, tam);
+    float t = pr->tensor_amax;
+    for (int b = 0; b < GRP; b++) t = tv[b] > t ? tv[b] : t;
+    pr->tensor_amax = t;
+    pr->blocks += nblocks;
+    pr->nonfinite_blocks += nbad;
+    pr->zero_blocks += nzero;
+    pr->scale_underflow_blocks += nuf;
+}
+
+#define ROW_ARGS                                                                                \
+    const fp4_qplan *p, const float *v, const float *cT, const float *cam, const int32_t *cak, \
+        const int32_t *cbad, const float *tamax, uint8_t *scales, fp4_metrics *pr, grp_cnt *n, \
+        float *Tb, float *W
+#define ROW_PASS p, v, cT, cam, cak, cbad, tamax, scales, pr, n, Tb, W
+FP4_AVX512 static void row_avx512(ROW_ARGS)
+{
+    switch (p->grid.kind) {
+    case FP4C_GRID_UNIFORM: row_avx512_body(ROW_PASS, FP4C_GRID_UNIFORM); break;
+    case FP4C_GRID_E2M1: row_avx512_body(ROW_PASS, FP4C_GRID_E2M1); break;
+    default: row_avx512_body(ROW_PASS, FP4C_GRID_GENERIC); break;
+    }
+}
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
 typedef void (*load_fn)(LOAD_ARGS);
+typedef void (*row_fn)(const fp4_qplan *p, const float *v, const float *cT, const float *cam,
+                       const int32_t *cak, const int32_t *cbad, const float *tamax,
+                       uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W);
 typedef struct group_kernels {
     group_fn body;
     load_fn load;
+    row_fn row; /* a whole row of groups, or NULL: group by group through group_quant */
 } group_kernels;
 
 /* The widest variant this CPU runs (all give the same bits), chosen once. */
 static const group_kernels *group_choose(void)
 {
-    static const group_kernels plain = {group_plain, load_plain};
+    static const group_kernels plain = {group_plain, load_plain, NULL};
 #ifdef FP4_HAVE_DISPATCH
-    static const group_kernels avx2 = {group_avx2, load_avx2};
-    static const group_kernels avx512 = {group_avx512, load_avx512};
+    static const group_kernels avx2 = {group_avx2, load_avx2, NULL};
+    static const group_kernels avx512 = {group_avx512, load_avx512, row_avx512};
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
@@ -828,27 +1044,7 @@ static void group_quant(const fp4_qplan *p, const float *T, const float *am, con
             sb[b] = 0;
         }
     } else
-        for (int b = 0; b < GRP; b++) {
-            blk_par bp;
-            if (b < nb && !bad[b]) {
-                const float amax_s =
-                    p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
-                block_params(p, am[b], amax_s, &bp);
-                jn[b] = jnv[b];
-            } else {
-                memset(&bp, 0, sizeof bp);
-                bp.div = 1.0f;
-                jn[b] = 0;
-            }
-            mul[b] = bp.mul;
-            dv[b] = bp.div;
-            d1[b] = bp.dec1;
-            d2[b] = bp.dec2;
-            se[b] = bp.live ? bp.s_eff : 1.0;
-            lv[b] = bp.live;
-            uf[b] = bp.underflow;
-            sb[b] = bp.sbyte;
-        }
+        group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
     grp_acc a;
     kern->body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n);
     /* block sums into the chunk partial in block order; the partial's sums are held in
@@ -1048,7 +1244,11 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         }
         grp_cnt n;
         memset(&n, 0, sizeof n);
-        for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
+        const group_kernels *kern = group_pick();
+        if (kern->row)
+            kern->row(p, v, cT, cam, cak, cbad, p->cfg.weight_2d ? tamax : NULL,
+                      scales ? scales + (int64_t)r * nblk : NULL, pr, &n, T, W);
+        for (int k0 = 0; !kern->row && k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
             const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
             int jn[GRP];
             for (int b = 0; b < nb; b++) {
