@@ -149,8 +149,12 @@ fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row
 
 int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
 {
+    /* grouped path: T and W (GRP * block floats each), then the AVX-512 kernel's level
+     * error terms (GRP * block' doubles) and indices (GRP * block' int32), block' = block
+     * rounded up to 8, after 16 floats of alignment slack */
+    const int64_t bp = ((int64_t)p->block + 7) / 8 * 8;
     return (int64_t)p->unit_rows * p->padded_len + p->nblk +
-           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block : 0);
+           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp : 0);
 }
 
 /* Block amax over finite values, the first index that attains it, and whether any value is
@@ -601,16 +605,13 @@ FP4_AVX512 static void load_avx512(LOAD_ARGS)
     _mm256_storeu_si256((__m256i *)(void *)bad, _mm256_movm_epi32(nf));
 }
 
-/* l & (ix64 == k), lane by lane: vpcmpeqq with the constant k broadcast from memory
- * ({1to8}). Written out because the compiler, short of registers in group_avx512_body,
- * rebuilds each constant with a GPR move and a vpbroadcastq (an extra shuffle-port uop). */
-static const int64_t lvl_k[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 lvl_eq(__mmask8 l, __m512i ix64,
-                                                                       int k)
+/* An 8-bit lane mask loaded from memory straight into a mask register (kmovb k, m8: a load
+ * port); the compiler would go through a general register and a shuffle-port kmovb. */
+FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 kload8(const uint8_t *m)
 {
-    __mmask8 r;
-    __asm__("vpcmpeqq %2%{1to8%}, %1, %0%{%3%}" : "=k"(r) : "v"(ix64), "m"(lvl_k[k]), "Yk"(l));
-    return r;
+    __mmask8 k;
+    __asm__("kmovb %1, %0" : "=k"(k) : "m"(*m));
+    return k;
 }
 
 /* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
@@ -622,8 +623,8 @@ FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 lvl_eq(__mmask8
  *    reaches), so p_i holds exactly for i < ix and the masked steps past ix add +0.0;
  *  - integer counts and level sums use mask registers (merge-masked adds) instead of
  *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
-FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(GROUP_ARGS,
-                                                                             const int kind)
+FP4_AVX512 static inline __attribute__((always_inline)) void
+group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -729,17 +730,8 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
         const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
         const __m512d el = _mm512_sub_pd(_mm512_permutexvar_pd(ix64, qcum64), qt); /* (double)q */
         serr = _mm512_mask_add_pd(serr, l, serr, el);
-#define LVL_ADD(i)                                                                              \
-    ls##i = _mm512_mask_add_pd(ls##i, lvl_eq(l, ix64, i), ls##i, el)
-        LVL_ADD(0);
-        LVL_ADD(1);
-        LVL_ADD(2);
-        LVL_ADD(3);
-        LVL_ADD(4);
-        LVL_ADD(5);
-        LVL_ADD(6);
-        LVL_ADD(7);
-#undef LVL_ADD
+        _mm512_storeu_pd(E + (int64_t)j * GRP, el); /* level sums: second pass */
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
         if (++since == 255) {
             _mm512_storeu_si512(n->raw_pos, hpos);
             _mm512_storeu_si512(n->raw_neg, hneg);
@@ -748,6 +740,43 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
             hpos = hneg = hl = _mm512_setzero_si512();
             since = 0;
         }
+    }
+    /* Level error sums, second pass: lane b adds element j's term to level ix's sum, j in
+     * order (the first pass's order). The level masks come from one byte compare per level
+     * and 8 elements — the indices of elements j0..j0+7 packed as bytes [j][lane], compared
+     * under lm's bits — stored and read back per element as 8-bit masks, instead of 8
+     * compares per element on the shuffle port. */
+    uint8_t lk[8][GRP_MAX_BLOCK];
+    const int Bp = (B + 7) & ~7;
+    for (int j = B; j < Bp; j++) { /* B = 4: the padding elements count nowhere */
+        lm[j] = 0;
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
+    }
+    for (int j0 = 0; j0 < Bp; j0 += 8) {
+        const int32_t *ixp = IX + (int64_t)j0 * GRP;
+        __m512i by = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp)));
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 16)), 1);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 32)), 2);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 48)), 3);
+        uint64_t l64;
+        memcpy(&l64, lm + j0, sizeof l64);
+        __m512i lvl = _mm512_setzero_si512();
+        for (int i = 0; i < 8; i++) {
+            const uint64_t mk = _mm512_mask_cmpeq_epi8_mask(l64, by, lvl);
+            memcpy(&lk[i][j0], &mk, sizeof mk);
+            lvl = _mm512_add_epi8(lvl, _mm512_set1_epi8(1));
+        }
+    }
+    for (int j = 0; j < B; j++) {
+        const __m512d el = _mm512_loadu_pd(E + (int64_t)j * GRP);
+        ls0 = _mm512_mask_add_pd(ls0, kload8(&lk[0][j]), ls0, el);
+        ls1 = _mm512_mask_add_pd(ls1, kload8(&lk[1][j]), ls1, el);
+        ls2 = _mm512_mask_add_pd(ls2, kload8(&lk[2][j]), ls2, el);
+        ls3 = _mm512_mask_add_pd(ls3, kload8(&lk[3][j]), ls3, el);
+        ls4 = _mm512_mask_add_pd(ls4, kload8(&lk[4][j]), ls4, el);
+        ls5 = _mm512_mask_add_pd(ls5, kload8(&lk[5][j]), ls5, el);
+        ls6 = _mm512_mask_add_pd(ls6, kload8(&lk[6][j]), ls6, el);
+        ls7 = _mm512_mask_add_pd(ls7, kload8(&lk[7][j]), ls7, el);
     }
     _mm512_storeu_si512(n->raw_pos, hpos);
     _mm512_storeu_si512(n->raw_neg, hneg);
@@ -770,39 +799,36 @@ FP4_AVX512 static inline __attribute__((always_inline)) void group_avx512_body(G
     _mm512_storeu_pd(a->lsum[6], ls6);
     _mm512_storeu_pd(a->lsum[7], ls7);
 }
-FP4_AVX512 static void group_avx512(GROUP_ARGS)
-{
-    switch (p->grid.kind) { /* one instance per grid kind: no chain in the closed-form loops */
-    case FP4C_GRID_UNIFORM: group_avx512_body(GROUP_PASS, FP4C_GRID_UNIFORM); break;
-    case FP4C_GRID_E2M1: group_avx512_body(GROUP_PASS, FP4C_GRID_E2M1); break;
-    default: group_avx512_body(GROUP_PASS, FP4C_GRID_GENERIC); break;
-    }
-}
 
-/* 8x8 transpose of doubles: c[b][i] = r[i][b] */
-FP4_AVX512 static inline __attribute__((always_inline)) void transpose8_pd(const __m512d *r,
-                                                                          __m512d *c)
-{
-    const __m512i ia = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-    const __m512i ib = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-    const __m512i ic = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
-    const __m512i id = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);
-    __m512d t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);     /* r_i[0] r_i+1[0] r_i[2] r_i+1[2] … */
-        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]); /* r_i[1] r_i+1[1] r_i[3] … */
-    }
-    for (int h = 0; h < 8; h += 4) {
-        u[h] = _mm512_permutex2var_pd(t[h], ia, t[h + 2]);         /* rows h..h+3, cols 0, 4 */
-        u[h + 1] = _mm512_permutex2var_pd(t[h + 1], ia, t[h + 3]); /* cols 1, 5 */
-        u[h + 2] = _mm512_permutex2var_pd(t[h], ib, t[h + 2]);     /* cols 2, 6 */
-        u[h + 3] = _mm512_permutex2var_pd(t[h + 1], ib, t[h + 3]); /* cols 3, 7 */
-    }
-    for (int k = 0; k < 4; k++) {
-        c[k] = _mm512_permutex2var_pd(u[k], ic, u[k + 4]);
-        c[k + 4] = _mm512_permutex2var_pd(u[k], id, u[k + 4]);
-    }
-}
+/* 8x8 transpose of doubles: c_b[i] = r_i[b]. Named registers (a macro, not arrays): with
+ * arrays the compiler keeps the intermediate rows on the stack. */
+#define TRANSPOSE8_PD(r0, r1, r2, r3, r4, r5, r6, r7, c0, c1, c2, c3, c4, c5, c6, c7)          \
+    do {                                                                                        \
+        const __m512i ia_ = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);                        \
+        const __m512i ib_ = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);                      \
+        const __m512i ic_ = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);                        \
+        const __m512i id_ = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);                      \
+        const __m512d t0_ = _mm512_unpacklo_pd(r0, r1), t1_ = _mm512_unpackhi_pd(r0, r1);       \
+        const __m512d t2_ = _mm512_unpacklo_pd(r2, r3), t3_ = _mm512_unpackhi_pd(r2, r3);       \
+        const __m512d t4_ = _mm512_unpacklo_pd(r4, r5), t5_ = _mm512_unpackhi_pd(r4, r5);       \
+        const __m512d t6_ = _mm512_unpacklo_pd(r6, r7), t7_ = _mm512_unpackhi_pd(r6, r7);       \
+        const __m512d u0_ = _mm512_permutex2var_pd(t0_, ia_, t2_);                              \
+        const __m512d u1_ = _mm512_permutex2var_pd(t1_, ia_, t3_);                              \
+        const __m512d u2_ = _mm512_permutex2var_pd(t0_, ib_, t2_);                              \
+        const __m512d u3_ = _mm512_permutex2var_pd(t1_, ib_, t3_);                              \
+        const __m512d u4_ = _mm512_permutex2var_pd(t4_, ia_, t6_);                              \
+        const __m512d u5_ = _mm512_permutex2var_pd(t5_, ia_, t7_);                              \
+        const __m512d u6_ = _mm512_permutex2var_pd(t4_, ib_, t6_);                              \
+        const __m512d u7_ = _mm512_permutex2var_pd(t5_, ib_, t7_);                              \
+        c0 = _mm512_permutex2var_pd(u0_, ic_, u4_);                                             \
+        c4 = _mm512_permutex2var_pd(u0_, id_, u4_);                                             \
+        c1 = _mm512_permutex2var_pd(u1_, ic_, u5_);                                             \
+        c5 = _mm512_permutex2var_pd(u1_, id_, u5_);                                             \
+        c2 = _mm512_permutex2var_pd(u2_, ic_, u6_);                                             \
+        c6 = _mm512_permutex2var_pd(u2_, id_, u6_);                                             \
+        c3 = _mm512_permutex2var_pd(u3_, ic_, u7_);                                             \
+        c7 = _mm512_permutex2var_pd(u3_, id_, u7_);                                             \
+    } while (0)
 
 /* One row of the grouped path on AVX-512: per group of GRP blocks the load (or the shared
  * cache's copy), the block parameters (fp32 in vector form; other modes per lane), the kernel,
@@ -817,6 +843,9 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
     const int B = p->block, nblk = p->nblk;
     const int64_t counted = p->counted_len;
     const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
+    /* the kernel's level terms and indices, after W in the scratch (fp4_qplan_scratch_floats) */
+    double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
+    int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
     const __m256 vgmax = _mm256_set1_ps(p->grid.gmax), zero_f = _mm256_setzero_ps();
     const __m256 one_f = _mm256_set1_ps(1.0f);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -896,20 +925,20 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
             group_params(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2, se,
                          jn, lv, uf, sb);
         grp_acc a;
-        group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, kind);
-        __m512d r[8], c[8];
-        r[0] = _mm512_loadu_pd(a.sx2);
-        r[1] = _mm512_loadu_pd(a.se2);
-        r[2] = _mm512_loadu_pd(a.sxqx);
-        r[3] = _mm512_loadu_pd(a.sxq2);
-        r[4] = _mm512_loadu_pd(a.serr);
-        for (int i = 0; i < 3; i++) r[5 + i] = _mm512_loadu_pd(a.lsum[i]);
-        transpose8_pd(r, c);
-        for (int b = 0; b < GRP; b++) S1 = _mm512_add_pd(S1, c[b]);
-        for (int i = 0; i < 5; i++) r[i] = _mm512_loadu_pd(a.lsum[3 + i]);
-        r[5] = r[6] = r[7] = _mm512_setzero_pd();
-        transpose8_pd(r, c);
-        for (int b = 0; b < GRP; b++) S2 = _mm512_add_pd(S2, c[b]);
+        group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind);
+        __m512d c0, c1, c2, c3, c4, c5, c6, c7;
+        TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
+                      _mm512_loadu_pd(a.sxq2), _mm512_loadu_pd(a.serr),
+                      _mm512_loadu_pd(a.lsum[0]), _mm512_loadu_pd(a.lsum[1]),
+                      _mm512_loadu_pd(a.lsum[2]), c0, c1, c2, c3, c4, c5, c6, c7);
+        S1 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S1, c0), c1), c2), c3);
+        S1 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S1, c4), c5), c6), c7);
+        const __m512d z = _mm512_setzero_pd();
+        TRANSPOSE8_PD(_mm512_loadu_pd(a.lsum[3]), _mm512_loadu_pd(a.lsum[4]),
+                      _mm512_loadu_pd(a.lsum[5]), _mm512_loadu_pd(a.lsum[6]),
+                      _mm512_loadu_pd(a.lsum[7]), z, z, z, c0, c1, c2, c3, c4, c5, c6, c7);
+        S2 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S2, c0), c1), c2), c3);
+        S2 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S2, c4), c5), c6), c7);
         /* counts: blocks holding counted entries; of those the non-finite, zero and
          * underflowed ones; the amax over the finite ones */
         const __mmask8 cnt = _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jnv),
@@ -978,7 +1007,8 @@ static const group_kernels *group_choose(void)
     static const group_kernels plain = {group_plain, load_plain, NULL};
 #ifdef FP4_HAVE_DISPATCH
     static const group_kernels avx2 = {group_avx2, load_avx2, NULL};
-    static const group_kernels avx512 = {group_avx512, load_avx512, row_avx512};
+    /* avx512 runs whole rows (row_avx512); its per-group body is never called */
+    static const group_kernels avx512 = {group_avx2, load_avx512, row_avx512};
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq"))
