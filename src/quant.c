@@ -614,6 +614,12 @@ FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 kload8(const ui
     return k;
 }
 
+/* and stored from a mask register straight to memory (kmovb m8, k: a store) */
+FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m, __mmask8 k)
+{
+    __asm__("kmovb %1, %0" : "=m"(*m) : "k"(k));
+}
+
 /* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
  * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
  * is the identity on a sum that starts at +0.0). Differences in form only:
@@ -661,7 +667,6 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
         if (ak[b] >= 0 && ak[b] < B) lm[ak[b]] &= (uint8_t)~(1u << b);
     const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_div_pd(_mm512_set1_pd(1.0), vse);
     const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
-    const __m512i one64 = _mm512_set1_epi64(1);
     double qc64[8];
     for (int k = 0; k < 8; k++) qc64[k] = (double)qc[k];
     const __m512d qcum64 = _mm512_loadu_pd(qc64);
@@ -669,9 +674,7 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
     __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
             ls7 = sx2; /* named: an array would live on the stack */
     __m256i sat = _mm256_setzero_si256();
-    __m512i hpos = _mm512_loadu_si512(n->raw_pos), hneg = _mm512_loadu_si512(n->raw_neg);
-    __m512i hl = _mm512_loadu_si512(n->raw_lvl);
-    int since = n->since;
+    uint8_t negb[GRP_MAX_BLOCK]; /* per element: the lanes whose x has the sign bit */
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
@@ -719,11 +722,8 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
         sxq2 = _mm512_mask3_fmadd_pd(dq, dq, sxq2, c);
         sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(sm[j], t, gm, _CMP_GT_OQ),
                                     sat, one32);
-        const __m512i oh = _mm512_sllv_epi64(one64, _mm512_slli_epi64(ix64, 3));
-        hpos = _mm512_mask_add_epi64(hpos, c & ~neg, hpos, oh);
-        hneg = _mm512_mask_add_epi64(hneg, c & neg, hneg, oh);
+        kstore8(&negb[j], neg); /* the code histogram: with the level masks, below */
         const __mmask8 l = lm[j];
-        hl = _mm512_mask_add_epi64(hl, l, hl, oh);
         const __m512d dax = _mm512_abs_pd(dx); /* = (double)|x| */
         const __m512d q0 = _mm512_mul_pd(dax, vrs);
         const __m512d r = _mm512_fnmadd_pd(q0, vse, dax);
@@ -732,14 +732,6 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
         serr = _mm512_mask_add_pd(serr, l, serr, el);
         _mm512_storeu_pd(E + (int64_t)j * GRP, el); /* level sums: second pass */
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
-        if (++since == 255) {
-            _mm512_storeu_si512(n->raw_pos, hpos);
-            _mm512_storeu_si512(n->raw_neg, hneg);
-            _mm512_storeu_si512(n->raw_lvl, hl);
-            grp_cnt_flush(n);
-            hpos = hneg = hl = _mm512_setzero_si512();
-            since = 0;
-        }
     }
     /* Level error sums, second pass: lane b adds element j's term to level ix's sum, j in
      * order (the first pass's order). The level masks come from one byte compare per level
@@ -749,23 +741,37 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
     uint8_t lk[8][GRP_MAX_BLOCK];
     const int Bp = (B + 7) & ~7;
     for (int j = B; j < Bp; j++) { /* B = 4: the padding elements count nowhere */
-        lm[j] = 0;
+        cm[j] = lm[j] = negb[j] = 0;
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
     }
+    /* The histogram too: per level, the counted elements (mask kc) and of those the negative
+     * ones, and the level-statistics elements kl = kc & lm (lm is within cm), as popcounts
+     * (exact; no per-lane byte counters to flush) */
+    uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
     for (int j0 = 0; j0 < Bp; j0 += 8) {
         const int32_t *ixp = IX + (int64_t)j0 * GRP;
         __m512i by = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp)));
         by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 16)), 1);
         by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 32)), 2);
         by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 48)), 3);
-        uint64_t l64;
+        uint64_t c64, l64, n64;
+        memcpy(&c64, cm + j0, sizeof c64);
         memcpy(&l64, lm + j0, sizeof l64);
+        memcpy(&n64, negb + j0, sizeof n64);
         __m512i lvl = _mm512_setzero_si512();
         for (int i = 0; i < 8; i++) {
-            const uint64_t mk = _mm512_mask_cmpeq_epi8_mask(l64, by, lvl);
-            memcpy(&lk[i][j0], &mk, sizeof mk);
+            const uint64_t kc = _mm512_mask_cmpeq_epi8_mask(c64, by, lvl), kl = kc & l64;
+            memcpy(&lk[i][j0], &kl, sizeof kl);
+            tot[i] += (uint64_t)__builtin_popcountll(kc);
+            ng[i] += (uint64_t)__builtin_popcountll(kc & n64);
+            nl[i] += (uint64_t)__builtin_popcountll(kl);
             lvl = _mm512_add_epi8(lvl, _mm512_set1_epi8(1));
         }
+    }
+    for (int i = 0; i < 8; i++) {
+        n->pos[i] += (int64_t)(tot[i] - ng[i]);
+        n->neg[i] += (int64_t)ng[i];
+        n->lvl[i] += (int64_t)nl[i];
     }
     for (int j = 0; j < B; j++) {
         const __m512d el = _mm512_loadu_pd(E + (int64_t)j * GRP);
@@ -778,13 +784,9 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
         ls6 = _mm512_mask_add_pd(ls6, kload8(&lk[6][j]), ls6, el);
         ls7 = _mm512_mask_add_pd(ls7, kload8(&lk[7][j]), ls7, el);
     }
-    _mm512_storeu_si512(n->raw_pos, hpos);
-    _mm512_storeu_si512(n->raw_neg, hneg);
-    _mm512_storeu_si512(n->raw_lvl, hl);
     /* n->sat is int64 per lane */
     _mm512_storeu_si512(n->sat, _mm512_add_epi64(_mm512_loadu_si512(n->sat),
                                                  _mm512_cvtepi32_epi64(sat)));
-    n->since = since;
     _mm512_storeu_pd(a->sx2, sx2);
     _mm512_storeu_pd(a->se2, se2);
     _mm512_storeu_pd(a->sxqx, sxqx);
