@@ -630,7 +630,7 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
  *  - integer counts and level sums use mask registers (merge-masked adds) instead of
  *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
 FP4_AVX512 static inline __attribute__((always_inline)) void
-group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
+group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -678,7 +678,8 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
-        const __m256 t = _mm256_div_ps(_mm256_mul_ps(ax, vmul), vdv);
+        /* unit: mul and d2 are 1 in every counted lane, and x · 1 = x */
+        const __m256 t = _mm256_div_ps(unit ? ax : _mm256_mul_ps(ax, vmul), vdv);
         const __m256 tc = _mm256_min_ps(t, gm);
         __m256i ix;
         if (kind == FP4C_GRID_UNIFORM) { /* fp4c_rtne_index_uniform */
@@ -707,7 +708,9 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind)
         const __m512i ix64 = _mm512_cvtepu32_epi64(ix);
         /* |(q * d1) * d2| with x's sign: bits (x & sign) | (y & ~sign) */
         const __m256 xq = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
-            absm, _mm256_castps_si256(_mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
+            absm,
+            _mm256_castps_si256(unit ? _mm256_mul_ps(q, vd1)
+                                     : _mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
             _mm256_castps_si256(x), 0xCA));
         const __mmask8 c = cm[j];
         const __mmask8 neg = _mm256_movepi32_mask(_mm256_castps_si256(x));
@@ -927,7 +930,15 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
             group_params(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2, se,
                          jn, lv, uf, sb);
         grp_acc a;
-        group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind);
+        const __mmask8 counted_lanes =
+            _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jn),
+                                    _mm256_setzero_si256());
+        const __mmask8 ones = _mm256_cmp_ps_mask(_mm256_loadu_ps(mul), one_f, _CMP_EQ_OQ) &
+                              _mm256_cmp_ps_mask(_mm256_loadu_ps(d2), one_f, _CMP_EQ_OQ);
+        if ((counted_lanes & (__mmask8)~ones) == 0) /* fp32 and tensor scales, as a rule */
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 1);
+        else
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 0);
         __m512d c0, c1, c2, c3, c4, c5, c6, c7;
         TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
                       _mm512_loadu_pd(a.sxq2), _mm512_loadu_pd(a.serr),
