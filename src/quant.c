@@ -1188,9 +1188,14 @@ void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
     const int64_t L = p->row_len, P = p->padded_len;
     for (int r = 0; r < nr; r++) {
         float *vr = v + (int64_t)r * P;
-        memcpy(vr, in + (int64_t)r * L, (size_t)L * sizeof *vr);
+        const float *ir = in + (int64_t)r * L;
+        /* the whole RHT groups are rotated straight from the input (no copy); the rest, the
+         * last partial group and the padding, is copied, zero-padded and rotated in place */
+        const int64_t whole = p->cfg.rht ? L / p->cfg.rht->n * p->cfg.rht->n : 0;
+        if (whole > 0) fp4_rht_forward(p->cfg.rht, ir, vr, whole);
+        memcpy(vr + whole, ir + whole, (size_t)(L - whole) * sizeof *vr);
         memset(vr + L, 0, (size_t)(P - L) * sizeof *vr);
-        if (p->cfg.rht) fp4_rht_forward(p->cfg.rht, vr, vr, P);
+        if (p->cfg.rht && P > whole) fp4_rht_forward(p->cfg.rht, vr + whole, vr + whole, P - whole);
     }
 }
 
