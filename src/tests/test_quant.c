@@ -530,7 +530,9 @@ static void test_simd_kernel_equals_scalar(void **state)
     (void)state;
     const fp4_format fmts[5] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_E1M2, 0}, {FP4_FMT_INT4, 0},
                                 {FP4_FMT_E3M0, 0}, {FP4_FMT_E2M1, 3}};
-    const int blocks[5] = {4, 8, 16, 32, 64};
+    /* 2: fewer elements than one 8x8 tile; 256 and 1024 (GRP_MAX_BLOCK): one block per row
+     * and partial groups, the AVX-512 kernel's largest level-term scratch */
+    const int blocks[8] = {2, 4, 8, 16, 32, 64, 256, 1024};
     fp4_rht_signs sg;
     assert_int_equal(fp4_rht_signs_make("te", 16, &sg), FP4_OK);
     const int R = 12, L = 200;
@@ -552,7 +554,7 @@ static void test_simd_kernel_equals_scalar(void **state)
         for (int j = 0; j < 16; j++) x[3 * L + 32 + j] = 0.0f;
         x[5 * L + 70] = NAN;
         for (int s = 0; s < FP4_SCALE_COUNT; s++)
-            for (int b = 0; b < 5; b++)
+            for (int b = 0; b < 8; b++)
                 for (int r = 0; r < 2; r++) {
                     fp4_qconfig c;
                     fp4_qconfig_default(&c);
@@ -582,7 +584,7 @@ static void test_simd_kernel_equals_scalar(void **state)
                     free(codes);
                 }
     }
-    assert_true(checked >= 5 * (5 * 2 + 3 * 2)); /* fp32 x 5 blocks, nvfp4/mxfp4/tensor x 1 */
+    assert_true(checked >= 5 * (8 * 2 + 3 * 2)); /* fp32 x 8 blocks, nvfp4/mxfp4/tensor x 1 */
     free(x);
 }
 
