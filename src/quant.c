@@ -149,8 +149,12 @@ fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row
 
 int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
 {
+    /* grouped path: T and W (GRP * block floats each), then the AVX-512 kernel's level
+     * error terms (GRP * block' doubles) and indices (GRP * block' int32), block' = block
+     * rounded up to 8, after 16 floats of alignment slack */
+    const int64_t bp = ((int64_t)p->block + 7) / 8 * 8;
     return (int64_t)p->unit_rows * p->padded_len + p->nblk +
-           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block : 0);
+           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp : 0);
 }
 
 /* Block amax over finite values, the first index that attains it, and whether any value is
@@ -626,7 +630,7 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
  *  - integer counts and level sums use mask registers (merge-masked adds) instead of
  *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
 FP4_AVX512 static inline __attribute__((always_inline)) void
-group_avx512_body(GROUP_ARGS, const int kind, const int unit)
+group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -670,21 +674,8 @@ group_avx512_body(GROUP_ARGS, const int kind, const int unit)
     __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
             ls7 = sx2; /* named: an array would live on the stack */
     __m256i sat = _mm256_setzero_si256();
-    /* Elements go in chunks of 8: the first pass over a chunk computes everything but the
-     * level error sums, storing each element's term el (E) and index (IX); then the chunk's
-     * level masks are built — the 8 elements' indices packed as bytes [j][lane], one byte
-     * compare per level under cm's bits — and the second pass adds el to its level's sum,
-     * element by element in order (the same order), with each 8-bit mask loaded straight
-     * into a mask register. Short dependency chains per chunk, and one compare per level per
-     * chunk instead of 8 compares per element on the shuffle port. The histogram and level
-     * counts are popcounts of the same masks (exact; no per-lane counters to flush). */
-    double E[8 * GRP];
-    int32_t IX[8 * GRP];
-    uint8_t negb[8], lk[8][8];
-    uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
-    for (int j0 = 0; j0 < B; j0 += 8) {
-    const int je = B - j0 < 8 ? B : j0 + 8;
-    for (int j = j0; j < je; j++) {
+    uint8_t negb[GRP_MAX_BLOCK]; /* per element: the lanes whose x has the sign bit */
+    for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
         /* unit: mul and d2 are 1 in every counted lane, and x · 1 = x */
@@ -734,7 +725,7 @@ group_avx512_body(GROUP_ARGS, const int kind, const int unit)
         sxq2 = _mm512_mask3_fmadd_pd(dq, dq, sxq2, c);
         sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(sm[j], t, gm, _CMP_GT_OQ),
                                     sat, one32);
-        kstore8(&negb[j - j0], neg);
+        kstore8(&negb[j], neg); /* the code histogram: with the level masks, below */
         const __mmask8 l = lm[j];
         const __m512d dax = _mm512_abs_pd(dx); /* = (double)|x| */
         const __m512d q0 = _mm512_mul_pd(dax, vrs);
@@ -742,32 +733,51 @@ group_avx512_body(GROUP_ARGS, const int kind, const int unit)
         const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
         const __m512d el = _mm512_sub_pd(_mm512_permutexvar_pd(ix64, qcum64), qt); /* (double)q */
         serr = _mm512_mask_add_pd(serr, l, serr, el);
-        _mm512_storeu_pd(E + (j - j0) * GRP, el);
-        _mm256_storeu_si256((__m256i *)(void *)(IX + (j - j0) * GRP), ix);
+        _mm512_storeu_pd(E + (int64_t)j * GRP, el); /* level sums: second pass */
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
     }
-    for (int j = je; j < j0 + 8; j++) { /* a chunk of B < 8: the rest counts nowhere */
-        cm[j] = lm[j] = negb[j - j0] = 0;
-        _mm256_storeu_si256((__m256i *)(void *)(IX + (j - j0) * GRP), _mm256_setzero_si256());
+    /* Level error sums, second pass: lane b adds element j's term to level ix's sum, j in
+     * order (the first pass's order). The level masks come from one byte compare per level
+     * and 8 elements — the indices of elements j0..j0+7 packed as bytes [j][lane], compared
+     * under lm's bits — stored and read back per element as 8-bit masks, instead of 8
+     * compares per element on the shuffle port. */
+    uint8_t lk[8][GRP_MAX_BLOCK];
+    const int Bp = (B + 7) & ~7;
+    for (int j = B; j < Bp; j++) { /* B = 4: the padding elements count nowhere */
+        cm[j] = lm[j] = negb[j] = 0;
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
     }
-    __m512i by = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(_mm512_loadu_si512(IX)));
-    by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(IX + 16)), 1);
-    by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(IX + 32)), 2);
-    by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(IX + 48)), 3);
-    uint64_t c64, l64, n64;
-    memcpy(&c64, cm + j0, sizeof c64);
-    memcpy(&l64, lm + j0, sizeof l64);
-    memcpy(&n64, negb, sizeof n64);
-    __m512i lvl = _mm512_setzero_si512();
-    for (int i = 0; i < 8; i++) { /* kl = kc & lm: lm is within cm */
-        const uint64_t kc = _mm512_mask_cmpeq_epi8_mask(c64, by, lvl), kl = kc & l64;
-        memcpy(lk[i], &kl, sizeof kl);
-        tot[i] += (uint64_t)__builtin_popcountll(kc);
-        ng[i] += (uint64_t)__builtin_popcountll(kc & n64);
-        nl[i] += (uint64_t)__builtin_popcountll(kl);
-        lvl = _mm512_add_epi8(lvl, _mm512_set1_epi8(1));
+    /* The histogram too: per level, the counted elements (mask kc) and of those the negative
+     * ones, and the level-statistics elements kl = kc & lm (lm is within cm), as popcounts
+     * (exact; no per-lane byte counters to flush) */
+    uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
+    for (int j0 = 0; j0 < Bp; j0 += 8) {
+        const int32_t *ixp = IX + (int64_t)j0 * GRP;
+        __m512i by = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp)));
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 16)), 1);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 32)), 2);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 48)), 3);
+        uint64_t c64, l64, n64;
+        memcpy(&c64, cm + j0, sizeof c64);
+        memcpy(&l64, lm + j0, sizeof l64);
+        memcpy(&n64, negb + j0, sizeof n64);
+        __m512i lvl = _mm512_setzero_si512();
+        for (int i = 0; i < 8; i++) {
+            const uint64_t kc = _mm512_mask_cmpeq_epi8_mask(c64, by, lvl), kl = kc & l64;
+            memcpy(&lk[i][j0], &kl, sizeof kl);
+            tot[i] += (uint64_t)__builtin_popcountll(kc);
+            ng[i] += (uint64_t)__builtin_popcountll(kc & n64);
+            nl[i] += (uint64_t)__builtin_popcountll(kl);
+            lvl = _mm512_add_epi8(lvl, _mm512_set1_epi8(1));
+        }
     }
-    for (int j = 0; j < je - j0; j++) {
-        const __m512d el = _mm512_loadu_pd(E + j * GRP);
+    for (int i = 0; i < 8; i++) {
+        n->pos[i] += (int64_t)(tot[i] - ng[i]);
+        n->neg[i] += (int64_t)ng[i];
+        n->lvl[i] += (int64_t)nl[i];
+    }
+    for (int j = 0; j < B; j++) {
+        const __m512d el = _mm512_loadu_pd(E + (int64_t)j * GRP);
         ls0 = _mm512_mask_add_pd(ls0, kload8(&lk[0][j]), ls0, el);
         ls1 = _mm512_mask_add_pd(ls1, kload8(&lk[1][j]), ls1, el);
         ls2 = _mm512_mask_add_pd(ls2, kload8(&lk[2][j]), ls2, el);
@@ -776,12 +786,6 @@ group_avx512_body(GROUP_ARGS, const int kind, const int unit)
         ls5 = _mm512_mask_add_pd(ls5, kload8(&lk[5][j]), ls5, el);
         ls6 = _mm512_mask_add_pd(ls6, kload8(&lk[6][j]), ls6, el);
         ls7 = _mm512_mask_add_pd(ls7, kload8(&lk[7][j]), ls7, el);
-    }
-    }
-    for (int i = 0; i < 8; i++) {
-        n->pos[i] += (int64_t)(tot[i] - ng[i]);
-        n->neg[i] += (int64_t)ng[i];
-        n->lvl[i] += (int64_t)nl[i];
     }
     /* n->sat is int64 per lane */
     _mm512_storeu_si512(n->sat, _mm512_add_epi64(_mm512_loadu_si512(n->sat),
@@ -844,6 +848,9 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
     const int B = p->block, nblk = p->nblk;
     const int64_t counted = p->counted_len;
     const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
+    /* the kernel's level terms and indices, after W in the scratch (fp4_qplan_scratch_floats) */
+    double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
+    int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
     const __m256 vgmax = _mm256_set1_ps(p->grid.gmax), zero_f = _mm256_setzero_ps();
     const __m256 one_f = _mm256_set1_ps(1.0f);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -929,9 +936,9 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
         const __mmask8 ones = _mm256_cmp_ps_mask(_mm256_loadu_ps(mul), one_f, _CMP_EQ_OQ) &
                               _mm256_cmp_ps_mask(_mm256_loadu_ps(d2), one_f, _CMP_EQ_OQ);
         if ((counted_lanes & (__mmask8)~ones) == 0) /* fp32 and tensor scales, as a rule */
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, kind, 1);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 1);
         else
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, kind, 0);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 0);
         __m512d c0, c1, c2, c3, c4, c5, c6, c7;
         TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
                       _mm512_loadu_pd(a.sxq2), _mm512_loadu_pd(a.serr),
