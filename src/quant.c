@@ -315,8 +315,9 @@ static void block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s
  * block — and the block sums are then added to the chunk partial in block order. A lane adds
  * +0.0 for an entry it does not count, which leaves a sum unchanged (a sum that starts at +0.0
  * is never -0.0). Selects are bit masks, which give exactly the values of block_quant's
- * conditionals. Integer counts (histogram, level counts) are order-free; they are kept as
- * one-hot bytes (1 << 8·index) per lane, flushed before a byte can overflow. The level error
+ * conditionals. Integer counts (histogram, level counts) are order-free; here they are kept
+ * as one-hot bytes (1 << 8·index) per lane, flushed before a byte can overflow (the AVX-512
+ * variant counts with popcounts instead). The level error
  * |x| / s_eff is the correctly rounded fp64 quotient in every variant: a division, or with FMA
  * Markstein's correction q1 = q0 + (|x| − q0·s)·r from r = RN(1/s), q0 = RN(|x|·r), which is
  * correctly rounded (Markstein 1990; r exact-rounded, q0 faithful, no under/overflow here). */
@@ -627,8 +628,14 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
  *    the value group_body's sum of masked steps takes: the threshold tests p0..p6 are
  *    monotone (mid[] is increasing up to the FLT_MAX entries, which tc <= g_max never
  *    reaches), so p_i holds exactly for i < ix and the masked steps past ix add +0.0;
- *  - integer counts and level sums use mask registers (merge-masked adds) instead of
- *    and-masks, and the clamp is vminps (t < g_max ? t : g_max, as group_body's select). */
+ *  - sums use mask registers (merge-masked adds) instead of and-masks, and the clamp is
+ *    vminps (t < g_max ? t : g_max, as group_body's select);
+ *  - the level error sums run in a second pass over the block's stored terms (E) in element
+ *    order, with per-level masks from byte compares of the stored indices (IX); the code
+ *    histogram and level counts are popcounts of the same masks (exact integers);
+ *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left
+ *    out (x · 1 = x exactly).
+ * E: GRP · B' doubles, IX: GRP · B' int32, B' = B rounded up to 8. */
 FP4_AVX512 static inline __attribute__((always_inline)) void
 group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
 {
