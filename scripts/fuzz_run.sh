@@ -24,9 +24,13 @@ if [ "${1:-}" = --probe ]; then
     exit $rc
 fi
 # judge LOG: "ours" or "hdf5" from the first interesting frame of the first stack in LOG.
+# A frame in the fuzz binary itself with no source location ("strdup (…/fuzz_h5load+0x…)") is
+# a sanitizer interceptor under its libc name: our code is built with -g, so its frames carry
+# "file.c:line".
 judge() {
     sed -n 's/^ *#[0-9][0-9]* 0x[0-9a-f]* *\(in \)\{0,1\}\(.*\)$/\2/p' "$1" |
-        grep -v -e '__interceptor_' -e '__asan' -e '__sanitizer' -e '__ubsan' -e 'compiler-rt' \
+        grep -v -e '(/[^)]*/fuzz_[a-z0-9_]*+0x[0-9a-f]*)' \
+            -e '__interceptor_' -e '__asan' -e '__sanitizer' -e '__ubsan' -e 'compiler-rt' \
             -e 'libclang_rt' -e '/libc\.so' -e '/libc-' -e '__libc_' -e 'libz\.so' \
             -e '/sysdeps/' -e '^fuzzer::' \
             -e '^malloc ' -e '^calloc ' -e '^realloc ' -e '^free ' -e '^operator ' |
