@@ -13,6 +13,12 @@
  * runs it) so that a thread slowed by other jobs does not hold the batch up. */
 #define CPU_BATCH_ELEMS (1 << 22)
 
+/* The shared grouped-row cache (fp4_grpcache) is a transposed copy of up to 16 prepared rows
+ * per thread. It is kept only while that copy is small: --mem-limit budgets the slabs, not
+ * this, and a 1-D tensor is one row (a 128 MiB tensor would add 128 MiB). Longer rows load
+ * each group on the fly, per config, as before. */
+#define CPU_GRPCACHE_MAX_BYTES ((int64_t)16 << 20)
+
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
     fp4_qplan *plans;   /* [ncfg], made at the first feed */
@@ -24,7 +30,8 @@ typedef struct cpu_an {
     fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
     float **prep;       /* [threads] 16 rows x max padded_len: the prepared (padded, rotated)
                            rows shared by configs with the same rotation and padding */
-    fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout */
+    fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout, or
+                           NULLs when rows are too long (CPU_GRPCACHE_MAX_BYTES) */
     int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
     int64_t batch_rows;
 } cpu_an;
@@ -139,8 +146,9 @@ static fp4_status cpu_plan(fp4_analysis *an)
         ca->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
         ca->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
         ca->prep[t] = malloc((size_t)(16 * P) * sizeof(float) + 1);
-        ca->gc[t] = fp4_grpcache_new(16, P, bmin, bmax);
-        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t] || !ca->gc[t])
+        const bool cache = fp4_grpcache_bytes(16, P, bmin, bmax) <= CPU_GRPCACHE_MAX_BYTES;
+        ca->gc[t] = cache ? fp4_grpcache_new(16, P, bmin, bmax) : NULL;
+        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t] || (cache && !ca->gc[t]))
             return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
     for (int c = 0; c < n; c++) {

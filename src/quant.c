@@ -1153,15 +1153,32 @@ static void group_quant(const fp4_qplan *p, const float *T, const float *am, con
     m->signed_err_sum = serr;
 }
 
+/* a row of nblk blocks takes ceil(nblk / GRP) groups of GRP * B floats, and GRP lanes of
+ * am/ak/bad per group */
+static int64_t grpcache_row_T(int64_t max_padded_len, int max_block)
+{
+    return max_padded_len + (int64_t)(GRP - 1) * max_block;
+}
+static int64_t grpcache_row_g(int64_t max_padded_len, int min_block)
+{
+    return (max_padded_len / min_block + GRP - 1) / GRP * GRP;
+}
+
+int64_t fp4_grpcache_bytes(int rows, int64_t max_padded_len, int min_block, int max_block)
+{
+    if (rows < 1 || min_block < 1 || max_block < min_block) return 0;
+    return (int64_t)rows * (grpcache_row_T(max_padded_len, max_block) * (int64_t)sizeof(float) +
+                            grpcache_row_g(max_padded_len, min_block) * 12);
+}
+
 fp4_grpcache *fp4_grpcache_new(int rows, int64_t max_padded_len, int min_block, int max_block)
 {
     if (rows < 1 || min_block < 1 || max_block < min_block) return NULL;
     fp4_grpcache *gc = calloc(1, sizeof *gc);
     if (!gc) return NULL;
     gc->rows = rows;
-    /* a row of nblk blocks takes ceil(nblk / GRP) groups of GRP * B floats */
-    gc->row_T = max_padded_len + (int64_t)(GRP - 1) * max_block;
-    gc->row_g = (max_padded_len / min_block + GRP - 1) / GRP * GRP;
+    gc->row_T = grpcache_row_T(max_padded_len, max_block);
+    gc->row_g = grpcache_row_g(max_padded_len, min_block);
     gc->T = malloc((size_t)(rows * gc->row_T) * sizeof *gc->T + 1);
     gc->am = malloc((size_t)(rows * gc->row_g) * sizeof *gc->am + 1);
     gc->ak = malloc((size_t)(rows * gc->row_g) * sizeof *gc->ak + 1);
