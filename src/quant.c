@@ -332,7 +332,8 @@ typedef struct grp_acc {
 } grp_acc;
 
 /* Order-free integer counts of live lanes, kept across the groups of a row: one-hot byte
- * counters per lane (raw), flushed into the totals before a byte can overflow. */
+ * counters per lane (raw), flushed into the totals before a byte can overflow (group_body);
+ * the AVX-512 kernel adds its popcounts to the totals directly. */
 typedef struct grp_cnt {
     int64_t raw_pos[GRP], raw_neg[GRP], raw_lvl[GRP], sat[GRP];
     int64_t pos[8], neg[8], lvl[8];
