@@ -1,9 +1,10 @@
 /* bench_engine.c — developer micro-benchmark and bit-identity check of the CPU engine through
  * backend.h: `bench_engine check` prints a hash of the raw metrics of many configs on fixed
  * data (compare before/after an engine change); `bench_engine time [MiB] [threads]` times one
- * config and six (e2m1,e1m2,int4 x RHT off/on); `bench_engine rht [reps]` times fp4_rht_forward's
- * variants (plain C, AVX2, AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096
- * (L2-resident, as in fp4_qplan_prep), medians over interleaved repetitions. Not a test; built
+ * config, six (e2m1,e1m2,int4 x RHT off/on), e2m1 + RHT, and e2m1 under nvfp4 and mxfp4
+ * scales; `bench_engine rht [reps]` times fp4_rht_forward's variants (plain C, AVX2,
+ * AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096 (L2-resident, as in
+ * fp4_qplan_prep), medians over interleaved repetitions. Not a test; built
  * by `make build/bench_engine`. */
 #include <stdint.h>
 #include <stdio.h>
@@ -214,6 +215,14 @@ int main(int argc, char **argv)
         six[i].format = fm[i % 3];
         six[i].rht = i >= 3 ? &te16 : NULL;
     }
+    /* the other scale modes take the per-lane block parameters (group_params) */
+    fp4_qconfig nv, mx;
+    fp4_qconfig_default(&nv);
+    nv.scale = FP4_SCALE_NVFP4;
+    fp4_qconfig_default(&mx);
+    mx.scale = FP4_SCALE_MXFP4;
+    mx.block = 32;
+    if (fp4_qconfig_check(&nv) || fp4_qconfig_check(&mx)) return 1;
     fp4_metrics out[6];
     const int64_t slab = 8192; /* rows per feed: 128 MiB */
     for (int k = 0; k < 3; k++) {
@@ -224,9 +233,14 @@ int main(int argc, char **argv)
         double t2 = now();
         run(be, six + 3, 1, x, R, L, slab, out);
         double t3 = now();
-        printf("%lld MiB, %s threads: one %.4f s (%.2f ns/elem), six %.4f s, rht-one %.4f s  "
-               "sqnr %.4f\n", (long long)mib, threads ? argv[3] : "all", t1 - t0,
-               (t1 - t0) * 1e9 / (double)(R * L), t2 - t1, t3 - t2, out[0].sqnr_db);
+        run(be, &nv, 1, x, R, L, slab, out + 1);
+        double t4 = now();
+        run(be, &mx, 1, x, R, L, slab, out + 1);
+        double t5 = now();
+        printf("%lld MiB, %s threads: one %.4f s (%.2f ns/elem), six %.4f s, rht-one %.4f s, "
+               "nvfp4 %.4f s, mxfp4 %.4f s  sqnr %.4f\n", (long long)mib,
+               threads ? argv[3] : "all", t1 - t0, (t1 - t0) * 1e9 / (double)(R * L), t2 - t1,
+               t3 - t2, t4 - t3, t5 - t4, out[0].sqnr_db);
     }
     fp4_backend_close(be);
     free(x);

@@ -14,10 +14,11 @@
 #define CPU_BATCH_ELEMS (1 << 22)
 
 /* The shared grouped-row cache (fp4_grpcache) is a transposed copy of up to 16 prepared rows
- * per thread. It is kept only while that copy is small: --mem-limit budgets the slabs, not
- * this, and a 1-D tensor is one row (a 128 MiB tensor would add 128 MiB). Longer rows load
- * each group on the fly, per config, as before. */
-#define CPU_GRPCACHE_MAX_BYTES ((int64_t)16 << 20)
+ * per thread. It is kept only while that copy is small (rows up to ~55K elements at block
+ * 16): --mem-limit budgets the slabs, not this, it adds up over threads, and a 1-D tensor is
+ * one row (a 128 MiB tensor would add 128 MiB). Longer rows load each group on the fly, per
+ * config, as before. */
+#define CPU_GRPCACHE_MAX_BYTES ((int64_t)4 << 20)
 
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
