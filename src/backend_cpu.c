@@ -12,6 +12,7 @@
  * out dynamically (each writes its own slots, so the result does not depend on which thread
  * runs it) so that a thread slowed by other jobs does not hold the batch up. */
 #define CPU_BATCH_ELEMS (1 << 22)
+#define CPU_BATCH_SUMS_BYTES ((int64_t)8 << 20)
 
 /* The shared grouped-row cache (fp4_grpcache) is a transposed copy of up to 16 prepared rows
  * per thread. It is kept only while that copy is small (rows up to ~55K elements at block
@@ -140,6 +141,13 @@ static fp4_status cpu_plan(fp4_analysis *an)
         if (p->block > bmax) bmax = p->block;
     }
     int64_t br = CPU_BATCH_ELEMS / P;
+    /* the batch's per-chunk sums, [rows x chunks] per config, stay under CPU_BATCH_SUMS_BYTES:
+     * short rows have one chunk each (rows of 16: 4M elements would keep 262144 sums per
+     * config, 27 MiB each, outside what --mem-limit budgets). The result does not depend on
+     * the batch size: sums are merged in (row, chunk) order across batches. */
+    int64_t per_row = 0;
+    for (int c = 0; c < n; c++) per_row += (int64_t)ca->plans[c].nchunk * (int64_t)sizeof(fp4_fsums);
+    if (per_row > 0 && br > CPU_BATCH_SUMS_BYTES / per_row) br = CPU_BATCH_SUMS_BYTES / per_row;
     br = (br + 15) / 16 * 16;
     if (br < 16) br = 16;
     ca->batch_rows = br;

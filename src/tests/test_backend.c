@@ -136,6 +136,46 @@ static void test_omp_set_num_threads(void **state)
     assert_true(m1[0].sqnr_db > 15.0 && m1[0].sqnr_db < 25.0);
 }
 
+/* Many short rows: the CPU backend caps the rows per batch so that a batch's per-chunk sums
+ * stay small (rows of 16 values have one chunk each); 100000 rows x 3 configs span several
+ * batches, whose sums must merge to fp4_quantize_rows' bits. */
+static void test_many_short_rows_span_batches(void **state)
+{
+    (void)state;
+    enum { SR = 100000, SL = 16, SC = 3 };
+    float *x = malloc(sizeof(float) * SR * SL);
+    assert_non_null(x);
+    uint64_t s = 777;
+    for (int i = 0; i < SR * SL; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)(((double)(s >> 11) / 9007199254740992.0 - 0.5) * (i % 61 == 0 ? 30.0 : 2.0));
+    }
+    fp4_qconfig c[SC];
+    for (int k = 0; k < SC; k++) fp4_qconfig_default(&c[k]);
+    c[1].format.id = FP4_FMT_INT4;
+    c[1].rht = &sg16;
+    c[2].scale = FP4_SCALE_NVFP4;
+    for (int k = 0; k < SC; k++) assert_int_equal(fp4_qconfig_check(&c[k]), FP4_OK);
+    fp4_metrics ref[SC], got[SC];
+    for (int k = 0; k < SC; k++) {
+        float a = 0.0f;
+        fp4_amax_rows(&c[k], x, SR, SL, &a);
+        fp4_metrics_init(&ref[k]);
+        assert_int_equal(fp4_quantize_rows(&c[k], a, x, 0, SR, SL, NULL, &ref[k]), FP4_OK);
+        fp4_metrics_finish(&ref[k]);
+    }
+    fp4_backend *be;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 2, &be), FP4_OK);
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, c, SC, SR, SL, &an), FP4_OK);
+    assert_int_equal(fp4_analysis_amax(an, x, SR), FP4_OK);
+    assert_int_equal(fp4_analysis_feed(an, x, SR), FP4_OK);
+    assert_int_equal(fp4_analysis_end(an, got), FP4_OK);
+    for (int k = 0; k < SC; k++) assert_memory_equal(&got[k], &ref[k], sizeof ref[k]);
+    fp4_backend_close(be);
+    free(x);
+}
+
 static void test_protocol_errors(void **state)
 {
     (void)state;
@@ -172,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_open_devices),
         cmocka_unit_test(test_equals_reference_any_threads_any_slab),
         cmocka_unit_test(test_omp_set_num_threads),
+        cmocka_unit_test(test_many_short_rows_span_batches),
         cmocka_unit_test(test_protocol_errors),
     };
     return cmocka_run_group_tests_name("backend", tests, setup, NULL);
