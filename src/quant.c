@@ -519,6 +519,51 @@ group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t
 
 #define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
 #define LOAD_PASS v, B, T, am, ak, bad
+typedef void (*load_fn)(LOAD_ARGS);
+
+/* The grouped kernel's input for nb <= GRP consecutive blocks of one row at v, through a load
+ * variant: T (GRP * B floats, lane b = block b, lanes past nb zeros) and per lane the amax,
+ * its first index and the non-finite flag. w: GRP * B floats of scratch for a partial group. */
+static inline __attribute__((always_inline)) void group_load(load_fn load, int B, const float *v,
+                                                             int nb, float *T, float *w,
+                                                             float *am, int32_t *ak, int32_t *bad)
+{
+    if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
+        memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
+        memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
+        v = w;
+    }
+    load(v, B, T, am, ak, bad);
+}
+
+/* A group's kernel input: the transposed blocks and per lane the amax, its first index and
+ * the non-finite flag. */
+typedef struct grp_in {
+    const float *T, *am;
+    const int32_t *ak, *bad;
+} grp_in;
+
+/* The group of nb <= GRP blocks of one prepared row v (stride padded_len) starting at block
+ * k0: jnv[GRP], each lane's counted entries (0 past nb), and its kernel input — from the
+ * row's cached groups when row->T (fp4_grpcache), else loaded by `load` into Tb, amb, akb,
+ * badb (W: a partial group's padding). Shared by the per-group path and row_avx512. */
+static inline __attribute__((always_inline)) grp_in
+group_at(const fp4_qplan *p, const float *v, const grp_in *row, int k0, int nb, load_fn load,
+         float *Tb, float *W, float *amb, int32_t *akb, int32_t *badb, int *jnv)
+{
+    const int B = p->block;
+    if ((int64_t)(k0 + GRP) * B <= p->counted_len)
+        for (int b = 0; b < GRP; b++) jnv[b] = B;
+    else
+        for (int b = 0; b < GRP; b++) {
+            const int64_t c = b < nb ? p->counted_len - (int64_t)(k0 + b) * B : 0;
+            jnv[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+        }
+    if (row->T)
+        return (grp_in){row->T + (int64_t)k0 * B, row->am + k0, row->ak + k0, row->bad + k0};
+    group_load(load, B, v + (int64_t)k0 * B, nb, Tb, W, amb, akb, badb);
+    return (grp_in){Tb, amb, akb, badb};
+}
 
 /* The kernel's inputs for one group, from fp4c_block_params per lane (scalar; any scale mode).
  * A lane past nb or holding a non-finite value is dead: jn 0, not live. */
@@ -855,18 +900,31 @@ group_params_avx512(const fp4_qplan *p, const float *am, const int32_t *bad, con
         c7 = _mm512_permutex2var_pd(u3_, id_, u7_);                                             \
     } while (0)
 
+/* A chunk partial's 13 order-sensitive sums from the merge vectors: S1 = (Σx², Σ(x̂−x)², Σx̂x,
+ * Σx̂², signed error, level sums 0..2), S2 = (level sums 3..7, unused). */
+FP4_AVX512 static inline __attribute__((always_inline)) void chunk_sums_store(fp4_metrics *m,
+                                                                             __m512d S1,
+                                                                             __m512d S2)
+{
+    double s1[8], s2[8];
+    _mm512_storeu_pd(s1, S1);
+    _mm512_storeu_pd(s2, S2);
+    m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
+    m->signed_err_sum = s1[4];
+    for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
+    for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
+}
+
 /* One row of the grouped path on AVX-512: per group of GRP blocks the load (or the shared
  * cache's copy), the block parameters (fp32 in vector form; other modes per lane), the kernel,
  * and the block-order merge of the 13 block sums into the chunk partial, as vectors over the
  * sums (the 8x8 transposes turn lane b into column b: S = (((S + a_0) + a_1) + … ) + a_7, the
  * scalar order). The row's counts and amax (order-free) go to its first chunk partial. */
 FP4_AVX512 static inline __attribute__((always_inline)) void
-row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float *cam,
-                const int32_t *cak, const int32_t *cbad, const float *tamax, uint8_t *scales,
-                fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
+                uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
 {
     const int B = p->block, nblk = p->nblk;
-    const int64_t counted = p->counted_len;
     const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
     /* the kernel's level terms and indices, after W in the scratch (fp4_qplan_scratch_floats) */
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
@@ -881,16 +939,7 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
         const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
         if (k0 / FP4_CHUNK_BLOCKS != chunk) { /* GRP divides FP4_CHUNK_BLOCKS */
-            if (chunk >= 0) {
-                double s1[8], s2[8];
-                _mm512_storeu_pd(s1, S1);
-                _mm512_storeu_pd(s2, S2);
-                fp4_metrics *m = &pr[chunk];
-                m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
-                m->signed_err_sum = s1[4];
-                for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
-                for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
-            }
+            if (chunk >= 0) chunk_sums_store(&pr[chunk], S1, S2);
             chunk = k0 / FP4_CHUNK_BLOCKS;
             const fp4_metrics *m = &pr[chunk];
             S1 = _mm512_setr_pd(m->sum_x2, m->sum_err2, m->sum_xqx, m->sum_xq2,
@@ -900,31 +949,11 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
                                 m->level_err_sum[6], m->level_err_sum[7], 0.0, 0.0, 0.0);
         }
         int jnv[GRP];
-        if ((int64_t)(k0 + GRP) * B <= counted)
-            for (int b = 0; b < GRP; b++) jnv[b] = B;
-        else
-            for (int b = 0; b < GRP; b++) {
-                const int64_t c = b < nb ? counted - (int64_t)(k0 + b) * B : 0;
-                jnv[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
-            }
         float amb[GRP];
         int32_t akb[GRP], badb[GRP];
-        const float *T = Tb, *am = amb;
-        const int32_t *ak = akb, *bad = badb;
-        if (cT) {
-            T = cT + (int64_t)k0 * B;
-            am = cam + k0;
-            ak = cak + k0;
-            bad = cbad + k0;
-        } else {
-            const float *src = v + (int64_t)k0 * B;
-            if (nb < GRP) {
-                memcpy(W, src, (size_t)nb * (size_t)B * sizeof *W);
-                memset(W + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *W);
-                src = W;
-            }
-            load_avx512(src, B, Tb, amb, akb, badb);
-        }
+        const grp_in gi = group_at(p, v, row, k0, nb, load_avx512, Tb, W, amb, akb, badb, jnv);
+        const float *T = gi.T, *am = gi.am;
+        const int32_t *ak = gi.ak, *bad = gi.bad;
         float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
         double se[GRP];
         int32_t jn[GRP], lv[GRP], uf[GRP];
@@ -988,16 +1017,7 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
         if (scales)
             for (int b = 0; b < nb; b++) scales[k0 + b] = bad[b] ? 0 : sb[b];
     }
-    if (chunk >= 0) {
-        double s1[8], s2[8];
-        _mm512_storeu_pd(s1, S1);
-        _mm512_storeu_pd(s2, S2);
-        fp4_metrics *m = &pr[chunk];
-        m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
-        m->signed_err_sum = s1[4];
-        for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
-        for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
-    }
+    if (chunk >= 0) chunk_sums_store(&pr[chunk], S1, S2);
     float tv[8];
     _mm256_storeu_ps(tv, tam);
     float t = pr->tensor_amax;
@@ -1010,10 +1030,9 @@ row_avx512_body(const fp4_qplan *p, const float *v, const float *cT, const float
 }
 
 #define ROW_ARGS                                                                                \
-    const fp4_qplan *p, const float *v, const float *cT, const float *cam, const int32_t *cak, \
-        const int32_t *cbad, const float *tamax, uint8_t *scales, fp4_metrics *pr, grp_cnt *n, \
-        float *Tb, float *W
-#define ROW_PASS p, v, cT, cam, cak, cbad, tamax, scales, pr, n, Tb, W
+    const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax, uint8_t *scales, \
+        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W
+#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
 FP4_AVX512 static void row_avx512(ROW_ARGS)
 {
     switch (p->grid.kind) {
@@ -1024,10 +1043,9 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
 }
 #endif
 typedef void (*group_fn)(GROUP_ARGS);
-typedef void (*load_fn)(LOAD_ARGS);
-typedef void (*row_fn)(const fp4_qplan *p, const float *v, const float *cT, const float *cam,
-                       const int32_t *cak, const int32_t *cbad, const float *tamax,
-                       uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W);
+typedef void (*row_fn)(const fp4_qplan *p, const float *v, const grp_in *row,
+                       const float *tamax, uint8_t *scales, fp4_metrics *pr, grp_cnt *n,
+                       float *Tb, float *W);
 typedef struct group_kernels {
     group_fn body;
     load_fn load;
@@ -1060,20 +1078,6 @@ static const group_kernels *group_pick(void)
         __atomic_store_n(&kern, k, __ATOMIC_RELAXED);
     }
     return k;
-}
-
-/* The grouped kernel's input for nb <= GRP consecutive blocks of one row at v: T (GRP * B
- * floats, lane b = block b, lanes past nb zeros) and per lane the amax, its first index and
- * the non-finite flag. w: GRP * B floats of scratch for a partial group. */
-static void group_load(int B, const float *v, int nb, float *T, float *w, float *am,
-                       int32_t *ak, int32_t *bad)
-{
-    if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
-        memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
-        memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
-        v = w;
-    }
-    group_pick()->load(v, B, T, am, ak, bad);
 }
 
 /* nb <= GRP consecutive blocks of one row (all in one chunk), loaded by group_load into T,
@@ -1305,53 +1309,37 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
         /* the row's groups from the shared cache (loaded there by the first config of this
          * preparation and block size), else loaded here one group at a time */
-        const float *cT = NULL;
-        const float *cam = NULL;
-        const int32_t *cak = NULL, *cbad = NULL;
+        const group_kernels *kern = group_pick();
+        grp_in row = {NULL, NULL, NULL, NULL};
         if (gc) {
-            const int row = gc_row + r;
-            float *rT = gc->T + (int64_t)row * gc->row_T;
-            float *ram = gc->am + (int64_t)row * gc->row_g;
-            int32_t *rak = gc->ak + (int64_t)row * gc->row_g;
-            int32_t *rbad = gc->bad + (int64_t)row * gc->row_g;
-            if (gc->block[row] != B) {
+            const int gr = gc_row + r;
+            float *rT = gc->T + (int64_t)gr * gc->row_T;
+            float *ram = gc->am + (int64_t)gr * gc->row_g;
+            int32_t *rak = gc->ak + (int64_t)gr * gc->row_g;
+            int32_t *rbad = gc->bad + (int64_t)gr * gc->row_g;
+            if (gc->block[gr] != B) {
                 for (int64_t g = 0; g < ngrp; g++) {
                     const int k0 = (int)(g * GRP), nb = nblk - k0 < GRP ? nblk - k0 : GRP;
-                    group_load(B, v + (int64_t)k0 * B, nb, rT + g * GRP * B, W,
+                    group_load(kern->load, B, v + (int64_t)k0 * B, nb, rT + g * GRP * B, W,
                                ram + g * GRP, rak + g * GRP, rbad + g * GRP);
                 }
-                gc->block[row] = B;
+                gc->block[gr] = B;
             }
-            cT = rT;
-            cam = ram;
-            cak = rak;
-            cbad = rbad;
+            row = (grp_in){rT, ram, rak, rbad};
         }
         grp_cnt n;
         memset(&n, 0, sizeof n);
-        const group_kernels *kern = group_pick();
         if (kern->row)
-            kern->row(p, v, cT, cam, cak, cbad, p->cfg.weight_2d ? tamax : NULL,
+            kern->row(p, v, &row, p->cfg.weight_2d ? tamax : NULL,
                       scales ? scales + (int64_t)r * nblk : NULL, pr, &n, T, W);
         for (int k0 = 0; !kern->row && k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
             const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
             int jn[GRP];
-            for (int b = 0; b < nb; b++) {
-                int64_t c = p->counted_len - (int64_t)(k0 + b) * B;
-                jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
-            }
             float am[GRP];
             int32_t ak[GRP], bad[GRP];
-            const float *gT = T, *gam = am;
-            const int32_t *gak = ak, *gbad = bad;
-            if (cT) {
-                gT = cT + (int64_t)k0 * B;
-                gam = cam + k0;
-                gak = cak + k0;
-                gbad = cbad + k0;
-            } else
-                group_load(B, v + (int64_t)k0 * B, nb, T, W, am, ak, bad);
-            group_quant(p, gT, gam, gak, gbad, nb, jn, p->cfg.weight_2d ? tamax + k0 : NULL,
+            const grp_in gi = group_at(p, v, &row, k0, nb, kern->load, T, W, am, ak, bad, jn);
+            group_quant(p, gi.T, gi.am, gi.ak, gi.bad, nb, jn,
+                        p->cfg.weight_2d ? tamax + k0 : NULL,
                         scales ? scales + (int64_t)r * nblk + k0 : NULL,
                         &pr[k0 / FP4_CHUNK_BLOCKS], &n);
         }
