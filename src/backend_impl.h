@@ -43,7 +43,9 @@ void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, f
  * attaining it and a non-finite flag. Built once per row and block size by the first config
  * that needs it and read by every later config of the same preparation and block size; the
  * same bits as loading each group on the fly (the kernel reads nothing else of the rows).
- *   fp4_grpcache_bytes: the memory fp4_grpcache_new takes for these sizes (0: invalid).
+ *   fp4_grpcache_bytes: the memory fp4_grpcache_new takes for these sizes, in bytes (0:
+ *     invalid sizes).
+ * Determinism (SPEC §7): the cache changes no bit of any result, only who loads a group.
  *   fp4_grpcache_new: room for `rows` rows of up to max_padded_len floats, blocks of
  *     min_block..max_block; NULL when out of memory or the sizes are invalid.
  *   fp4_grpcache_reset: the prepared rows changed (a new row group or preparation). */
