@@ -1,4 +1,5 @@
-# fp4diag — the one build file. Targets: all check bench bench-gpu regress demo install clean.
+# fp4diag — the one build file. Targets: all check bench bench-gpu regress demo install
+# install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   DEVELOPER=1     strict warnings as errors (CI builds with it)
 #   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
@@ -120,15 +121,29 @@ bench-gpu: fp4diag $(BUILD)/bench_gpu
 regress: fp4diag
 	@sh scripts/regress.sh
 
-install: fp4diag
+install: fp4diag install-scripts
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 fp4diag $(DESTDIR)$(PREFIX)/bin/fp4diag
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 
+# The user-facing scripts (plots, fp4dump.py, their shared fp4report.py) go to
+# PREFIX/share/fp4diag/scripts, each plot_X.py also as the command PREFIX/bin/fp4diag-plot-X
+# (a relative symlink; Python finds fp4report.py beside the script it resolves to).
+USER_SCRIPTS := $(wildcard scripts/plot_*.py) scripts/fp4report.py $(wildcard scripts/fp4dump.py)
+install-scripts:
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/fp4diag/scripts
+	install -m 644 scripts/fp4report.py $(DESTDIR)$(PREFIX)/share/fp4diag/scripts/
+	install -m 755 $(filter-out scripts/fp4report.py,$(USER_SCRIPTS)) \
+	  $(DESTDIR)$(PREFIX)/share/fp4diag/scripts/
+	for f in $(notdir $(wildcard scripts/plot_*.py)); do \
+	  n=$$(echo "$${f%.py}" | sed 's/^plot_/fp4diag-plot-/; s/_/-/g'); \
+	  ln -sf ../share/fp4diag/scripts/$$f $(DESTDIR)$(PREFIX)/bin/$$n || exit 1; \
+	done
+
 clean:
 	rm -rf build build-san build-fuzz fp4diag
 
-.PHONY: all tests check demo bench bench-gpu regress install clean
+.PHONY: all tests check demo bench bench-gpu regress install install-scripts clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
 #   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12

@@ -101,12 +101,38 @@ def by_depth(names):
     return any(block_index(n) is not None for n in names)
 
 
-def tick_layout(n, per=0.35, base=3.0, max_width=16.0):
-    """(figure width in inches, tick font size, rotation) for n tensors along x: the width is
-    capped at max_width and the font shrinks past 30 tensors so every label stays legible."""
-    width = min(max_width, max(6.0, per * n + base))
-    font = 8 if n <= 30 else max(4, int(8 * 30 / n + 0.5))
-    return width, font, (45 if n > 4 else 0) if n <= 30 else 90
+LEGEND_IN = 2.8  # inches kept right of the axes for a legend placed outside them
+
+
+def tick_layout(n, per=0.35, base=3.0, max_width=16.0, min_font=6.0, legend=LEGEND_IN):
+    """(figure width in inches, tick font size in pt, rotation, label step) for n tensors along
+    x, with `legend` inches beside the axes. The width grows with n up to max_width; the font is
+    what the space per tick holds, at most 8 pt and never under min_font: where even min_font
+    does not fit, only every step-th tick is labelled (step > 1), so no label is ever too small
+    to read."""
+    width = min(max_width, max(6.0, per * n + base) + legend)
+    slot = (width - 1.4 - legend) * 72.0 / max(n, 1)  # points of axis per tick
+    font, step = min(8.0, slot * 0.8), 1
+    if font < min_font:
+        step = int(math.ceil(min_font / (slot * 0.8)))
+        font = min_font
+    rot = 0 if n <= 4 else 45 if n <= 30 else 90
+    return width, font, rot, step
+
+
+def label_ticks(ax, labels, font, rot, step=1):
+    """x ticks at 0..n-1 with these labels (every step-th one when step > 1)."""
+    idx = list(range(0, len(labels), step))
+    ax.set_xticks(idx)
+    ax.set_xticklabels([labels[i] for i in idx], rotation=rot, fontsize=font,
+                       ha="right" if rot == 45 else "center",
+                       rotation_mode="anchor" if rot == 45 else "default")
+
+
+def label_height(labels, font, rot):
+    """Inches the x tick labels take below the axis at this font and rotation."""
+    longest = max((len(x) for x in labels), default=0) * font * 0.6 / 72.0
+    return {0: font / 72.0 * 1.5, 45: longest * 0.72 + 0.1}.get(rot, longest + 0.1)
 
 
 def coincide(a, b, tol=1e-9):
@@ -175,16 +201,68 @@ def finite(x):
     return x is not None and math.isfinite(x)
 
 
-def arg_parser(description, multi=True):
-    """The shared command line: REPORT... ('-' for stdin, the default) and --out FILE."""
-    p = argparse.ArgumentParser(description=description)
+def describe(doc):
+    """The --help description from a script's docstring: its text after 'name.py — ', whole
+    sentences (the docstring's paragraphs, joined)."""
+    text = doc.split(" — ", 1)[1] if " — " in doc.split("\n", 1)[0] else doc
+    text = " ".join(text.split())
+    return text[0].upper() + text[1:] if text else text
+
+
+class UsageError(Exception):
+    """A bad command line found after argparse (e.g. --out naming an input): exit 2."""
+
+
+def arg_parser(doc, multi=True):
+    """The shared command line: REPORT... ('-' for stdin, the default) and --out FILE. `doc`
+    is the script's docstring; its text is the --help description."""
+    p = argparse.ArgumentParser(description=describe(doc),
+                                epilog="Without --out the image goes beside the (first) report: "
+                                "REPORT.json -> REPORT.KIND.png, or KIND.png in the current "
+                                "directory for stdin. The path written is said on stderr.")
     p.add_argument("reports", nargs="*" if multi else "?", default=["-"] if multi else "-",
                    metavar="REPORT", help="report JSON file, or - for stdin (default)")
-    p.add_argument("--out", "-o", required=True, metavar="FILE",
-                   help="output image; the extension picks the format (.png, .svg, .pdf)")
+    p.add_argument("--out", "-o", metavar="FILE",
+                   help="output image; the extension picks the format (.png, .svg, .pdf); "
+                   "default: beside the report")
     p.add_argument("--title", help="replace the title made from the report's config")
     p.add_argument("--dpi", type=int, default=120, help="resolution for raster output (120)")
     return p
+
+
+_IMAGE_EXTS = {".png": "png", ".svg": "svg", ".pdf": "pdf", ".jpg": "jpg", ".jpeg": "jpg"}
+
+
+def out_path(args, kind):
+    """Decide args.out before any plotting: the given path, or beside the first report
+    (REPORT.KIND.png; KIND.png for stdin). Raises UsageError when it names an input report, has
+    an unknown extension, or its directory does not exist."""
+    reports = args.reports if isinstance(args.reports, list) else [args.reports]
+    if not args.out:
+        first = reports[0] if reports else "-"
+        if first == "-":
+            args.out = f"{kind}.png"
+        else:
+            stem = os.path.splitext(first)[0]
+            args.out = f"{stem}.{kind}.png"
+        args.out_defaulted = True
+    else:
+        args.out_defaulted = False
+    real = os.path.realpath(args.out)
+    for r in reports:
+        if r != "-" and os.path.exists(r) and os.path.realpath(r) == real:
+            raise UsageError(f"--out {args.out} is the input report {r}; give another --out")
+    ext = os.path.splitext(args.out)[1].lower()
+    if ext not in _IMAGE_EXTS:
+        raise UsageError(f"--out {args.out}: unknown image type {ext or '(none)'!r}; "
+                         "use .png, .svg or .pdf")
+    d = os.path.dirname(real)
+    if not os.path.isdir(d):
+        raise UsageError(f"--out {args.out}: directory {os.path.dirname(args.out) or d} "
+                         "does not exist")
+    if os.path.isdir(real):
+        raise UsageError(f"--out {args.out} is a directory; give a file name")
+    return args.out
 
 
 def pyplot():
@@ -195,18 +273,53 @@ def pyplot():
     return plt
 
 
+def wrap(text, width_in, fontsize):
+    """Text wrapped (per line) to fit width_in inches at fontsize points, so no title is cut."""
+    import textwrap
+    chars = max(20, int(width_in * 72.0 / (fontsize * 0.56)))
+    return "\n".join(textwrap.fill(line, chars) for line in text.split("\n"))
+
+
+def set_title(ax, text, fontsize=10, legend=LEGEND_IN):
+    """An axes title wrapped to the width the axes get (the figure's, less `legend` inches kept
+    for a legend outside them)."""
+    ax.set_title(wrap(text, (ax.figure.get_figwidth() - legend) * 0.92, fontsize),
+                 fontsize=fontsize)
+
+
 def save(fig, args):
+    """Lay out and write the figure to args.out whole: drawn into a temporary file beside it,
+    then renamed (an existing file is replaced only by a complete image)."""
+    import tempfile
     fig.tight_layout()
-    fig.savefig(args.out, dpi=args.dpi)
+    out = args.out
+    ext = os.path.splitext(out)[1].lower()
+    d = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=ext, dir=d)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=args.dpi, format=_IMAGE_EXTS.get(ext, "png"))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    print(f"{os.path.basename(sys.argv[0])}: wrote {out}", file=sys.stderr)
 
 
 def main_guard(fn):
     """Run a plot's main: a ReportError or a missing matplotlib is one line on stderr, exit 3;
-    bad usage stays argparse's exit 2."""
+    a UsageError (and argparse's own) exit 2."""
     try:
         return fn() or 0
+    except UsageError as e:
+        print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)
+        return 2
     except ReportError as e:
         print(f"{os.path.basename(sys.argv[0])}: {e}", file=sys.stderr)
+        return 3
+    except OSError as e:
+        print(f"{os.path.basename(sys.argv[0])}: {e.filename or ''}: {e.strerror}", file=sys.stderr)
         return 3
     except ImportError as e:
         print(f"{os.path.basename(sys.argv[0])}: {e} (pip install -r scripts/requirements.txt)",
@@ -218,7 +331,10 @@ _FORMAT_COLORS = {"e2m1": "C0", "e1m2": "C1", "int4": "C2", "e3m0": "C3"}
 
 
 def color(fmt):
-    """A stable color per format (e2m1:max=M shares e2m1's family)."""
+    """A fixed color per format, the same in every panel and plot (e2m1:max=M shares e2m1's
+    family; an unknown format gets one from a stable hash of its name)."""
     if fmt in _FORMAT_COLORS:
         return _FORMAT_COLORS[fmt]
-    return "C4" if fmt.startswith("e2m1") else f"C{5 + hash(fmt) % 5}"
+    if fmt.startswith("e2m1"):
+        return "C4"
+    return f"C{5 + sum(fmt.encode()) % 5}"

@@ -9,10 +9,11 @@ import fp4report as fr
 
 
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap = fr.arg_parser(__doc__, multi=False)
     ap.add_argument("--rht", choices=["off", "on"], default="off",
                     help="results without (default) or with the RHT")
     args = ap.parse_args()
+    fr.out_path(args, "bias")
     doc = fr.load(args.reports, {"sqnr", "bias", "buckets", "rht"})
     want = args.rht == "on"
     panels = {}
@@ -46,7 +47,8 @@ def main():
         ax.set_title(f"{fr.variant(p['r'])}", fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(args.title or fr.title(doc, "Per-level bias, analytic vs measured"), fontsize=10)
+    fig.suptitle(fr.wrap(args.title or fr.title(doc, "Per-level bias, analytic vs measured"),
+                         fig.get_figwidth() * 0.95, 10), fontsize=10)
     fr.save(fig, args)
 
 

@@ -17,8 +17,9 @@ def b15(hist):
 
 
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap = fr.arg_parser(__doc__, multi=False)
     args = ap.parse_args()
+    fr.out_path(args, "buckets")
     doc = fr.load(args.reports, {"sqnr", "bias", "buckets", "rht"})
     groups = {}
     for _, r in fr.results(doc):
@@ -57,8 +58,8 @@ def main():
         ax.set_title(f"{k[0]} {k[1]}/{k[2]} {k[3]}", fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(args.title or fr.title(doc, "Code histograms and bucket utilization"),
-                 fontsize=10)
+    fig.suptitle(fr.wrap(args.title or fr.title(doc, "Code histograms and bucket utilization"),
+                         fig.get_figwidth() * 0.95, 10), fontsize=10)
     fr.save(fig, args)
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""plot_depth.py — compounded shrinkage against depth: tensors ordered by depth (embeddings
-such as tok/pos first, then by their /blocks/N/ index and name, head and final norm last), and for each format (and RHT setting) the running product Π(1 − δ_k) of
-the per-tensor shrinkage δ = 1 − α, with exp(−Σδ_k) dotted; from sqnr/bias/buckets/rht reports."""
+"""plot_depth.py — compounded shrinkage against depth, from sqnr, bias, buckets or rht reports:
+tensors ordered by depth (embeddings such as tok/pos first, then by their /blocks/N/ index and
+name, the head and final norm last) and, for each format and RHT setting, the running product
+Π(1 − δ_k) of the per-tensor shrinkage δ = 1 − α, with exp(−Σδ_k) dotted. Where e1m2 and int4
+coincide the line is named "e1m2 = int4" and int4 is drawn as crosses on it."""
 import math
 import sys
 
@@ -9,8 +11,9 @@ import fp4report as fr
 
 
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap = fr.arg_parser(__doc__, multi=False)
     args = ap.parse_args()
+    fr.out_path(args, "depth")
     doc = fr.load(args.reports, {"sqnr", "bias", "buckets", "rht"})
     names = fr.depth_order([t["name"] for t in doc["tensors"]])
     if not names:
@@ -23,17 +26,18 @@ def main():
         k = (r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r))
         by.setdefault(k, [{}, r])[0][t["name"]] = d
     plt = fr.pyplot()
-    width, font, rot = fr.tick_layout(len(names) + 1)
-    fig, ax = plt.subplots(figsize=(width, 4.2))
+    short = ["input"] + fr.short_names(names)
+    width, font, rot, step = fr.tick_layout(len(names) + 1)
+    fig, ax = plt.subplots(figsize=(width, 3.8 + fr.label_height(short, font, rot) + 0.4))
     multi_cfg = len({k[1:4] for k in by}) > 1
-    merged = set()  # e1m2 and int4 with the same per-tensor delta: one curve, "e1m2 = int4"
+    merged, twins = set(), set()  # e1m2 and int4 with the same per-tensor delta
     for k in list(by):
         twin = ("int4",) + k[1:]
         if k[0] == "e1m2" and twin in by and set(by[k][0]) == set(by[twin][0]) and \
                 fr.coincide([fr.num(by[k][0][n]) for n in names if n in by[k][0]],
                             [fr.num(by[twin][0][n]) for n in names if n in by[twin][0]]):
             merged.add(k)
-            del by[twin]
+            twins.add(twin)
     for k, (per, r) in by.items():
         prod, s, ys, es, xs = 1.0, 0.0, [1.0], [1.0], [0]
         for i, n in enumerate(names, 1):
@@ -48,21 +52,25 @@ def main():
         fmt = "e1m2 = int4" if k in merged else k[0]
         label = (fmt + " " + fr.variant(r, False).split(" ", 1)[1] if multi_cfg else fmt) + \
             (f", {fr.rht_label(r)}" if k[4] else "")
+        if k in twins:  # over e1m2's curve: markers only, so both stay visible
+            ax.plot(xs, ys, linestyle="none", marker="+" if k[4] else "x", markersize=6,
+                    color=fr.color(k[0]), label=f"int4{label[4:]} (= e1m2)")
+            continue
         ls = "--" if k[4] else "-"
         ax.plot(xs, ys, ls, marker=".", color=fr.color(k[0]),
                 label=f"{label}: Π(1−δ) = {ys[-1]:.4f}")
         ax.plot(xs, es, ":", color=fr.color(k[0]), linewidth=0.8)
     ax.axhline(1, color="black", linewidth=0.8)
-    ticks = list(range(0, len(names) + 1))
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(["input"] + fr.short_names(names), rotation=rot,
-                       ha="right" if rot == 45 else "center", fontsize=min(font, 7))
-    ax.set_xlabel("depth (embeddings, tensors by /blocks/N/ index, head last)"
-                  if fr.by_depth(names) else "tensor")
-    ax.set_ylabel("compounded gain Π(1 − δ_k)  (dotted: exp(−Σδ_k))")
+    fr.label_ticks(ax, short, font, rot, step)
+    ax.set_xlim(-0.5, len(names) + 0.5)
+    ax.set_xlabel(("depth (embeddings, tensors by /blocks/N/ index, head last)"
+                   if fr.by_depth(names) else "tensor") +
+                  (f", every {step}th labelled" if step > 1 else ""))
+    ax.set_ylabel("compounded gain Π(1 − δ_k)")
+    ax.plot([], [], ":", color="0.3", linewidth=0.8, label="dotted: exp(−Σδ_k)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(args.title or fr.title(doc, "Shrinkage compounded over depth"), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+    fr.set_title(ax, args.title or fr.title(doc, "Shrinkage compounded over depth"))
     fr.save(fig, args)
 
 

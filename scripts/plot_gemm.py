@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""plot_gemm.py — GEMM output SQNR of the FPROP/DGRAD/WGRAD paths by recipe, one group of bars
-per (layer, path), from one or more `gemm` reports (one per recipe, drawn side by side):
-`scripts/plot_gemm.py ufp4.json e2m1.json --out g.png`. The measured gain η of each path is
-printed above its bar. Two reports of the same recipe are told apart by their file names."""
+"""plot_gemm.py — GEMM output SQNR of the FPROP, DGRAD and WGRAD paths by recipe, one group of
+bars per layer and path, from one or more `gemm` reports (one per recipe, drawn side by side),
+e.g. `scripts/plot_gemm.py ufp4.json e2m1.json --out g.png`. The measured gain η of each path
+is written inside the top of its bar. Two reports of the same recipe are told apart by their
+file names and hatching."""
 import os
 import sys
 
@@ -13,8 +14,9 @@ RECIPE_COLORS = {"ufp4": "C1", "e2m1": "C0", "custom": "C3"}
 
 
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0])
+    ap = fr.arg_parser(__doc__)
     args = ap.parse_args()
+    fr.out_path(args, "gemm")
     docs = fr.load_all(args.reports, {"gemm"})
     for doc in docs:
         if not doc.get("layers"):
@@ -43,8 +45,13 @@ def main():
     val = {(l["name"], p["path"], (i, l["recipe"])): p
            for i, doc in enumerate(docs) for l in doc["layers"] for p in l["paths"]}
     plt = fr.pyplot()
-    fig, ax = plt.subplots(figsize=(min(16, max(6, 0.9 * len(groups) * len(recipes) / 2 + 3)), 4.2))
+    multi_layer = len({g[0] for g in groups}) > 1
+    nbars = len(groups) * len(recipes)
+    fig, ax = plt.subplots(figsize=(min(16, max(6, 0.42 * nbars + 0.3 * len(groups) + 1.5) +
+                                    fr.LEGEND_IN), 4.6))
     width = 0.8 / len(recipes)
+    top = max([fr.num(p.get("sqnr_db")) for p in val.values()
+               if p.get("sqnr_db") is not None] or [1.0])
     for j, rec in enumerate(recipes):
         xs, ys, etas = [], [], []
         for i, g in enumerate(groups):
@@ -59,23 +66,30 @@ def main():
                       hatch="//" if seen else None, edgecolor="white" if seen else None,
                       label=label[rec])
         for b, e in zip(bars, etas):
-            if e is not None:
-                ax.annotate(f"η {e:.3f}", (b.get_x() + b.get_width() / 2, b.get_height()),
-                            ha="center", va="bottom", fontsize=6, rotation=90)
-    multi_layer = len({g[0] for g in groups}) > 1
+            h = b.get_height()
+            if e is None or h != h:
+                continue
+            inside = h > 0.3 * top  # room for the label inside the bar; else above it
+            ax.annotate(f"η {e:.3f}", (b.get_x() + b.get_width() / 2, max(h, 0)),
+                        xytext=(0, -4 if inside else 3), textcoords="offset points",
+                        ha="center", va="top" if inside else "bottom", fontsize=8, rotation=90,
+                        color="white" if inside and not seen else "black",
+                        bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none",
+                                  alpha=0.8) if seen and inside else None)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels([(f"{g[0]}\n" if multi_layer else "") + g[1].upper() for g in groups],
                        fontsize=8)
     ax.set_ylabel("GEMM output SQNR (dB)")
     ax.set_xlabel("layer / path")
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(title="recipe", fontsize=8, loc="lower right")
-    ax.margins(y=0.15)
+    ax.legend(title="recipe", fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0),
+              borderaxespad=0)
+    ax.margins(y=0.05)
     what = "GEMM output SQNR by path and recipe"
     if len(docs) == 1:
-        ax.set_title(args.title or fr.title(docs[0], what), fontsize=10)
+        fr.set_title(ax, args.title or fr.title(docs[0], what))
     else:
-        ax.set_title(args.title or f"{what} — " + ", ".join(label[s] for s in series), fontsize=10)
+        fr.set_title(ax, args.title or f"{what} — " + ", ".join(label[s] for s in series))
     fr.save(fig, args)
 
 

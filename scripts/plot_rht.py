@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""plot_rht.py — ΔSQNR = SQNR(RHT) − SQNR(no RHT) per format across tensors, from an `rht`
-report (the reversal at a glance: bars above zero, RHT helps that format on that tensor; below,
-it hurts). `fp4diag rht ckpt.h5 | scripts/plot_rht.py --out rht.png`. A dashed line per format
-is the pooled (summary) ΔSQNR."""
+"""plot_rht.py — ΔSQNR = SQNR(RHT) − SQNR(no RHT) per format across tensors, the reversal at a
+glance: a bar above zero means the RHT helps that format on that tensor, below zero that it
+hurts. Reads an `rht` report, or any sqnr, bias or buckets report holding results with and
+without the RHT (`--rht both`), e.g. `fp4diag rht ckpt.h5 | scripts/plot_rht.py --out rht.png`.
+A dashed line per format is its pooled (summary) ΔSQNR. Where e1m2 and int4 coincide (the same
+grid up to a factor of 2) the int4 bars are hatched and its pooled line dashes between
+e1m2's, so neither hides the other."""
 import sys
 
 import fp4report as fr
 
 
 def deltas(doc):
-    """{format-variant: {tensor: ΔSQNR}} from each tensor's rht_delta, or paired results."""
+    """{(format, scale, block, rounding): {tensor: ΔSQNR}} from each tensor's rht_delta, or
+    from its results paired with and without RHT."""
     out = {}
     for t in doc["tensors"]:
         ds = t.get("rht_delta")
@@ -29,39 +33,65 @@ def deltas(doc):
     return out
 
 
+def pooled_deltas(doc):
+    """{key: pooled ΔSQNR} from summary.rht_delta, else from paired summary results."""
+    s = doc.get("summary", {})
+    if s.get("rht_delta"):
+        return {(p["format"], p["scale"], p["block"], p["rounding"]): fr.num(p.get("delta_sqnr_db"))
+                for p in s["rht_delta"]}
+    res = {(r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r)): r.get("sqnr_db")
+           for r in s.get("results", [])}
+    return {k[:4]: v - res[k[:4] + (False,)] for k, v in res.items()
+            if k[4] and v is not None and res.get(k[:4] + (False,)) is not None}
+
+
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0], multi=False)
+    ap = fr.arg_parser(__doc__, multi=False)
     args = ap.parse_args()
-    doc = fr.load(args.reports, {"rht"})
+    fr.out_path(args, "rht")
+    doc = fr.load(args.reports, {"rht", "sqnr", "bias", "buckets"})
     d = deltas(doc)
     if not d:
-        raise fr.ReportError(f"{doc['_path']}: no results with and without RHT to pair")
+        raise fr.ReportError(f"{doc['_path']}: no results with and without RHT to pair "
+                             f"(make the report with `fp4diag rht` or `--rht both`)")
     names = fr.depth_order([t["name"] for t in doc["tensors"]])
-    pooled = {(p["format"], p["scale"], p["block"], p["rounding"]): fr.num(p.get("delta_sqnr_db"))
-              for p in doc.get("summary", {}).get("rht_delta", [])}
+    pooled = pooled_deltas(doc)
+    twins = set()  # int4 keys whose per-tensor deltas equal e1m2's
+    for k in d:
+        e = ("e1m2",) + k[1:]
+        if k[0] == "int4" and e in d and set(d[k]) == set(d[e]) and \
+                fr.coincide([d[k][n] for n in sorted(d[k])], [d[e][n] for n in sorted(d[e])]):
+            twins.add(k)
     plt = fr.pyplot()
-    width, font, rot = fr.tick_layout(len(names), per=0.45 * max(1, len(d) / 2))
-    fig, ax = plt.subplots(figsize=(width, 4.2))
-    width = 0.8 / len(d)
+    short = fr.short_names(names)
+    width, font, rot, step = fr.tick_layout(len(names), per=0.25 * max(2, len(d)))
+    fig, ax = plt.subplots(figsize=(width, 3.6 + fr.label_height(short, font, rot) + 0.4))
+    bw = 0.8 / len(d)
     multi_cfg = len({k[1:] for k in d}) > 1
     for j, (k, per) in enumerate(d.items()):
-        xs = [i + (j - (len(d) - 1) / 2) * width for i in range(len(names))]
+        xs = [i + (j - (len(d) - 1) / 2) * bw for i in range(len(names))]
         ys = [per.get(n, float("nan")) for n in names]
         label = " ".join(str(v) for v in k) if multi_cfg else k[0]
+        if k in twins:
+            label += " (= e1m2)"
+        c = fr.color(k[0])
         if k in pooled:
             label += f" (pooled {pooled[k]:+.2f} dB)"
-            ax.axhline(pooled[k], color=fr.color(k[0]), linestyle="--", linewidth=1)
-        ax.bar(xs, ys, width=width, color=fr.color(k[0]), label=label)
+            ls = (5, (5, 5)) if k in twins else (0, (5, 5))  # a twin dashes in e1m2's gaps
+            ax.axhline(pooled[k], color=c, linestyle=ls, linewidth=1.2)
+        ax.bar(xs, ys, width=bw, color=c, label=label,
+               hatch="//" if k in twins else None, edgecolor="white" if k in twins else None)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(fr.short_names(names), rotation=rot,
-                       ha="right" if rot == 45 else "center", fontsize=font)
+    fr.label_ticks(ax, short, font, rot, step)
+    ax.set_xlim(-0.6, len(names) - 0.4)
     c = doc.get("config", {})
     ax.set_ylabel(f"ΔSQNR (dB): RHT{c.get('rht_size', '')} − no RHT")
-    ax.set_xlabel("tensor (by depth)" if fr.by_depth(names) else "tensor")
+    ax.set_xlabel(("tensor (by depth)" if fr.by_depth(names) else "tensor") +
+                  (f", every {step}th labelled" if step > 1 else ""))
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(args.title or fr.title(doc, "What the RHT does to SQNR, per format"), fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0,
+              title="format, dashed: pooled", title_fontsize=8)
+    fr.set_title(ax, args.title or fr.title(doc, "What the RHT does to SQNR, per format"))
     fr.save(fig, args)
 
 

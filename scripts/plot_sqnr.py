@@ -1,61 +1,79 @@
 #!/usr/bin/env python3
-"""plot_sqnr.py — SQNR per tensor and format, with and without RHT, from sqnr/bias/buckets/rht
-reports: `fp4diag rht ckpt.h5 | scripts/plot_sqnr.py --out sqnr.png`. Filled markers: no RHT;
-open markers on dashed lines: RHT. Several reports are drawn side by side, one panel each.
-Where e1m2 and int4 coincide they share one line, "e1m2 = int4". Past 30 tensors the figure
-stays at most 16 in wide and the tick labels shrink."""
-import math
+"""plot_sqnr.py — SQNR per tensor and format, with and without RHT, from sqnr, bias, buckets
+or rht reports, e.g. `fp4diag rht ckpt.h5 -o r.json && scripts/plot_sqnr.py r.json`. Filled
+markers on solid lines are results without RHT; open markers on dashed lines are results with
+it. Several reports are drawn one panel each, one above the other, on a shared SQNR axis and
+with one colour per format throughout. Where e1m2 and int4 give the same numbers (their grids
+differ by a factor of 2 that the block scale absorbs) both are still drawn: int4 as crosses
+over the e1m2 line, named "e1m2 = int4" in the legend. With many tensors the figure stays at
+most 16 in wide and labels only every k-th tensor rather than shrinking the text."""
 import sys
 
 import fp4report as fr
 
 
+def series_of(doc):
+    """{(format, scale, block, rounding, rht): (xs, ys, result)} with xs tensor indices."""
+    names = [t["name"] for t in doc["tensors"]]
+    series = {}
+    for t, r in fr.results(doc):
+        key = (r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r))
+        s = series.setdefault(key, ([], [], r))
+        s[0].append(names.index(t["name"]))
+        s[1].append(fr.num(r.get("sqnr_db")))
+    return names, series
+
+
 def main():
-    ap = fr.arg_parser(__doc__.split("\n")[0])
+    ap = fr.arg_parser(__doc__)
     args = ap.parse_args()
+    fr.out_path(args, "sqnr")
     docs = fr.load_all(args.reports, {"sqnr", "bias", "buckets", "rht"})
-    plt = fr.pyplot()
-    nmax = max(len(d["tensors"]) for d in docs)
-    width, font, rot = fr.tick_layout(nmax, per=0.5)
-    fig, axes = plt.subplots(len(docs), 1, squeeze=False, figsize=(width, 3.6 * len(docs)))
-    for ax, doc in zip(axes[:, 0], docs):
-        names = [t["name"] for t in doc["tensors"]]
-        if not names:
+    for doc in docs:
+        if not doc.get("tensors"):
             raise fr.ReportError(f"{doc['_path']}: no tensors")
-        series = {}
-        for i, (t, r) in enumerate((t, r) for t in doc["tensors"] for r in t["results"]):
-            key = (r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r))
-            series.setdefault(key, ([], [], r))
-            series[key][0].append(names.index(t["name"]))
-            series[key][1].append(fr.num(r.get("sqnr_db")))
+    plt = fr.pyplot()
+    data = [series_of(doc) for doc in docs]
+    nmax = max(len(n) for n, _ in data)
+    width, font, rot, step = fr.tick_layout(nmax, per=0.3)
+    allnames = [fr.short_names(n) for n, _ in data]
+    lab_h = max(fr.label_height(n, font, rot) for n in allnames)
+    panel_h = 3.4 + lab_h + 0.35
+    fig, axes = plt.subplots(len(docs), 1, squeeze=False, sharey=True,
+                             figsize=(width, panel_h * len(docs)))
+    for ax, doc, (names, series), short in zip(axes[:, 0], docs, data, allnames):
         multi_cfg = len({k[1:4] for k in series}) > 1
-        # e1m2 and int4 give the same numbers under some scales (the grids differ by a factor
-        # that the block scale absorbs): draw one line, named "e1m2 = int4"
-        merged = set()
-        for key in list(series):
+        twins = set()  # e1m2 keys whose int4 twin has the same numbers
+        for key in series:
             twin = ("int4",) + key[1:]
-            if key[0] == "e1m2" and twin in series and \
-                    series[key][0] == series[twin][0] and fr.coincide(series[key][1], series[twin][1]):
-                merged.add(key)
-                del series[twin]
+            if key[0] == "e1m2" and twin in series and series[key][0] == series[twin][0] and \
+                    fr.coincide(series[key][1], series[twin][1]):
+                twins.add(twin)
         for key, (xs, ys, r) in series.items():
-            fmt = "e1m2 = int4" if key in merged else r["format"]
-            label = (fmt + " " + fr.variant(r, with_rht=False).split(" ", 1)[1] if multi_cfg else fmt) + \
-                (f", {fr.rht_label(r)}" if key[4] else "")
-            ax.plot(xs, ys, marker="o", linestyle="--" if key[4] else "-", color=fr.color(key[0]),
-                    markerfacecolor="white" if key[4] else fr.color(key[0]), label=label)
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels(fr.short_names(names), rotation=rot,
-                           ha="right" if rot == 45 else "center", fontsize=font)
+            rht = f", {fr.rht_label(r)}" if key[4] else ""
+            cfg = " " + fr.variant(r, with_rht=False).split(" ", 1)[1] if multi_cfg else ""
+            c = fr.color(key[0])
+            if key in twins:  # drawn over e1m2's line: crosses, no line, so both stay visible
+                ax.plot(xs, ys, linestyle="none", marker="+" if key[4] else "x", markersize=6, color=c,
+                        label=f"int4{cfg}{rht} (= e1m2)")
+                continue
+            fmt = "e1m2 = int4" if key[0] == "e1m2" and ("int4",) + key[1:] in twins \
+                else r["format"]
+            ax.plot(xs, ys, marker="o", markersize=5 if len(names) <= 40 else 3.5,
+                    linestyle="--" if key[4] else "-", color=c,
+                    markerfacecolor="white" if key[4] else c, label=f"{fmt}{cfg}{rht}")
+        fr.label_ticks(ax, short, font, rot, step)
+        ax.set_xlim(-0.7, len(names) - 0.3)
         ax.set_ylabel("SQNR (dB)")
-        ax.set_xlabel("tensor")
+        ax.set_xlabel("tensor" + (f" (every {step}th labelled)" if step > 1 else ""))
+        ax.tick_params(axis="y", labelleft=True)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, ncol=2)
-        ax.set_title(args.title or fr.title(doc, "SQNR per tensor"), fontsize=10)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+        fr.set_title(ax, args.title or fr.title(doc, "SQNR per tensor"))
         nulls = sum(1 for _, r in fr.results(doc) if r.get("sqnr_db") is None)
         if nulls:
             ax.text(0.01, 0.02, f"{nulls} result(s) without a finite SQNR (zero_signal/exact) "
-                    "not drawn", transform=ax.transAxes, fontsize=7)
+                    "not drawn", transform=ax.transAxes, fontsize=8)
     fr.save(fig, args)
 
 
