@@ -12,7 +12,7 @@
 
 #include "kernels.h"
 
-#define FP4K_CHUNK_BLOCKS 64
+#define FP4K_CHUNK_BLOCKS FP4C_CHUNK_BLOCKS /* common.h */
 
 struct kdev_grid {
     float lv[8];

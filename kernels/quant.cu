@@ -13,7 +13,7 @@
 
 namespace {
 
-constexpr int CHUNK_BLOCKS = 64; /* FP4_CHUNK_BLOCKS (quant.h) */
+constexpr int CHUNK_BLOCKS = FP4C_CHUNK_BLOCKS; /* common.h */
 
 /* Per-launch constants derived once on the host. */
 struct KP {

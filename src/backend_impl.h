@@ -77,37 +77,6 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
                              float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
                              fp4_metrics *partials, fp4_grpcache *gc, int gc_row);
 
-/* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
- * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the
- * same bits as merging whole partials; the integer counts (and the amax, a max) are exact and
- * may be folded in any order (fp4_metrics_merge_counts). Backends keep only these per chunk. */
-typedef struct fp4_fsums {
-    double x2, err2, xqx, xq2, serr, lerr[8];
-} fp4_fsums;
-
-static inline void fp4_fsums_of(const fp4_metrics *m, fp4_fsums *s)
-{
-    s->x2 = m->sum_x2;
-    s->err2 = m->sum_err2;
-    s->xqx = m->sum_xqx;
-    s->xq2 = m->sum_xq2;
-    s->serr = m->signed_err_sum;
-    for (int i = 0; i < 8; i++) s->lerr[i] = m->level_err_sum[i];
-}
-
-static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
-{
-    m->sum_x2 += s->x2;
-    m->sum_err2 += s->err2;
-    m->sum_xqx += s->xqx;
-    m->sum_xq2 += s->xq2;
-    m->signed_err_sum += s->serr;
-    for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
-}
-
-/* dst += src for the integer counts and the amax only (order-free). */
-void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
-
 /* Max |v| over finite values of one row as cfg sees it (rotated when cfg->rht). */
 float fp4_amax_row(const fp4_qconfig *cfg, const float *row, int64_t row_len);
 

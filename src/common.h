@@ -40,6 +40,11 @@
 #define FP4C_RHT_TE_MASK 0xD7E8u
 #define FP4C_RHT_SIGN_STREAM 0xFFFFFFFFu
 
+/* The fixed partition of SPEC §7: a chunk is up to FP4C_CHUNK_BLOCKS consecutive blocks of one
+ * row; its fp64 partial sums are merged in (row, chunk) order by the CPU engine and the
+ * kernels alike (quant.h FP4_CHUNK_BLOCKS, kernels/quant.cu). */
+#define FP4C_CHUNK_BLOCKS 64
+
 /* Format ids: the same values as fp4_format_id in format.h. */
 #define FP4C_E2M1 0
 #define FP4C_E1M2 1

@@ -45,6 +45,39 @@ void fp4_metrics_init(fp4_metrics *m);
 /* dst += src, field by field (counts exact, sums fp64 in this one order). */
 void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src);
 
+/* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
+ * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the
+ * same bits as merging whole partials; the integer counts (and the amax, a max) are exact and
+ * may be folded in any order (fp4_metrics_merge_counts). Backends keep only these per chunk.
+ * The field order is kernels.h's FP4K_S_* order (static assertions in metrics.c): the GPU
+ * writes its chunk sums as FP4K_NSUMS doubles in that order. */
+typedef struct fp4_fsums {
+    double x2, err2, xqx, xq2, serr, lerr[8];
+} fp4_fsums;
+
+static inline void fp4_fsums_of(const fp4_metrics *m, fp4_fsums *s)
+{
+    s->x2 = m->sum_x2;
+    s->err2 = m->sum_err2;
+    s->xqx = m->sum_xqx;
+    s->xq2 = m->sum_xq2;
+    s->serr = m->signed_err_sum;
+    for (int i = 0; i < 8; i++) s->lerr[i] = m->level_err_sum[i];
+}
+
+static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
+{
+    m->sum_x2 += s->x2;
+    m->sum_err2 += s->err2;
+    m->sum_xqx += s->xqx;
+    m->sum_xq2 += s->xq2;
+    m->signed_err_sum += s->serr;
+    for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
+}
+
+/* dst += src for the integer counts and the amax only (order-free). */
+void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
+
 /* Compute the derived fields from the raw sums. Σx² = 0: status zero_signal, nmse/sqnr/alpha/
  * delta NaN; Σ(x̂−x)² = 0 < Σx²: status exact, sqnr +Inf. Undefined means/ratios are NaN
  * (mean_signed_error with no samples, bucket ratios of an empty histogram). */

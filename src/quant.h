@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "format.h"
 #include "rht.h"
 #include "status.h"
@@ -77,7 +78,7 @@ typedef struct fp4_qout {
 
 struct fp4_metrics;
 
-#define FP4_CHUNK_BLOCKS 64
+#define FP4_CHUNK_BLOCKS FP4C_CHUNK_BLOCKS /* common.h: shared with the kernels */
 
 /* Conventions (SPEC §2–§5; the bit-level ones are pinned in common.h):
  *  - Codes: (sign << 3) | magnitude index; -0 gives code 8 (SPEC §2). TE's reference writes
