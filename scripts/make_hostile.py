@@ -13,6 +13,11 @@ Fixtures (each a few KiB, libver='earliest' so the C library we link reads them)
                optional filter 32001), /b/good (bf16 4x16), /c/compound (compound class)
   small.h5     /blocks/0/w (bf16 16x32, deflate), /blocks/0/b (f16 32), /x (i32 be 4x4),
                attribute scale on /x
+  gemm.h5      layers for `gemm`: /good (x 32x64, w 48x64, dy 32x48 f32); /huge (int8, each
+               operand 2^31 x 2^31 = 2^62 values, declared, nothing stored: its fp32 copy
+               overflows 64 bits); /big16 (f32, each operand 2^16 x 2^16: 16 GiB, nothing
+               stored); /big (f32, 2^20 x 2^20 each: 4 TiB); /bad (x 32x64 but w 48x60)
+  many.h5      10,000 tiny datasets /dNNNNN (f32, 32 values each): the per-tensor cost
 """
 import os
 import sys
@@ -106,7 +111,40 @@ def small(path):
         x.attrs["scale"] = np.float64(0.5)
 
 
-FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small}
+def declared(parent, name, shape, ftype):
+    """A chunked dataset of `shape` with nothing stored (reads give the fill value)."""
+    sp = h5py.h5s.create_simple(shape, (h5py.h5s.UNLIMITED,) * len(shape))
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_chunk((1, 64))
+    h5py.h5d.create(parent.id, name.encode(), ftype, sp, dcpl=dcpl)
+
+
+def gemm(path):
+    r = np.random.default_rng(5)
+    with h5py.File(path, "w", libver="earliest") as f:
+        for g, (m, n, k, k2) in {"good": (32, 48, 64, 64), "bad": (32, 48, 64, 60)}.items():
+            grp = f.create_group(g)
+            grp.create_dataset("x", data=r.standard_normal((m, k)).astype(np.float32))
+            grp.create_dataset("w", data=r.standard_normal((n, k2)).astype(np.float32))
+            grp.create_dataset("dy", data=r.standard_normal((m, n)).astype(np.float32))
+        for g, side, t in (("huge", 2**31, h5py.h5t.STD_I8LE), ("big16", 2**16, h5py.h5t.IEEE_F32LE),
+                           ("big", 2**20, h5py.h5t.IEEE_F32LE)):
+            grp = f.create_group(g)
+            for d in ("x", "w", "dy"):
+                declared(grp, d, (side, side), t)
+
+
+def many(path):
+    with h5py.File(path, "w", libver="earliest") as f:
+        a = np.linspace(-1, 1, 32, dtype=np.float32)
+        for i in range(10000):
+            f.create_dataset("d%05d" % i, data=a * np.float32(i % 97 + 1))
+
+
+FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small,
+            "many.h5": many, "gemm.h5": gemm}
+# Made only when named (slow to write, or only one case needs them).
+ON_REQUEST = {"many.h5"}
 
 
 def main():
@@ -114,7 +152,7 @@ def main():
         sys.exit(__doc__.strip().splitlines()[2])
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name in sys.argv[2:] or sorted(FIXTURES):
+    for name in sys.argv[2:] or sorted(set(FIXTURES) - ON_REQUEST):
         FIXTURES[name](os.path.join(out, name))
 
 

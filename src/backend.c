@@ -1,9 +1,31 @@
 /* backend.c — the backend-neutral half of backend.h: open/close/name, device selection, and
  * the fp4_analysis_* protocol checks (slab order, amax pass, weight_2d slab sizes) around a
  * backend's vtable (backend_impl.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <omp.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "backend_impl.h"
+
+int fp4_cpu_count(void)
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) {
+        long m = sysconf(_SC_NPROCESSORS_ONLN);
+        n = m > 0 && m < 1 << 20 ? (int)m : 1;
+    }
+    return n;
+}
+
+void fp4_threads_cap_default(void)
+{
+    const int n = fp4_cpu_count();
+    if (omp_get_max_threads() > n) omp_set_num_threads(n);
+}
 
 fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
 {

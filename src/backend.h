@@ -20,6 +20,15 @@ typedef struct fp4_backend fp4_backend;
  * FP4_DEVICE_AUTO picks CUDA when a GPU is present, else the CPU. */
 fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out);
 void fp4_backend_close(fp4_backend *be);
+
+/* The CPUs this process may run on (its affinity mask; at least 1). */
+int fp4_cpu_count(void);
+
+/* Cap OpenMP's default thread count (OMP_NUM_THREADS, or libgomp's own default) at
+ * fp4_cpu_count(): an environment asking for 100000 threads would otherwise make thread
+ * creation fail (libgomp then exits 1 or crashes). An explicit --threads N is not touched.
+ * Called once by main before any parallel region. */
+void fp4_threads_cap_default(void);
 const char *fp4_backend_name(const fp4_backend *be); /* "cpu" or "cuda" */
 
 /* One tensor through ncfg configs. Usage per tensor:

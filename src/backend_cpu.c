@@ -105,7 +105,8 @@ static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
             continue;
         }
         float a = ca->amax[c];
-#pragma omp parallel for schedule(static) num_threads(an->be->threads) reduction(max : a)
+#pragma omp parallel for schedule(static) num_threads(an->be->threads) reduction(max : a) \
+    if (nrows > 16)
         for (int64_t r = 0; r < nrows; r++) {
             float v = fp4_amax_row(cfg, rows + r * L, L);
             if (v > a) a = v;
@@ -187,7 +188,8 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
         const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
         const int64_t ngroups = (bn + 15) / 16;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(T)
+/* one group: no team to wake (a per-tensor cost for many small tensors) */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(T) if (ngroups > 1)
         for (int64_t g = 0; g < ngroups; g++) {
             const int t = omp_get_thread_num();
             const int64_t r0 = g * 16; /* within the batch */

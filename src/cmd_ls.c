@@ -1,6 +1,7 @@
 /* cmd_ls.c — `fp4diag ls FILE [SELECT...]`: the datasets of an HDF5 file with shape, on-disk
  * type, chunks, filters and sizes, as a table or (--json) as JSON. The JSON building sits in
  * one static function (ls_json) so that it can move into report.c. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,7 +231,9 @@ fp4_status cmd_ls(int argc, char **argv)
         }
     }
     if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
-        st = fp4_error(FP4_ERR_INPUT, "cannot write to stdout");
+        st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
+                       errno == EPIPE ? "the reading end of the pipe was closed"
+                                      : strerror(errno));
     fp4_dsinfo_free_list(ds, n);
     fp4_h5_close(f);
     return st;

@@ -1,7 +1,9 @@
 /* main.c — global options, lookup in the command table, status -> exit code (SPEC §9). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "commands.h"
 #include "gemm_blas.h"
 #include "status.h"
@@ -53,6 +55,10 @@ static void print_help(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* A report over `ulimit -f` or into a closed pipe is a write error (EFBIG, EPIPE): exit 3
+     * with a message and no partial report, instead of death by SIGXFSZ / SIGPIPE. */
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         print_help(stderr);
         return FP4_ERR_USAGE;
@@ -78,6 +84,7 @@ int main(int argc, char **argv)
         fp4_print_usage(argv[2]);
         return FP4_OK;
     }
+    fp4_threads_cap_default(); /* before any parallel region */
     if (!strcmp(name, "gemm")) fp4_dgemm_pick_openblas_core(argv); /* may re-exec */
     const fp4_command *c = command_find(name);
     if (!c) {

@@ -17,9 +17,10 @@ SLOW=${FP4T_SLOW:-0}
 skip() { echo "skip: $*"; exit 77; }
 fail() { echo "FAIL: $*"; [ -s "$tmp/err" ] && sed 's/^/  stderr: /' "$tmp/err" | head -n 20; exit 1; }
 
-need_fixtures() { # make $tmp/fx/*.h5, or skip when h5py is missing
+need_fixtures() { # [NAME...]: make $tmp/fx/*.h5 (the default set, or NAMEs), or skip when
+    # h5py is missing
     python3 -c 'import h5py, numpy' 2>/dev/null || skip "python3 with h5py and numpy not found"
-    python3 scripts/make_hostile.py "$tmp/fx" >"$tmp/err" 2>&1 || fail "make_hostile.py failed"
+    python3 scripts/make_hostile.py "$tmp/fx" "$@" >"$tmp/err" 2>&1 || fail "make_hostile.py failed"
 }
 
 # run ARGS...: $rc, $tmp/out, $tmp/err
