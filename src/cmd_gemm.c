@@ -1,6 +1,7 @@
 /* cmd_gemm.c — `fp4diag gemm`: read the operands of one or more layers (x, w, dy by group or
  * by --x/--w/--dy), run FPROP/DGRAD/WGRAD under a recipe (SPEC §6), write the report. */
 #include <cblas.h>
+#include <inttypes.h>
 #include <omp.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -181,11 +182,31 @@ static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const cha
         st = fp4_error(st, "%s: %s [%s]", name, msg, srcs);
         goto out;
     }
+    /* The fp32 copies of the operands: sizes checked for overflow and against the memory
+     * there is before anything is allocated or read (a declared 2^62-value operand). */
+    int64_t bytes[3] = {0, 0, 0}, total = 0;
     for (int t = 0; t < 3; t++) {
         if (!have[t]) continue;
-        buf[t] = malloc((size_t)info[t].nelems * sizeof(float));
+        if (info[t].nelems < 0 || !fp4_size_mul(info[t].nelems, (int64_t)sizeof(float), &bytes[t]) ||
+            !fp4_size_add(total, bytes[t], &total)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: the operand's size overflows 64 bits",
+                           name, L->src[t]);
+            goto out;
+        }
+    }
+    const int64_t cap = fp4_gemm_memory_cap();
+    if (total > cap) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: the operands need %" PRId64 " MiB as fp32, more "
+                       "than the memory available (%" PRId64 " MiB)",
+                       name, total >> 20, cap >> 20);
+        goto out;
+    }
+    for (int t = 0; t < 3; t++) {
+        if (!have[t]) continue;
+        buf[t] = malloc((size_t)(bytes[t] ? bytes[t] : 1));
         if (!buf[t]) {
-            st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", L->src[t]);
+            st = fp4_error(FP4_ERR_INPUT, "%s: cannot allocate %" PRId64 " MiB for the operand",
+                           L->src[t], bytes[t] >> 20);
             goto out;
         }
         if ((st = fp4_h5_read_all(fh[t], src[t].dset, buf[t])) != FP4_OK) goto out;
@@ -381,6 +402,7 @@ fp4_status cmd_gemm(int argc, char **argv)
     }
     int nlayers = by_spec ? 1 : ngroups;
     fp4_gemm_layer *layers = calloc((size_t)nlayers, sizeof *layers);
+    fp4_gemm_error *errs = NULL;
     fp4_gemm_run run = {.opt = &opt, .gc = &gc, .paths = g.paths, .layers = layers};
     if (!layers) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -413,10 +435,30 @@ fp4_status cmd_gemm(int argc, char **argv)
         if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))
             name = spec_group;
         if (st == FP4_OK)
-            st = layer_run(&gc, g.paths, name, src, &layers[i], &run.bytes_read);
-        run.nlayers = i + 1;
+            st = layer_run(&gc, g.paths, name, src, &layers[run.nlayers], &run.bytes_read);
+        run.nlayers++;
         for (int t = 0; t < 3; t++) free(src[t].file), free(src[t].dset);
+        if (st == FP4_ERR_INPUT) { /* this layer only: an errors entry, the others still run */
+            run.nlayers--;
+            layer_free(&layers[run.nlayers]);
+            memset(&layers[run.nlayers], 0, sizeof layers[run.nlayers]);
+            fp4_gemm_error *e = realloc(errs, (size_t)(run.nerrors + 1) * sizeof *e);
+            if (e) errs = e, run.errors = e;
+            char *msg = e ? strdup(fp4_last_error()) : NULL, *lname = msg ? strdup(name) : NULL;
+            if (!lname) {
+                free(msg);
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                goto out;
+            }
+            errs[run.nerrors++] = (fp4_gemm_error){lname, msg};
+            st = FP4_OK;
+            continue;
+        }
         if (st != FP4_OK) goto out;
+    }
+    if (run.nlayers == 0 && run.nerrors > 0) { /* nothing ran: no report, the first error */
+        st = fp4_error(FP4_ERR_INPUT, "%s", errs[0].message);
+        goto out;
     }
     run.seconds = now_seconds() - t0;
     /* the report's argv starts with the program name, then the command and its arguments */
@@ -430,10 +472,16 @@ fp4_status cmd_gemm(int argc, char **argv)
     full[argc + 1] = NULL;
     st = fp4_report_gemm(argc + 1, full, &run);
     free(full);
+    if (st == FP4_OK && run.nerrors > 0)
+        st = fp4_error(FP4_ERR_INPUT, "%d of %d layers failed (see \"errors\" in the report); "
+                                      "first: %s",
+                       run.nerrors, nlayers, errs[0].message);
 out:
     fp4_dgemm_close(products);
     for (int i = 0; i < run.nlayers; i++) layer_free(&layers[i]);
     free(layers);
+    for (int i = 0; i < run.nerrors; i++) free(errs[i].layer), free(errs[i].message);
+    free(errs);
     if (groups_owned) {
         for (int i = 0; i < ngroups; i++) free(groups[i]);
         free(groups);

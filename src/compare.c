@@ -3,11 +3,12 @@
 #include "compare.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cJSON.h>
 
@@ -534,40 +535,73 @@ out:
     return st;
 }
 
-/* The whole of a file ("-": stdin) as a NUL-terminated string. */
+/* Whether a report may come from this kind of file: a regular file or a pipe (a FIFO, a
+ * socket). A device (/dev/zero, a terminal), a directory: never read. */
+static bool readable_kind(mode_t m) { return S_ISREG(m) || S_ISFIFO(m) || S_ISSOCK(m); }
+
+/* The whole of a file ("-": stdin) as a NUL-terminated string, at most FP4_COMPARE_MAX_BYTES. */
 static fp4_status file_slurp(const char *path, char **text)
 {
     *text = NULL;
     int is_stdin = strcmp(path, "-") == 0;
+    const char *shown = is_stdin ? "stdin" : path;
+    struct stat sb;
+    if (!is_stdin) {
+        if (stat(path, &sb) != 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+        if (!readable_kind(sb.st_mode))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s", path,
+                             S_ISDIR(sb.st_mode) ? "is a directory"
+                                                 : "not a regular file or a pipe: not read");
+    }
     FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
+    char *buf = NULL;
     fp4_status st = FP4_OK;
+    /* Checked again on what was opened (the name may have been replaced since stat). */
+    if (fstat(fileno(f), &sb) != 0 || !readable_kind(sb.st_mode)) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: not a regular file or a pipe: not read", shown);
+        goto out;
+    }
+    if (S_ISREG(sb.st_mode) && sb.st_size > FP4_COMPARE_MAX_BYTES) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %lld bytes: larger than any report (at most %d MiB "
+                       "are read)", shown, (long long)sb.st_size, FP4_COMPARE_MAX_BYTES >> 20);
+        goto out;
+    }
+    buf = malloc(cap);
     if (!buf) {
         st = fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
         goto out;
     }
     for (;;) {
         if (cap - len < 2) {
-            char *nb = realloc(buf, cap * 2);
+            /* one byte past the bound tells a file over it */
+            size_t ncap = cap * 2 < (size_t)FP4_COMPARE_MAX_BYTES + 2
+                              ? cap * 2 : (size_t)FP4_COMPARE_MAX_BYTES + 2;
+            char *nb = realloc(buf, ncap);
             if (!nb) {
                 st = fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
                 goto out;
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
         size_t k = fread(buf + len, 1, cap - len - 1, f);
+        if (memchr(buf + len, '\0', k)) { /* /dev/zero behind a pipe: stop at once */
+            st = fp4_error(FP4_ERR_INPUT, "%s: not JSON (binary data)", shown);
+            goto out;
+        }
         len += k;
         if (k == 0) break;
+        if (len > FP4_COMPARE_MAX_BYTES) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: more than %d MiB: larger than any report "
+                           "(not read further)", shown, FP4_COMPARE_MAX_BYTES >> 20);
+            goto out;
+        }
     }
     if (ferror(f)) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: read error", path);
-        goto out;
-    }
-    if (memchr(buf, '\0', len)) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: not JSON (binary data)", path);
+        st = fp4_error(FP4_ERR_INPUT, "%s: read error: %s", shown, strerror(errno));
         goto out;
     }
     buf[len] = '\0';

@@ -98,6 +98,10 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
                              const char *new_label, const fp4_compare_opts *opts,
                              fp4_compare_result *out);
 
+/* The largest report compare reads (1 GiB): a bigger regular file is refused before reading,
+ * a pipe once it has given more. */
+#define FP4_COMPARE_MAX_BYTES (1 << 30)
+
 /* As fp4_compare_texts, reading the two files ("-" is stdin, at most one of them).
  * Errors: also FP4_ERR_INPUT when a file cannot be read. */
 fp4_status fp4_compare_files(const char *base_path, const char *new_path,

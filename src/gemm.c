@@ -5,11 +5,13 @@
 #include "gemm_blas.h"
 
 #include <inttypes.h>
-#include <stdio.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 static const char *const path_names[FP4_GEMM_NPATHS] = {"fprop", "dgrad", "wgrad"};
 static const char *const tensor_names[3] = {"x", "w", "dy"};
@@ -298,6 +300,32 @@ static void view_amax(const fp4_qconfig *cfg, const operand_view *v, int64_t nb,
     }
 }
 
+int64_t fp4_gemm_memory_cap(void)
+{
+    int64_t cap = INT64_MAX;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    int64_t phys;
+    if (pages > 0 && psz > 0 && fp4_size_mul(pages, psz, &phys)) cap = phys;
+    const int res[2] = {RLIMIT_AS, RLIMIT_DATA};
+    for (int i = 0; i < 2; i++) {
+        struct rlimit rl;
+        if (getrlimit(res[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur < (rlim_t)cap)
+            cap = (int64_t)rl.rlim_cur;
+    }
+    return cap;
+}
+
+bool fp4_size_mul(int64_t a, int64_t b, int64_t *out)
+{
+    return a >= 0 && b >= 0 && !__builtin_mul_overflow(a, b, out);
+}
+
+bool fp4_size_add(int64_t a, int64_t b, int64_t *out)
+{
+    return a >= 0 && b >= 0 && !__builtin_add_overflow(a, b, out);
+}
+
 static void widen(const float *src, double *dst, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) dst[i] = (double)src[i];
@@ -356,8 +384,28 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
     const operand_view va = {tp[sh.a], sh.a_transposed, rows, L};
     const operand_view vb = {tp[sh.b], sh.b_transposed, cols, L};
     fp4_status st = FP4_OK;
-    /* B whole (fp32 staging, fp64 original and dequantized); A and Z in blocks of nb rows. */
+    /* B whole (fp32 staging, fp64 original and dequantized); A and Z in blocks of nb rows.
+     * Every size checked for overflow and against the memory there is, before allocating. */
     int64_t stage_rows = cols > nb ? cols : nb;
+    {
+        const int64_t terms[8][3] = {{stage_rows, L, 4}, {stage_rows, lp, 4}, {cols, L, 8},
+                                     {cols, lp, 8},      {nb, L, 8},          {nb, lp, 8},
+                                     {nb, cols, 8},      {nb, cols, 8}};
+        int64_t total = 0, t1, t2;
+        bool ok = true;
+        for (int i = 0; i < 8 && ok; i++)
+            ok = fp4_size_mul(terms[i][0], terms[i][1], &t1) && fp4_size_mul(t1, terms[i][2], &t2) &&
+                 fp4_size_add(total, t2, &total);
+        const int64_t cap = fp4_gemm_memory_cap();
+        if (!ok || total > cap) {
+            fp4_dgemm_close(own);
+            return fp4_error(FP4_ERR_INPUT,
+                             "gemm: %s: M=%" PRId64 " N=%" PRId64 " K=%" PRId64 ": the working "
+                             "buffers %s (memory available: %" PRId64 " MiB)",
+                             fp4_gemm_path_name(p), ops->m, ops->n, ops->k,
+                             ok ? "do not fit in memory" : "overflow 64-bit sizes", cap >> 20);
+        }
+    }
     float *stage = malloc((size_t)(stage_rows * L) * sizeof *stage);
     float *stage_q = malloc((size_t)(stage_rows * lp) * sizeof *stage_q);
     double *b64 = malloc((size_t)(cols * L) * sizeof *b64);

@@ -183,6 +183,15 @@ typedef struct fp4_gemm_pooled {
     double prod_eta, exp_neg_sum_delta;
 } fp4_gemm_pooled;
 
+/* Bytes of memory a run may take: the smaller of physical memory and the address-space and
+ * data limits (ulimit -v, ulimit -d). Operands and working buffers larger than this are
+ * refused with FP4_ERR_INPUT before anything is allocated. */
+int64_t fp4_gemm_memory_cap(void);
+
+/* a * b and a + b for non-negative sizes; false when the result would not fit in 63 bits. */
+bool fp4_size_mul(int64_t a, int64_t b, int64_t *out);
+bool fp4_size_add(int64_t a, int64_t b, int64_t *out);
+
 /* Pool path p over the layers that hold it, in order. FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_gemm_pool(const fp4_gemm_layer *layers, int nlayers, fp4_gemm_path p,
                          int compound_layers, fp4_gemm_pooled *out);

@@ -242,7 +242,14 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
         }
         cJSON_AddItemToArray(sp, o);
     }
-    cJSON_AddArrayToObject(root, "errors");
+    cJSON *errs = cJSON_AddArrayToObject(root, "errors");
+    for (int i = 0; i < run->nerrors; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "tensor", run->errors[i].layer);
+        cJSON_AddStringToObject(e, "status", "input_error");
+        cJSON_AddStringToObject(e, "message", run->errors[i].message);
+        cJSON_AddItemToArray(errs, e);
+    }
     cJSON *timing = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(timing, "seconds", run->seconds);
     cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);

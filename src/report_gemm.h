@@ -13,12 +13,21 @@
 
 /* A finished gemm run: the options it was parsed from, the resolved gemm config, the selected
  * paths (mask), the layers in command-line order, and timing. */
+/* A layer that could not be run (an operand unreadable, too large, shapes disagreeing): an
+ * `errors` entry; the other layers still run. */
+typedef struct fp4_gemm_error {
+    char *layer;   /* the layer's name (owned) */
+    char *message; /* one line naming the file and dataset (owned) */
+} fp4_gemm_error;
+
 typedef struct fp4_gemm_run {
     const fp4_options *opt;
     const fp4_gemm_config *gc;
     unsigned paths;
     fp4_gemm_layer *layers;
     int nlayers;
+    fp4_gemm_error *errors;
+    int nerrors;
     double seconds;
     int64_t bytes_read;
 } fp4_gemm_run;
