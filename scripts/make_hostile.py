@@ -17,6 +17,25 @@ Fixtures (each a few KiB, libver='earliest' so the C library we link reads them)
                operand 2^31 x 2^31 = 2^62 values, declared, nothing stored: its fp32 copy
                overflows 64 bits); /big16 (f32, each operand 2^16 x 2^16: 16 GiB, nothing
                stored); /big (f32, 2^20 x 2^20 each: 4 TiB); /bad (x 32x64 but w 48x60)
+  names.h5     f32 4x16 datasets named with invalid UTF-8 (b"/bad\xff\xfename"), a newline,
+               a terminal escape (ESC [31m), a C1 control (U+009B) and valid UTF-8 ("/ünïcode");
+               b"/str\xff\nx" is a string dataset (an errors entry with such a name)
+  links        a folder (and OUTDIR/outside.h5, OUTDIR/outside.bin beside it) of files that
+               point at other files; each f32 4x16 dataset holds linspace(-1, 1, 64):
+               vds_self.h5 /v (a VDS whose source is itself), vds_a.h5 and vds_b.h5 /v (each
+               the other's source), vds_missing.h5 /v (source gone.h5 absent), vds_fifo.h5 /v
+               (source fifo_src.h5, a FIFO), vds_dev.h5 /v (source /dev/zero), vds_out.h5 /v
+               (source ../outside.h5), vds_good.h5 /v (source src.h5 /d beside it);
+               elink.h5: /good -> target.h5:/d, /fifo -> fifo_target.h5 (a FIFO),
+               /outside -> ../outside.h5, /dev -> /dev/zero, /self -> elink.h5:/good;
+               ext.h5 (external raw storage): /good (ext_good.bin), /short (ext_short.bin of
+               100 bytes for 256), /zero (2^36 values on /dev/zero), /urandom (/dev/urandom),
+               /fifo (ext_fifo.bin, a FIFO), /outside (../outside.bin), /abs (the absolute
+               path of ext_good.bin: inside the tree, allowed);
+               never.h5: /never (fill time never, never written), /null (NULL dataspace),
+               /r32 (rank 32), /good;
+               long.h5: /good, a dataset at a path of 4,500 characters (/l/AAA.../d) and one
+               at 1,100 characters (/g/BBB.../d, for globs)
   many.h5      10,000 tiny datasets /dNNNNN (f32, 32 values each): the per-tensor cost
 """
 import os
@@ -134,6 +153,88 @@ def gemm(path):
                 declared(grp, d, (side, side), t)
 
 
+NAMES = [b"bad\xff\xfename", b"nl\nname", b"esc\x1b[31mred", b"c1\xc2\x9bx",
+         "\u00fcn\u00efcode".encode()]
+
+
+def names(path):
+    with h5py.File(path, "w", libver="earliest") as f:
+        a = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+        for nm in NAMES:
+            d = h5py.h5d.create(f.id, nm, h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple(a.shape))
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, a)
+        t = h5py.h5t.C_S1.copy()
+        t.set_size(4)
+        h5py.h5d.create(f.id, b"str\xff\nx", t, h5py.h5s.create_simple((2,)))
+
+
+def links(path):
+    import os
+    os.makedirs(path, exist_ok=True)
+    out = os.path.dirname(os.path.abspath(path))
+    a = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+    j = lambda n: os.path.join(path, n)
+
+    def plain(name, dset="d"):
+        with h5py.File(name, "w", libver="earliest") as f:
+            f.create_dataset(dset, data=a)
+
+    def vds(name, src, dset="v", here=None):
+        lay = h5py.VirtualLayout(shape=a.shape, dtype="f4")
+        lay[:] = h5py.VirtualSource(src, dset if here is None else here, shape=a.shape)
+        with h5py.File(name, "w") as f:
+            f.create_virtual_dataset(dset, lay, fillvalue=0)
+
+    plain(os.path.join(out, "outside.h5"))
+    plain(j("src.h5"))
+    plain(j("target.h5"))
+    open(os.path.join(out, "outside.bin"), "wb").write(a.tobytes())
+    for fifo in ("fifo_src.h5", "fifo_target.h5", "ext_fifo.bin"):
+        if not os.path.exists(j(fifo)):
+            os.mkfifo(j(fifo))
+    vds(j("vds_self.h5"), ".")
+    vds(j("vds_a.h5"), "vds_b.h5")
+    vds(j("vds_b.h5"), "vds_a.h5")
+    vds(j("vds_missing.h5"), "gone.h5", here="d")
+    vds(j("vds_fifo.h5"), "fifo_src.h5", here="d")
+    vds(j("vds_dev.h5"), "/dev/zero", here="d")
+    vds(j("vds_out.h5"), "../outside.h5", here="d")
+    vds(j("vds_good.h5"), "src.h5", here="d")
+    with h5py.File(j("elink.h5"), "w", libver="earliest") as f:
+        f.create_dataset("good", data=a)
+        f["ok"] = h5py.ExternalLink("target.h5", "/d")
+        f["fifo"] = h5py.ExternalLink("fifo_target.h5", "/d")
+        f["outside"] = h5py.ExternalLink("../outside.h5", "/d")
+        f["dev"] = h5py.ExternalLink("/dev/zero", "/d")
+    open(j("ext_good.bin"), "wb").write(a.tobytes())
+    open(j("ext_short.bin"), "wb").write(a.tobytes()[:100])
+    with h5py.File(j("ext.h5"), "w") as f:
+        for name, ext in (("good", "ext_good.bin"), ("short", "ext_short.bin"),
+                          ("urandom", "/dev/urandom"), ("fifo", "ext_fifo.bin"),
+                          ("outside", "../outside.bin"), ("abs", j("ext_good.bin"))):
+            f.create_dataset(name, shape=a.shape, dtype="f4", external=[(ext, 0, a.nbytes)])
+        f.create_dataset("zero", shape=(2**20, 2**16), dtype="f4",
+                         external=[("/dev/zero", 0, 2**38)])
+    with h5py.File(j("never.h5"), "w", libver="earliest") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        h5py.h5d.create(f.id, b"never", h5py.h5t.IEEE_F32LE, h5py.h5s.create_simple(a.shape),
+                        dcpl=dcpl)
+        f.create_dataset("null", data=h5py.Empty("f4"))
+        f.create_dataset("r32", data=np.ones((1,) * 31 + (2,), np.float32))
+        f.create_dataset("good", data=a)
+    with h5py.File(j("long.h5"), "w", libver="earliest") as f:
+        f.create_dataset("good", data=a)
+        g = f.create_group("l")
+        for i in range(18):
+            g = g.create_group("%02d" % i + "A" * 248)
+        g.create_dataset("d", data=a)
+        g = f.create_group("g")
+        for i in range(4):
+            g = g.create_group("%02d" % i + "B" * 270)
+        g.create_dataset("d", data=a)
+
+
 def many(path):
     with h5py.File(path, "w", libver="earliest") as f:
         a = np.linspace(-1, 1, 32, dtype=np.float32)
@@ -142,9 +243,9 @@ def many(path):
 
 
 FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small,
-            "many.h5": many, "gemm.h5": gemm}
+            "many.h5": many, "gemm.h5": gemm, "names.h5": names, "links": links}
 # Made only when named (slow to write, or only one case needs them).
-ON_REQUEST = {"many.h5"}
+ON_REQUEST = {"many.h5", "links"}
 
 
 def main():

@@ -444,7 +444,8 @@ fp4_status cmd_gemm(int argc, char **argv)
             memset(&layers[run.nlayers], 0, sizeof layers[run.nlayers]);
             fp4_gemm_error *e = realloc(errs, (size_t)(run.nerrors + 1) * sizeof *e);
             if (e) errs = e, run.errors = e;
-            char *msg = e ? strdup(fp4_last_error()) : NULL, *lname = msg ? strdup(name) : NULL;
+            char *msg = e ? fp4_text_escape(fp4_last_error(), FP4_ESC_CONTROL, NULL) : NULL;
+            char *lname = msg ? strdup(name) : NULL;
             if (!lname) {
                 free(msg);
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");

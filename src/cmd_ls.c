@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "h5io.h"
+#include "report.h"
 #include "version.h"
 
 const char fp4_usage_ls[] =
@@ -71,6 +72,7 @@ static void ls_dtype(char *buf, size_t cap, const fp4_dsinfo *d)
 
 typedef struct ls_row {
     char shape[160], dtype[64], chunks[160], size[32], stored[32];
+    char *name; /* the path, control characters and invalid UTF-8 escaped (owned) */
 } ls_row;
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
@@ -92,7 +94,13 @@ static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
         ls_shape(r->chunks, sizeof r->chunks, d->chunk_rank, d->chunk, "-");
         ls_bytes(r->size, sizeof r->size, d->logical_bytes);
         ls_bytes(r->stored, sizeof r->stored, d->stored_bytes);
-        w[0] = ls_max(w[0], (int)strlen(d->path));
+        r->name = fp4_text_escape(d->path, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        if (!r->name) {
+            for (int k = 0; k < i; k++) free(rows[k].name);
+            free(rows);
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
+        w[0] = ls_max(w[0], (int)strlen(r->name));
         w[1] = ls_max(w[1], (int)strlen(r->shape));
         w[2] = ls_max(w[2], (int)strlen(r->dtype));
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
@@ -106,11 +114,12 @@ static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
     for (int i = 0; i < n; i++) {
         const fp4_dsinfo *d = &ds[i];
         const ls_row *r = &rows[i];
-        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s%s\n", w[0], d->path, w[1],
+        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s%s\n", w[0], r->name, w[1],
                 r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
                 d->filters[0] ? d->filters : "-", w[5], r->size, r->stored,
                 d->problem[0] ? "  " : "", d->problem);
     }
+    for (int i = 0; i < n; i++) free(rows[i].name);
     free(rows);
     return FP4_OK;
 }
@@ -219,6 +228,7 @@ fp4_status cmd_ls(int argc, char **argv)
     if (st == FP4_OK) {
         if (json) {
             cJSON *doc = ls_json(file, ds, n);
+            if (doc) fp4_json_make_valid(doc);
             char *text = doc ? cJSON_Print(doc) : NULL;
             if (text)
                 printf("%s\n", text);

@@ -79,7 +79,7 @@ static fp4_status add_error(fp4_run *run, const char *tensor, fp4_status st, con
     run->errors = e;
     e[run->nerrors].tensor = xstrdup(tensor);
     e[run->nerrors].status = st;
-    e[run->nerrors].message = xstrdup(msg);
+    e[run->nerrors].message = fp4_text_escape(msg, FP4_ESC_CONTROL, NULL); /* one line */
     if (!e[run->nerrors].tensor || !e[run->nerrors].message)
         return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     run->nerrors++;
@@ -133,7 +133,7 @@ typedef struct slab_reader {
     int64_t start[2], cnt[2];
     bool full[2], stop;
     fp4_status st;     /* first read failure; its detail below (fp4_error is per thread) */
-    char err[1024];
+    char err[FP4_ERROR_MAX];
 } slab_reader;
 
 static void *slab_reader_main(void *arg)
@@ -369,7 +369,11 @@ static void progress(const fp4_run *run, int i, int n, const char *name, bool do
 {
     if (run->opt->verbosity < 0 || !isatty(STDERR_FILENO)) return;
     if (done) fprintf(stderr, "\r\033[K");
-    else fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, name);
+    else {
+        char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, shown ? shown : "");
+        free(shown);
+    }
     fflush(stderr);
 }
 
@@ -425,29 +429,22 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     for (int i = 0; i < ninfos; i++) {
         const fp4_dsinfo *info = &infos[i];
         progress(run, i, ninfos, info->path, false);
-        if (!info->numeric) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s: %s: not numeric (class %s)", file, info->path,
-                     info->dtype);
-            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
-            if (st != FP4_OK) goto out;
-            continue;
-        }
-        if (!info->filters_available) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s: %s: filter not available (%s)", file, info->path,
-                     info->filters);
-            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
-            if (st != FP4_OK) goto out;
-            continue;
-        }
-        if (info->problem[0] || info->nelems < 0) {
-            /* h5io's verdict (size overflowing 64 bits, rank over FP4_MAX_RANK, ...): the
-             * dims must not reach the layout arithmetic. */
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s: %s: %s", file, info->path,
-                     info->problem[0] ? info->problem : "size overflows 64 bits");
-            st = add_error(run, info->path, FP4_ERR_INPUT, msg);
+        /* h5io's verdicts. fp4_error builds each message, so that a long name keeps the
+         * reason at its end. A problem found before the filters were read (rank over
+         * FP4_MAX_RANK) is that problem, not an empty filter list. */
+        fp4_status bad = FP4_OK;
+        if (!info->numeric)
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->path,
+                            info->dtype);
+        else if (!info->filters_available && info->filters[0])
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: filter not available (%s)", file,
+                            info->path, info->filters);
+        else if (info->problem[0] || info->nelems < 0 || !info->filters_available)
+            /* the dims must not reach the layout arithmetic */
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, info->path,
+                            info->problem[0] ? info->problem : "size overflows 64 bits");
+        if (bad != FP4_OK) {
+            st = add_error(run, info->path, bad, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }
@@ -458,11 +455,9 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         if (ts == FP4_ERR_INPUT || ts == FP4_ERR_USAGE) {
             free(tr->metrics);
             tr->metrics = NULL;
-            const char *why = fp4_last_error();
-            char msg[1024];
-            if (why[0]) snprintf(msg, sizeof msg, "%s", why);
-            else snprintf(msg, sizeof msg, "%s: %s: read failed", file, info->path);
-            st = add_error(run, info->path, ts, msg);
+            if (!fp4_last_error()[0])
+                fp4_error(ts, "%s: %s: read failed", file, info->path);
+            st = add_error(run, info->path, ts, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }

@@ -1,6 +1,7 @@
 /* main.c — global options, lookup in the command table, status -> exit code (SPEC §9). */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -93,7 +94,11 @@ int main(int argc, char **argv)
     }
     fp4_error_clear();
     fp4_status st = c->fn(argc - 1, argv + 1);
-    if (st != FP4_OK && fp4_last_error()[0])
-        fprintf(stderr, "fp4diag %s: %s\n", c->name, fp4_last_error());
+    if (st != FP4_OK && fp4_last_error()[0]) {
+        /* names from a file may hold newlines or terminal escapes: one safe line */
+        char *line = fp4_text_escape(fp4_last_error(), FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        fprintf(stderr, "fp4diag %s: %s\n", c->name, line ? line : fp4_last_error());
+        free(line);
+    }
     return (int)st;
 }

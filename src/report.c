@@ -388,9 +388,36 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
     return root;
 }
 
-/* Serialize with a trailing newline; NULL on OOM. */
+/* Escape the invalid UTF-8 of every string under `node`; true when any was. */
+static bool json_strings_valid(cJSON *node)
+{
+    bool changed = false;
+    for (; node; node = node->next) {
+        if (cJSON_IsString(node) && node->valuestring) {
+            bool ch = false;
+            char *v = fp4_text_escape(node->valuestring, FP4_ESC_UTF8, &ch);
+            if (ch && v && cJSON_SetValuestring(node, v)) changed = true;
+            free(v);
+        }
+        if (node->child && json_strings_valid(node->child)) changed = true;
+    }
+    return changed;
+}
+
+bool fp4_json_make_valid(cJSON *root)
+{
+    if (!root || !json_strings_valid(root->child)) return false;
+    cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
+    if (!notes) notes = cJSON_AddArrayToObject(root, "notes");
+    if (notes)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(FP4_NOTE_NOT_UTF8));
+    return true;
+}
+
+/* Serialize with a trailing newline; NULL on OOM. Invalid UTF-8 escaped first. */
 static char *to_text(cJSON *root)
 {
+    fp4_json_make_valid(root);
     char *s = cJSON_Print(root);
     if (!s) return NULL;
     size_t n = strlen(s);
@@ -452,7 +479,10 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
         fmt_num(x1, sizeof x1, m->nmse, "%.3e");
         snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
     }
-    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", name, lab, sq, a, b15, x1, x2);
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", shown ? shown : name, lab, sq, a, b15,
+            x1, x2);
+    free(shown);
 }
 
 static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
@@ -467,7 +497,10 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
     fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
     fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
     fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
-    fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", name, f, sp, sr, ds, da, db);
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", shown ? shown : name, f, sp, sr, ds, da,
+            db);
+    free(shown);
 }
 
 /* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
@@ -524,8 +557,11 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
     }
-    for (int i = 0; i < run->nerrors; i++)
-        fprintf(out, "error: %s\n", run->errors[i].message);
+    for (int i = 0; i < run->nerrors; i++) {
+        char *m = fp4_text_escape(run->errors[i].message, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        fprintf(out, "error: %s\n", m ? m : run->errors[i].message);
+        free(m);
+    }
 }
 
 fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run)

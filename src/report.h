@@ -41,4 +41,13 @@ fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int
                            const char *output, bool table, bool quiet);
 char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats);
 
+/* Names and paths come from files and command lines and need not be valid UTF-8, which JSON
+ * must be. Escape each invalid byte of every string under `root` as the text \xNN and, when
+ * any was, add FP4_NOTE_NOT_UTF8 to root's "notes" array (created if missing). Returns
+ * whether anything was escaped. Every report and `ls --json` pass through it. */
+typedef struct cJSON cJSON;
+bool fp4_json_make_valid(cJSON *root);
+#define FP4_NOTE_NOT_UTF8                                                                      \
+    "a name or path is not valid UTF-8: each byte that is not is written as \\xNN"
+
 #endif

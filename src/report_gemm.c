@@ -254,6 +254,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
     cJSON_AddNumberToObject(timing, "seconds", run->seconds);
     cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);
 
+    fp4_json_make_valid(root);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -285,8 +286,10 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
             fmt_db(s, sizeof s, r->sqnr_db, r->sqnr_status);
             fmt_db(sa, sizeof sa, r->op[0].m.sqnr_db, r->op[0].m.sqnr_status);
             fmt_db(sb, sizeof sb, r->op[1].m.sqnr_db, r->op[1].m.sqnr_status);
-            fprintf(out, "%-12s %-6s %-12s %9s %9.5f %9.5f %9s %9s\n", L->name,
+            char *shown = fp4_text_escape(L->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            fprintf(out, "%-12s %-6s %-12s %9s %9.5f %9.5f %9s %9s\n", shown ? shown : L->name,
                     fp4_gemm_path_name(r->path), ops, s, r->eta, r->alpha_product, sa, sb);
+            free(shown);
         }
     }
     if (run->opt->layers > 0 || run->nlayers > 1) {
