@@ -1,5 +1,5 @@
-# fp4diag — the one build file. Targets: all check bench bench-gpu regress demo install
-# install-scripts clean.
+# fp4diag — the one build file. Targets: all check bench bench-e2e bench-gpu regress demo
+# install install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   DEVELOPER=1     strict warnings as errors (CI builds with it)
 #   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
@@ -13,7 +13,7 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/de
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 
-PKGS := hdf5-serial libcjson openblas
+PKGS := hdf5-serial libcjson openblas libdeflate
 CC ?= cc
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc -Ikernels \
@@ -60,11 +60,11 @@ else
 endif
 $(info fp4diag build: $(CUDA_MSG))
 
-LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c src/io/*.c))
 LIB_OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRCS))
 TEST_SRCS := $(wildcard src/tests/test_*.c)
 TEST_BINS := $(patsubst src/tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-HDRS := $(wildcard src/*.h kernels/*.h)
+HDRS := $(wildcard src/*.h src/io/*.h kernels/*.h)
 
 all: $(BIN)
 
@@ -76,6 +76,7 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # quant.c's SIMD kernels: let the vectorizer if-convert float selects (value-safe: no
@@ -110,6 +111,11 @@ $(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
 bench: fp4diag $(BUILD)/bench_read
 	@python3 scripts/bench_cpu.py
 
+# end to end on float32, f16, bf16, bf16+gzip (and safetensors) files against h5py and, with
+# torch + CUDA, a PyTorch script; BENCH_E2E_ARGS e.g. "--mib 1024" on the GPU machine
+bench-e2e: fp4diag
+	@python3 scripts/bench_e2e.py $(BENCH_E2E_ARGS)
+
 # build/bench_gpu: the GPU throughput driver (kernels/bench/); needs CUDA.
 $(BUILD)/bench_gpu: kernels/bench/bench_gpu.cu $(BUILD)/libfp4.a $(HDRS)
 	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -o $@ $< $(BUILD)/libfp4.a \
@@ -143,7 +149,7 @@ install-scripts:
 clean:
 	rm -rf build build-san build-fuzz fp4diag
 
-.PHONY: all tests check demo bench bench-gpu regress install install-scripts clean
+.PHONY: all tests check demo bench bench-e2e bench-gpu regress install install-scripts clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
 #   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12

@@ -7,7 +7,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
-librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev libomp-dev"
+libdeflate-dev librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev libomp-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
