@@ -1,0 +1,97 @@
+/* st_parse.h — the safetensors header parser and the sharded index (model.safetensors.index.json)
+ * parser: pure functions over bytes in memory, no file access. Checks as strict as the format's
+ * reference implementation (huggingface/safetensors, Metadata::validate). */
+#ifndef FP4_ST_PARSE_H
+#define FP4_ST_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+/* The largest header the reference implementation accepts (bytes of JSON). */
+#define FP4_ST_MAX_HEADER 100000000u
+/* Dimensions kept per tensor; a tensor of higher rank is listed with `problem` set. */
+#define FP4_ST_MAX_RANK 8
+
+/* Stored element types of safetensors (the reference's Dtype names). */
+typedef enum fp4_st_dtype {
+    FP4_ST_UNKNOWN = 0,
+    FP4_ST_BOOL, FP4_ST_U8, FP4_ST_I8, FP4_ST_U16, FP4_ST_I16, FP4_ST_U32, FP4_ST_I32,
+    FP4_ST_U64, FP4_ST_I64, FP4_ST_F16, FP4_ST_BF16, FP4_ST_F32, FP4_ST_F64,
+    FP4_ST_F8_E4M3, FP4_ST_F8_E5M2, FP4_ST_F8_E8M0, FP4_ST_F4, FP4_ST_F6_E2M3, FP4_ST_F6_E3M2,
+    FP4_ST_C64,
+    FP4_ST_NDTYPES
+} fp4_st_dtype;
+
+/* The type named NAME (exact, case-sensitive), FP4_ST_UNKNOWN if none. */
+fp4_st_dtype fp4_st_dtype_from_name(const char *name);
+/* Bits per element (4, 6, 8 … 64); 0 for FP4_ST_UNKNOWN. */
+int fp4_st_dtype_bits(fp4_st_dtype t);
+/* Whether fp4diag reads the type as numbers (F32/F16/BF16/F64, F8_E4M3/E5M2, integers). */
+bool fp4_st_dtype_readable(fp4_st_dtype t);
+
+typedef struct fp4_st_tensor {
+    char *name;               /* stored name, valid UTF-8 without NUL (owned) */
+    char dtype[24];           /* the stored type name as written (truncated at 23 bytes) */
+    fp4_st_dtype type;
+    int rank;                 /* may exceed FP4_ST_MAX_RANK (then dims holds the first ones) */
+    int64_t dims[FP4_ST_MAX_RANK];
+    int64_t nelems;           /* product of the dims */
+    uint64_t begin, end;      /* data_offsets: bytes relative to the start of the data section */
+    char problem[128];        /* "" when the tensor can be read; else why not ("type BOOL is not
+                                 numeric", "unknown type X1", "rank 9 exceeds 8") */
+} fp4_st_tensor;
+
+typedef struct fp4_st_header {
+    uint64_t header_len;      /* N, the JSON's length; the data section starts at 8 + N */
+    uint64_t data_start;      /* 8 + N */
+    uint64_t data_len;        /* file size - data_start = the end of the last tensor */
+    fp4_st_tensor *t;         /* tensors in data order (ascending offsets: the file's order) */
+    int n;
+    char **meta_keys;         /* __metadata__ in header order (owned) */
+    char **meta_vals;
+    int nmeta;
+} fp4_st_header;
+
+/* Parse the safetensors file whose whole contents are buf[0..size) (a read-only mapping).
+ * Checks, each an FP4_ERR_INPUT "FILE: <what is wrong>":
+ *   size >= 8; the 8-byte little-endian header length N <= 100 MB and 8 + N <= size; the header
+ *   valid UTF-8, with no NUL and no control character inside a string (raw or as \u0000), a JSON
+ *   object (starting with '{', trailing spaces allowed); `__metadata__` an object of strings;
+ *   every other member an object with "dtype" (string), "shape" (array of integers >= 0) and
+ *   "data_offsets" ([begin, end], integers, begin <= end); duplicate names refused; product of
+ *   the shape times the element bits without overflow and a whole number of bytes equal to
+ *   end - begin (for a known type); the tensors, sorted by offset, cover the data section
+ *   exactly: no overlap ("TENSOR overlaps TENSOR2"), no gap, the last ending where the file
+ *   ends (a truncated data section is named).
+ * An unknown type or an unreadable one (BOOL, F8_E8M0, F4, F6_*, C64) is not a header error:
+ * the tensor gets `problem` set, so that the others still run. An unknown type's size is not
+ * checked beyond being in bounds and not overlapping.
+ * Every byte read lies inside buf[0..size). *out is filled (free with fp4_st_header_free) only
+ * on FP4_OK; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4_st_header *out);
+void fp4_st_header_free(fp4_st_header *h);
+
+/* A sharded checkpoint's index: weight_map in the index file's order. */
+typedef struct fp4_st_index {
+    char **names;             /* tensor names in index order (owned) */
+    int *shard;               /* shard number of each name: shards[shard[i]] */
+    int n;
+    char **shards;            /* distinct shard file names, in order of first appearance */
+    int nshards;
+} fp4_st_index;
+
+/* Parse an index file's JSON (buf[0..size), need not be NUL-terminated): an object with
+ * "weight_map", an object mapping each tensor name to a shard file name (a string, relative,
+ * no ".." component, no NUL); "metadata" optional and not checked. Duplicate tensor names are
+ * refused. FP4_ERR_INPUT "FILE: <what is wrong>". */
+fp4_status fp4_st_index_parse(const char *file, const char *buf, size_t size, fp4_st_index *out);
+void fp4_st_index_free(fp4_st_index *ix);
+
+/* Whether the n bytes at s are valid UTF-8 (no overlong forms, no surrogates, <= U+10FFFF).
+ * A NUL byte is valid UTF-8; callers that refuse it check separately. */
+bool fp4_utf8_valid(const uint8_t *s, size_t n);
+
+#endif
