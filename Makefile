@@ -60,11 +60,12 @@ else
 endif
 $(info fp4diag build: $(CUDA_MSG))
 
-LIB_SRCS := $(filter-out src/main.c,$(wildcard src/*.c src/io/*.c))
+# src/ and its layer folders (src/io/, ...); src/tests/ holds the tests
+LIB_SRCS := $(filter-out src/main.c src/tests/%,$(wildcard src/*.c src/*/*.c))
 LIB_OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRCS))
 TEST_SRCS := $(wildcard src/tests/test_*.c)
 TEST_BINS := $(patsubst src/tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-HDRS := $(wildcard src/*.h src/io/*.h kernels/*.h)
+HDRS := $(filter-out src/tests/%,$(wildcard src/*.h src/*/*.h)) $(wildcard kernels/*.h)
 
 all: $(BIN)
 

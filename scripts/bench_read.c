@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "h5io.h"
+#include "io/h5io.h"
 
 int main(int argc, char **argv)
 {
@@ -17,7 +17,7 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     fp4_h5file *f;
-    fp4_dsinfo info;
+    fp4_tensor_desc info;
     if (fp4_h5_open(argv[1], &f) != FP4_OK || fp4_h5_info(f, argv[2], &info) != FP4_OK) {
         fprintf(stderr, "bench_read: %s\n", fp4_last_error());
         return 1;
@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("%.6f %lld %g\n", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec),
            (long long)(info.nelems * 4), sum);
-    fp4_dsinfo_free(&info);
+    fp4_tensor_desc_free(&info);
     free(buf);
     return 0;
 }

@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "driver.h"
-#include "h5io.h"
+#include "io/source.h"
 #include "report.h"
 
 fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
@@ -34,7 +34,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
         goto out;
     }
-    fp4_h5_set_verbose(o.verbosity > 1);
+    fp4_source_set_verbose(o.verbosity > 1);
 
     fp4_run run;
     st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);

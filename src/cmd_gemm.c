@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "gemm.h"
 #include "gemm_blas.h"
-#include "h5io.h"
+#include "io/source.h"
 #include "options.h"
 #include "report_gemm.h"
 
@@ -122,6 +122,12 @@ static fp4_status split_spec(const char *opt, const char *spec, operand_src *out
     return FP4_OK;
 }
 
+/* A whole tensor as fp32 (buf holds t->nelems floats). */
+static fp4_status read_whole(fp4_source *s, const fp4_tensor_desc *t, float *buf)
+{
+    return fp4_source_read_f32(s, t, 0, 0, t->rank == 0 ? 1 : t->dims[0], buf);
+}
+
 static void layer_free(fp4_gemm_layer *L)
 {
     free(L->name);
@@ -136,10 +142,10 @@ static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const cha
     L->name = strdup(name);
     if (!L->name) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     unsigned need = tensors_needed(paths);
-    fp4_dsinfo info[3];
+    fp4_tensor_desc info[3];
     bool have[3] = {false, false, false};
     float *buf[3] = {NULL, NULL, NULL};
-    fp4_h5file *fh[3] = {NULL, NULL, NULL};
+    fp4_source *fh[3] = {NULL, NULL, NULL};
     fp4_status st = FP4_OK;
     for (int t = 0; t < 3; t++) {
         if (!(need & (1u << t))) continue;
@@ -148,8 +154,8 @@ static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const cha
                            fp4_gemm_tensor_name((fp4_gemm_tensor)t));
             goto out;
         }
-        if ((st = fp4_h5_open(src[t].file, &fh[t])) != FP4_OK) goto out;
-        if ((st = fp4_h5_info(fh[t], src[t].dset, &info[t])) != FP4_OK) goto out;
+        if ((st = fp4_source_open(src[t].file, &fh[t])) != FP4_OK) goto out;
+        if ((st = fp4_source_describe(fh[t], src[t].dset, &info[t])) != FP4_OK) goto out;
         have[t] = true;
         if (!info[t].numeric) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: unsupported dtype %s", src[t].file,
@@ -209,7 +215,7 @@ static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const cha
                            L->src[t], bytes[t] >> 20);
             goto out;
         }
-        if ((st = fp4_h5_read_all(fh[t], src[t].dset, buf[t])) != FP4_OK) goto out;
+        if ((st = read_whole(fh[t], &info[t], buf[t])) != FP4_OK) goto out;
         *bytes_read += info[t].logical_bytes;
     }
     fp4_gemm_operands ops = {buf[0], buf[1], buf[2], L->m, L->n, L->k};
@@ -222,8 +228,8 @@ static fp4_status layer_run(const fp4_gemm_config *gc, unsigned paths, const cha
 out:
     for (int t = 0; t < 3; t++) {
         free(buf[t]);
-        if (have[t]) fp4_dsinfo_free(&info[t]);
-        if (fh[t]) fp4_h5_close(fh[t]);
+        if (have[t]) fp4_tensor_desc_free(&info[t]);
+        if (fh[t]) fp4_source_close(fh[t]);
     }
     return st;
 }
@@ -263,19 +269,19 @@ static char **dedup_groups(char **g, int *n)
 
 static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
 {
-    fp4_h5file *f = NULL;
-    fp4_dsinfo *list = NULL;
+    fp4_source *f = NULL;
+    fp4_tensor_desc *list = NULL;
     int n = 0;
     *groups = NULL;
     *ngroups = 0;
-    FP4_TRY(fp4_h5_open(file, &f));
-    fp4_status st = fp4_h5_select(f, NULL, 0, &list, &n);
+    FP4_TRY(fp4_source_open(file, &f));
+    fp4_status st = fp4_source_select(f, NULL, 0, &list, &n);
     if (st == FP4_OK) {
         *groups = calloc((size_t)(n > 0 ? n : 1), sizeof **groups);
         if (!*groups) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
     for (int i = 0; st == FP4_OK && i < n; i++) {
-        const char *p = list[i].path;
+        const char *p = list[i].name;
         const char *slash = strrchr(p, '/');
         if (!slash || strcmp(slash + 1, "w")) continue;
         char *g = slash == p ? strdup("/") : strndup(p, (size_t)(slash - p));
@@ -285,8 +291,8 @@ static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
     if (st == FP4_OK && *ngroups == 0)
         st = fp4_error(FP4_ERR_INPUT, "%s: no group holds a dataset 'w'; name the groups",
                        file);
-    fp4_dsinfo_free_list(list, n);
-    fp4_h5_close(f);
+    fp4_tensor_desc_free_list(list, n);
+    fp4_source_close(f);
     return st;
 }
 
@@ -350,7 +356,7 @@ fp4_status cmd_gemm(int argc, char **argv)
     if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
         return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
                          opt.nformats);
-    fp4_h5_set_verbose(opt.verbosity > 1);
+    fp4_source_set_verbose(opt.verbosity > 1);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
         return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");

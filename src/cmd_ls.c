@@ -10,7 +10,7 @@
 #include <cJSON.h>
 
 #include "commands.h"
-#include "h5io.h"
+#include "io/source.h"
 #include "report.h"
 #include "version.h"
 
@@ -65,7 +65,7 @@ static void ls_bytes(char *buf, size_t cap, int64_t b)
         snprintf(buf, cap, "%.1f %s", v, unit[u]);
 }
 
-static void ls_dtype(char *buf, size_t cap, const fp4_dsinfo *d)
+static void ls_dtype(char *buf, size_t cap, const fp4_tensor_desc *d)
 {
     snprintf(buf, cap, "%s%s", d->dtype, strcmp(d->byte_order, "be") == 0 ? " be" : "");
 }
@@ -77,14 +77,14 @@ typedef struct ls_row {
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
 
-static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
+static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
 {
     ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
     if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     int w[6] = {4, 5, 5, 6, 7, 4}; /* name shape dtype chunks filters size */
     bool notes = false;
     for (int i = 0; i < n; i++) {
-        const fp4_dsinfo *d = &ds[i];
+        const fp4_tensor_desc *d = &ds[i];
         ls_row *r = &rows[i];
         if (d->nelems < 0)
             snprintf(r->shape, sizeof r->shape, "(too large)");
@@ -94,7 +94,7 @@ static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
         ls_shape(r->chunks, sizeof r->chunks, d->chunk_rank, d->chunk, "-");
         ls_bytes(r->size, sizeof r->size, d->logical_bytes);
         ls_bytes(r->stored, sizeof r->stored, d->stored_bytes);
-        r->name = fp4_text_escape(d->path, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        r->name = fp4_text_escape(d->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
         if (!r->name) {
             for (int k = 0; k < i; k++) free(rows[k].name);
             free(rows);
@@ -104,7 +104,7 @@ static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
         w[1] = ls_max(w[1], (int)strlen(r->shape));
         w[2] = ls_max(w[2], (int)strlen(r->dtype));
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
-        w[4] = ls_max(w[4], (int)strlen(d->filters[0] ? d->filters : "-"));
+        w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
         w[5] = ls_max(w[5], (int)strlen(r->size));
         notes = notes || d->problem[0];
     }
@@ -112,11 +112,11 @@ static fp4_status ls_table(FILE *out, const fp4_dsinfo *ds, int n)
             "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored",
             notes ? "  note" : "");
     for (int i = 0; i < n; i++) {
-        const fp4_dsinfo *d = &ds[i];
+        const fp4_tensor_desc *d = &ds[i];
         const ls_row *r = &rows[i];
         fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s%s\n", w[0], r->name, w[1],
                 r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
-                d->filters[0] ? d->filters : "-", w[5], r->size, r->stored,
+                d->codec[0] ? d->codec : "-", w[5], r->size, r->stored,
                 d->problem[0] ? "  " : "", d->problem);
     }
     for (int i = 0; i < n; i++) free(rows[i].name);
@@ -134,7 +134,7 @@ static cJSON *ls_json_dims(int rank, const int64_t *dims)
 /* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
  * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
  * filters_available, logical_bytes, stored_bytes, problem}]}. Sizes of -1 (overflow) are null. */
-static cJSON *ls_json(const char *file, const fp4_dsinfo *ds, int n)
+static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -148,11 +148,11 @@ static cJSON *ls_json(const char *file, const fp4_dsinfo *ds, int n)
     cJSON_AddStringToObject(root, "file", file);
     cJSON *arr = cJSON_AddArrayToObject(root, "datasets");
     for (int i = 0; arr && i < n; i++) {
-        const fp4_dsinfo *d = &ds[i];
+        const fp4_tensor_desc *d = &ds[i];
         cJSON *o = cJSON_CreateObject();
         if (!o) break;
         cJSON_AddItemToArray(arr, o);
-        cJSON_AddStringToObject(o, "name", d->path);
+        cJSON_AddStringToObject(o, "name", d->name);
         if (d->nelems < 0)
             cJSON_AddNullToObject(o, "shape");
         else
@@ -169,12 +169,12 @@ static cJSON *ls_json(const char *file, const fp4_dsinfo *ds, int n)
         else
             cJSON_AddNullToObject(o, "chunks");
         cJSON *fl = cJSON_AddArrayToObject(o, "filters");
-        char tmp[sizeof d->filters];
-        memcpy(tmp, d->filters, sizeof tmp);
+        char tmp[sizeof d->codec];
+        memcpy(tmp, d->codec, sizeof tmp);
         for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); fl && tok;
              tok = strtok_r(NULL, ",", &save))
             cJSON_AddItemToArray(fl, cJSON_CreateString(tok));
-        cJSON_AddBoolToObject(o, "filters_available", d->filters_available);
+        cJSON_AddBoolToObject(o, "filters_available", d->codec_available);
         if (d->logical_bytes < 0)
             cJSON_AddNullToObject(o, "logical_bytes");
         else
@@ -219,12 +219,12 @@ fp4_status cmd_ls(int argc, char **argv)
     const char *const *sel = (const char *const *)argv + optind + 1;
     int nsel = argc - optind - 1;
 
-    fp4_h5_set_verbose(verbosity > 1);
-    fp4_h5file *f = NULL;
-    fp4_dsinfo *ds = NULL;
+    fp4_source_set_verbose(verbosity > 1);
+    fp4_source *f = NULL;
+    fp4_tensor_desc *ds = NULL;
     int n = 0;
-    FP4_TRY(fp4_h5_open(file, &f));
-    fp4_status st = fp4_h5_select(f, sel, nsel, &ds, &n);
+    FP4_TRY(fp4_source_open(file, &f));
+    fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
     if (st == FP4_OK) {
         if (json) {
             cJSON *doc = ls_json(file, ds, n);
@@ -244,7 +244,7 @@ fp4_status cmd_ls(int argc, char **argv)
         st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
                        errno == EPIPE ? "the reading end of the pipe was closed"
                                       : strerror(errno));
-    fp4_dsinfo_free_list(ds, n);
-    fp4_h5_close(f);
+    fp4_tensor_desc_free_list(ds, n);
+    fp4_source_close(f);
     return st;
 }

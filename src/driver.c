@@ -111,7 +111,7 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-/* Slabs are read by one reader thread (every HDF5 call of a pass is made from it; the main
+/* Slabs are read by one reader thread (every source call of a pass is made from it; the main
  * thread makes none until it is joined) into two buffers, so slab k+1 is read while slab k is
  * analysed. Slabs of about SLAB_TARGET_BYTES stay in cache between the read and the analysis
  * and reuse the same pages (no page faults after the first two slabs). Results do not depend
@@ -125,8 +125,8 @@ typedef struct slab_reader {
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    fp4_h5file *h5;
-    const char *path;
+    fp4_source *src;
+    const fp4_tensor_desc *t;
     int dim;
     int64_t total, count_max;
     float *buf[2];
@@ -149,7 +149,7 @@ static void *slab_reader_main(void *arg)
         if (stop) break;
         const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
         fp4_error_clear();
-        fp4_status st = fp4_h5_read_slab(sr->h5, sr->path, sr->dim, start, cnt, sr->buf[i]);
+        fp4_status st = fp4_source_read_f32(sr->src, sr->t, sr->dim, start, cnt, sr->buf[i]);
         pthread_mutex_lock(&sr->mu);
         if (st != FP4_OK) {
             sr->st = st;
@@ -208,8 +208,8 @@ static void slab_reader_join(slab_reader *sr)
 
 /* Analyse one numeric tensor. Failures of this tensor only are returned as FP4_ERR_INPUT /
  * FP4_ERR_USAGE with the detail recorded; the caller turns them into error entries. */
-static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
-                                 const fp4_dsinfo *info, int tindex, fp4_tensor_result *tr,
+static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
+                                 const fp4_tensor_desc *info, int tindex, fp4_tensor_result *tr,
                                  fp4_qconfig *cfgs)
 {
     const fp4_options *o = run->opt;
@@ -222,7 +222,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
         if (axis < 0) axis += rank;
         if (axis < 0 || axis >= rank)
             return fp4_error(FP4_ERR_INPUT, "%s: %s: --axis %d out of range for rank %d", file,
-                             info->path, o->axis, rank);
+                             info->name, o->axis, rank);
     }
     fp4_layout L;
     fp4_layout_of(info->dims, rank, axis, &L);
@@ -248,7 +248,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
                              "%s: %s: the smallest slab (%lld values along the block axis) "
                              "does not fit --mem-limit %lld bytes; raise --mem-limit or choose "
                              "another --axis",
-                             file, info->path, (long long)unit, (long long)o->mem_limit);
+                             file, info->name, (long long)unit, (long long)o->mem_limit);
     }
 
     /* Slab size: indices along slab_dim per read, bounded by the memory limit (the slab and
@@ -292,7 +292,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
     rows = need_transpose ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows) : NULL;
     if (!tr->metrics || !slab[0] || !slab[1] || (need_transpose && !rows)) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", file,
-                       info->path, (long long)buf_elems);
+                       info->name, (long long)buf_elems);
         goto out;
     }
     st = fp4_analysis_begin(be, cfgs, run->ncfg, L.n_rows, L.row_len, &an);
@@ -302,7 +302,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
     if (nbuf == 1 && L.n_rows > 0 && L.row_len > 0) {
         /* The whole tensor is one slab: read it here, once for both passes. A reader thread
          * would only add its start-up per tensor (10,000 small tensors: most of the run). */
-        st = fp4_h5_read_slab(h5, info->path, L.slab_dim, 0, total, slab[0]);
+        st = fp4_source_read_f32(src, info, L.slab_dim, 0, total, slab[0]);
         if (st != FP4_OK) goto out;
         const float *in = slab[0];
         if (need_transpose) {
@@ -319,7 +319,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
     }
     for (int pass = 0; pass < passes && L.n_rows > 0 && L.row_len > 0; pass++) {
         bool amax_pass = passes == 2 && pass == 0;
-        sr = (slab_reader){.h5 = h5, .path = info->path, .dim = L.slab_dim, .total = total,
+        sr = (slab_reader){.src = src, .t = info, .dim = L.slab_dim, .total = total,
                            .count_max = count_max, .buf = {slab[0], slab[1]}};
         pthread_mutex_init(&sr.mu, NULL);
         pthread_cond_init(&sr.cv, NULL);
@@ -353,7 +353,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_h5file *h5,
     st = fp4_analysis_end(an, tr->metrics);
     an = NULL;
 out:
-    if (reading) { /* a failure mid-pass: stop the reader before HDF5 is used again */
+    if (reading) { /* a failure mid-pass: stop the reader before the source is used again */
         slab_reader_join(&sr);
         pthread_cond_destroy(&sr.cv);
         pthread_mutex_destroy(&sr.mu);
@@ -383,9 +383,9 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     memset(run, 0, sizeof *run);
     run->opt = opt;
     double t0 = now_seconds();
-    fp4_h5file *h5 = NULL;
+    fp4_source *src = NULL;
     fp4_backend *be = NULL;
-    fp4_dsinfo *infos = NULL;
+    fp4_tensor_desc *infos = NULL;
     int ninfos = 0;
     fp4_qconfig *cfgs_t = NULL;
     fp4_status st;
@@ -401,9 +401,9 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     st = fp4_options_configs(opt, run->cfgs, cap, &run->ncfg);
     if (st != FP4_OK) goto out;
 
-    st = fp4_h5_open(file, &h5);
+    st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
-    st = fp4_h5_select(h5, patterns, npatterns, &infos, &ninfos);
+    st = fp4_source_select(src, patterns, npatterns, &infos, &ninfos);
     if (st != FP4_OK) goto out;
     st = fp4_backend_open(opt->device, opt->threads, &be);
     if (st != FP4_OK) goto out;
@@ -417,7 +417,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         goto out;
     }
     for (int i = 0; i < ninfos; i++) {
-        run->datasets[i] = xstrdup(infos[i].path);
+        run->datasets[i] = xstrdup(infos[i].name);
         if (!run->datasets[i]) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;
@@ -427,37 +427,37 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     for (int c = 0; c < run->ncfg; c++) fp4_metrics_init(&run->pooled[c]);
 
     for (int i = 0; i < ninfos; i++) {
-        const fp4_dsinfo *info = &infos[i];
-        progress(run, i, ninfos, info->path, false);
-        /* h5io's verdicts. fp4_error builds each message, so that a long name keeps the
+        const fp4_tensor_desc *info = &infos[i];
+        progress(run, i, ninfos, info->name, false);
+        /* the source's verdicts. fp4_error builds each message, so that a long name keeps the
          * reason at its end. A problem found before the filters were read (rank over
          * FP4_MAX_RANK) is that problem, not an empty filter list. */
         fp4_status bad = FP4_OK;
         if (!info->numeric)
-            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->path,
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->name,
                             info->dtype);
-        else if (!info->filters_available && info->filters[0])
+        else if (!info->codec_available && info->codec[0])
             bad = fp4_error(FP4_ERR_INPUT, "%s: %s: filter not available (%s)", file,
-                            info->path, info->filters);
-        else if (info->problem[0] || info->nelems < 0 || !info->filters_available)
+                            info->name, info->codec);
+        else if (info->problem[0] || info->nelems < 0 || !info->codec_available)
             /* the dims must not reach the layout arithmetic */
-            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, info->path,
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, info->name,
                             info->problem[0] ? info->problem : "size overflows 64 bits");
         if (bad != FP4_OK) {
-            st = add_error(run, info->path, bad, fp4_last_error());
+            st = add_error(run, info->name, bad, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }
         fp4_tensor_result *tr = &run->tensors[run->ntensors];
         memset(tr, 0, sizeof *tr);
         fp4_error_clear();
-        fp4_status ts = analyse_tensor(run, be, h5, info, i, tr, cfgs_t);
+        fp4_status ts = analyse_tensor(run, be, src, info, i, tr, cfgs_t);
         if (ts == FP4_ERR_INPUT || ts == FP4_ERR_USAGE) {
             free(tr->metrics);
             tr->metrics = NULL;
             if (!fp4_last_error()[0])
-                fp4_error(ts, "%s: %s: read failed", file, info->path);
-            st = add_error(run, info->path, ts, fp4_last_error());
+                fp4_error(ts, "%s: %s: read failed", file, info->name);
+            st = add_error(run, info->name, ts, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }
@@ -496,10 +496,10 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     st = FP4_OK;
 out:
     progress(run, 0, 0, "", true);
-    if (infos) fp4_dsinfo_free_list(infos, ninfos);
+    if (infos) fp4_tensor_desc_free_list(infos, ninfos);
     free(cfgs_t);
     if (be) fp4_backend_close(be);
-    if (h5) fp4_h5_close(h5);
+    if (src) fp4_source_close(src);
     run->seconds = now_seconds() - t0;
     return st;
 }
@@ -512,7 +512,7 @@ void fp4_run_free(fp4_run *run)
     for (int i = 0; i < run->ndatasets; i++) free(run->datasets[i]);
     free(run->datasets);
     for (int i = 0; i < run->ntensors; i++) {
-        fp4_dsinfo_free(&run->tensors[i].info);
+        fp4_tensor_desc_free(&run->tensors[i].info);
         free(run->tensors[i].metrics);
     }
     free(run->tensors);

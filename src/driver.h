@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "h5io.h"
+#include "io/source.h"
 #include "metrics.h"
 #include "options.h"
 #include "quant.h"
@@ -17,7 +17,7 @@
  * non-negative dimension index), the canonical row layout, and one finished fp4_metrics per
  * config (same order as fp4_run.cfgs). */
 typedef struct fp4_tensor_result {
-    fp4_dsinfo info;
+    fp4_tensor_desc info;
     int axis;
     int64_t n_rows, row_len;
     fp4_metrics *metrics; /* ncfg entries */
@@ -59,7 +59,7 @@ typedef struct fp4_run {
     int64_t bytes_read;
 } fp4_run;
 
-/* Analyse `file` (patterns select datasets as in fp4_h5_select; none = all) under the options'
+/* Analyse `file` (patterns select tensors as in fp4_source_select; none = all) under the options'
  * configs. Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
  * (file missing, pattern matching nothing), FP4_ERR_USAGE (bad options), FP4_ERR_DEVICE or
  * FP4_ERR_INTERNAL for failures of the whole run; FP4_OK otherwise, even when some tensors

@@ -313,7 +313,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         cJSON *to = cJSON_CreateObject();
         if (!to) break;
         cJSON_AddItemToArray(ts, to);
-        cJSON_AddStringToObject(to, "name", tr->info.path ? tr->info.path : "");
+        cJSON_AddStringToObject(to, "name", tr->info.name ? tr->info.name : "");
         cJSON *sh = cJSON_AddArrayToObject(to, "shape");
         for (int d = 0; sh && d < tr->info.rank; d++)
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)tr->info.dims[d]));
@@ -532,7 +532,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         for (int t = 0; t < run->ntensors; t++)
             for (int p = 0; p < run->npairs; p++) {
                 int a = run->pairs[p].plain, b = run->pairs[p].rotated;
-                table_delta_row(out, run->tensors[t].info.path, &run->cfgs[a],
+                table_delta_row(out, run->tensors[t].info.name, &run->cfgs[a],
                                 &run->tensors[t].metrics[a], &run->tensors[t].metrics[b]);
             }
         for (int p = 0; p < run->npairs; p++) {
@@ -548,7 +548,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
                 "alpha", "B15", x1, x2);
         for (int t = 0; t < run->ntensors; t++)
             for (int c = 0; c < run->ncfg; c++)
-                table_row(out, command, run->tensors[t].info.path, &run->cfgs[c],
+                table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
                           &run->tensors[t].metrics[c]);
         for (int c = 0; c < run->ncfg; c++) {
             table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c]);

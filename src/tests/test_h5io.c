@@ -9,7 +9,8 @@
 
 #include <hdf5.h>
 
-#include "h5io.h"
+#include "io/h5io.h"
+#include "io/source.h"
 
 /* --- fixture writing (tests may call HDF5 directly) ---------------------------------------- */
 
@@ -107,15 +108,15 @@ static void test_f16_with_subnormal(void **state)
     put1(fx.fid, "h", t, t, 6, raw);
     H5Tclose(t);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "h", &in), FP4_OK);
-    assert_string_equal(in.path, "/h");
+    assert_string_equal(in.name, "/h");
     assert_string_equal(in.dtype, "f16");
     assert_string_equal(in.byte_order, "le");
     assert_true(in.numeric && in.exact_fp32);
     assert_int_equal(in.logical_bytes, 12);
     assert_string_equal(in.problem, "");
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[6];
     assert_int_equal(fp4_h5_read_all(f, "/h", v), FP4_OK);
     const float want[] = {1.0f, 0x1p-24f, -0x1p-14f, 65504.0f, -2.0f, 0x3FFp-24f};
@@ -134,11 +135,11 @@ static void test_bf16_custom_type(void **state)
     put1(fx.fid, "w", t, t, 7, raw);
     H5Tclose(t);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "/w", &in), FP4_OK);
     assert_string_equal(in.dtype, "bf16");
     assert_true(in.exact_fp32);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[7];
     assert_int_equal(fp4_h5_read_all(f, "/w", v), FP4_OK);
     assert_true(v[0] == 1.1640625f); /* not IEEE half, not bias-free */
@@ -159,11 +160,11 @@ static void test_big_endian_f32(void **state)
     const float d[] = {1, 2, 3};
     put1(fx.fid, "be", H5T_IEEE_F32BE, H5T_NATIVE_FLOAT, 3, d);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "be", &in), FP4_OK);
     assert_string_equal(in.dtype, "f32");
     assert_string_equal(in.byte_order, "be");
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[3] = {0};
     assert_int_equal(fp4_h5_read_all(f, "be", v), FP4_OK);
     assert_true(v[0] == 1.0f && v[1] == 2.0f && v[2] == 3.0f);
@@ -183,13 +184,13 @@ static void test_custom_exponent_bias(void **state)
     H5Tclose(t);
     H5Tclose(tmem);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "c", &in), FP4_OK);
     assert_string_equal(in.dtype, "float(1,8,7,120)");
     assert_string_equal(in.byte_order, "be");
     assert_true(in.numeric);
     assert_false(in.exact_fp32); /* exponents up to 2^134 overflow fp32 */
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[3];
     assert_int_equal(fp4_h5_read_all(f, "c", v), FP4_OK);
     assert_true(v[0] == 128.0f);
@@ -210,12 +211,12 @@ static void test_big_endian_i32_and_others(void **state)
     const double g[] = {0.1, -1e300, 2.5};
     put1(fx.fid, "g", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 3, g);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "i", &in), FP4_OK);
     assert_string_equal(in.dtype, "i32");
     assert_string_equal(in.byte_order, "be");
     assert_true(in.numeric && !in.exact_fp32);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[5];
     assert_int_equal(fp4_h5_read_all(f, "i", v), FP4_OK);
     assert_true(v[0] == -5.0f && v[1] == 0.0f && v[2] == 7.0f);
@@ -225,7 +226,7 @@ static void test_big_endian_i32_and_others(void **state)
     assert_string_equal(in.dtype, "u8");
     assert_string_equal(in.byte_order, "");
     assert_true(in.exact_fp32);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     assert_int_equal(fp4_h5_read_all(f, "u", v), FP4_OK);
     assert_true(v[0] == 0.0f && v[1] == 1.0f && v[2] == 255.0f);
     uint8_t b[3] = {9, 9, 9};
@@ -236,7 +237,7 @@ static void test_big_endian_i32_and_others(void **state)
     assert_int_equal(fp4_h5_info(f, "g", &in), FP4_OK);
     assert_string_equal(in.dtype, "f64");
     assert_false(in.exact_fp32);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     assert_int_equal(fp4_h5_read_all(f, "g", v), FP4_OK);
     assert_true(v[0] == 0.1f);
     assert_true(isinf(v[1]) && v[1] < 0); /* out of fp32 range: -inf, counted later as inf */
@@ -256,15 +257,15 @@ static void test_chunked_shuffle_deflate(void **state)
     hsize_t n = 10, c = 4;
     put(fx.fid, "z", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, &n, &c, true, 6, d);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "z", &in), FP4_OK);
-    assert_string_equal(in.filters, "shuffle,deflate(6)");
-    assert_true(in.filters_available);
+    assert_string_equal(in.codec, "shuffle,deflate(6)");
+    assert_true(in.codec_available);
     assert_int_equal(in.chunk_rank, 1);
     assert_int_equal(in.chunk[0], 4);
     assert_int_equal(in.logical_bytes, 40);
     assert_true(in.stored_bytes > 0);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[10];
     memset(v, 0xff, sizeof v);
     assert_int_equal(fp4_h5_read_all(f, "z", v), FP4_OK);
@@ -342,11 +343,11 @@ static void test_scalar_and_empty(void **state)
     hsize_t dims[2] = {0, 5};
     put(fx.fid, "e", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, NULL, false, -1, NULL);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "s", &in), FP4_OK);
     assert_int_equal(in.rank, 0);
     assert_int_equal(in.nelems, 1);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[1] = {0};
     assert_int_equal(fp4_h5_read_all(f, "s", v), FP4_OK);
     assert_true(v[0] == 2.5f);
@@ -358,7 +359,7 @@ static void test_scalar_and_empty(void **state)
     assert_int_equal(in.rank, 2);
     assert_int_equal(in.nelems, 0);
     assert_int_equal(in.logical_bytes, 0);
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     assert_int_equal(fp4_h5_read_all(f, "e", v), FP4_OK);
     assert_int_equal(fp4_h5_read_slab(f, "e", 1, 2, 3, v), FP4_OK);
     fx_done(&fx, f);
@@ -373,11 +374,11 @@ static void test_huge_declared_dims(void **state)
     hsize_t dims[2] = {(hsize_t)1 << 31, (hsize_t)1 << 31}, ch[2] = {1024, 1024};
     put(fx.fid, "big", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, ch, false, -1, NULL);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "big", &in), FP4_OK);
     assert_int_equal(in.logical_bytes, -1);
     assert_string_equal(in.problem, "size overflows 64 bits");
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[1];
     assert_int_equal(fp4_h5_read_slab(f, "big", 0, 0, 1, v), FP4_ERR_INPUT);
     assert_non_null(strstr(fp4_last_error(), "/big: size overflows"));
@@ -401,12 +402,12 @@ static void test_string_dataset_is_unsupported(void **state)
     put1(fx.fid, "cmp", ct, ct, 1, (float[]){1, 2});
     H5Tclose(ct);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "txt", &in), FP4_OK);
     assert_string_equal(in.dtype, "string");
     assert_false(in.numeric);
     assert_string_equal(in.problem, "string class is not supported");
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[2];
     fp4_error_clear();
     assert_int_equal(fp4_h5_read_all(f, "txt", v), FP4_ERR_INPUT);
@@ -444,14 +445,14 @@ static void test_unavailable_filter_is_named(void **state)
     H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, z);
     H5Dclose(d);
     fp4_h5file *f = fx_reopen(&fx);
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "blosc", &in), FP4_OK);
-    assert_false(in.filters_available);
+    assert_false(in.codec_available);
     assert_true(in.numeric);
-    assert_non_null(strstr(in.filters, "deflate(1),"));
-    assert_non_null(strstr(in.filters, "(#32001)"));
+    assert_non_null(strstr(in.codec, "deflate(1),"));
+    assert_non_null(strstr(in.codec, "(#32001)"));
     assert_non_null(strstr(in.problem, "(#32001) is not available"));
-    fp4_dsinfo_free(&in);
+    fp4_tensor_desc_free(&in);
     float v[8];
     assert_int_equal(fp4_h5_read_all(f, "blosc", v), FP4_ERR_INPUT);
     assert_non_null(strstr(fp4_last_error(), "/blosc: filter "));
@@ -472,7 +473,7 @@ static void test_missing_dataset(void **state)
     assert_string_equal(fp4_last_error(), want);
     assert_int_equal(fp4_h5_read_slab(f, "/no/such/deep", 0, 0, 1, v), FP4_ERR_INPUT);
     assert_non_null(strstr(fp4_last_error(), "/no/such/deep: no such dataset"));
-    fp4_dsinfo in;
+    fp4_tensor_desc in;
     assert_int_equal(fp4_h5_info(f, "/g", &in), FP4_ERR_INPUT);
     assert_non_null(strstr(fp4_last_error(), "/g: is a group, not a dataset"));
     assert_int_equal(fp4_h5_read_all(f, "g/x", v), FP4_OK); /* still usable after errors */
@@ -506,18 +507,18 @@ static void test_attr_double(void **state)
 
 /* --- selection ----------------------------------------------------------------------------- */
 
-static void select_expect(fp4_h5file *f, const char *const *pats, int np, const char *want)
+static void select_expect(fp4_source *f, const char *const *pats, int np, const char *want)
 {
-    fp4_dsinfo *ds = NULL;
+    fp4_tensor_desc *ds = NULL;
     int n = -1;
-    assert_int_equal(fp4_h5_select(f, pats, np, &ds, &n), FP4_OK);
+    assert_int_equal(fp4_source_select(f, pats, np, &ds, &n), FP4_OK);
     char got[1024] = "";
     for (int i = 0; i < n; i++) {
         strcat(got, i ? " " : "");
-        strcat(got, ds[i].path);
+        strcat(got, ds[i].name);
     }
     assert_string_equal(got, want);
-    fp4_dsinfo_free_list(ds, n);
+    fp4_tensor_desc_free_list(ds, n);
 }
 
 static void test_select(void **state)
@@ -530,7 +531,10 @@ static void test_select(void **state)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         put1(fx.fid, names[i], H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 1, &one);
     H5Gclose(H5Gcreate2(fx.fid, "empty", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    fp4_h5file *f = fx_reopen(&fx);
+    fp4_h5file *h = fx_reopen(&fx);
+    fp4_source *f = NULL;
+    assert_int_equal(fp4_source_open(fx.file, &f), FP4_OK);
+    assert_string_equal(fp4_source_format(f)->name, "hdf5");
     select_expect(f, NULL, 0, "/a/fc1/weight /a/x /a/y /b/c/x /b/fc1/weight /b/x /s");
     select_expect(f, (const char *[]){"/*/x"}, 1, "/a/x /b/x"); /* '*' stops at '/' */
     select_expect(f, (const char *[]){"/*/fc1/weight"}, 1, "/a/fc1/weight /b/fc1/weight");
@@ -542,16 +546,32 @@ static void test_select(void **state)
                   "/a/fc1/weight /a/x /a/y /b/c/x /b/fc1/weight /b/x /s");
     select_expect(f, (const char *[]){"/empty"}, 1, "");
     select_expect(f, (const char *[]){"/?/[xy]"}, 1, "/a/x /a/y /b/x");
-    fp4_dsinfo *ds = NULL;
+    fp4_tensor_desc *ds = NULL;
     int n = 0;
-    assert_int_equal(fp4_h5_select(f, (const char *[]){"/a", "/zzz"}, 2, &ds, &n), FP4_ERR_INPUT);
+    assert_int_equal(fp4_source_select(f, (const char *[]){"/a", "/zzz"}, 2, &ds, &n), FP4_ERR_INPUT);
     assert_null(ds);
     char want[4400];
     snprintf(want, sizeof want, "%s: /zzz: no such dataset or group", fx.file);
     assert_string_equal(fp4_last_error(), want);
-    assert_int_equal(fp4_h5_select(f, (const char *[]){"/a/x/y"}, 1, &ds, &n), FP4_ERR_INPUT);
-    assert_int_equal(fp4_h5_select(f, (const char *[]){"/*/z"}, 1, &ds, &n), FP4_ERR_INPUT);
-    fx_done(&fx, f);
+    assert_int_equal(fp4_source_select(f, (const char *[]){"/a/x/y"}, 1, &ds, &n), FP4_ERR_INPUT);
+    assert_int_equal(fp4_source_select(f, (const char *[]){"/*/z"}, 1, &ds, &n), FP4_ERR_INPUT);
+    fp4_source_close(f);
+    fx_done(&fx, h);
+}
+
+/* The grammar with '.' as a further separator (formats naming tensors "model.layers.0.w"). */
+static void test_select_dot_separators(void **state)
+{
+    (void)state;
+    const char *seps = "/.";
+    assert_true(fp4_select_matches("model.layers.0.w", "model.layers.0.w", seps));
+    assert_true(fp4_select_matches("model.layers", "model.layers.0.w", seps));
+    assert_false(fp4_select_matches("model.lay", "model.layers.0.w", seps));
+    assert_true(fp4_select_matches("model.layers.*.w", "model.layers.12.w", seps));
+    assert_true(fp4_select_matches("model.*", "model.layers.12.w", seps)); /* group below */
+    assert_false(fp4_select_matches("*.w", "model.layers.12.w", seps));  /* '*' stops at '.' */
+    assert_true(fp4_select_matches("*.w", "model.layers.12.w", "/"));    /* '.' is plain */
+    assert_true(fp4_select_matches("", "anything", seps));
 }
 
 /* --- opening ------------------------------------------------------------------------------- */
@@ -591,22 +611,24 @@ static void test_real_checkpoint_subset(void **state)
 {
     (void)state;
     fp4_h5file *f = NULL;
+    fp4_source *src = NULL;
     struct stat st;
     if (stat(FP4T_TESTDATA("gpt_ckpt_small.h5"), &st) != 0) skip();
     assert_int_equal(fp4_h5_open(FP4T_TESTDATA("gpt_ckpt_small.h5"), &f), FP4_OK);
-    fp4_dsinfo *ds = NULL;
+    assert_int_equal(fp4_source_open(FP4T_TESTDATA("gpt_ckpt_small.h5"), &src), FP4_OK);
+    fp4_tensor_desc *ds = NULL;
     int n = 0;
-    assert_int_equal(fp4_h5_select(f, (const char *[]){"/blocks/*/proj/weight"}, 1, &ds, &n),
+    assert_int_equal(fp4_source_select(src, (const char *[]){"/blocks/*/proj/weight"}, 1, &ds, &n),
                      FP4_OK);
     assert_int_equal(n, 2);
-    assert_string_equal(ds[0].path, "/blocks/0/proj/weight");
+    assert_string_equal(ds[0].name, "/blocks/0/proj/weight");
     assert_string_equal(ds[0].dtype, "bf16");
-    assert_string_equal(ds[0].filters, "deflate(4)");
+    assert_string_equal(ds[0].codec, "deflate(4)");
     assert_int_equal(ds[0].dims[0], 256);
     float *whole = malloc(sizeof(float) * 256 * 256), *slab = malloc(sizeof(float) * 256 * 100);
     assert_non_null(whole);
     assert_non_null(slab);
-    assert_int_equal(fp4_h5_read_all(f, ds[0].path, whole), FP4_OK);
+    assert_int_equal(fp4_h5_read_all(f, ds[0].name, whole), FP4_OK);
     /* bf16 widened: the low 16 bits of every fp32 are zero, values are plausible weights. */
     double ss = 0;
     for (int i = 0; i < 256 * 256; i++) {
@@ -615,12 +637,13 @@ static void test_real_checkpoint_subset(void **state)
     }
     double rms = sqrt(ss / (256.0 * 256.0));
     assert_true(rms > 1e-3 && rms < 1.0);
-    assert_int_equal(fp4_h5_read_slab(f, ds[0].path, 1, 100, 100, slab), FP4_OK);
+    assert_int_equal(fp4_h5_read_slab(f, ds[0].name, 1, 100, 100, slab), FP4_OK);
     for (int r = 0; r < 256; r++)
         for (int c = 0; c < 100; c++) assert_true(slab[r * 100 + c] == whole[r * 256 + 100 + c]);
     free(whole);
     free(slab);
-    fp4_dsinfo_free_list(ds, n);
+    fp4_tensor_desc_free_list(ds, n);
+    fp4_source_close(src);
     fp4_h5_close(f);
 }
 
@@ -642,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_missing_dataset),
         cmocka_unit_test(test_attr_double),
         cmocka_unit_test(test_select),
+        cmocka_unit_test(test_select_dot_separators),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_real_checkpoint_subset),
     };

@@ -194,7 +194,7 @@ static void test_analysis_json(void **state)
     for (int i = 0; i < 4; i++) pooled[i] = tm[i];
     fp4_tensor_result tr;
     memset(&tr, 0, sizeof tr);
-    tr.info.path = "/a";
+    tr.info.name = "/a";
     tr.info.rank = 2;
     tr.info.dims[0] = 4;
     tr.info.dims[1] = 4;

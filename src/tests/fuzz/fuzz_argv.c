@@ -14,7 +14,7 @@
 #include "cleanup.h"
 #include "driver.h"
 #include "fuzzutil.h"
-#include "h5io.h"
+#include "io/source.h"
 #include "options.h"
 #include "report.h"
 

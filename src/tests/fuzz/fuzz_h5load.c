@@ -1,5 +1,5 @@
 /* fuzz_h5load.c — libFuzzer target over HDF5 loading (h5io.c): the input bytes become a file
- * that is opened, walked and selected (all datasets, then a group pattern and a glob), every
+ * that is opened (as a tensor source and through h5io), walked and selected (all datasets, then a group pattern and a glob), every
  * dataset described and read in slabs as the analysis driver reads it, plus an out-of-range
  * slab and an attribute. Our code must not crash, leak or hang on any file; HDF5 itself is not
  * instrumented (a crash inside the library is reported by scripts/fuzz_run.sh as HDF5's). */
@@ -7,24 +7,25 @@
 #include <stdlib.h>
 
 #include "fuzzutil.h"
-#include "h5io.h"
+#include "io/h5io.h"
+#include "io/source.h"
 
 /* Bounds that keep one input fast: declared sizes can be huge (fill values need no storage). */
 #define FZ_MAX_ROW_ELEMS ((int64_t)1 << 20) /* elements of one row (all but dim 0) */
 #define FZ_MAX_READ_ELEMS ((int64_t)1 << 22) /* elements read per dataset */
 #define FZ_SLAB_ELEMS ((int64_t)1 << 16)     /* target elements per slab */
 
-static void fz_read_dataset(fp4_h5file *f, const fp4_dsinfo *d)
+static void fz_read_dataset(fp4_h5file *f, const fp4_tensor_desc *d)
 {
-    fp4_dsinfo again;
-    if (fp4_h5_info(f, d->path, &again) != FP4_OK) return;
-    fp4_dsinfo_free(&again);
+    fp4_tensor_desc again;
+    if (fp4_h5_info(f, d->name, &again) != FP4_OK) return;
+    fp4_tensor_desc_free(&again);
     if (d->nelems < 0) return;
     int64_t extent = d->rank == 0 ? 1 : d->dims[0];
     int64_t row = extent == 0 ? 0 : d->nelems / extent;
     float one;
     if (d->nelems == 0 || row > FZ_MAX_ROW_ELEMS) {
-        (void)fp4_h5_read_slab(f, d->path, 0, 0, 0, &one); /* an empty slab reads nothing */
+        (void)fp4_h5_read_slab(f, d->name, 0, 0, 0, &one); /* an empty slab reads nothing */
         return;
     }
     int64_t per = FZ_SLAB_ELEMS / row > 0 ? FZ_SLAB_ELEMS / row : 1;
@@ -34,15 +35,15 @@ static void fz_read_dataset(fp4_h5file *f, const fp4_dsinfo *d)
     int64_t done = 0;
     for (int64_t s = 0; s < extent && done < FZ_MAX_READ_ELEMS; s += per) {
         int64_t c = extent - s < per ? extent - s : per;
-        if (fp4_h5_read_slab(f, d->path, 0, s, c, buf) != FP4_OK) break;
+        if (fp4_h5_read_slab(f, d->name, 0, s, c, buf) != FP4_OK) break;
         done += c * row;
     }
     /* Past the end and a wrong dimension must be usage errors, not reads. */
-    (void)fp4_h5_read_slab(f, d->path, 0, extent, 1, buf);
-    (void)fp4_h5_read_slab(f, d->path, d->rank, 0, 1, buf);
+    (void)fp4_h5_read_slab(f, d->name, 0, extent, 1, buf);
+    (void)fp4_h5_read_slab(f, d->name, d->rank, 0, 1, buf);
     free(buf);
     double a;
-    (void)fp4_h5_read_attr_double(f, d->path, "scale", &a);
+    (void)fp4_h5_read_attr_double(f, d->name, "scale", &a);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -50,16 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fz_write_file("input.h5", data, size);
+    fp4_source *src = NULL;
+    if (fp4_source_open(path, &src) != FP4_OK) return 0;
     fp4_h5file *f = NULL;
-    if (fp4_h5_open(path, &f) != FP4_OK) return 0;
-    fp4_dsinfo *ds = NULL;
+    if (fp4_h5_open(path, &f) != FP4_OK) {
+        fp4_source_close(src);
+        return 0;
+    }
+    fp4_tensor_desc *ds = NULL;
     int n = 0;
-    if (fp4_h5_select(f, NULL, 0, &ds, &n) == FP4_OK) {
+    if (fp4_source_select(src, NULL, 0, &ds, &n) == FP4_OK) {
         for (int i = 0; i < n; i++) fz_read_dataset(f, &ds[i]);
-        fp4_dsinfo_free_list(ds, n);
+        fp4_tensor_desc_free_list(ds, n);
     }
     static const char *const pats[] = {"/blocks", "/*/w*", "x/y/", "/"};
-    if (fp4_h5_select(f, pats, 4, &ds, &n) == FP4_OK) fp4_dsinfo_free_list(ds, n);
+    if (fp4_source_select(src, pats, 4, &ds, &n) == FP4_OK) fp4_tensor_desc_free_list(ds, n);
     fp4_h5_close(f);
+    fp4_source_close(src);
     return 0;
 }

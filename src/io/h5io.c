@@ -1,7 +1,8 @@
-/* h5io.c — every HDF5 call of fp4diag: open, walk, select and describe datasets, and read them
- * (whole or in slabs along one dimension) into fp32 through HDF5's own type conversion
- * (SPEC §8). Errors become FP4_ERR_INPUT values with "FILE: DSET: why"; HDF5 stays silent. */
-#include "h5io.h"
+/* io/h5io.c — every HDF5 call of fp4diag, and the HDF5 tensor source: open, walk and describe
+ * datasets, and read them (whole or in slabs along one dimension) into fp32 through HDF5's own
+ * type conversion or as stored words (SPEC §8). Errors become FP4_ERR_INPUT values with
+ * "FILE: DSET: why"; HDF5 stays silent. */
+#include "io/h5io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,7 @@ struct fp4_h5file {
     char *name;
     char *cur_path; /* the dataset kept open between slab reads, and its description */
     hid_t cur_dset;
-    fp4_dsinfo cur_info;
+    fp4_tensor_desc cur_info;
 };
 
 /* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
@@ -158,7 +159,7 @@ static void h5io_drop_current(fp4_h5file *f)
     f->cur_dset = -1;
     free(f->cur_path);
     f->cur_path = NULL;
-    fp4_dsinfo_free(&f->cur_info);
+    fp4_tensor_desc_free(&f->cur_info);
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -228,7 +229,7 @@ static void h5io_float_name(hid_t t, char *name, size_t cap, bool *exact)
 }
 
 /* Fill the type fields of info from the on-disk type t. */
-static void h5io_describe_type(hid_t t, fp4_dsinfo *info)
+static void h5io_describe_type(hid_t t, fp4_tensor_desc *info)
 {
     H5T_class_t c = H5Tget_class(t);
     size_t size = H5Tget_size(t);
@@ -251,6 +252,22 @@ static void h5io_describe_type(hid_t t, fp4_dsinfo *info)
         if (o == H5T_ORDER_LE) strcpy(info->byte_order, "le");
         if (o == H5T_ORDER_BE) strcpy(info->byte_order, "be");
     }
+    /* The stored word we widen ourselves: the named layouts (h5io_float_name names only plain
+     * ones) and integers that use every bit, in one of the two byte orders. */
+    static const struct {
+        const char *name;
+        fp4_stored stored;
+    } words[] = {
+        {"f16", FP4_STORED_F16}, {"bf16", FP4_STORED_BF16}, {"f32", FP4_STORED_F32},
+        {"f64", FP4_STORED_F64}, {"i8", FP4_STORED_I8},     {"u8", FP4_STORED_U8},
+        {"i16", FP4_STORED_I16}, {"u16", FP4_STORED_U16},   {"i32", FP4_STORED_I32},
+        {"u32", FP4_STORED_U32}, {"i64", FP4_STORED_I64},   {"u64", FP4_STORED_U64},
+    };
+    info->stored = FP4_STORED_OTHER;
+    bool plain_int = c != H5T_INTEGER || (H5Tget_precision(t) == size * 8 && H5Tget_offset(t) == 0);
+    if (info->numeric && plain_int && (size == 1 || info->byte_order[0]))
+        for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+            if (strcmp(info->dtype, words[i].name) == 0) info->stored = words[i].stored;
 }
 
 static void h5io_append(char *buf, size_t cap, const char *s)
@@ -265,10 +282,10 @@ static void h5io_append(char *buf, size_t cap, const char *s)
 }
 
 /* Filters of the pipeline, in order, and whether each can decode here. */
-static void h5io_describe_filters(hid_t dcpl, fp4_dsinfo *info)
+static void h5io_describe_filters(hid_t dcpl, fp4_tensor_desc *info)
 {
-    info->filters[0] = '\0';
-    info->filters_available = true;
+    info->codec[0] = '\0';
+    info->codec_available = true;
     int nf = H5Pget_nfilters(dcpl);
     for (int i = 0; i < nf; i++) {
         unsigned flags = 0, cd[8] = {0}, config = 0;
@@ -296,12 +313,12 @@ static void h5io_describe_filters(hid_t dcpl, fp4_dsinfo *info)
             snprintf(one, sizeof one, "%s(#%d)", k ? clean : "filter", (int)id);
         }
         }
-        h5io_append(info->filters, sizeof info->filters, one);
+        h5io_append(info->codec, sizeof info->codec, one);
         unsigned fconf = 0;
         bool avail = id >= 0 && H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &fconf) >= 0 &&
                      (fconf & H5Z_FILTER_CONFIG_DECODE_ENABLED);
-        if (!avail && info->filters_available) {
-            info->filters_available = false;
+        if (!avail && info->codec_available) {
+            info->codec_available = false;
             if (!info->problem[0])
                 snprintf(info->problem, sizeof info->problem, "filter %s is not available", one);
         }
@@ -343,10 +360,10 @@ static fp4_status h5io_missing(fp4_h5file *f, const char *path, bool is_group)
 }
 
 /* Describe an open dataset; the only failure is out of memory or an unreadable header. */
-static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_dsinfo *info)
+static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_tensor_desc *info)
 {
     memset(info, 0, sizeof *info);
-    if (!(info->path = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    if (!(info->name = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     hid_t t = H5Dget_type(d), s = H5Dget_space(d), dcpl = H5Dget_create_plist(d);
     fp4_status st = FP4_OK;
     if (t < 0 || s < 0 || dcpl < 0) {
@@ -400,11 +417,11 @@ out:
     if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);
     if (dcpl >= 0) H5Pclose(dcpl);
-    if (st != FP4_OK) fp4_dsinfo_free(info);
+    if (st != FP4_OK) fp4_tensor_desc_free(info);
     return st;
 }
 
-fp4_status fp4_h5_info(fp4_h5file *f, const char *path, fp4_dsinfo *out)
+fp4_status fp4_h5_info(fp4_h5file *f, const char *path, fp4_tensor_desc *out)
 {
     h5io_init();
     memset(out, 0, sizeof *out);
@@ -416,20 +433,6 @@ fp4_status fp4_h5_info(fp4_h5file *f, const char *path, fp4_dsinfo *out)
     if (d >= 0) H5Dclose(d);
     free(p);
     return st;
-}
-
-void fp4_dsinfo_free(fp4_dsinfo *info)
-{
-    if (!info) return;
-    free(info->path);
-    info->path = NULL;
-}
-
-void fp4_dsinfo_free_list(fp4_dsinfo *list, int n)
-{
-    if (!list) return;
-    for (int i = 0; i < n; i++) fp4_dsinfo_free(&list[i]);
-    free(list);
 }
 
 /* --- walking and selecting ----------------------------------------------------------------- */
@@ -468,109 +471,43 @@ static herr_t h5io_walk_cb(hid_t group, const char *name, const H5L_info_t *linf
     return 0;
 }
 
-/* Whether dataset `path` is selected by `pat`: the path itself, a group above it, or a glob
- * matching the path or one of its groups (a glob for "every /blocks/N" selects every dataset
- * below each /blocks/N, as the group /blocks/N would). */
-static bool h5io_matches(const char *pat, const char *path)
-{
-    if (strcmp(pat, path) == 0) return true;
-    size_t n = strlen(pat);
-    if (strcmp(pat, "/") == 0 || (strncmp(pat, path, n) == 0 && path[n] == '/')) return true;
-    if (fnmatch(pat, path, FNM_PATHNAME) == 0) return true;
-    if (!strpbrk(pat, "*?[")) return false;
-    char buf[1024];
-    const size_t len = strlen(path);
-    if (len >= sizeof buf) return false;
-    memcpy(buf, path, len + 1);
-    for (size_t i = len; i-- > 1;) /* ancestors, deepest first */
-        if (buf[i] == '/') {
-            buf[i] = '\0';
-            if (fnmatch(pat, buf, FNM_PATHNAME) == 0) return true;
-        }
-    return false;
-}
-
-fp4_status fp4_h5_select(fp4_h5file *f, const char *const *patterns, int npatterns,
-                         fp4_dsinfo **out, int *n)
+/* Every dataset reached through hard links, in name order (the source's `list`). */
+static fp4_status h5io_list(fp4_h5file *f, char ***names, int *n)
 {
     h5io_init();
-    *out = NULL;
+    *names = NULL;
     *n = 0;
     h5io_walk w = {0};
-    fp4_status st = FP4_OK;
-    bool *sel = NULL;
-    char **pats = NULL;
-    char **extra = NULL; /* exact paths reached only through soft links */
-    int nextra = 0;
-    fp4_dsinfo *list = NULL;
     herr_t hr = H5Lvisit(f->fid, H5_INDEX_NAME, H5_ITER_INC, h5io_walk_cb, &w);
+    fp4_status st = FP4_OK;
     if (w.oom) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    if (hr < 0) {
+    } else if (hr < 0) {
         char why[160];
         if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt group structure");
         st = fp4_error(FP4_ERR_INPUT, "%s: cannot walk the file: %s", f->name, why);
-        goto out;
-    }
-    sel = calloc((size_t)w.n + 1, sizeof *sel);
-    pats = calloc((size_t)npatterns + 1, sizeof *pats);
-    extra = calloc((size_t)npatterns + 1, sizeof *extra);
-    if (!sel || !pats || !extra) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    for (int j = 0; j < npatterns; j++) {
-        if (!(pats[j] = h5io_normpath(patterns[j]))) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        bool any = false;
-        for (int i = 0; i < w.n; i++)
-            if (h5io_matches(pats[j], w.paths[i])) any = sel[i] = true;
-        if (any) continue;
-        bool is_group;
-        hid_t d = h5io_open_dset(f, pats[j], &is_group);
-        if (d >= 0) {
-            H5Dclose(d);
-            bool dup = false;
-            for (int k = 0; k < nextra; k++) dup = dup || strcmp(extra[k], pats[j]) == 0;
-            if (!dup) extra[nextra++] = pats[j];
-            continue;
-        }
-        if (is_group) continue; /* an empty group selects nothing, and that is not an error */
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", f->name, pats[j]);
-        goto out;
-    }
-    int total = 0;
-    for (int i = 0; i < w.n; i++) total += npatterns == 0 || sel[i];
-    total += nextra;
-    list = calloc((size_t)total + 1, sizeof *list);
-    if (!list) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    int k = 0;
-    for (int i = 0; i < w.n + nextra && st == FP4_OK; i++) {
-        if (i < w.n && npatterns != 0 && !sel[i]) continue;
-        st = fp4_h5_info(f, i < w.n ? w.paths[i] : extra[i - w.n], &list[k]);
-        if (st == FP4_OK) k++;
     }
     if (st != FP4_OK) {
-        fp4_dsinfo_free_list(list, k);
-        list = NULL;
-        goto out;
+        for (int i = 0; i < w.n; i++) free(w.paths[i]);
+        free(w.paths);
+        return st;
     }
-    *out = list;
-    *n = k;
-out:
-    for (int i = 0; i < w.n; i++) free(w.paths[i]);
-    free(w.paths);
-    for (int j = 0; pats && j < npatterns; j++) free(pats[j]);
-    free(pats);
-    free(extra);
-    free(sel);
+    *names = w.paths;
+    *n = w.n;
+    return FP4_OK;
+}
+
+/* Describe by exact (normalized) path, saying what the path is (the source's `describe`). */
+static fp4_status h5io_describe_named(fp4_h5file *f, const char *path, fp4_tensor_desc *out,
+                                      fp4_name_kind *kind)
+{
+    h5io_init();
+    memset(out, 0, sizeof *out);
+    bool is_group = false;
+    hid_t d = h5io_open_dset(f, path, &is_group);
+    *kind = d >= 0 ? FP4_NAME_TENSOR : is_group ? FP4_NAME_GROUP : FP4_NAME_NONE;
+    fp4_status st = d < 0 ? h5io_missing(f, path, is_group) : h5io_describe(f, d, path, out);
+    if (d >= 0) H5Dclose(d);
     return st;
 }
 
@@ -579,7 +516,7 @@ out:
 /* The dataset `path` (normalized), opened and described once and kept for the following
  * slabs (describing walks the chunk index for the stored size: not once per slab). */
 static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
-                               const fp4_dsinfo **info)
+                               const fp4_tensor_desc **info)
 {
     if (f->cur_path && strcmp(f->cur_path, path) == 0) {
         *d = f->cur_dset;
@@ -622,8 +559,8 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
     h5io_init();
     char *path = h5io_normpath(path_in);
     if (!path) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    const fp4_dsinfo *in = NULL;
-    hid_t d = -1, fs = -1, ms = -1;
+    const fp4_tensor_desc *in = NULL;
+    hid_t d = -1, fs = -1, ms = -1, raw_type = -1, raw_type_copy = -1;
     fp4_status st = h5io_current(f, path, &d, &in);
     if (st != FP4_OK) goto out;
     if (in->problem[0]) {
@@ -666,12 +603,31 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         st = fp4_error(FP4_ERR_INTERNAL, "%s: %s: cannot make the memory space", f->name, path);
         goto out;
     }
+    if (mem_type == H5I_INVALID_HID) {
+        /* raw: the file type itself, in host byte order (HDF5 then only swaps bytes) */
+        if (in->stored == FP4_STORED_OTHER) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s words cannot be read raw", f->name, path,
+                           in->dtype);
+            goto out;
+        }
+        raw_type = H5Dget_type(d);
+        if (raw_type >= 0) raw_type_copy = H5Tcopy(raw_type);
+        if (raw_type_copy < 0 ||
+            (fp4_stored_size(in->stored) > 1 &&
+             H5Tset_order(raw_type_copy, H5Tget_order(H5T_NATIVE_INT)) < 0)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot make the memory type", f->name, path);
+            goto out;
+        }
+        mem_type = raw_type_copy;
+    }
     if (H5Dread(d, mem_type, ms, fs, H5P_DEFAULT, buf) < 0) {
         char why[160];
         if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt data");
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: read failed: %s", f->name, path, why);
     }
 out:
+    if (raw_type_copy >= 0) H5Tclose(raw_type_copy);
+    if (raw_type >= 0) H5Tclose(raw_type);
     if (ms >= 0) H5Sclose(ms);
     if (fs >= 0) H5Sclose(fs);
     if (st != FP4_OK && st != FP4_ERR_USAGE) h5io_drop_current(f);
@@ -685,23 +641,29 @@ fp4_status fp4_h5_read_slab(fp4_h5file *f, const char *path, int dim, int64_t st
     return h5io_read(f, path, dim, start, count, H5T_NATIVE_FLOAT, buf, false);
 }
 
+fp4_status fp4_h5_read_slab_raw(fp4_h5file *f, const char *path, int dim, int64_t start,
+                                int64_t count, void *buf)
+{
+    return h5io_read(f, path, dim, start, count, H5I_INVALID_HID, buf, false);
+}
+
 fp4_status fp4_h5_read_all(fp4_h5file *f, const char *path, float *buf)
 {
-    fp4_dsinfo info;
+    fp4_tensor_desc info;
     FP4_TRY(fp4_h5_info(f, path, &info));
     int64_t n = info.rank == 0 ? 1 : info.dims[0];
     fp4_status st = h5io_read(f, path, 0, 0, n, H5T_NATIVE_FLOAT, buf, false);
-    fp4_dsinfo_free(&info);
+    fp4_tensor_desc_free(&info);
     return st;
 }
 
 fp4_status fp4_h5_read_u8(fp4_h5file *f, const char *path, uint8_t *buf)
 {
-    fp4_dsinfo info;
+    fp4_tensor_desc info;
     FP4_TRY(fp4_h5_info(f, path, &info));
     int64_t n = info.rank == 0 ? 1 : info.dims[0];
     fp4_status st = h5io_read(f, path, 0, 0, n, H5T_NATIVE_UINT8, buf, true);
-    fp4_dsinfo_free(&info);
+    fp4_tensor_desc_free(&info);
     return st;
 }
 
@@ -739,3 +701,52 @@ out:
     free(p);
     return st;
 }
+
+/* --- the HDF5 tensor source ------------------------------------------------------------------ */
+
+static fp4_status h5src_open(const char *file, void **impl)
+{
+    fp4_h5file *f = NULL;
+    FP4_TRY(fp4_h5_open(file, &f));
+    *impl = f;
+    return FP4_OK;
+}
+
+static void h5src_close(void *impl) { fp4_h5_close(impl); }
+
+static fp4_status h5src_list(void *impl, char ***names, int *n)
+{
+    return h5io_list(impl, names, n);
+}
+
+static fp4_status h5src_describe(void *impl, const char *name, fp4_tensor_desc *out,
+                                 fp4_name_kind *kind)
+{
+    return h5io_describe_named(impl, name, out, kind);
+}
+
+static fp4_status h5src_read_raw(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                                 int64_t count, void *buf)
+{
+    return fp4_h5_read_slab_raw(impl, t->name, dim, start, count, buf);
+}
+
+static fp4_status h5src_read_f32(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                                 int64_t count, float *buf)
+{
+    return fp4_h5_read_slab(impl, t->name, dim, start, count, buf);
+}
+
+const fp4_source_ops fp4_source_hdf5 = {
+    .name = "hdf5",
+    .separators = "/",
+    .rooted = true,
+    .probe = NULL, /* the fallback: any file no other format claims */
+    .open = h5src_open,
+    .close = h5src_close,
+    .list = h5src_list,
+    .describe = h5src_describe,
+    .read_raw = h5src_read_raw,
+    .read_f32 = h5src_read_f32,
+    .set_verbose = fp4_h5_set_verbose,
+};

@@ -1,0 +1,276 @@
+/* io/source.c — the tensor-source interface: open a file as the format its first bytes name,
+ * the one selection grammar over tensor names (SPEC §8), and the dispatch of reads to the
+ * format's operations. Names no format: the table lives in source_reg.c. */
+#include "io/source.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct fp4_source {
+    const fp4_source_ops *ops;
+    void *impl;
+    char *file;
+};
+
+int fp4_stored_size(fp4_stored s)
+{
+    switch (s) {
+    case FP4_STORED_I8:
+    case FP4_STORED_U8: return 1;
+    case FP4_STORED_F16:
+    case FP4_STORED_BF16:
+    case FP4_STORED_I16:
+    case FP4_STORED_U16: return 2;
+    case FP4_STORED_F32:
+    case FP4_STORED_I32:
+    case FP4_STORED_U32: return 4;
+    case FP4_STORED_F64:
+    case FP4_STORED_I64:
+    case FP4_STORED_U64: return 8;
+    default: return 0;
+    }
+}
+
+void fp4_tensor_desc_free(fp4_tensor_desc *t)
+{
+    if (!t) return;
+    free(t->name);
+    t->name = NULL;
+}
+
+void fp4_tensor_desc_free_list(fp4_tensor_desc *list, int n)
+{
+    if (!list) return;
+    for (int i = 0; i < n; i++) fp4_tensor_desc_free(&list[i]);
+    free(list);
+}
+
+void fp4_source_set_verbose(bool verbose)
+{
+    for (int i = 0; i < fp4_source_count; i++)
+        if (fp4_source_table[i]->set_verbose) fp4_source_table[i]->set_verbose(verbose);
+}
+
+/* The format of `file` by its first bytes; the fallback (last entry) when none claims it or
+ * the file cannot be read here (its open then says why). */
+static const fp4_source_ops *source_detect(const char *file)
+{
+    unsigned char head[4096];
+    size_t n = 0;
+    struct stat st;
+    /* only a regular file is read here (a FIFO would block); the fallback's open names the
+     * others */
+    int fd = stat(file, &st) == 0 && S_ISREG(st.st_mode) ? open(file, O_RDONLY | O_NONBLOCK) : -1;
+    if (fd >= 0) {
+        ssize_t r;
+        while (n < sizeof head && (r = read(fd, head + n, sizeof head - n)) > 0) n += (size_t)r;
+        close(fd);
+    }
+    for (int i = 0; fd >= 0 && i < fp4_source_count; i++)
+        if (fp4_source_table[i]->probe && fp4_source_table[i]->probe(head, n))
+            return fp4_source_table[i];
+    return fp4_source_table[fp4_source_count - 1];
+}
+
+fp4_status fp4_source_open(const char *file, fp4_source **out)
+{
+    *out = NULL;
+    const fp4_source_ops *ops = source_detect(file);
+    void *impl = NULL;
+    FP4_TRY(ops->open(file, &impl));
+    fp4_source *s = calloc(1, sizeof *s);
+    if (!s || !(s->file = strdup(file))) {
+        free(s);
+        ops->close(impl);
+        return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", file);
+    }
+    s->ops = ops;
+    s->impl = impl;
+    *out = s;
+    return FP4_OK;
+}
+
+void fp4_source_close(fp4_source *s)
+{
+    if (!s) return;
+    s->ops->close(s->impl);
+    free(s->file);
+    free(s);
+}
+
+const char *fp4_source_file(const fp4_source *s) { return s ? s->file : ""; }
+
+const fp4_source_ops *fp4_source_format(const fp4_source *s) { return s ? s->ops : NULL; }
+
+/* --- the selection grammar ----------------------------------------------------------------- */
+
+/* A pattern or name as the format spells names: rooted formats "/x/y" from "x/y", "/x/y/" or
+ * "/x/y" ("/" stays "/"); others without the leading '/' and trailing separators. */
+static char *select_normalize(const fp4_source_ops *ops, const char *p)
+{
+    size_t n = strlen(p);
+    char *d = malloc(n + 2);
+    if (!d) return NULL;
+    size_t k = 0;
+    if (ops->rooted) {
+        if (p[0] != '/') d[k++] = '/';
+    } else {
+        while (*p == '/') p++, n--;
+    }
+    memcpy(d + k, p, n + 1);
+    k += n;
+    while (k > (ops->rooted ? 1u : 0u) && strchr(ops->separators, d[k - 1])) d[--k] = '\0';
+    return d;
+}
+
+static bool select_match_slash(const char *pat, const char *path)
+{
+    if (strcmp(pat, path) == 0) return true;
+    size_t n = strlen(pat);
+    if (strcmp(pat, "/") == 0 || n == 0 || (strncmp(pat, path, n) == 0 && path[n] == '/'))
+        return true;
+    if (fnmatch(pat, path, FNM_PATHNAME) == 0) return true;
+    if (!strpbrk(pat, "*?[")) return false;
+    char buf[1024];
+    const size_t len = strlen(path);
+    if (len >= sizeof buf) return false;
+    memcpy(buf, path, len + 1);
+    for (size_t i = len; i-- > 1;) /* ancestors, deepest first */
+        if (buf[i] == '/') {
+            buf[i] = '\0';
+            if (fnmatch(pat, buf, FNM_PATHNAME) == 0) return true;
+        }
+    return false;
+}
+
+/* Whether `pat` selects `name`: the name itself, a group above it, or a glob matching the name
+ * or one of its groups (a glob for "every /blocks/N" selects every tensor below each
+ * /blocks/N, as the group /blocks/N would). Separators other than '/' count as '/'. */
+bool fp4_select_matches(const char *pat, const char *name, const char *seps)
+{
+    if (!seps[0] || (seps[0] == '/' && !seps[1])) return select_match_slash(pat, name);
+    char p2[1024], n2[1024];
+    size_t lp = strlen(pat), ln = strlen(name);
+    if (lp >= sizeof p2 || ln >= sizeof n2) return strcmp(pat, name) == 0;
+    for (size_t i = 0; i <= lp; i++) p2[i] = pat[i] && strchr(seps, pat[i]) ? '/' : pat[i];
+    for (size_t i = 0; i <= ln; i++) n2[i] = name[i] && strchr(seps, name[i]) ? '/' : name[i];
+    return select_match_slash(p2, n2);
+}
+
+fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
+                             fp4_tensor_desc **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    const fp4_source_ops *ops = s->ops;
+    char **names = NULL;
+    int nnames = 0;
+    fp4_status st = FP4_OK;
+    bool *sel = NULL;
+    char **pats = NULL;
+    char **extra = NULL; /* exact names `list` does not reach (HDF5 soft links) */
+    int nextra = 0;
+    fp4_tensor_desc *list = NULL;
+    st = ops->list(s->impl, &names, &nnames);
+    if (st != FP4_OK) goto out;
+    sel = calloc((size_t)nnames + 1, sizeof *sel);
+    pats = calloc((size_t)npatterns + 1, sizeof *pats);
+    extra = calloc((size_t)npatterns + 1, sizeof *extra);
+    if (!sel || !pats || !extra) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < npatterns; j++) {
+        if (!(pats[j] = select_normalize(ops, patterns[j]))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        bool any = false;
+        for (int i = 0; i < nnames; i++)
+            if (fp4_select_matches(pats[j], names[i], ops->separators)) any = sel[i] = true;
+        if (any) continue;
+        fp4_name_kind kind = FP4_NAME_NONE;
+        fp4_tensor_desc probe;
+        memset(&probe, 0, sizeof probe);
+        fp4_status ds = ops->describe(s->impl, pats[j], &probe, &kind);
+        fp4_tensor_desc_free(&probe);
+        if (kind == FP4_NAME_TENSOR) {
+            (void)ds; /* a header error surfaces when it is described below */
+            bool dup = false;
+            for (int k = 0; k < nextra; k++) dup = dup || strcmp(extra[k], pats[j]) == 0;
+            if (!dup) extra[nextra++] = pats[j];
+            continue;
+        }
+        if (kind == FP4_NAME_GROUP) continue; /* an empty group selects nothing: no error */
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", s->file, pats[j]);
+        goto out;
+    }
+    int total = 0;
+    for (int i = 0; i < nnames; i++) total += npatterns == 0 || sel[i];
+    total += nextra;
+    list = calloc((size_t)total + 1, sizeof *list);
+    if (!list) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    int k = 0;
+    for (int i = 0; i < nnames + nextra && st == FP4_OK; i++) {
+        if (i < nnames && npatterns != 0 && !sel[i]) continue;
+        fp4_name_kind kind;
+        st = ops->describe(s->impl, i < nnames ? names[i] : extra[i - nnames], &list[k], &kind);
+        if (st == FP4_OK) k++;
+    }
+    if (st != FP4_OK) {
+        fp4_tensor_desc_free_list(list, k);
+        list = NULL;
+        goto out;
+    }
+    *out = list;
+    *n = k;
+out:
+    for (int i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    for (int j = 0; pats && j < npatterns; j++) free(pats[j]);
+    free(pats);
+    free(extra);
+    free(sel);
+    return st;
+}
+
+fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    char *p = select_normalize(s->ops, name);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_name_kind kind;
+    fp4_status st = s->ops->describe(s->impl, p, out, &kind);
+    free(p);
+    return st;
+}
+
+/* --- reads ---------------------------------------------------------------------------------- */
+
+fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                               int64_t count, float *buf)
+{
+    if (!s->ops->read_f32)
+        return fp4_error(FP4_ERR_INTERNAL, "%s: %s: the %s source has no fp32 read", s->file,
+                         t->name, s->ops->name);
+    return s->ops->read_f32(s->impl, t, dim, start, count, buf);
+}
+
+fp4_status fp4_source_read_raw(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                               int64_t count, void *buf)
+{
+    if (t->problem[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, t->name, t->problem);
+    if (!s->ops->read_raw || t->stored == FP4_STORED_OTHER)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: %s words cannot be read raw", s->file, t->name,
+                         t->dtype);
+    return s->ops->read_raw(s->impl, t, dim, start, count, buf);
+}

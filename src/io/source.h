@@ -1,0 +1,191 @@
+/* io/source.h — where tensors come from: the tensor-source interface (one table of operations
+ * per file format), the format-neutral tensor descriptor, and the one selection grammar
+ * (SPEC §8). The driver, `ls` and `gemm` read tensors only through fp4_source_*.
+ *
+ * Adding a source (a file format):
+ *   1. Write src/io/FORMAT.c with one `const fp4_source_ops fp4_source_FORMAT` filling at
+ *      least probe, open, close, list, describe and read_raw (or read_f32); everything it
+ *      calls of a foreign library stays in that file.
+ *   2. Declare it `extern` in source_reg.c and add it to the table there, before HDF5 (the fallback that claims any file no
+ *      probe recognised, and gives the "not an HDF5 file" error).
+ *   3. Fill every descriptor field (fp4_tensor_desc below): `stored` says how the words are
+ *      stored, so the caller widens them (io/widen.h); FP4_STORED_OTHER means "only read_f32
+ *      can read it" (then read_f32 is required).
+ *   4. Names: `separators` lists the characters that split a name into components for the
+ *      selection grammar ("/" for HDF5; "/." for names like "model.layers.0.mlp.weight"), and
+ *      `rooted` says whether names begin with '/'.
+ *   5. Tests: src/tests/test_FORMAT.c writes its own small files in a temp dir; a CLI case runs
+ *      `ls` and `sqnr` on one.
+ * Operations are called from one thread at a time per open source (the driver's reader thread
+ * while it reads; never two at once). */
+#ifndef FP4_IO_SOURCE_H
+#define FP4_IO_SOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define FP4_MAX_RANK 8
+
+/* How a tensor's elements are stored (the stored word); byte order in fp4_tensor_desc.
+ * FP4_STORED_OTHER: a layout this program does not widen itself (an unusual custom float, a
+ * non-numeric class); numeric ones are read through the source's read_f32. */
+typedef enum fp4_stored {
+    FP4_STORED_OTHER = 0,
+    FP4_STORED_F16,  /* IEEE binary16 */
+    FP4_STORED_BF16, /* sign 15, exponent 7..14, mantissa 0..6, bias 127 */
+    FP4_STORED_F32,
+    FP4_STORED_F64,
+    FP4_STORED_I8,
+    FP4_STORED_U8,
+    FP4_STORED_I16,
+    FP4_STORED_U16,
+    FP4_STORED_I32,
+    FP4_STORED_U32,
+    FP4_STORED_I64,
+    FP4_STORED_U64,
+    FP4_STORED_COUNT
+} fp4_stored;
+
+/* Bytes of one stored word (0 for FP4_STORED_OTHER). */
+int fp4_stored_size(fp4_stored s);
+
+/* One tensor, described the same way whatever the format. */
+typedef struct fp4_tensor_desc {
+    char *name;                  /* full name as the format spells it: "/blocks/0/fc1/weight"
+                                    (HDF5), "model.layers.0.mlp.weight" (owned) */
+    int rank;                    /* 0 for a scalar */
+    int64_t dims[FP4_MAX_RANK];
+    int64_t nelems;              /* product of dims (1 for scalar); -1 when it overflows */
+    char dtype[48];              /* "f16", "bf16", "f32", "f64", "i8".."u64",
+                                    "float(s,e,m,bias)" for other custom floats (s sign bits,
+                                    e exponent bits, m mantissa bits, exponent bias), e.g. bf16
+                                    would be float(1,8,7,127); or the class name ("string",
+                                    "compound", "opaque", "enum", …) when unsupported */
+    char byte_order[4];          /* "le", "be" or "" (one-byte and non-numeric types) */
+    fp4_stored stored;           /* the stored word, for our own widening (see above) */
+    bool numeric;                /* float or integer: can be read as fp32 */
+    bool exact_fp32;             /* widening to fp32 is exact (f16, bf16, f32, ints <= 24 bit) */
+    int chunk_rank;              /* 0 when not chunked */
+    int64_t chunk[FP4_MAX_RANK];
+    char codec[96];              /* the stored form's filters/codec in order: "deflate(4),shuffle",
+                                    or "" */
+    bool codec_available;        /* every filter of `codec` can decode here */
+    int64_t logical_bytes;       /* nelems * stored element size; -1 on overflow */
+    int64_t stored_bytes;        /* bytes the tensor takes in the file */
+    char problem[160];           /* "" when the tensor can be read; else why not, the text of
+                                    its error after "FILE: NAME: " ("string class is not
+                                    supported", "filter blosc (32001) is not available",
+                                    "size overflows 64 bits") */
+} fp4_tensor_desc;
+
+void fp4_tensor_desc_free(fp4_tensor_desc *t);
+void fp4_tensor_desc_free_list(fp4_tensor_desc *list, int n);
+
+/* One encoded chunk of a chunked tensor (for decoding on worker threads; see chunk_read). */
+typedef struct fp4_source_chunk {
+    int64_t offset[FP4_MAX_RANK]; /* element coordinates of the chunk's first element */
+    uint32_t filter_mask;         /* bit i set: filter i of `codec` was not applied */
+    int64_t file_offset;          /* where its bytes lie in the file; -1 when unknown */
+    int64_t bytes;                /* encoded size; 0 = never written (the fill value) */
+} fp4_source_chunk;
+
+/* What a name is in a file (the selection grammar's question to a format). */
+typedef enum fp4_name_kind { FP4_NAME_NONE = 0, FP4_NAME_GROUP, FP4_NAME_TENSOR } fp4_name_kind;
+
+/* The operations of one format. `impl` is the format's own open-file object. Every operation
+ * returns FP4_OK or an error value with a one-line detail "FILE: NAME: why". */
+typedef struct fp4_source_ops {
+    const char *name;       /* "hdf5" */
+    const char *separators; /* characters splitting a name into components: "/" or "/." */
+    bool rooted;            /* names begin with '/' (patterns get one when they lack it) */
+    /* Whether `head` (the first n bytes of the file, n <= 4096, fewer for a short file) is
+     * this format. NULL: the fallback (only the last entry of the table). */
+    bool (*probe)(const unsigned char *head, size_t n);
+    /* Open read-only. FP4_ERR_INPUT "FILE: why" for a missing, unreadable or corrupt file. */
+    fp4_status (*open)(const char *file, void **impl);
+    void (*close)(void *impl);
+    /* Every tensor's name in listing order (cheap: nothing is described). *names is a malloc'd
+     * array of malloc'd strings, freed by the caller. */
+    fp4_status (*list)(void *impl, char ***names, int *n);
+    /* Describe one tensor by exact name (normalized: see `rooted`), including ones `list`
+     * does not reach (HDF5 soft links). *kind says what the name is: a tensor (FP4_OK, or an
+     * error reading its header), a group/prefix (FP4_ERR_INPUT "FILE: NAME: is a group, not a
+     * dataset"; an empty group selects nothing and is no error) or nothing (FP4_ERR_INPUT
+     * "FILE: NAME: no such dataset"). A tensor that cannot be read is described with FP4_OK
+     * and `problem` set. */
+    fp4_status (*describe)(void *impl, const char *name, fp4_tensor_desc *out,
+                           fp4_name_kind *kind);
+    /* The slab [start, start+count) along dimension `dim` (all of the others) as stored words
+     * in host byte order, row-major within the slab: count * nelems / dims[dim] words of
+     * fp4_stored_size(t->stored) bytes. Scalar: dim 0, start 0, count 1. FP4_ERR_USAGE for
+     * a bad range; FP4_ERR_INPUT for data that cannot be read. NULL while a source has only
+     * read_f32. */
+    fp4_status (*read_raw)(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                           int64_t count, void *buf);
+    /* Optional. The same slab converted to fp32 by the format's own library (the fallback for
+     * FP4_STORED_OTHER and the reference the widening tests compare against). */
+    fp4_status (*read_f32)(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                           int64_t count, float *buf);
+    /* Optional. The whole tensor's stored words inside a read-only mapping, or NULL when it
+     * is not stored plainly (zero-copy formats). Valid until close. */
+    const void *(*view)(void *impl, const fp4_tensor_desc *t);
+    /* Optional. The chunks of a chunked tensor, and the encoded bytes of chunk i into buf
+     * (cap bytes). */
+    fp4_status (*chunk_count)(void *impl, const fp4_tensor_desc *t, int64_t *n);
+    fp4_status (*chunk_read)(void *impl, const fp4_tensor_desc *t, int64_t i,
+                             fp4_source_chunk *info, void *buf, size_t cap);
+    /* Optional. Let the library print its own error stack (-vv) or keep it silent. */
+    void (*set_verbose)(bool verbose);
+} fp4_source_ops;
+
+/* The registry (source_reg.c): every format, HDF5 last (the fallback). */
+extern const fp4_source_ops *const fp4_source_table[];
+extern const int fp4_source_count;
+
+typedef struct fp4_source fp4_source;
+
+/* Open FILE read-only as the format whose probe recognises its first bytes (HDF5 when none
+ * does). Errors of the format's open: FP4_ERR_INPUT "FILE: no such file", "FILE: not an HDF5
+ * file", … */
+fp4_status fp4_source_open(const char *file, fp4_source **out);
+void fp4_source_close(fp4_source *s);
+const char *fp4_source_file(const fp4_source *s);
+const fp4_source_ops *fp4_source_format(const fp4_source *s);
+
+/* Every format's library prints its own error stack (true, -vv) or stays silent (default). */
+void fp4_source_set_verbose(bool verbose);
+
+/* The selection grammar (SPEC §8), the same for every format. Each pattern is an exact tensor
+ * name, a group/prefix (every tensor below it: the name continues with a separator), or a
+ * glob on the full name (fnmatch: '*' does not cross a separator; a glob matching a group
+ * selects every tensor below it; names over 1023 bytes are matched whole only); no patterns
+ * = every tensor. A leading '/' is optional. Results in listing order, de-duplicated, every
+ * one described (tensors that cannot be read included, with `problem` set). *out is freed
+ * with fp4_tensor_desc_free_list. A pattern that matches nothing: FP4_ERR_INPUT
+ * "FILE: PATTERN: no such dataset or group". */
+fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
+                             fp4_tensor_desc **out, int *n);
+
+/* Whether `pattern` (normalized: see fp4_select_normalize) selects tensor `name` under the
+ * separators `seps` (exposed for tests). */
+bool fp4_select_matches(const char *pattern, const char *name, const char *seps);
+
+/* Describe one tensor by exact name (leading '/' optional). FP4_ERR_INPUT "FILE: NAME: no
+ * such dataset" / "is a group, not a dataset". */
+fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc *out);
+
+/* The slab [start, start+count) along `dim` as fp32, row-major within the slab; buf holds
+ * count * nelems / dims[dim] floats (scalar: dim 0, start 0, count 1). Errors as read_raw;
+ * FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with `problem` set. */
+fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                               int64_t count, float *buf);
+
+/* The slab's stored words in host order (see fp4_source_ops.read_raw). FP4_ERR_INPUT when the
+ * format cannot give them (FP4_STORED_OTHER). */
+fp4_status fp4_source_read_raw(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                               int64_t count, void *buf);
+
+#endif
