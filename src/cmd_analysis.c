@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "driver.h"
 #include "io/source.h"
+#include "output.h"
 #include "report.h"
 
 fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
@@ -35,6 +36,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         goto out;
     }
     fp4_source_set_verbose(o.verbosity > 1);
+    /* -o checked before anything is read: never the input, its directory writable */
+    st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
+    if (st != FP4_OK) goto out;
 
     fp4_run run;
     st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
@@ -45,6 +49,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
                        run.nerrors, run.ndatasets, run.errors[0].message);
     fp4_run_free(&run);
 out:
+    fp4_output_forget();
     free(args);
     return st;
 }

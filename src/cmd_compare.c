@@ -311,9 +311,14 @@ fp4_status cmd_compare(int argc, char **argv)
                                         "'fp4diag compare --help'",
                          argc - optind, argc - optind == 1 ? "" : "s");
     const char *base = argv[optind], *newp = argv[optind + 1];
+    if (output) { /* before reading: never one of the two reports compared */
+        const char *const inputs[2] = {base, newp};
+        FP4_TRY(fp4_output_prepare(output, inputs, 2));
+    }
     fp4_compare_result res;
     fp4_status st = fp4_compare_files(base, newp, &o, &res);
     if (st != FP4_OK) {
+        fp4_output_forget();
         fp4_compare_result_free(&res);
         return st;
     }
@@ -339,6 +344,7 @@ fp4_status cmd_compare(int argc, char **argv)
                        "%g dB, alpha change %g, bucket drop %g)",
                        res.nregressed, res.nrows, o.max_sqnr_drop_db, o.max_alpha_change,
                        o.max_bucket_drop);
+    fp4_output_forget();
     fp4_compare_result_free(&res);
     return st;
 }

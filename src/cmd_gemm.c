@@ -14,6 +14,7 @@
 #include "gemm_blas.h"
 #include "io/source.h"
 #include "options.h"
+#include "output.h"
 #include "report_gemm.h"
 
 const char fp4_usage_gemm[] =
@@ -382,6 +383,22 @@ fp4_status cmd_gemm(int argc, char **argv)
             fp4_qconfig q;
             FP4_TRY(fp4_gemm_operand_config(&gc, (fp4_gemm_path)p, (fp4_gemm_tensor)t, &q));
         }
+    /* -o checked before anything is read: never one of the operand files */
+    {
+        operand_src in[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+        const char *files[3] = {NULL, NULL, NULL};
+        fp4_status pst = FP4_OK;
+        for (int t = 0; t < 3 && pst == FP4_OK; t++) {
+            if (!by_spec) files[t] = t == 0 ? opt.args[0] : NULL;
+            else if (g.spec[t] &&
+                     (pst = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t), g.spec[t],
+                                       &in[t])) == FP4_OK)
+                files[t] = in[t].file;
+        }
+        if (pst == FP4_OK) pst = fp4_output_prepare(opt.output, files, 3);
+        for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
+        if (pst != FP4_OK) return pst;
+    }
     if (opt.threads > 0) { /* quantizing (OpenMP) and CBLAS */
         openblas_set_num_threads(opt.threads);
         omp_set_num_threads(opt.threads);
@@ -484,6 +501,7 @@ fp4_status cmd_gemm(int argc, char **argv)
                                       "first: %s",
                        run.nerrors, nlayers, errs[0].message);
 out:
+    fp4_output_forget();
     fp4_dgemm_close(products);
     for (int i = 0; i < run.nlayers; i++) layer_free(&layers[i]);
     free(layers);

@@ -1,7 +1,5 @@
 /* report.c — every cJSON call: the analysis and grid reports of SPEC §9, their whole-or-absent
- * output (temporary file + fsync + rename for regular files, direct writes otherwise), and the
- * human tables on stderr. */
-#include "cleanup.h"
+ * output (through output.c), and the human tables. */
 #include "report.h"
 
 #include <errno.h>
@@ -20,103 +18,6 @@
 #include "options.h"
 #include "quant.h"
 #include "version.h"
-
-/* ---------------------------------------------------------------- output */
-
-static fp4_status write_all(int fd, const char *path, const char *text, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, text, len);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return fp4_error(FP4_ERR_INPUT, "%s: write error: %s", path, strerror(errno));
-        }
-        text += w;
-        len -= (size_t)w;
-    }
-    return FP4_OK;
-}
-
-static bool under_dev_or_proc(const char *p)
-{
-    return !strncmp(p, "/dev/", 5) || !strcmp(p, "/dev") || !strncmp(p, "/proc/", 6);
-}
-
-/* Direct write to something that is not a regular file: never created, renamed or unlinked. */
-static fp4_status write_direct(const char *path, const char *text, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    fp4_status st = write_all(fd, path, text, len);
-    if (close(fd) != 0 && st == FP4_OK)
-        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", path, strerror(errno));
-    return st;
-}
-
-/* Temporary file beside `target`, fsync, rename over it. */
-static fp4_status write_replace(const char *target, const char *display, const char *text,
-                                size_t len, mode_t mode)
-{
-    size_t n = strlen(target);
-    char *tmp = malloc(n + 32);
-    if (!tmp) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    const char *slash = strrchr(target, '/');
-    size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0;
-    snprintf(tmp, n + 32, "%.*s.%s.tmpXXXXXX", (int)dirlen, target,
-             slash ? slash + 1 : target);
-    int fd = fp4_cleanup_mkstemp(tmp); /* created and registered with signals blocked */
-    if (fd < 0) {
-        fp4_status st = fp4_error(FP4_ERR_INPUT, "%s: cannot create: %s", display,
-                                  strerror(errno));
-        free(tmp);
-        return st;
-    }
-    fp4_status st = write_all(fd, display, text, len);
-    if (st == FP4_OK && fchmod(fd, mode) != 0)
-        st = fp4_error(FP4_ERR_INPUT, "%s: chmod: %s", display, strerror(errno));
-    if (st == FP4_OK && fsync(fd) != 0)
-        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", display, strerror(errno));
-    if (close(fd) != 0 && st == FP4_OK)
-        st = fp4_error(FP4_ERR_INPUT, "%s: write error: %s", display, strerror(errno));
-    if (st == FP4_OK && rename(tmp, target) != 0)
-        st = fp4_error(FP4_ERR_INPUT, "%s: cannot replace: %s", display, strerror(errno));
-    if (st != FP4_OK) unlink(tmp);
-    fp4_cleanup_unregister();
-    free(tmp);
-    return st;
-}
-
-fp4_status fp4_output_write(const char *path, const char *text, size_t len)
-{
-    if (!path || !strcmp(path, "-")) {
-        size_t w = fwrite(text, 1, len, stdout);
-        if (w != len || fflush(stdout) != 0 || ferror(stdout))
-            return fp4_error(FP4_ERR_INPUT, "stdout: write error: %s", strerror(errno));
-        return FP4_OK;
-    }
-    if (under_dev_or_proc(path)) return write_direct(path, text, len);
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        if (errno != ENOENT)
-            return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
-        /* A new file (a dangling symlink stays a symlink's business: refuse it). */
-        struct stat lb;
-        if (lstat(path, &lb) == 0)
-            return fp4_error(FP4_ERR_INPUT, "%s: dangling symbolic link", path);
-        mode_t um = umask(0);
-        umask(um);
-        return write_replace(path, path, text, len, 0666 & ~um);
-    }
-    if (!S_ISREG(sb.st_mode)) return write_direct(path, text, len);
-    /* An existing regular file, possibly behind symlinks: replace the file itself. */
-    char *real = realpath(path, NULL);
-    if (!real) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
-    fp4_status st;
-    if (under_dev_or_proc(real)) st = write_direct(path, text, len);
-    else st = write_replace(real, path, text, len, sb.st_mode & 07777);
-    free(real);
-    return st;
-}
 
 /* ---------------------------------------------------------------- JSON helpers */
 

@@ -9,18 +9,10 @@
 
 #include "driver.h"
 #include "format.h"
+#include "output.h"
 #include "status.h"
 
 #define FP4_REPORT_SCHEMA "fp4diag.report/1"
-
-/* Write `len` bytes of `text` to `path`, or to stdout when path is NULL or "-".
- * A regular file, or a path that does not exist yet, is written to a temporary file in the
- * same directory (mkstemp), fsync'd and rename()d over the target, so the report is whole or
- * absent. Anything else — a pipe, /dev/stdout, a character device such as /dev/full, any path
- * that resolves under /dev or /proc — is opened and written directly and is never renamed over
- * or unlinked. Errors: FP4_ERR_INPUT "PATH: why" (missing directory, ENOSPC, …); on error no
- * temporary file is left behind. */
-fp4_status fp4_output_write(const char *path, const char *text, size_t len);
 
 /* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
  * write it with fp4_output_write to run->opt->output. argc/argv are the command's (argv[0] =
