@@ -89,7 +89,9 @@ def main():
     if len(docs) == 1:
         fr.set_title(ax, args.title or fr.title(docs[0], what))
     else:
-        fr.set_title(ax, args.title or f"{what} — " + ", ".join(label[s] for s in series))
+        files = {os.path.basename(d.get("input", {}).get("file", "")) for d in docs}
+        src = f"{files.pop()}: " if len(files) == 1 and "" not in files else ""
+        fr.set_title(ax, args.title or f"{what} — {src}" + ", ".join(label[s] for s in series))
     fr.save(fig, args)
 
 
