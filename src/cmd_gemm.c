@@ -53,7 +53,7 @@ const char fp4_usage_gemm[] =
     "                      operands are quantized on the CPU either way\n"
     FP4_OPTHELP_IO
     "\n"
-    "JSON report on stdout (or -o); a table on stderr when it is a terminal (or -v).\n"
+    "JSON report on stdout (or -o); on a terminal the table instead (--json for the JSON).\n"
     "Exit 3 when shapes disagree (both shapes are named) or an operand is missing.\n";
 
 enum { OPT_RECIPE = 1000, OPT_PATH, OPT_RHT_SCOPE, OPT_SR, OPT_X, OPT_W, OPT_DY };
@@ -341,7 +341,7 @@ fp4_status cmd_gemm(int argc, char **argv)
     }
     static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
                                           "rht-size", "rht-signs", "mx-rule", "weight-2d",
-                                          "layers", "threads", "device", NULL};
+                                          "layers", "threads", "device", "rank-by", NULL};
     static const char *const by_recipe[] = {"rht", "rounding", "axis"};
     for (int i = 0; i < 3; i++)
         if (fp4_options_given(&opt, by_recipe[i]))

@@ -7,8 +7,9 @@ const char fp4_usage_sqnr[] =
     "usage: fp4diag sqnr [OPTIONS] FILE [DATASET|GROUP|GLOB ...]\n"
     "\n"
     "SQNR (dB), NMSE and attenuation alpha of each tensor under each 4-bit format, per tensor\n"
-    "and pooled over all tensors (energy-weighted). No DATASET: every dataset in FILE.\n"
-    "JSON report on stdout (or -o FILE); a table on stderr when it is a terminal.\n"
+    "and pooled over all tensors (energy-weighted). No DATASET: every floating-point tensor\n"
+    "of rank >= 2 in FILE (the rest is listed as skipped; --all-tensors takes it too).\n"
+    "On a terminal: the table (--json or -o FILE for the JSON report); else JSON on stdout.\n"
     "Defaults: --format e2m1,e1m2,int4 --scale fp32 --block 16 --rounding rtne --rht off.\n"
     "\noptions:\n" FP4_OPTIONS_HELP
     "\nExit status: 0 ok, 2 usage, 3 input error (the report is still written when only some\n"

@@ -411,11 +411,37 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
 
     run->datasets = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->datasets);
     run->tensors = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->tensors);
+    run->skipped = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->skipped);
     run->pooled = calloc((size_t)run->ncfg, sizeof *run->pooled);
-    if (!run->datasets || !run->tensors || !run->pooled) {
+    if (!run->datasets || !run->tensors || !run->skipped || !run->pooled) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
+    /* The default selection: what is left out is listed, not analysed (compacts infos). */
+    int kept = 0;
+    for (int i = 0; i < ninfos; i++) {
+        char why[160];
+        const char *reason = NULL;
+        st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
+                                    opt->exclude, opt->nexclude, why, sizeof why, &reason);
+        if (st != FP4_OK) goto out;
+        if (reason) {
+            fp4_tensor_skip *sk = &run->skipped[run->nskipped];
+            if (!(sk->reason = xstrdup(reason))) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                goto out;
+            }
+            sk->info = infos[i];
+            memset(&infos[i], 0, sizeof infos[i]);
+            run->nskipped++;
+        } else if (kept < i) {
+            infos[kept++] = infos[i];
+            memset(&infos[i], 0, sizeof infos[i]);
+        } else {
+            kept++;
+        }
+    }
+    ninfos = kept; /* the entries after it are emptied (free is a no-op on them) */
     for (int i = 0; i < ninfos; i++) {
         run->datasets[i] = xstrdup(infos[i].name);
         if (!run->datasets[i]) {
@@ -516,6 +542,11 @@ void fp4_run_free(fp4_run *run)
         free(run->tensors[i].metrics);
     }
     free(run->tensors);
+    for (int i = 0; i < run->nskipped; i++) {
+        fp4_tensor_desc_free(&run->skipped[i].info);
+        free(run->skipped[i].reason);
+    }
+    free(run->skipped);
     for (int i = 0; i < run->nerrors; i++) {
         free(run->errors[i].tensor);
         free(run->errors[i].message);

@@ -40,17 +40,26 @@ typedef struct fp4_rht_delta {
     double delta_alpha, delta_bucket_ratio_15, delta_bucket_ratio_8;
 } fp4_rht_delta;
 
+/* A selected tensor the default selection leaves out (rank < 2, integer, not numeric, or
+ * --exclude): listed in the report's `skipped`, never analysed or pooled, not an error. */
+typedef struct fp4_tensor_skip {
+    fp4_tensor_desc info;
+    char *reason; /* "rank 1", "integer (i64)", ... (see fp4_source_skip_reason) */
+} fp4_tensor_skip;
+
 typedef struct fp4_run {
     const fp4_options *opt;
     char *file;
     fp4_qconfig *cfgs;
     int ncfg;
-    char **datasets;           /* every selected dataset path, in walk order */
+    char **datasets;           /* every selected dataset path not skipped, in walk order */
     int ndatasets;
     fp4_tensor_result *tensors; /* analysed tensors, in walk order */
     int ntensors;
     fp4_tensor_error *errors;
     int nerrors;
+    fp4_tensor_skip *skipped;  /* left out by the default selection or --exclude, walk order */
+    int nskipped;
     fp4_metrics *pooled;       /* ncfg entries: merged over tensors in order, finished */
     fp4_rht_delta *pairs;      /* (plain, rotated) pairs when --rht both, else none */
     int npairs;
@@ -59,8 +68,9 @@ typedef struct fp4_run {
     int64_t bytes_read;
 } fp4_run;
 
-/* Analyse `file` (patterns select tensors as in fp4_source_select; none = all) under the options'
- * configs. Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
+/* Analyse `file` (patterns select tensors as in fp4_source_select; none = all; what the default
+ * selection of fp4_source_skip_reason leaves out under opt->all_tensors and opt->exclude goes
+ * to run->skipped) under the options' configs. Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
  * (file missing, pattern matching nothing), FP4_ERR_USAGE (bad options), FP4_ERR_DEVICE or
  * FP4_ERR_INTERNAL for failures of the whole run; FP4_OK otherwise, even when some tensors
  * failed (see run->nerrors). Free with fp4_run_free in every case. */

@@ -27,6 +27,10 @@ enum {
     OPT_DEVICE,
     OPT_MEM_LIMIT,
     OPT_LAYERS,
+    OPT_ALL_TENSORS,
+    OPT_EXCLUDE,
+    OPT_JSON,
+    OPT_RANK_BY,
     OPT_OUTPUT = 'o',
 };
 
@@ -47,6 +51,10 @@ static const struct option base_longopts[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
     {"mem-limit", required_argument, NULL, OPT_MEM_LIMIT},
     {"layers", required_argument, NULL, OPT_LAYERS},
+    {"all-tensors", no_argument, NULL, OPT_ALL_TENSORS},
+    {"exclude", required_argument, NULL, OPT_EXCLUDE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"rank-by", required_argument, NULL, OPT_RANK_BY},
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
@@ -83,6 +91,16 @@ const char *fp4_rht_mode_name(fp4_rht_mode m)
     case FP4_RHT_OFF: return "off";
     case FP4_RHT_ON: return "on";
     case FP4_RHT_BOTH: return "both";
+    }
+    return "?";
+}
+
+const char *fp4_rank_by_name(fp4_rank_by r)
+{
+    switch (r) {
+    case FP4_RANK_GAP: return "gap";
+    case FP4_RANK_SQNR: return "sqnr";
+    case FP4_RANK_DELTA: return "delta";
     }
     return "?";
 }
@@ -222,6 +240,20 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
         FP4_TRY(parse_int("layers", arg, 1, 1000000, &v));
         o->layers = (int)v;
         return FP4_OK;
+    case OPT_ALL_TENSORS: o->all_tensors = true; return FP4_OK;
+    case OPT_EXCLUDE:
+        if (!*arg) return fp4_error(FP4_ERR_USAGE, "--exclude: empty pattern");
+        if (o->nexclude >= FP4_MAX_EXCLUDE)
+            return fp4_error(FP4_ERR_USAGE, "--exclude: more than %d patterns", FP4_MAX_EXCLUDE);
+        o->exclude[o->nexclude++] = arg;
+        return FP4_OK;
+    case OPT_JSON: o->json = true; return FP4_OK;
+    case OPT_RANK_BY:
+        if (!strcmp(arg, "gap")) o->rank_by = FP4_RANK_GAP;
+        else if (!strcmp(arg, "sqnr")) o->rank_by = FP4_RANK_SQNR;
+        else if (!strcmp(arg, "delta")) o->rank_by = FP4_RANK_DELTA;
+        else return fp4_error(FP4_ERR_USAGE, "--rank-by: '%s' is not gap, sqnr or delta", arg);
+        return FP4_OK;
     case OPT_OUTPUT:
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
         o->output = arg;
@@ -306,7 +338,7 @@ bool fp4_options_given(const fp4_options *o, const char *name)
 fp4_status fp4_options_only(const fp4_options *o, const char *command,
                             const char *const *allowed, const char *why)
 {
-    static const char *const always[] = {"output", "quiet", "verbose", "help"};
+    static const char *const always[] = {"output", "quiet", "verbose", "help", "json"};
     for (int i = 0; i < N_BASE; i++) {
         if (!((o->given >> i) & 1)) continue;
         bool ok = false;

@@ -18,6 +18,13 @@
 #define FP4_DEFAULT_FORMATS "e2m1,e1m2,int4"
 #define FP4_DEFAULT_MEM_LIMIT ((int64_t)1 << 30)
 
+#define FP4_MAX_EXCLUDE 32
+
+/* --rank-by: how the verdict ranks tensors (gemm: layers). gap: largest best-minus-worst SQNR
+ * gap first; sqnr: lowest best SQNR first; delta: largest |delta| of the best config first. */
+typedef enum fp4_rank_by { FP4_RANK_GAP = 0, FP4_RANK_SQNR, FP4_RANK_DELTA } fp4_rank_by;
+const char *fp4_rank_by_name(fp4_rank_by r);
+
 /* --rht: off (default for sqnr/bias/buckets), on, or both (each format with and without). */
 typedef enum fp4_rht_mode { FP4_RHT_OFF = 0, FP4_RHT_ON, FP4_RHT_BOTH } fp4_rht_mode;
 
@@ -43,6 +50,11 @@ typedef struct fp4_options {
     int64_t mem_limit;     /* --mem-limit SIZE in bytes (default 1 GiB) */
     int layers;            /* --layers K; 0 = not given */
     int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
+    bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
+    const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (repeatable; into argv) */
+    int nexclude;
+    bool json;             /* --json: the JSON report on stdout even when it is a terminal */
+    fp4_rank_by rank_by;   /* --rank-by gap|sqnr|delta: order of the verdict's ranking */
     uint64_t given;        /* bit i: the i-th shared option was on the command line; ask with
                             * fp4_options_given */
     bool help;             /* --help / -h seen: the command prints its usage and returns OK */
@@ -131,14 +143,22 @@ const char *fp4_device_name(fp4_device d);
     "  --threads N         CPU threads (default 0 = all cores)\n"                              \
     "  --device D          cpu, cuda or auto (default auto)\n"                                 \
     "  --mem-limit SIZE    bound on tensor memory: bytes, 512M, 1G (default 1G)\n"
+#define FP4_OPTHELP_SELECT                                                                     \
+    "  --all-tensors       every numeric tensor, whatever its rank or type (default: the\n"    \
+    "                      floating-point tensors of rank >= 2, what 4-bit recipes quantize;\n" \
+    "                      the rest is listed as skipped; a tensor named exactly always runs)\n" \
+    "  --exclude GLOB      leave out tensors matching GLOB (name, group or glob; repeatable)\n"
 #define FP4_OPTHELP_IO                                                                         \
-    "  -o FILE             write the JSON report to FILE (default stdout)\n"                   \
+    "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
+    "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
+    "  --json              the JSON report on stdout even when it is a terminal\n"            \
     "  -q                  quiet: no progress, no table\n"                                     \
     "  -v, -vv             table on stderr even when it is not a terminal; -vv adds the\n"     \
     "                      HDF5 library's own error stack\n"                                   \
     "  -h, --help          this help\n"
 #define FP4_OPTIONS_HELP                                                                       \
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
-        FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_RUN FP4_OPTHELP_IO
+        FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN            \
+            FP4_OPTHELP_IO
 
 #endif

@@ -192,6 +192,10 @@ static void add_config(cJSON *root, const fp4_run *run)
     cJSON_AddNumberToObject(c, "mem_limit", (double)o->mem_limit);
     if (o->layers > 0) cJSON_AddNumberToObject(c, "layers", o->layers);
     else cJSON_AddNullToObject(c, "layers");
+    cJSON_AddBoolToObject(c, "all_tensors", o->all_tensors);
+    cJSON *ex = cJSON_AddArrayToObject(c, "exclude");
+    for (int i = 0; ex && i < o->nexclude; i++)
+        cJSON_AddItemToArray(ex, cJSON_CreateString(o->exclude[i]));
 }
 
 static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
@@ -272,6 +276,19 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         }
     }
 
+    cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
+    for (int i = 0; sk && i < run->nskipped; i++) {
+        const fp4_tensor_skip *x = &run->skipped[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(sk, e);
+        cJSON_AddStringToObject(e, "name", x->info.name ? x->info.name : "");
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; sh && d < x->info.rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->info.dims[d]));
+        cJSON_AddStringToObject(e, "dtype", x->info.dtype);
+        cJSON_AddStringToObject(e, "reason", x->reason);
+    }
     cJSON *er = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; er && i < run->nerrors; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -458,6 +475,22 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
     }
+    if (run->nskipped > 0) {
+        /* one line: how many, the first few with their reasons, how to include them */
+        fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", run->nskipped,
+                run->nskipped == 1 ? "" : "s");
+        for (int i = 0; i < run->nskipped && i < 4; i++) {
+            const fp4_tensor_skip *x = &run->skipped[i];
+            char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            char *why = fp4_text_escape(x->reason, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            fprintf(out, "%s %s [%s]", i ? "," : "", nm ? nm : x->info.name,
+                    why ? why : x->reason);
+            free(nm);
+            free(why);
+        }
+        fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
+                run->nskipped > 4 ? ", ..." : "");
+    }
     for (int i = 0; i < run->nerrors; i++) {
         char *m = fp4_text_escape(run->errors[i].message, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
         fprintf(out, "error: %s\n", m ? m : run->errors[i].message);
@@ -465,8 +498,25 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
     }
 }
 
+bool fp4_report_terminal_first(const fp4_options *o)
+{
+    return !o->output && !o->json && o->verbosity >= 0 && isatty(STDOUT_FILENO);
+}
+
+fp4_status fp4_report_terminal_note(void)
+{
+    fputs("(the JSON report: -o FILE, or --json for standard output)\n", stdout);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return fp4_error(FP4_ERR_INPUT, "stdout: write error: %s", strerror(errno));
+    return FP4_OK;
+}
+
 fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run)
 {
+    if (fp4_report_terminal_first(run->opt)) {
+        fp4_report_table(stdout, command, run);
+        return fp4_report_terminal_note();
+    }
     char *text = fp4_report_analysis_json(command, argc, argv, run);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
     fp4_status st = fp4_output_write(run->opt->output, text, strlen(text));

@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "format.h"
+#include "options.h"
 #include "output.h"
 #include "status.h"
 
@@ -16,9 +17,16 @@
 
 /* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
  * write it with fp4_output_write to run->opt->output. argc/argv are the command's (argv[0] =
- * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human table to stderr when stderr is a terminal (or
- * -v), unless -q. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
+ * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human
+ * table to stderr when stderr is a terminal (or -v), unless -q; when
+ * fp4_report_terminal_first, the table goes to stdout in place of the JSON. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run);
+
+/* Terminal first: true when the human table replaces the JSON on stdout — stdout is a
+ * terminal, no -o, no --json, no -q. fp4_report_terminal_note prints the one line saying how
+ * to get the JSON (FP4_ERR_INPUT on a write error). */
+bool fp4_report_terminal_first(const fp4_options *o);
+fp4_status fp4_report_terminal_note(void);
 
 /* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
 char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);

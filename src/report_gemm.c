@@ -313,6 +313,10 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
 
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
 {
+    if (fp4_report_terminal_first(run->opt)) {
+        fp4_report_gemm_table(stdout, run);
+        return fp4_report_terminal_note();
+    }
     char *text = fp4_report_gemm_json(argc, argv, run);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
     size_t len = strlen(text);

@@ -243,6 +243,52 @@ out:
     return st;
 }
 
+static bool desc_is_float(const fp4_tensor_desc *t)
+{
+    switch (t->stored) {
+    case FP4_STORED_F16:
+    case FP4_STORED_BF16:
+    case FP4_STORED_F32:
+    case FP4_STORED_F64: return true;
+    case FP4_STORED_OTHER: return t->numeric && (t->dtype[0] == 'f' || !strncmp(t->dtype, "bf", 2));
+    default: return false;
+    }
+}
+
+fp4_status fp4_source_skip_reason(const fp4_source *s, const fp4_tensor_desc *t,
+                                  const char *const *patterns, int npatterns, bool all_tensors,
+                                  const char *const *exclude, int nexclude, char *buf,
+                                  size_t n, const char **reason)
+{
+    *reason = NULL;
+    for (int j = 0; j < nexclude; j++) {
+        char *p = select_normalize(s->ops, exclude[j]);
+        if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        bool hit = fp4_select_matches(p, t->name, s->ops->separators);
+        free(p);
+        if (hit) {
+            snprintf(buf, n, "excluded by --exclude %s", exclude[j]);
+            *reason = buf;
+            return FP4_OK;
+        }
+    }
+    if (all_tensors) return FP4_OK;
+    for (int j = 0; j < npatterns; j++) {
+        char *p = select_normalize(s->ops, patterns[j]);
+        if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        bool exact = strcmp(p, t->name) == 0;
+        free(p);
+        if (exact) return FP4_OK;
+    }
+    if (!t->numeric) snprintf(buf, n, "not numeric (%s)", t->dtype);
+    else if (!desc_is_float(t)) snprintf(buf, n, "integer (%s)", t->dtype);
+    else if (t->rank == 0) snprintf(buf, n, "rank 0 (scalar)");
+    else if (t->rank == 1) snprintf(buf, n, "rank 1");
+    else return FP4_OK;
+    *reason = buf;
+    return FP4_OK;
+}
+
 fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc *out)
 {
     memset(out, 0, sizeof *out);

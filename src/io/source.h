@@ -173,6 +173,20 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
  * separators `seps` (exposed for tests). */
 bool fp4_select_matches(const char *pattern, const char *name, const char *seps);
 
+/* The analysis commands' default selection (SPEC §8): what the 4-bit recipes quantize,
+ * floating-point tensors of rank >= 2. Whether tensor `t` (selected by `patterns`) is left out,
+ * and why: NULL when it is analysed, else `buf` holding the reason ("rank 1", "rank 0
+ * (scalar)", "integer (i64)", "not numeric (string)", "excluded by --exclude GLOB").
+ *   - a pattern naming `t` exactly analyses it whatever its rank or type;
+ *   - all_tensors: every tensor is analysed (a non-numeric one then fails as an error entry);
+ *   - a tensor matching any of exclude[0..nexclude) (the selection grammar: name, group or
+ *     glob) is left out in every case.
+ * FP4_ERR_INTERNAL only when out of memory (*reason untouched then). */
+fp4_status fp4_source_skip_reason(const fp4_source *s, const fp4_tensor_desc *t,
+                                  const char *const *patterns, int npatterns, bool all_tensors,
+                                  const char *const *exclude, int nexclude, char *buf,
+                                  size_t n, const char **reason);
+
 /* Describe one tensor by exact name (leading '/' optional). FP4_ERR_INPUT "FILE: NAME: no
  * such dataset" / "is a group, not a dataset". */
 fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc *out);

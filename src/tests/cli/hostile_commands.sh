@@ -49,7 +49,7 @@ cmds="sqnr bias buckets rht"
 for cmd in $cmds; do
     is_command_ready "$cmd" || { echo "note: $cmd not implemented yet"; continue; }
     # Non-finite, denormal and zero values.
-    report_run 0 "$cmd" "$fx/values.h5"
+    report_run 0 "$cmd" "$fx/values.h5" --all-tensors
     check 'all(t[n]["results"] for n in ("/nan", "/inf", "/denormal", "/zeros", "/mixed"))'
     check 'all(x["counts"]["nan"] == 128 for x in t["/nan"]["results"])'
     check 'all(x["counts"]["inf"] == 2 and x["counts"]["nonfinite_blocks"] == 2 for x in t["/inf"]["results"])'
@@ -58,14 +58,14 @@ for cmd in $cmds; do
     check 'all(x["counts"]["zero_blocks"] == 8 for x in t["/zeros"]["results"])'
     check 'all(x["sqnr_db"] is not None for x in t["/denormal"]["results"] + t["/inf"]["results"])'
     # Zero-sized, scalar, one element; sizes that overflow are errors, not wrapped to 0.
-    report_run 3 "$cmd" "$fx/shapes.h5"
+    report_run 3 "$cmd" "$fx/shapes.h5" --all-tensors
     check 'set(t) == {"/empty", "/scalar", "/one"} and set(e) == {"/huge", "/wide"}'
     check 'all("overflows" in e[n]["message"] and e[n]["status"] == "input_error" for n in e)'
     check 't["/empty"]["results"][0]["counts"]["elements"] == 0'
     check 't["/scalar"]["results"][0]["counts"]["elements"] == 1'
     grep -qF "$fx/shapes.h5: /" "$tmp/err" || fail "$cmd shapes.h5: stderr does not name a tensor"
     # One bad tensor among good ones: errors named, good ones reported, exit 3 after the report.
-    report_run 3 "$cmd" "$fx/mixed.h5"
+    report_run 3 "$cmd" "$fx/mixed.h5" --all-tensors
     check 'set(t) == {"/a/good", "/b/good"} and set(e) == {"/a/name", "/a/blosc", "/c/compound"}'
     check '"string" in e["/a/name"]["message"] and "32001" in e["/a/blosc"]["message"]'
     check '"compound" in e["/c/compound"]["message"]'

@@ -17,7 +17,7 @@ f.create_dataset("huge2d", shape=(2, 2**61), dtype="i1", chunks=(1, 1024))
 f.create_dataset("huge1d", shape=(2**36,), dtype="f4", chunks=(1024,))
 f.create_dataset("ok", data=[1.0, 2.0, 3.0], dtype="f4")
 PY
-"$FP4DIAG" sqnr "$tmp/b.h5" -q -o "$tmp/r.json" 2>"$tmp/err"
+"$FP4DIAG" sqnr "$tmp/b.h5" --all-tensors -q -o "$tmp/r.json" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 3 ] || { echo "exit $rc, want 3"; cat "$tmp/err"; exit 1; }
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || { echo "stderr is not one line"; cat "$tmp/err"; exit 1; }

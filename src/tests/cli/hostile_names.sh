@@ -42,7 +42,7 @@ no_raw_controls "$tmp/ls.txt"
 grep -qF '/nl\x0Aname' "$tmp/ls.txt" && grep -qF '/esc\x1B[31mred' "$tmp/ls.txt" ||
     fail "ls: names not shown escaped"
 
-timeout 120 "$FP4DIAG" sqnr -v "$f" -o "$out/r.json" 2>"$tmp/err"; rc=$?
+timeout 120 "$FP4DIAG" sqnr -v --all-tensors "$f" -o "$out/r.json" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 3 ] || fail "sqnr: exit $rc, want 3 (one string dataset)"
 [ "$(wc -l <"$tmp/err" )" -ge 1 ] || fail "sqnr: nothing on stderr"
 no_raw_controls "$tmp/err"

@@ -22,7 +22,7 @@ with h5py.File(sys.argv[1], "w") as f:
     d = h5d.create(f.id, b"e_blosc", h5t.NATIVE_FLOAT, h5s.create_simple((32,)), dcpl=dcpl)
     d.write(h5s.ALL, h5s.ALL, np.ones(32, np.float32))
 PY
-"$FP4DIAG" sqnr "$tmp/fx.h5" --format int4 -o "$tmp/r.json" 2>"$tmp/err"
+"$FP4DIAG" sqnr "$tmp/fx.h5" --all-tensors --format int4 -o "$tmp/r.json" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 3 ] || { echo "exit $rc, want 3"; cat "$tmp/err"; exit 1; }
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || { echo "want one line on stderr:"; cat "$tmp/err"; exit 1; }

@@ -3,4 +3,4 @@
 # 16, RTNE) matches its golden report and the schema.
 set -u
 . src/tests/cli/golden.inc
-golden_case sqnr_ckpt_small sqnr testdata/gpt_ckpt_small.h5
+golden_case sqnr_ckpt_small sqnr testdata/gpt_ckpt_small.h5 --all-tensors

@@ -10,7 +10,7 @@ D=${FP4_DATA:-../shared/data}
 python3 -c 'import jsonschema' 2>/dev/null || { echo "no python3 jsonschema"; exit 77; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-"$FP4DIAG" sqnr "$D/gpt_ckpt_final_bf16.h5" -q -o "$tmp/sqnr.json" || { echo "sqnr exit $?"; exit 1; }
+"$FP4DIAG" sqnr "$D/gpt_ckpt_final_bf16.h5" --all-tensors -q -o "$tmp/sqnr.json" || { echo "sqnr exit $?"; exit 1; }
 "$FP4DIAG" rht "$D/gpt_gemm_layer1.h5" --format e2m1,e1m2 -q -o "$tmp/rht.json" || { echo "rht exit $?"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1
 import json, sys, jsonschema
