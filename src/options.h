@@ -152,6 +152,8 @@ const char *fp4_device_name(fp4_device d);
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
     "  --json              the JSON report on stdout even when it is a terminal\n"            \
+    "  --rank-by R         the verdict's ranking: gap (default; best-worst SQNR), sqnr\n"     \
+    "                      (lowest first) or delta (largest |delta| first)\n"                  \
     "  -q                  quiet: no progress, no table\n"                                     \
     "  -v, -vv             table on stderr even when it is not a terminal; -vv adds the\n"     \
     "                      HDF5 library's own error stack\n"                                   \

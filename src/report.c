@@ -198,6 +198,167 @@ static void add_config(cJSON *root, const fp4_run *run)
         cJSON_AddItemToArray(ex, cJSON_CreateString(o->exclude[i]));
 }
 
+/* ---------------------------------------------------------------- verdict */
+
+/* One tensor of the verdict's ranking: its best and worst config by SQNR (status ok only),
+ * their gap, and the best config's delta. ok is false when no config has a finite SQNR. */
+typedef struct verdict_row {
+    int t, best, worst;
+    bool ok;
+    double gap_db, best_db, delta;
+} verdict_row;
+
+static bool sqnr_ok(const fp4_metrics *m)
+{
+    return m->sqnr_status == FP4_SQNR_OK && isfinite(m->sqnr_db);
+}
+
+static fp4_rank_by rank_key_by; /* qsort has no context argument */
+
+static double rank_key(const verdict_row *r)
+{
+    switch (rank_key_by) {
+    case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
+    case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
+    case FP4_RANK_GAP: break;
+    }
+    return -r->gap_db;                                  /* largest gap first */
+}
+
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const verdict_row *a = pa, *b = pb;
+    if (a->ok != b->ok) return a->ok ? -1 : 1; /* tensors without a finite SQNR last */
+    if (a->ok) {
+        double ka = rank_key(a), kb = rank_key(b);
+        bool na = isnan(ka), nb = isnan(kb);
+        if (na != nb) return na ? 1 : -1;
+        if (!na && ka != kb) return ka < kb ? -1 : 1;
+    }
+    return (a->t > b->t) - (a->t < b->t); /* ties: tensor order */
+}
+
+/* Every tensor's row, ordered by run->opt->rank_by (malloc'd, run->ntensors entries; NULL when
+ * out of memory or no tensors). */
+static verdict_row *verdict_rank(const fp4_run *run)
+{
+    if (run->ntensors <= 0) return NULL;
+    verdict_row *rows = calloc((size_t)run->ntensors, sizeof *rows);
+    if (!rows) return NULL;
+    for (int t = 0; t < run->ntensors; t++) {
+        verdict_row *r = &rows[t];
+        r->t = t;
+        r->best = r->worst = -1;
+        const fp4_metrics *m = run->tensors[t].metrics;
+        for (int c = 0; c < run->ncfg; c++) {
+            if (!sqnr_ok(&m[c])) continue;
+            if (r->best < 0 || m[c].sqnr_db > m[r->best].sqnr_db) r->best = c;
+            if (r->worst < 0 || m[c].sqnr_db < m[r->worst].sqnr_db) r->worst = c;
+        }
+        r->ok = r->best >= 0;
+        if (r->ok) {
+            r->best_db = m[r->best].sqnr_db;
+            r->gap_db = m[r->best].sqnr_db - m[r->worst].sqnr_db;
+            r->delta = m[r->best].delta;
+        }
+    }
+    rank_key_by = run->opt->rank_by;
+    qsort(rows, (size_t)run->ntensors, sizeof *rows, rank_cmp);
+    return rows;
+}
+
+/* The config with the highest pooled SQNR (-1 when none is finite) and the runner-up (-1). */
+static int verdict_winner(const fp4_run *run, int *runner)
+{
+    int w = -1, r = -1;
+    for (int c = 0; c < run->ncfg; c++) {
+        if (!sqnr_ok(&run->pooled[c])) continue;
+        if (w < 0 || run->pooled[c].sqnr_db > run->pooled[w].sqnr_db) {
+            r = w;
+            w = c;
+        } else if (r < 0 || run->pooled[c].sqnr_db > run->pooled[r].sqnr_db) {
+            r = c;
+        }
+    }
+    *runner = r;
+    return w;
+}
+
+static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char f[32];
+    format_name(c->format, f, sizeof f);
+    cJSON_AddStringToObject(o, "format", f);
+    cJSON_AddBoolToObject(o, "rht", c->rht != NULL);
+    num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+    return o;
+}
+
+static void add_verdict(cJSON *root, const fp4_run *run)
+{
+    cJSON *v = cJSON_AddObjectToObject(root, "verdict");
+    if (!v) return;
+    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->opt->rank_by));
+    cJSON *cs = cJSON_AddArrayToObject(v, "configs");
+    for (int c = 0; cs && c < run->ncfg; c++) {
+        const fp4_qconfig *q = &run->cfgs[c];
+        const fp4_metrics *m = &run->pooled[c];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(cs, o);
+        char f[32];
+        format_name(q->format, f, sizeof f);
+        cJSON_AddStringToObject(o, "format", f);
+        cJSON_AddStringToObject(o, "scale", fp4_scale_name(q->scale));
+        cJSON_AddBoolToObject(o, "rht", q->rht != NULL);
+        cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(q->rounding));
+        cJSON_AddNumberToObject(o, "block", q->block);
+        num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+        num(o, "alpha", m->alpha);
+        num(o, "bucket_ratio_15", m->bucket_ratio_15);
+        cJSON_AddNumberToObject(o, "tensors", run->ntensors);
+    }
+    int runner, w = verdict_winner(run, &runner);
+    if (w < 0) {
+        cJSON_AddNullToObject(v, "winner");
+    } else {
+        cJSON *o = cJSON_AddObjectToObject(v, "winner");
+        if (o) {
+            char f[32];
+            format_name(run->cfgs[w].format, f, sizeof f);
+            cJSON_AddStringToObject(o, "format", f);
+            cJSON_AddStringToObject(o, "scale", fp4_scale_name(run->cfgs[w].scale));
+            cJSON_AddBoolToObject(o, "rht", run->cfgs[w].rht != NULL);
+            num(o, "sqnr_db", run->pooled[w].sqnr_db);
+            num(o, "margin_db",
+                runner >= 0 ? run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db : NAN);
+        }
+    }
+    cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
+    verdict_row *rows = verdict_rank(run);
+    for (int i = 0; rk && rows && i < run->ntensors; i++) {
+        const verdict_row *r = &rows[i];
+        const fp4_tensor_result *tr = &run->tensors[r->t];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(rk, o);
+        cJSON_AddStringToObject(o, "tensor", tr->info.name ? tr->info.name : "");
+        if (r->ok) {
+            cJSON_AddItemToObject(o, "best", verdict_pick(&run->cfgs[r->best], &tr->metrics[r->best]));
+            cJSON_AddItemToObject(o, "worst",
+                                  verdict_pick(&run->cfgs[r->worst], &tr->metrics[r->worst]));
+        } else {
+            cJSON_AddNullToObject(o, "best");
+            cJSON_AddNullToObject(o, "worst");
+        }
+        num(o, "gap_db", r->ok ? r->gap_db : NAN);
+        num(o, "delta", r->ok ? r->delta : NAN);
+    }
+    free(rows);
+}
+
 static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
 {
     cJSON *root = cJSON_CreateObject();
@@ -276,6 +437,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         }
     }
 
+    add_verdict(root, run);
     cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
     for (int i = 0; sk && i < run->nskipped; i++) {
         const fp4_tensor_skip *x = &run->skipped[i];
@@ -441,6 +603,64 @@ static void table_compound_row(FILE *out, const fp4_run *run, int c)
             "  (compound)", lab, k, a, b);
 }
 
+/* The verdict under the table: pooled SQNR, alpha and B15 per config, the winner with its
+ * margin, and the top 10 tensors of the ranking (the JSON holds all of them). */
+static void verdict_table(FILE *out, const fp4_run *run)
+{
+    if (run->ntensors <= 0 || run->ncfg <= 0) return;
+    fprintf(out, "\nverdict (pooled over %d tensor%s):\n", run->ntensors,
+            run->ntensors == 1 ? "" : "s");
+    for (int c = 0; c < run->ncfg; c++) {
+        char lab[48], sq[24], a[24], b[24];
+        cfg_label(lab, sizeof lab, &run->cfgs[c]);
+        fmt_sqnr(sq, sizeof sq, &run->pooled[c]);
+        fmt_num(a, sizeof a, run->pooled[c].alpha, "%.5f");
+        fmt_num(b, sizeof b, run->pooled[c].bucket_ratio_15, "%.4f");
+        fprintf(out, "  %-12s %-6s SQNR %9s dB  alpha %s  B15 %s\n", lab,
+                fp4_scale_name(run->cfgs[c].scale), sq, a, b);
+    }
+    int runner, w = verdict_winner(run, &runner);
+    if (w >= 0) {
+        char lab[48], lab2[48];
+        cfg_label(lab, sizeof lab, &run->cfgs[w]);
+        if (runner >= 0) {
+            cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
+            fprintf(out, "  winner: %s (%s scales), %+.3f dB over %s (%s scales)\n", lab,
+                    fp4_scale_name(run->cfgs[w].scale),
+                    run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db, lab2,
+                    fp4_scale_name(run->cfgs[runner].scale));
+        } else {
+            fprintf(out, "  winner: %s (%s scales), the only config with a finite SQNR\n", lab,
+                    fp4_scale_name(run->cfgs[w].scale));
+        }
+    }
+    verdict_row *rows = verdict_rank(run);
+    if (!rows) return;
+    const char *by = run->opt->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
+                     : run->opt->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
+                                                          : "largest SQNR gap best-worst first";
+    int top = run->ntensors < 10 ? run->ntensors : 10;
+    fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
+    for (int i = 0; i < top; i++) {
+        const verdict_row *r = &rows[i];
+        const fp4_tensor_result *tr = &run->tensors[r->t];
+        char *shown = fp4_text_escape(tr->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        const char *nm = shown ? shown : tr->info.name;
+        if (!r->ok) {
+            fprintf(out, "  %-32s no finite SQNR\n", nm);
+        } else {
+            char lb[48], lw[48];
+            cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
+            cfg_label(lw, sizeof lw, &run->cfgs[r->worst]);
+            fprintf(out, "  %-32s best %-10s %7.3f  worst %-10s %7.3f  gap %6.3f dB  delta %+.5f\n",
+                    nm, lb, tr->metrics[r->best].sqnr_db, lw, tr->metrics[r->worst].sqnr_db,
+                    r->gap_db, r->delta);
+        }
+        free(shown);
+    }
+    free(rows);
+}
+
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
@@ -475,6 +695,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
     }
+    verdict_table(out, run);
     if (run->nskipped > 0) {
         /* one line: how many, the first few with their reasons, how to include them */
         fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", run->nskipped,

@@ -191,6 +191,175 @@ static char *source_file(const char *src)
     return f;
 }
 
+static void fmt_db(char *buf, size_t n, double db, fp4_sqnr_status st);
+
+/* ---- verdict: pooled SQNR and eta per path, the worst path, the layers ranked ------------ */
+
+/* One layer of the ranking: its worst and best path by SQNR (status ok only) and their gap. */
+typedef struct gemm_vrow {
+    int layer, worst, best; /* path indices; -1 when no path has a finite SQNR */
+    double gap_db, worst_db, worst_eta;
+} gemm_vrow;
+
+static fp4_rank_by gemm_rank_by; /* qsort has no context argument */
+
+static double gemm_key(const gemm_vrow *r)
+{
+    switch (gemm_rank_by) {
+    case FP4_RANK_SQNR: return r->worst_db;             /* lowest worst-path SQNR first */
+    case FP4_RANK_DELTA: return -fabs(1.0 - r->worst_eta); /* largest |1 - eta| first */
+    case FP4_RANK_GAP: break;
+    }
+    return -r->gap_db; /* largest gap between paths first */
+}
+
+static int gemm_vcmp(const void *pa, const void *pb)
+{
+    const gemm_vrow *a = pa, *b = pb;
+    bool oa = a->worst >= 0, ob = b->worst >= 0;
+    if (oa != ob) return oa ? -1 : 1;
+    if (oa) {
+        double ka = gemm_key(a), kb = gemm_key(b);
+        bool na = isnan(ka), nb = isnan(kb);
+        if (na != nb) return na ? 1 : -1;
+        if (!na && ka != kb) return ka < kb ? -1 : 1;
+    }
+    return (a->layer > b->layer) - (a->layer < b->layer);
+}
+
+static gemm_vrow *gemm_verdict_rank(const fp4_gemm_run *run)
+{
+    if (run->nlayers <= 0) return NULL;
+    gemm_vrow *rows = calloc((size_t)run->nlayers, sizeof *rows);
+    if (!rows) return NULL;
+    for (int i = 0; i < run->nlayers; i++) {
+        const fp4_gemm_layer *L = &run->layers[i];
+        gemm_vrow *r = &rows[i];
+        r->layer = i;
+        r->worst = r->best = -1;
+        for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+            const fp4_gemm_path_result *x = &L->res[p];
+            if (!(L->paths & (1u << p)) || x->sqnr_status != FP4_SQNR_OK || !isfinite(x->sqnr_db))
+                continue;
+            if (r->worst < 0 || x->sqnr_db < L->res[r->worst].sqnr_db) r->worst = p;
+            if (r->best < 0 || x->sqnr_db > L->res[r->best].sqnr_db) r->best = p;
+        }
+        if (r->worst >= 0) {
+            r->worst_db = L->res[r->worst].sqnr_db;
+            r->worst_eta = L->res[r->worst].eta;
+            r->gap_db = L->res[r->best].sqnr_db - r->worst_db;
+        }
+    }
+    gemm_rank_by = run->opt->rank_by;
+    qsort(rows, (size_t)run->nlayers, sizeof *rows, gemm_vcmp);
+    return rows;
+}
+
+/* The path with the lowest pooled SQNR, or -1. */
+static int gemm_worst_path(const fp4_gemm_run *run, fp4_gemm_pooled pool[FP4_GEMM_NPATHS],
+                           bool have[FP4_GEMM_NPATHS])
+{
+    int w = -1;
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+        have[p] = (run->paths & (1u << p)) &&
+                  fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                                &pool[p]) == FP4_OK;
+        if (!have[p] || pool[p].sqnr_status != FP4_SQNR_OK || !isfinite(pool[p].sqnr_db))
+            continue;
+        if (w < 0 || pool[p].sqnr_db < pool[w].sqnr_db) w = p;
+    }
+    return w;
+}
+
+static void gemm_add_verdict(cJSON *root, const fp4_gemm_run *run)
+{
+    cJSON *v = cJSON_AddObjectToObject(root, "verdict");
+    if (!v) return;
+    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->opt->rank_by));
+    cJSON_AddStringToObject(v, "recipe", fp4_gemm_recipe_name(run->gc->recipe));
+    fp4_gemm_pooled pool[FP4_GEMM_NPATHS];
+    bool have[FP4_GEMM_NPATHS];
+    int w = gemm_worst_path(run, pool, have);
+    cJSON *ps = cJSON_AddArrayToObject(v, "paths");
+    for (int p = 0; ps && p < FP4_GEMM_NPATHS; p++) {
+        if (!have[p]) continue;
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(ps, o);
+        cJSON_AddStringToObject(o, "path", fp4_gemm_path_name((fp4_gemm_path)p));
+        add_num(o, "sqnr_db", pool[p].sqnr_status == FP4_SQNR_OK ? pool[p].sqnr_db : NAN);
+        add_num(o, "eta", pool[p].eta);
+        cJSON_AddNumberToObject(o, "layers", pool[p].nlayers);
+    }
+    if (w >= 0) cJSON_AddStringToObject(v, "worst_path", fp4_gemm_path_name((fp4_gemm_path)w));
+    else cJSON_AddNullToObject(v, "worst_path");
+    cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
+    gemm_vrow *rows = gemm_verdict_rank(run);
+    for (int i = 0; rk && rows && i < run->nlayers; i++) {
+        const gemm_vrow *r = &rows[i];
+        const fp4_gemm_layer *L = &run->layers[r->layer];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(rk, o);
+        cJSON_AddStringToObject(o, "layer", L->name ? L->name : "");
+        if (r->worst >= 0) {
+            cJSON_AddStringToObject(o, "worst_path", fp4_gemm_path_name((fp4_gemm_path)r->worst));
+            add_num(o, "sqnr_db", r->worst_db);
+            add_num(o, "eta", r->worst_eta);
+            cJSON_AddStringToObject(o, "best_path", fp4_gemm_path_name((fp4_gemm_path)r->best));
+            add_num(o, "best_sqnr_db", L->res[r->best].sqnr_db);
+            add_num(o, "gap_db", r->gap_db);
+        } else {
+            cJSON_AddNullToObject(o, "worst_path");
+            cJSON_AddNullToObject(o, "sqnr_db");
+            cJSON_AddNullToObject(o, "eta");
+            cJSON_AddNullToObject(o, "best_path");
+            cJSON_AddNullToObject(o, "best_sqnr_db");
+            cJSON_AddNullToObject(o, "gap_db");
+        }
+    }
+    free(rows);
+}
+
+static void gemm_verdict_table(FILE *out, const fp4_gemm_run *run)
+{
+    if (run->nlayers <= 0) return;
+    fp4_gemm_pooled pool[FP4_GEMM_NPATHS];
+    bool have[FP4_GEMM_NPATHS];
+    int w = gemm_worst_path(run, pool, have);
+    fprintf(out, "\nverdict (recipe %s, pooled over %d layer%s):\n",
+            fp4_gemm_recipe_name(run->gc->recipe), run->nlayers, run->nlayers == 1 ? "" : "s");
+    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
+        if (!have[p]) continue;
+        char s[16];
+        fmt_db(s, sizeof s, pool[p].sqnr_db, pool[p].sqnr_status);
+        fprintf(out, "  %-6s SQNR %9s dB  eta %.5f%s\n", fp4_gemm_path_name((fp4_gemm_path)p), s,
+                pool[p].eta, p == w ? "   <- worst path" : "");
+    }
+    gemm_vrow *rows = gemm_verdict_rank(run);
+    if (!rows) return;
+    int top = run->nlayers < 10 ? run->nlayers : 10;
+    const char *by = run->opt->rank_by == FP4_RANK_SQNR    ? "lowest worst-path SQNR first"
+                     : run->opt->rank_by == FP4_RANK_DELTA ? "largest |1 - eta| first"
+                                                          : "largest SQNR gap between paths first";
+    fprintf(out, "  layers, %s (%d of %d; all in the JSON):\n", by, top, run->nlayers);
+    for (int i = 0; i < top; i++) {
+        const gemm_vrow *r = &rows[i];
+        const fp4_gemm_layer *L = &run->layers[r->layer];
+        char *shown = fp4_text_escape(L->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        const char *nm = shown ? shown : L->name;
+        if (r->worst < 0)
+            fprintf(out, "  %-24s no finite SQNR\n", nm);
+        else
+            fprintf(out, "  %-24s worst %-6s %8.3f dB (eta %.5f)  best %-6s %8.3f  gap %6.3f dB\n",
+                    nm, fp4_gemm_path_name((fp4_gemm_path)r->worst), r->worst_db, r->worst_eta,
+                    fp4_gemm_path_name((fp4_gemm_path)r->best), L->res[r->best].sqnr_db,
+                    r->gap_db);
+        free(shown);
+    }
+    free(rows);
+}
+
 char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
 {
     cJSON *root = cJSON_CreateObject();
@@ -242,6 +411,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
         }
         cJSON_AddItemToArray(sp, o);
     }
+    gemm_add_verdict(root, run);
     cJSON *errs = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; i < run->nerrors; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -309,6 +479,7 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
             fputc('\n', out);
         }
     }
+    gemm_verdict_table(out, run);
 }
 
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
