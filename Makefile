@@ -60,8 +60,8 @@ else
 endif
 $(info fp4diag build: $(CUDA_MSG))
 
-# src/ and its layer folders (src/io/, ...); src/tests/ holds the tests
-LIB_SRCS := $(filter-out src/main.c src/tests/%,$(wildcard src/*.c src/*/*.c))
+# src/ and its layer folders (src/io/, src/engine/, ...; src/engine/arch/); src/tests/ holds the tests
+LIB_SRCS := $(filter-out src/main.c src/tests/%,$(wildcard src/*.c src/*/*.c src/engine/arch/*.c))
 LIB_OBJS := $(patsubst src/%.c,$(BUILD)/%.o,$(LIB_SRCS))
 TEST_SRCS := $(wildcard src/tests/test_*.c)
 TEST_BINS := $(patsubst src/tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
@@ -80,9 +80,11 @@ $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-# quant.c's SIMD kernels: let the vectorizer if-convert float selects (value-safe: no
+# The CPU engine (src/engine/): no contraction, said explicitly (every variant must give the
+# reference's bits), and let the vectorizer if-convert float selects (value-safe: no
 # reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
-$(BUILD)/quant.o: CFLAGS += -fno-trapping-math
+ENGINE_OBJS := $(filter $(BUILD)/engine/%,$(LIB_OBJS))
+$(ENGINE_OBJS): CFLAGS += -ffp-contract=off -fno-trapping-math
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)

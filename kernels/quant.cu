@@ -1,7 +1,7 @@
 /* quant.cu — the fused GPU pass: load a tile of chunks, RHT in place (fp64 butterfly), block
  * scales, quantization and fp64 statistics in one read of the input; plus the pass-1 amax and
  * the weight_2d tile amax. Level choice, codecs and Philox are common.h's (SPEC §2-§5, §7); the
- * per-block arithmetic mirrors block_quant() in quant.c operation for operation. */
+ * per-block arithmetic mirrors fp4_ref_block_quant() in src/engine/ref.c operation for operation. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -340,7 +340,7 @@ __global__ void __launch_bounds__(T) k_quant(const KP p, const float *__restrict
         }
         if (!live_chunk || s * W >= len) continue;
 
-        /* this thread's chunk: blocks in order, elements in order (quant.c block_quant) */
+        /* this thread's chunk: blocks in order, elements in order (engine/ref.c fp4_ref_block_quant) */
         const int n = min(W, len - s * W);
         for (int b0 = 0; b0 < n; b0 += B) {
             const float *xb = &tile[tid * LD + b0];

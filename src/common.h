@@ -288,7 +288,7 @@ FP4_HD uint8_t fp4c_e8m0_block(float a, const fp4c_grid *g, int rceil)
 }
 
 /* ---- Block scale parameters (SPEC §3) ------------------------------------------------------ */
-/* One block's scale under a scale mode, written once for the CPU (quant.c) and the kernels
+/* One block's scale under a scale mode, written once for the CPU (engine/ref.c) and the kernels
  * (kernels/quant.cu): t = (|x| · mul) / div; x̂ = (q · dec1) · dec2; s_eff the decode scale the
  * level statistics normalize by; live: the block quantizes; underflow: a non-zero block whose
  * scale is 0 (counted in scale_underflow_blocks); sbyte: the stored scale byte (E4M3 for

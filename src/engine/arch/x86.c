@@ -1,0 +1,479 @@
+/* x86.c — the x86-64 variants of the CPU engine: avx2 (AVX2 + FMA: the grouped kernel with
+ * Markstein's corrected quotient) and avx512 (whole rows with mask registers: row_avx512).
+ * Compiled per function with target attributes, chosen at run time (engine.c). */
+#include "engine/engine_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define FP4_AVX2 __attribute__((target("avx2,fma")))
+#define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define RNE_IMM (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) /* explicit, not MXCSR */
+FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+/* group_load_body for block sizes that are multiples of 8: 8x8 tiles transposed in registers
+ * (unpack, shuffle, lane permute) instead of 64 strided scalar loads; the same T, and the
+ * same amax / first index / non-finite flags, from the same column-order scan. */
+FP4_AVX512 static void load_avx512(LOAD_ARGS)
+{
+    if (B % 8) {
+        group_load_body(LOAD_PASS);
+        return;
+    }
+    const __m256 fmax = _mm256_set1_ps(FP4C_FLT_MAX);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF);
+    __m256 a = _mm256_setzero_ps();
+    __m256i k = _mm256_setzero_si256();
+    __mmask8 nf = 0;
+    for (int j0 = 0; j0 < B; j0 += 8) {
+        __m256 r[8], t[8], u[8], c[8];
+        for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
+        for (int b = 0; b < 8; b += 2) {
+            t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
+            t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
+        }
+        for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns (0|4), (1|5), (2|6), (3|7) */
+            u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+            u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+            u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+            u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+        }
+        for (int i = 0; i < 4; i++) {
+            c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+            c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+        }
+        for (int i = 0; i < 8; i++) {
+            const int j = j0 + i;
+            _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
+            const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(c[i]), absm));
+            const __mmask8 fin = _mm256_cmp_ps_mask(ax, fmax, _CMP_LE_OQ);
+            const __mmask8 up = fin & _mm256_cmp_ps_mask(ax, a, _CMP_GT_OQ);
+            nf |= (__mmask8)~fin;
+            a = _mm256_mask_blend_ps(up, a, ax);
+            k = _mm256_mask_blend_epi32(up, k, _mm256_set1_epi32(j));
+        }
+    }
+    _mm256_storeu_ps(am, a);
+    _mm256_storeu_si256((__m256i *)(void *)ak, k);
+    _mm256_storeu_si256((__m256i *)(void *)bad, _mm256_movm_epi32(nf));
+}
+
+/* An 8-bit lane mask loaded from memory straight into a mask register (kmovb k, m8: a load
+ * port); the compiler would go through a general register and a shuffle-port kmovb. */
+FP4_AVX512 static inline __attribute__((always_inline)) __mmask8 kload8(const uint8_t *m)
+{
+    __mmask8 k;
+    __asm__("kmovb %1, %0" : "=k"(k) : "m"(*m));
+    return k;
+}
+
+/* and stored from a mask register straight to memory (kmovb m8, k: a store) */
+FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m, __mmask8 k)
+{
+    __asm__("kmovb %1, %0" : "=m"(*m) : "k"(k));
+}
+
+/* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
+ * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
+ * is the identity on a sum that starts at +0.0). Differences in form only:
+ *  - x̂'s magnitude q is read from qcum[ix], qcum[k] = ((st0 + st1) + …) + st(k-1) in fp32,
+ *    the value group_body's sum of masked steps takes: the threshold tests p0..p6 are
+ *    monotone (mid[] is increasing up to the FLT_MAX entries, which tc <= g_max never
+ *    reaches), so p_i holds exactly for i < ix and the masked steps past ix add +0.0;
+ *  - sums use mask registers (merge-masked adds) instead of and-masks, and the clamp is
+ *    vminps (t < g_max ? t : g_max, as group_body's select);
+ *  - the level error sums run in a second pass over the block's stored terms (E) in element
+ *    order, with per-level masks from byte compares of the stored indices (IX); the code
+ *    histogram and level counts are popcounts of the same masks (exact integers);
+ *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left
+ *    out (x · 1 = x exactly).
+ * E: GRP · B' doubles, IX: GRP · B' int32, B' = B rounded up to 8. */
+FP4_AVX512 static inline __attribute__((always_inline)) void
+group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    float qc[8];
+    qc[0] = 0.0f;
+    for (int k = 1; k < 8; k++) qc[k] = qc[k - 1] + (g->q[k] - g->q[k - 1]);
+    const __m256 qcum = _mm256_loadu_ps(qc);
+    __m256 md[7];
+    for (int i = 0; i < 7; i++) md[i] = _mm256_set1_ps(g->mid[i]);
+    const __m256 gm = _mm256_set1_ps(g->gmax);
+    const __m256 vinv = _mm256_set1_ps(g->inv_step), one_f = _mm256_set1_ps(1.0f);
+    const __m256 vmul = _mm256_loadu_ps(mul), vdv = _mm256_loadu_ps(dv);
+    const __m256 vd1 = _mm256_loadu_ps(d1), vd2 = _mm256_loadu_ps(d2);
+    /* per-element lane masks, built once per group instead of per element: cm[j] counted
+     * (j < jn), sm[j] counted in a live block, lm[j] that and not the block's amax element */
+    uint8_t cm[GRP_MAX_BLOCK], sm[GRP_MAX_BLOCK], lm[GRP_MAX_BLOCK];
+    unsigned live = 0, full = 1;
+    for (int b = 0; b < GRP; b++) {
+        live |= (unsigned)(lv[b] != 0) << b;
+        full &= jn[b] >= B;
+    }
+    if (full) {
+        memset(cm, 0xFF, (size_t)B);
+        memset(sm, (int)live, (size_t)B);
+    } else
+        for (int j = 0; j < B; j++) {
+            unsigned c = 0;
+            for (int b = 0; b < GRP; b++) c |= (unsigned)(jn[b] > j) << b;
+            cm[j] = (uint8_t)c;
+            sm[j] = (uint8_t)(c & live);
+        }
+    memcpy(lm, sm, (size_t)B);
+    for (int b = 0; b < GRP; b++)
+        if (ak[b] >= 0 && ak[b] < B) lm[ak[b]] &= (uint8_t)~(1u << b);
+    const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_div_pd(_mm512_set1_pd(1.0), vse);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
+    double qc64[8];
+    for (int k = 0; k < 8; k++) qc64[k] = (double)qc[k];
+    const __m512d qcum64 = _mm512_loadu_pd(qc64);
+    __m512d sx2 = _mm512_setzero_pd(), se2 = sx2, sxqx = sx2, sxq2 = sx2, serr = sx2;
+    __m512d ls0 = sx2, ls1 = sx2, ls2 = sx2, ls3 = sx2, ls4 = sx2, ls5 = sx2, ls6 = sx2,
+            ls7 = sx2; /* named: an array would live on the stack */
+    __m256i sat = _mm256_setzero_si256();
+    uint8_t negb[GRP_MAX_BLOCK]; /* per element: the lanes whose x has the sign bit */
+    for (int j = 0; j < B; j++) {
+        const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
+        const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
+        /* unit: mul and d2 are 1 in every counted lane, and x · 1 = x */
+        const __m256 t = _mm256_div_ps(unit ? ax : _mm256_mul_ps(ax, vmul), vdv);
+        const __m256 tc = _mm256_min_ps(t, gm);
+        __m256i ix;
+        if (kind == FP4C_GRID_UNIFORM) { /* fp4c_rtne_index_uniform */
+            ix = _mm256_cvttps_epi32(_mm256_roundscale_ps(_mm256_mul_ps(tc, vinv), RNE_IMM));
+        } else if (kind == FP4C_GRID_E2M1) { /* fp4c_rtne_index_e2m1: (u >> 22) is
+                                                 (exponent << 1) | mantissa bit */
+            const __m256i lo = _mm256_cvttps_epi32(
+                _mm256_roundscale_ps(_mm256_add_ps(tc, tc), RNE_IMM)); /* 2t: exact */
+            __m256i u = _mm256_castps_si256(tc);
+            u = _mm256_add_epi32(u, _mm256_add_epi32(
+                                        _mm256_and_si256(_mm256_srli_epi32(u, 22), one32),
+                                        _mm256_set1_epi32(0x1FFFFF)));
+            const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(u, 22), _mm256_set1_epi32(252));
+            ix = _mm256_mask_blend_epi32(_mm256_cmp_ps_mask(tc, one_f, _CMP_LT_OQ), hi, lo);
+        } else {
+            ix = _mm256_setzero_si256();
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[0], _CMP_GT_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[1], _CMP_GE_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[2], _CMP_GT_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[3], _CMP_GE_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[4], _CMP_GT_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[5], _CMP_GE_OQ), ix, one32);
+            ix = _mm256_mask_add_epi32(ix, _mm256_cmp_ps_mask(tc, md[6], _CMP_GT_OQ), ix, one32);
+        }
+        const __m256 q = _mm256_permutexvar_ps(ix, qcum);
+        const __m512i ix64 = _mm512_cvtepu32_epi64(ix);
+        /* |(q * d1) * d2| with x's sign: bits (x & sign) | (y & ~sign) */
+        const __m256 xq = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
+            absm,
+            _mm256_castps_si256(unit ? _mm256_mul_ps(q, vd1)
+                                     : _mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2)),
+            _mm256_castps_si256(x), 0xCA));
+        const __mmask8 c = cm[j];
+        const __mmask8 neg = _mm256_movepi32_mask(_mm256_castps_si256(x));
+        const __m512d dx = _mm512_cvtps_pd(x), dq = _mm512_cvtps_pd(xq);
+        const __m512d d = _mm512_sub_pd(dq, dx);
+        /* dx², dq·dx and dq² are exact in fp64 (fp32 operands: 48 significant bits, no
+         * under- or overflow), so the fused multiply-add rounds once, as mul-then-add does;
+         * d = dq − dx can carry 53 bits, so d² keeps its own rounding */
+        sx2 = _mm512_mask3_fmadd_pd(dx, dx, sx2, c);
+        se2 = _mm512_mask_add_pd(se2, c, se2, _mm512_mul_pd(d, d));
+        sxqx = _mm512_mask3_fmadd_pd(dq, dx, sxqx, c);
+        sxq2 = _mm512_mask3_fmadd_pd(dq, dq, sxq2, c);
+        sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(sm[j], t, gm, _CMP_GT_OQ),
+                                    sat, one32);
+        kstore8(&negb[j], neg); /* the code histogram: with the level masks, below */
+        const __mmask8 l = lm[j];
+        const __m512d dax = _mm512_abs_pd(dx); /* = (double)|x| */
+        const __m512d q0 = _mm512_mul_pd(dax, vrs);
+        const __m512d r = _mm512_fnmadd_pd(q0, vse, dax);
+        const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
+        const __m512d el = _mm512_sub_pd(_mm512_permutexvar_pd(ix64, qcum64), qt); /* (double)q */
+        serr = _mm512_mask_add_pd(serr, l, serr, el);
+        _mm512_storeu_pd(E + (int64_t)j * GRP, el); /* level sums: second pass */
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
+    }
+    /* Level error sums, second pass: lane b adds element j's term to level ix's sum, j in
+     * order (the first pass's order). The level masks come from one byte compare per level
+     * and 8 elements — the indices of elements j0..j0+7 packed as bytes [j][lane], compared
+     * under lm's bits — stored and read back per element as 8-bit masks, instead of 8
+     * compares per element on the shuffle port. */
+    uint8_t lk[8][GRP_MAX_BLOCK];
+    const int Bp = (B + 7) & ~7;
+    for (int j = B; j < Bp; j++) { /* B = 4: the padding elements count nowhere */
+        cm[j] = lm[j] = negb[j] = 0;
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
+    }
+    /* The histogram too: per level, the counted elements (mask kc) and of those the negative
+     * ones, and the level-statistics elements kl = kc & lm (lm is within cm), as popcounts
+     * (exact; no per-lane byte counters to flush) */
+    uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
+    for (int j0 = 0; j0 < Bp; j0 += 8) {
+        const int32_t *ixp = IX + (int64_t)j0 * GRP;
+        __m512i by = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp)));
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 16)), 1);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 32)), 2);
+        by = _mm512_inserti32x4(by, _mm512_cvtepi32_epi8(_mm512_loadu_si512(ixp + 48)), 3);
+        uint64_t c64, l64, n64;
+        memcpy(&c64, cm + j0, sizeof c64);
+        memcpy(&l64, lm + j0, sizeof l64);
+        memcpy(&n64, negb + j0, sizeof n64);
+        __m512i lvl = _mm512_setzero_si512();
+        for (int i = 0; i < 8; i++) {
+            const uint64_t kc = _mm512_mask_cmpeq_epi8_mask(c64, by, lvl), kl = kc & l64;
+            memcpy(&lk[i][j0], &kl, sizeof kl);
+            tot[i] += (uint64_t)__builtin_popcountll(kc);
+            ng[i] += (uint64_t)__builtin_popcountll(kc & n64);
+            nl[i] += (uint64_t)__builtin_popcountll(kl);
+            lvl = _mm512_add_epi8(lvl, _mm512_set1_epi8(1));
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        n->pos[i] += (int64_t)(tot[i] - ng[i]);
+        n->neg[i] += (int64_t)ng[i];
+        n->lvl[i] += (int64_t)nl[i];
+    }
+    for (int j = 0; j < B; j++) {
+        const __m512d el = _mm512_loadu_pd(E + (int64_t)j * GRP);
+        ls0 = _mm512_mask_add_pd(ls0, kload8(&lk[0][j]), ls0, el);
+        ls1 = _mm512_mask_add_pd(ls1, kload8(&lk[1][j]), ls1, el);
+        ls2 = _mm512_mask_add_pd(ls2, kload8(&lk[2][j]), ls2, el);
+        ls3 = _mm512_mask_add_pd(ls3, kload8(&lk[3][j]), ls3, el);
+        ls4 = _mm512_mask_add_pd(ls4, kload8(&lk[4][j]), ls4, el);
+        ls5 = _mm512_mask_add_pd(ls5, kload8(&lk[5][j]), ls5, el);
+        ls6 = _mm512_mask_add_pd(ls6, kload8(&lk[6][j]), ls6, el);
+        ls7 = _mm512_mask_add_pd(ls7, kload8(&lk[7][j]), ls7, el);
+    }
+    /* n->sat is int64 per lane */
+    _mm512_storeu_si512(n->sat, _mm512_add_epi64(_mm512_loadu_si512(n->sat),
+                                                 _mm512_cvtepi32_epi64(sat)));
+    _mm512_storeu_pd(a->sx2, sx2);
+    _mm512_storeu_pd(a->se2, se2);
+    _mm512_storeu_pd(a->sxqx, sxqx);
+    _mm512_storeu_pd(a->sxq2, sxq2);
+    _mm512_storeu_pd(a->serr, serr);
+    _mm512_storeu_pd(a->lsum[0], ls0);
+    _mm512_storeu_pd(a->lsum[1], ls1);
+    _mm512_storeu_pd(a->lsum[2], ls2);
+    _mm512_storeu_pd(a->lsum[3], ls3);
+    _mm512_storeu_pd(a->lsum[4], ls4);
+    _mm512_storeu_pd(a->lsum[5], ls5);
+    _mm512_storeu_pd(a->lsum[6], ls6);
+    _mm512_storeu_pd(a->lsum[7], ls7);
+}
+
+/* group_params compiled for AVX-512 with every call inlined (flatten): called from
+ * row_avx512 with the upper register halves in use, baseline SSE code (block_params,
+ * fp4c_block_params) would pay the AVX-SSE transition on every instruction — it made nvfp4,
+ * mxfp4 and tensor scales 2.5-3x slower. */
+FP4_AVX512 __attribute__((flatten, noinline)) static void
+group_params_avx512(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile,
+                    int nb, const int *jnv, float *mul, float *dv, float *d1, float *d2,
+                    double *se, int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
+{
+    group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+}
+
+/* 8x8 transpose of doubles: c_b[i] = r_i[b]. Named registers (a macro, not arrays): with
+ * arrays the compiler keeps the intermediate rows on the stack. */
+#define TRANSPOSE8_PD(r0, r1, r2, r3, r4, r5, r6, r7, c0, c1, c2, c3, c4, c5, c6, c7)          \
+    do {                                                                                        \
+        const __m512i ia_ = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);                        \
+        const __m512i ib_ = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);                      \
+        const __m512i ic_ = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);                        \
+        const __m512i id_ = _mm512_setr_epi64(4, 5, 6, 7, 12, 13, 14, 15);                      \
+        const __m512d t0_ = _mm512_unpacklo_pd(r0, r1), t1_ = _mm512_unpackhi_pd(r0, r1);       \
+        const __m512d t2_ = _mm512_unpacklo_pd(r2, r3), t3_ = _mm512_unpackhi_pd(r2, r3);       \
+        const __m512d t4_ = _mm512_unpacklo_pd(r4, r5), t5_ = _mm512_unpackhi_pd(r4, r5);       \
+        const __m512d t6_ = _mm512_unpacklo_pd(r6, r7), t7_ = _mm512_unpackhi_pd(r6, r7);       \
+        const __m512d u0_ = _mm512_permutex2var_pd(t0_, ia_, t2_);                              \
+        const __m512d u1_ = _mm512_permutex2var_pd(t1_, ia_, t3_);                              \
+        const __m512d u2_ = _mm512_permutex2var_pd(t0_, ib_, t2_);                              \
+        const __m512d u3_ = _mm512_permutex2var_pd(t1_, ib_, t3_);                              \
+        const __m512d u4_ = _mm512_permutex2var_pd(t4_, ia_, t6_);                              \
+        const __m512d u5_ = _mm512_permutex2var_pd(t5_, ia_, t7_);                              \
+        const __m512d u6_ = _mm512_permutex2var_pd(t4_, ib_, t6_);                              \
+        const __m512d u7_ = _mm512_permutex2var_pd(t5_, ib_, t7_);                              \
+        c0 = _mm512_permutex2var_pd(u0_, ic_, u4_);                                             \
+        c4 = _mm512_permutex2var_pd(u0_, id_, u4_);                                             \
+        c1 = _mm512_permutex2var_pd(u1_, ic_, u5_);                                             \
+        c5 = _mm512_permutex2var_pd(u1_, id_, u5_);                                             \
+        c2 = _mm512_permutex2var_pd(u2_, ic_, u6_);                                             \
+        c6 = _mm512_permutex2var_pd(u2_, id_, u6_);                                             \
+        c3 = _mm512_permutex2var_pd(u3_, ic_, u7_);                                             \
+        c7 = _mm512_permutex2var_pd(u3_, id_, u7_);                                             \
+    } while (0)
+
+/* A chunk partial's 13 order-sensitive sums from the merge vectors: S1 = (Σx², Σ(x̂−x)², Σx̂x,
+ * Σx̂², signed error, level sums 0..2), S2 = (level sums 3..7, unused). */
+FP4_AVX512 static inline __attribute__((always_inline)) void chunk_sums_store(fp4_metrics *m,
+                                                                             __m512d S1,
+                                                                             __m512d S2)
+{
+    double s1[8], s2[8];
+    _mm512_storeu_pd(s1, S1);
+    _mm512_storeu_pd(s2, S2);
+    m->sum_x2 = s1[0], m->sum_err2 = s1[1], m->sum_xqx = s1[2], m->sum_xq2 = s1[3];
+    m->signed_err_sum = s1[4];
+    for (int i = 0; i < 3; i++) m->level_err_sum[i] = s1[5 + i];
+    for (int i = 0; i < 5; i++) m->level_err_sum[3 + i] = s2[i];
+}
+
+/* One row of the grouped path on AVX-512: per group of GRP blocks the load (or the shared
+ * cache's copy), the block parameters (fp32 in vector form; other modes per lane), the kernel,
+ * and the block-order merge of the 13 block sums into the chunk partial, as vectors over the
+ * sums (the 8x8 transposes turn lane b into column b: S = (((S + a_0) + a_1) + … ) + a_7, the
+ * scalar order). The row's counts and amax (order-free) go to its first chunk partial. */
+FP4_AVX512 static inline __attribute__((always_inline)) void
+row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
+                uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+{
+    const int B = p->block, nblk = p->nblk;
+    const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
+    /* the kernel's level terms and indices, after W in the scratch (fp4_qplan_scratch_floats) */
+    double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
+    int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
+    const __m256 vgmax = _mm256_set1_ps(p->grid.gmax), zero_f = _mm256_setzero_ps();
+    const __m256 one_f = _mm256_set1_ps(1.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    uint64_t nblocks = 0, nbad = 0, nzero = 0, nuf = 0;
+    __m256 tam = _mm256_setzero_ps();
+    int chunk = -1;
+    __m512d S1 = _mm512_setzero_pd(), S2 = S1;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) {
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        if (k0 / FP4_CHUNK_BLOCKS != chunk) { /* GRP divides FP4_CHUNK_BLOCKS */
+            if (chunk >= 0) chunk_sums_store(&pr[chunk], S1, S2);
+            chunk = k0 / FP4_CHUNK_BLOCKS;
+            const fp4_metrics *m = &pr[chunk];
+            S1 = _mm512_setr_pd(m->sum_x2, m->sum_err2, m->sum_xqx, m->sum_xq2,
+                                m->signed_err_sum, m->level_err_sum[0], m->level_err_sum[1],
+                                m->level_err_sum[2]);
+            S2 = _mm512_setr_pd(m->level_err_sum[3], m->level_err_sum[4], m->level_err_sum[5],
+                                m->level_err_sum[6], m->level_err_sum[7], 0.0, 0.0, 0.0);
+        }
+        int jnv[GRP];
+        float amb[GRP];
+        int32_t akb[GRP], badb[GRP];
+        const grp_in gi = group_at(p, v, row, k0, nb, load_avx512, Tb, W, amb, akb, badb, jnv);
+        const float *T = gi.T, *am = gi.am;
+        const int32_t *ak = gi.ak, *bad = gi.bad;
+        float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+        double se[GRP];
+        int32_t jn[GRP], lv[GRP], uf[GRP];
+        uint8_t sb[GRP];
+        const __m256 vam = _mm256_loadu_ps(am);
+        const __mmask8 okm = _mm256_cmplt_epi32_mask(lane, _mm256_set1_epi32(nb)) &
+                             _mm256_testn_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)bad),
+                                                     _mm256_set1_epi32(-1));
+        if (fp32) { /* fp4c_block_params' fp32 case: s = amax / g_max, the same IEEE quotient */
+            const __m256 sv = _mm256_div_ps(vam, vgmax);
+            const __mmask8 live = okm & _mm256_cmp_ps_mask(sv, zero_f, _CMP_GT_OQ);
+            _mm256_storeu_ps(mul, _mm256_maskz_mov_ps(live, one_f));
+            _mm256_storeu_ps(dv, _mm256_mask_blend_ps(live, one_f, sv));
+            _mm256_storeu_ps(d1, _mm256_maskz_mov_ps(live, sv));
+            _mm256_storeu_ps(d2, one_f);
+            _mm512_storeu_pd(se, _mm512_mask_blend_pd(live, _mm512_set1_pd(1.0), _mm512_cvtps_pd(sv)));
+            _mm256_storeu_si256((__m256i *)(void *)lv, _mm256_maskz_mov_epi32(live, _mm256_set1_epi32(1)));
+            const __mmask8 ufm = okm & (__mmask8)~live & _mm256_cmp_ps_mask(vam, zero_f, _CMP_GT_OQ);
+            _mm256_storeu_si256((__m256i *)(void *)uf, _mm256_maskz_mov_epi32(ufm, _mm256_set1_epi32(1)));
+            _mm256_storeu_si256((__m256i *)(void *)jn, _mm256_maskz_loadu_epi32(okm, jnv));
+            memset(sb, 0, sizeof sb);
+        } else
+            group_params_avx512(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2,
+                                se, jn, lv, uf, sb);
+        grp_acc a;
+        const __mmask8 counted_lanes =
+            _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jn),
+                                    _mm256_setzero_si256());
+        const __mmask8 ones = _mm256_cmp_ps_mask(_mm256_loadu_ps(mul), one_f, _CMP_EQ_OQ) &
+                              _mm256_cmp_ps_mask(_mm256_loadu_ps(d2), one_f, _CMP_EQ_OQ);
+        if ((counted_lanes & (__mmask8)~ones) == 0) /* fp32 and tensor scales, as a rule */
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 1);
+        else
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 0);
+        __m512d c0, c1, c2, c3, c4, c5, c6, c7;
+        TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
+                      _mm512_loadu_pd(a.sxq2), _mm512_loadu_pd(a.serr),
+                      _mm512_loadu_pd(a.lsum[0]), _mm512_loadu_pd(a.lsum[1]),
+                      _mm512_loadu_pd(a.lsum[2]), c0, c1, c2, c3, c4, c5, c6, c7);
+        S1 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S1, c0), c1), c2), c3);
+        S1 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S1, c4), c5), c6), c7);
+        const __m512d z = _mm512_setzero_pd();
+        TRANSPOSE8_PD(_mm512_loadu_pd(a.lsum[3]), _mm512_loadu_pd(a.lsum[4]),
+                      _mm512_loadu_pd(a.lsum[5]), _mm512_loadu_pd(a.lsum[6]),
+                      _mm512_loadu_pd(a.lsum[7]), z, z, z, c0, c1, c2, c3, c4, c5, c6, c7);
+        S2 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S2, c0), c1), c2), c3);
+        S2 = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(_mm512_add_pd(S2, c4), c5), c6), c7);
+        /* counts: blocks holding counted entries; of those the non-finite, zero and
+         * underflowed ones; the amax over the finite ones */
+        const __mmask8 cnt = _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jnv),
+                                                     _mm256_setzero_si256()) &
+                             _mm256_cmplt_epi32_mask(lane, _mm256_set1_epi32(nb));
+        const __mmask8 fin = cnt & okm;
+        nblocks += (uint64_t)__builtin_popcount(cnt);
+        nbad += (uint64_t)__builtin_popcount(cnt & (__mmask8)~okm);
+        nzero += (uint64_t)__builtin_popcount(fin & _mm256_cmp_ps_mask(vam, zero_f, _CMP_EQ_OQ));
+        nuf += (uint64_t)__builtin_popcount(
+            fin & _mm256_test_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)uf),
+                                         _mm256_set1_epi32(-1)));
+        tam = _mm256_mask_max_ps(tam, fin, tam, vam);
+        if (scales)
+            for (int b = 0; b < nb; b++) scales[k0 + b] = bad[b] ? 0 : sb[b];
+    }
+    if (chunk >= 0) chunk_sums_store(&pr[chunk], S1, S2);
+    float tv[8];
+    _mm256_storeu_ps(tv, tam);
+    float t = pr->tensor_amax;
+    for (int b = 0; b < GRP; b++) t = tv[b] > t ? tv[b] : t;
+    pr->tensor_amax = t;
+    pr->blocks += nblocks;
+    pr->nonfinite_blocks += nbad;
+    pr->zero_blocks += nzero;
+    pr->scale_underflow_blocks += nuf;
+}
+
+#define ROW_ARGS                                                                                \
+    const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax, uint8_t *scales, \
+        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W
+#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
+FP4_AVX512 static void row_avx512(ROW_ARGS)
+{
+    switch (p->grid.kind) {
+    case FP4C_GRID_UNIFORM: row_avx512_body(ROW_PASS, FP4C_GRID_UNIFORM); break;
+    case FP4C_GRID_E2M1: row_avx512_body(ROW_PASS, FP4C_GRID_E2M1); break;
+    default: row_avx512_body(ROW_PASS, FP4C_GRID_GENERIC); break;
+    }
+}
+
+static int cpu_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+static int cpu_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           cpu_avx2();
+}
+
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, NULL, FP4_RHT_IMPL_AVX2,
+                                cpu_avx2};
+/* avx512 runs whole rows (row_avx512); its per-group body is never called */
+static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512,
+                                  FP4_RHT_IMPL_AVX512, cpu_avx512};
+
+const fp4_engine *fp4_engine_x86(fp4_isa isa)
+{
+    return isa == FP4_ISA_AVX2 ? &avx2 : isa == FP4_ISA_AVX512 ? &avx512 : NULL;
+}
+#else
+const fp4_engine *fp4_engine_x86(fp4_isa isa)
+{
+    (void)isa;
+    return NULL;
+}
+#endif

@@ -1,0 +1,345 @@
+/* engine_impl.h — inside the CPU engine only: the grouped RTNE kernel's layout (GRP blocks
+ * transposed into SIMD lanes), its portable body and loaders (GCC vectors, instantiated by
+ * each variant with its own target), the per-lane block parameters, the variant record and
+ * the scalar reference block quantizer of ref.c. */
+#ifndef FP4_ENGINE_IMPL_H
+#define FP4_ENGINE_IMPL_H
+
+#include <string.h>
+
+#include "engine/engine.h"
+
+/* grouped RTNE kernel: blocks per group (lanes), largest block it takes */
+#define GRP 8
+_Static_assert(GRP * 255 < 65536, "onehot_flush sums GRP byte counters in 16-bit fields");
+_Static_assert(FP4_CHUNK_BLOCKS % GRP == 0, "a group never straddles two chunks");
+#define GRP_MAX_BLOCK 1024
+
+/* Per-block scale parameters (SPEC §3), from common.h so that the kernels compute the same. */
+typedef fp4c_blk_par blk_par;
+
+static inline void block_params(const fp4_qplan *p, float amax_b, float amax_s, blk_par *bp)
+{
+    *bp = fp4c_block_params((int)p->cfg.scale, &p->grid, p->ts, p->nv_m, p->nv_sdec,
+                            p->cfg.mx_rule == FP4_MX_RCEIL, amax_b, amax_s);
+}
+
+/* ref.c: one block of one row, the scalar reference (SPEC §2–§5): v[0..B) values (rotated
+ * when RHT), jn of them counted in the metrics, scale from amax_s (own amax, or the 16x16 tile
+ * amax with weight_2d), SR element index idx0 + j; outputs may be NULL; sums added to the
+ * chunk partial m in the documented order. Every variant gives its bits. */
+void fp4_ref_block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s, uint64_t idx0,
+                         float *deq, uint8_t *codes, uint8_t *scale_out, fp4_metrics *m);
+
+/* ---- grouped RTNE kernel ------------------------------------------------------------------
+ * The same numbers as block_quant (RTNE, no deq/codes outputs), for GRP blocks at once: the
+ * blocks are transposed into lanes (T[j * GRP + b] = element j of block b), so every per-block
+ * fp64 sum still starts at 0 and runs over its block's elements in order — one SIMD lane per
+ * block — and the block sums are then added to the chunk partial in block order. A lane adds
+ * +0.0 for an entry it does not count, which leaves a sum unchanged (a sum that starts at +0.0
+ * is never -0.0). Selects are bit masks, which give exactly the values of block_quant's
+ * conditionals. Integer counts (histogram, level counts) are order-free; here they are kept
+ * as one-hot bytes (1 << 8·index) per lane, flushed before a byte can overflow (the AVX-512
+ * variant counts with popcounts instead). The level error
+ * |x| / s_eff is the correctly rounded fp64 quotient in every variant: a division, or with FMA
+ * Markstein's correction q1 = q0 + (|x| − q0·s)·r from r = RN(1/s), q0 = RN(|x|·r), which is
+ * correctly rounded (Markstein 1990; r exact-rounded, q0 faithful, no under/overflow here). */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+typedef int64_t v8l __attribute__((vector_size(64)));
+typedef uint64_t v8ul __attribute__((vector_size(64))); /* packed byte counters: wrap, no UB */
+
+typedef struct grp_acc {
+    double sx2[GRP], se2[GRP], sxqx[GRP], sxq2[GRP], serr[GRP], lsum[8][GRP];
+} grp_acc;
+
+/* Order-free integer counts of live lanes, kept across the groups of a row: one-hot byte
+ * counters per lane (raw), flushed into the totals before a byte can overflow (group_body);
+ * the AVX-512 kernel adds its popcounts to the totals directly. */
+typedef struct grp_cnt {
+    int64_t raw_pos[GRP], raw_neg[GRP], raw_lvl[GRP], sat[GRP];
+    int64_t pos[8], neg[8], lvl[8];
+    int since;
+} grp_cnt;
+
+#define vf_bits(m) ((v8f)(m))
+#define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
+
+/* one-hot byte counters (8 lanes) -> per-level totals: the even and the odd bytes of every
+ * lane are summed as 16-bit fields of one word (8 lanes x 255 < 2^16: no carry between
+ * fields), then split into the 8 level totals */
+static inline void onehot_flush(int64_t *raw, int64_t *out)
+{
+    const uint64_t m = 0x00FF00FF00FF00FFull;
+    uint64_t ev = 0, od = 0;
+    for (int b = 0; b < GRP; b++) {
+        const uint64_t w = (uint64_t)raw[b];
+        ev += w & m;
+        od += (w >> 8) & m;
+        raw[b] = 0;
+    }
+    for (int k = 0; k < 4; k++) {
+        out[2 * k] += (int64_t)((ev >> (16 * k)) & 0xFFFF);
+        out[2 * k + 1] += (int64_t)((od >> (16 * k)) & 0xFFFF);
+    }
+}
+
+static inline void grp_cnt_flush(grp_cnt *n)
+{
+    onehot_flush(n->raw_pos, n->pos);
+    onehot_flush(n->raw_neg, n->neg);
+    onehot_flush(n->raw_lvl, n->lvl);
+    n->since = 0;
+}
+
+static inline __attribute__((always_inline)) void
+group_body(const fp4_qplan *p, const float *T, const float *mul, const float *dv,
+           const float *d1, const float *d2, const double *se, const int32_t *jn,
+           const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n, const int use_fma)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    const float gmax = g->gmax;
+    v8f st[7], md[7];
+    for (int i = 0; i < 7; i++) {
+        const float s = g->q[i + 1] - g->q[i], m = g->mid[i];
+        st[i] = (v8f){s, s, s, s, s, s, s, s};
+        md[i] = (v8f){m, m, m, m, m, m, m, m};
+    }
+    const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
+    v8f vmul, vdv, vd1, vd2;
+    v8i vjn, vlv, vak;
+    v8d vse, vrs;
+    memcpy(&vmul, mul, sizeof vmul);
+    memcpy(&vdv, dv, sizeof vdv);
+    memcpy(&vd1, d1, sizeof vd1);
+    memcpy(&vd2, d2, sizeof vd2);
+    memcpy(&vjn, jn, sizeof vjn);
+    memcpy(&vlv, lv, sizeof vlv);
+    memcpy(&vak, ak, sizeof vak);
+    memcpy(&vse, se, sizeof vse);
+    vrs = (v8d){1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0} / vse; /* RN(1/s), lane by lane */
+    const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
+    v8d sx2 = {0}, se2 = {0}, sxqx = {0}, sxq2 = {0}, serr = {0};
+    v8d ls0 = {0}, ls1 = {0}, ls2 = {0}, ls3 = {0}, ls4 = {0}, ls5 = {0}, ls6 = {0}, ls7 = {0};
+    v8l sat;
+    v8ul hpos, hneg, hl;
+    memcpy(&sat, n->sat, sizeof sat);
+    memcpy(&hpos, n->raw_pos, sizeof hpos);
+    memcpy(&hneg, n->raw_neg, sizeof hneg);
+    memcpy(&hl, n->raw_lvl, sizeof hl);
+    int since = n->since;
+    for (int j = 0; j < B; j++) {
+        v8f x;
+        memcpy(&x, T + (int64_t)j * GRP, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8f t = (ax * vmul) / vdv;
+        const v8i lt = t < gm;
+        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
+        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+        const v8i ix = -(p0 + p1 + p2 + p3 + p4 + p5 + p6);
+        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
+                      vf_bits((v8i)st[6] & p6);
+        const v8f xq = vf_bits(((v8i)((q * vd1) * vd2) & absm) | ((v8i)x & sgnm));
+        const v8i c = vjn > j;
+        const v8i neg = (v8i)x >> 31;
+        const v8l c64 = __builtin_convertvector(c, v8l);
+        const v8d dx = __builtin_convertvector(x, v8d), dq = __builtin_convertvector(xq, v8d);
+        const v8d d = dq - dx;
+        sx2 += vd_and(dx * dx, c64);
+        se2 += vd_and(d * d, c64);
+        sxqx += vd_and(dq * dx, c64);
+        sxq2 += vd_and(dq * dq, c64);
+        sat -= __builtin_convertvector(c & -vlv & (t > gm), v8l); /* live blocks only */
+        const v8l ix64 = __builtin_convertvector(ix, v8l);
+        const v8ul oh = (v8ul){1, 1, 1, 1, 1, 1, 1, 1} << (v8ul)(ix64 * 8);
+        hpos += oh & (v8ul)__builtin_convertvector(c & ~neg, v8l);
+        hneg += oh & (v8ul)__builtin_convertvector(c & neg, v8l);
+        const v8i l = c & -vlv & (vak != j);
+        const v8l l64 = __builtin_convertvector(l, v8l);
+        hl += oh & (v8ul)l64;
+        const v8d dax = __builtin_convertvector(ax, v8d);
+        v8d qt;
+        if (use_fma) {
+            const v8d q0 = dax * vrs;
+            v8d r;
+            for (int k = 0; k < GRP; k++) r[k] = __builtin_fma(-q0[k], vse[k], dax[k]);
+            for (int k = 0; k < GRP; k++) qt[k] = __builtin_fma(r[k], vrs[k], q0[k]);
+        } else qt = dax / vse;
+        const v8d el = vd_and(__builtin_convertvector(q, v8d) - qt, l64);
+        serr += el;
+        ls0 += vd_and(el, ix64 == 0);
+        ls1 += vd_and(el, ix64 == 1);
+        ls2 += vd_and(el, ix64 == 2);
+        ls3 += vd_and(el, ix64 == 3);
+        ls4 += vd_and(el, ix64 == 4);
+        ls5 += vd_and(el, ix64 == 5);
+        ls6 += vd_and(el, ix64 == 6);
+        ls7 += vd_and(el, ix64 == 7);
+        if (++since == 255) {
+            memcpy(n->raw_pos, &hpos, sizeof hpos);
+            memcpy(n->raw_neg, &hneg, sizeof hneg);
+            memcpy(n->raw_lvl, &hl, sizeof hl);
+            grp_cnt_flush(n);
+            hpos = hneg = hl = (v8ul){0};
+            since = 0;
+        }
+    }
+    memcpy(n->raw_pos, &hpos, sizeof hpos);
+    memcpy(n->raw_neg, &hneg, sizeof hneg);
+    memcpy(n->raw_lvl, &hl, sizeof hl);
+    memcpy(n->sat, &sat, sizeof sat);
+    n->since = since;
+    memcpy(a->sx2, &sx2, sizeof sx2);
+    memcpy(a->se2, &se2, sizeof se2);
+    memcpy(a->sxqx, &sxqx, sizeof sxqx);
+    memcpy(a->sxq2, &sxq2, sizeof sxq2);
+    memcpy(a->serr, &serr, sizeof serr);
+    memcpy(a->lsum[0], &ls0, sizeof ls0);
+    memcpy(a->lsum[1], &ls1, sizeof ls1);
+    memcpy(a->lsum[2], &ls2, sizeof ls2);
+    memcpy(a->lsum[3], &ls3, sizeof ls3);
+    memcpy(a->lsum[4], &ls4, sizeof ls4);
+    memcpy(a->lsum[5], &ls5, sizeof ls5);
+    memcpy(a->lsum[6], &ls6, sizeof ls6);
+    memcpy(a->lsum[7], &ls7, sizeof ls7);
+}
+
+/* Transpose GRP full blocks (v, block length B) into T and find each lane's amax over finite
+ * values, the first index attaining it, and whether the block holds a non-finite value. */
+static inline __attribute__((always_inline)) void
+group_load_body(const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad)
+{
+    const v8i absm = (v8i){0} + 0x7FFFFFFF;
+    const v8f fmax = (v8f){0.0f} + FP4C_FLT_MAX;
+    v8f a = {0};
+    v8i k = {0}, nf = {0};
+    for (int j = 0; j < B; j++) {
+        const float *c = v + j;
+        const v8f x = {c[0], c[B], c[2 * B], c[3 * B], c[4 * B], c[5 * B], c[6 * B], c[7 * B]};
+        memcpy(T + (int64_t)j * GRP, &x, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8i fin = ax <= fmax;
+        const v8i up = fin & (ax > a);
+        nf |= ~fin;
+        a = vf_bits(((v8i)ax & up) | ((v8i)a & ~up));
+        k = (((v8i){0} + j) & up) | (k & ~up);
+    }
+    memcpy(am, &a, sizeof a);
+    memcpy(ak, &k, sizeof k);
+    memcpy(bad, &nf, sizeof nf);
+}
+
+#define GROUP_ARGS                                                                              \
+    const fp4_qplan *p, const float *T, const float *mul, const float *dv, const float *d1,    \
+        const float *d2, const double *se, const int32_t *jn,                                  \
+        const int32_t *lv, const int32_t *ak, grp_acc *a, grp_cnt *n
+#define GROUP_PASS p, T, mul, dv, d1, d2, se, jn, lv, ak, a, n
+
+#define LOAD_ARGS const float *v, int B, float *T, float *am, int32_t *ak, int32_t *bad
+#define LOAD_PASS v, B, T, am, ak, bad
+typedef void (*load_fn)(LOAD_ARGS);
+
+/* The grouped kernel's input for nb <= GRP consecutive blocks of one row at v, through a load
+ * variant: T (GRP * B floats, lane b = block b, lanes past nb zeros) and per lane the amax,
+ * its first index and the non-finite flag. w: GRP * B floats of scratch for a partial group. */
+static inline __attribute__((always_inline)) void group_load(load_fn load, int B, const float *v,
+                                                             int nb, float *T, float *w,
+                                                             float *am, int32_t *ak, int32_t *bad)
+{
+    if (nb < GRP) { /* a row's last, partial group: lanes past nb hold zeros */
+        memcpy(w, v, (size_t)nb * (size_t)B * sizeof *w);
+        memset(w + (int64_t)nb * B, 0, (size_t)(GRP - nb) * (size_t)B * sizeof *w);
+        v = w;
+    }
+    load(v, B, T, am, ak, bad);
+}
+
+/* A group's kernel input: the transposed blocks and per lane the amax, its first index and
+ * the non-finite flag. */
+typedef struct grp_in {
+    const float *T, *am;
+    const int32_t *ak, *bad;
+} grp_in;
+
+/* The group of nb <= GRP blocks of one prepared row v (stride padded_len) starting at block
+ * k0: jnv[GRP], each lane's counted entries (0 past nb), and its kernel input — from the
+ * row's cached groups when row->T (fp4_grpcache), else loaded by `load` into Tb, amb, akb,
+ * badb (W: a partial group's padding). Shared by the per-group path and row_avx512. */
+static inline __attribute__((always_inline)) grp_in
+group_at(const fp4_qplan *p, const float *v, const grp_in *row, int k0, int nb, load_fn load,
+         float *Tb, float *W, float *amb, int32_t *akb, int32_t *badb, int *jnv)
+{
+    const int B = p->block;
+    if ((int64_t)(k0 + GRP) * B <= p->counted_len)
+        for (int b = 0; b < GRP; b++) jnv[b] = B;
+    else
+        for (int b = 0; b < GRP; b++) {
+            const int64_t c = b < nb ? p->counted_len - (int64_t)(k0 + b) * B : 0;
+            jnv[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+        }
+    if (row->T)
+        return (grp_in){row->T + (int64_t)k0 * B, row->am + k0, row->ak + k0, row->bad + k0};
+    group_load(load, B, v + (int64_t)k0 * B, nb, Tb, W, amb, akb, badb);
+    return (grp_in){Tb, amb, akb, badb};
+}
+
+/* The kernel's inputs for one group, from fp4c_block_params per lane (scalar; any scale mode).
+ * A lane past nb or holding a non-finite value is dead: jn 0, not live. */
+static inline __attribute__((always_inline)) void
+group_params(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile, int nb,
+             const int *jnv, float *mul, float *dv, float *d1, float *d2, double *se,
+             int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
+{
+    for (int b = 0; b < GRP; b++) {
+        blk_par bp;
+        if (b < nb && !bad[b]) {
+            const float amax_s =
+                p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : am[b];
+            block_params(p, am[b], amax_s, &bp);
+            jn[b] = jnv[b];
+        } else {
+            memset(&bp, 0, sizeof bp);
+            bp.div = 1.0f;
+            jn[b] = 0;
+        }
+        mul[b] = bp.mul;
+        dv[b] = bp.div;
+        d1[b] = bp.dec1;
+        d2[b] = bp.dec2;
+        se[b] = bp.live ? bp.s_eff : 1.0;
+        lv[b] = bp.live;
+        uf[b] = bp.underflow;
+        sb[b] = bp.sbyte;
+    }
+}
+
+typedef void (*group_fn)(GROUP_ARGS);
+/* a whole row of groups (the chunk partials pr of the row, counts into n); Tb, W: scratch */
+typedef void (*row_fn)(const fp4_qplan *p, const float *v, const grp_in *row,
+                       const float *tamax, uint8_t *scales, fp4_metrics *pr, grp_cnt *n,
+                       float *Tb, float *W);
+
+/* One variant: the per-group body (group_quant), the group loader, the whole-row kernel (or
+ * NULL: group by group), the RHT implementation fp4_qplan_prep uses, and whether this CPU
+ * runs it (NULL: always). */
+struct fp4_engine {
+    fp4_isa isa;
+    group_fn body;
+    load_fn load;
+    row_fn row;
+    fp4_rht_impl rht;
+    int (*cpu_has)(void);
+};
+
+/* The variants each file compiles: generic.c always; arch/x86.c (avx2, avx512) on x86-64
+ * GCC/Clang builds, arch/arm.c (neon) on aarch64 builds; NULL where not compiled. */
+extern const fp4_engine fp4_engine_generic;
+const fp4_engine *fp4_engine_x86(fp4_isa isa);
+const fp4_engine *fp4_engine_arm(fp4_isa isa);
+
+#endif

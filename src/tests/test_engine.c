@@ -1,0 +1,253 @@
+/* test_engine.c — the CPU engine's variants (engine/engine.h): every variant this CPU runs
+ * gives the scalar reference's (ref.c) bits in every metric, through fp4_quantize_rows and
+ * through the CPU backend (shared grouped-row cache, threads), on ties, subnormals, NaN/Inf,
+ * zero blocks, every grid, scale mode, block size and RHT size (SPEC §7); the table and the
+ * FP4DIAG_ISA names. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "backend.h"
+#include "common.h"
+#include "engine/engine.h"
+#include "metrics.h"
+#include "quant.h"
+#include "rht.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static double urand(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) * (1.0 / 9007199254740992.0);
+}
+static float grand(void)
+{
+    double u = urand(), v = urand();
+    if (u < 1e-300) u = 1e-300;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+/* Rows for grid g: every 16 elements start with ±g_max (fp32 scale 1: t = |x| exactly), then
+ * levels, exact midpoints (RTNE ties), their float neighbours, Gaussians and -0.0; regions of
+ * subnormals, of values whose fp32 scale underflows, near FLT_MAX, an all-zero run of 64, and
+ * single NaN, +Inf and -Inf values. */
+static void fill_rows(const fp4c_grid *g, float *x, int R, int L)
+{
+    for (int i = 0; i < R * L; i++) {
+        const int pick = (int)(urand() * 6.0), lv = (int)(urand() * (g->n - 1));
+        float v = pick == 0   ? g->q[lv]
+                  : pick == 1 ? g->mid[lv]
+                  : pick == 2 ? nextafterf(g->mid[lv], 0.0f)
+                  : pick == 3 ? nextafterf(g->mid[lv], 100.0f)
+                  : pick == 4 ? -0.0f
+                              : (float)(grand() * g->gmax / 3.0);
+        if (i % 16 == 0) v = g->gmax;
+        x[i] = urand() < 0.5 ? -v : v;
+    }
+    for (int j = 0; j < 64; j++) x[1 * L + 128 + j] = 0.0f;
+    for (int j = 0; j < 96; j++) x[2 * L + 200 + j] *= 1e-40f; /* subnormal */
+    for (int j = 0; j < 48; j++) x[3 * L + 300 + j] *= 1e-44f; /* scale underflow */
+    for (int j = 0; j < 40; j++) x[4 * L + 17 + j] *= 5e37f;   /* near FLT_MAX */
+    x[5 * L + 70] = NAN;
+    x[6 * L + 3] = INFINITY;
+    x[7 * L + L - 1] = -INFINITY;
+    x[8 * L + 500] = -NAN;
+}
+
+enum { NFMT = 7, MAXCFG = 128 };
+static const fp4_format fmts[NFMT] = {{FP4_FMT_E2M1, 0}, {FP4_FMT_E1M2, 0}, {FP4_FMT_INT4, 0},
+                                      {FP4_FMT_E3M0, 0}, {FP4_FMT_E2M1, 2}, {FP4_FMT_E2M1, 3},
+                                      {FP4_FMT_E2M1, 4}};
+
+/* Every scale mode (fp32 at every block size the grouped kernel takes and one it does not,
+ * nvfp4 with and without weight_2d, mxfp4 floor and rceil, tensor) x every RHT size. */
+static int make_cfgs(fp4_format f, fp4_rht_signs *sg, fp4_qconfig *out)
+{
+    static const int blocks[] = {2, 4, 8, 16, 32, 64, 128, 256, 1024, 2048};
+    int n = 0;
+    for (int r = 0; r < 6; r++) {
+        const fp4_rht_signs *rh = r ? &sg[r - 1] : NULL;
+        for (int s = 0; s < 16; s++) {
+            fp4_qconfig c;
+            fp4_qconfig_default(&c);
+            c.format = f;
+            c.rht = rh;
+            if (s < 10) {
+                if (r > 1 && s != 3) continue; /* every block without RHT and with RHT-16 */
+                c.block = blocks[s];
+            } else if (s == 10 || s == 11) {
+                c.scale = FP4_SCALE_NVFP4;
+                c.weight_2d = s == 11;
+            } else if (s == 12 || s == 13) {
+                c.scale = FP4_SCALE_MXFP4;
+                c.mx_rule = s == 13 ? FP4_MX_RCEIL : FP4_MX_FLOOR;
+            } else if (s == 14) c.scale = FP4_SCALE_TENSOR;
+            else continue;
+            if (f.max && (c.scale == FP4_SCALE_MXFP4)) continue; /* e2m1:max: amax-based only */
+            if (fp4_qconfig_check(&c) != FP4_OK) continue;
+            assert_true(n < MAXCFG);
+            out[n++] = c;
+        }
+    }
+    return n;
+}
+
+static float amax_of(const fp4_qconfig *c, const float *x, int64_t rows, int64_t len)
+{
+    float a = 0.0f;
+    fp4_amax_rows(c, x, rows, len, &a);
+    return a;
+}
+
+static void cfg_name(const fp4_qconfig *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%.0d %s%s%s block %d rht %d", fp4_format_traits_of(c->format.id)->name,
+             c->format.max ? ":max=" : "", c->format.max, fp4_scale_name(c->scale),
+             c->weight_2d ? " weight_2d" : "", c->mx_rule ? " rceil" : "", c->block,
+             c->rht ? c->rht->n : 0);
+}
+
+static void test_variants_equal_reference(void **state)
+{
+    (void)state;
+    fp4_rht_signs sg[5];
+    assert_int_equal(fp4_rht_signs_make("te", 16, &sg[0]), FP4_OK);
+    assert_int_equal(fp4_rht_signs_make("seed:7", 32, &sg[1]), FP4_OK);
+    assert_int_equal(fp4_rht_signs_make("te", 64, &sg[2]), FP4_OK);
+    assert_int_equal(fp4_rht_signs_make("seed:3", 128, &sg[3]), FP4_OK);
+    assert_int_equal(fp4_rht_signs_make("te", 256, &sg[4]), FP4_OK);
+    const int R = 19, L = 600; /* weight_2d: one partial tile row; 2 chunks at blocks <= 8 */
+    float *x = malloc(sizeof(float) * R * L);
+    float *deq = malloc(sizeof(float) * R * (L + 2048));
+    fp4_qconfig *cfgs = malloc(sizeof *cfgs * MAXCFG);
+    fp4_metrics *ref = malloc(sizeof *ref * MAXCFG), *got = malloc(sizeof *got * MAXCFG);
+    assert_true(x && deq && cfgs && ref && got);
+    int variants = 0, checked = 0;
+    for (int f = 0; f < NFMT; f++) {
+        const fp4c_grid g = fp4c_grid_make((int)fmts[f].id, fmts[f].max);
+        fill_rows(&g, x, R, L);
+        const int n = make_cfgs(fmts[f], sg, cfgs);
+        fp4_engine_use(fp4_engine_get(FP4_ISA_GENERIC));
+        for (int c = 0; c < n; c++) { /* the reference: ref.c per block (deq asked for) */
+            fp4_metrics_init(&ref[c]);
+            fp4_qout o = {deq, NULL, NULL};
+            assert_int_equal(fp4_quantize_rows(&cfgs[c], amax_of(&cfgs[c], x, R, L), x, 0, R, L,
+                                               &o, &ref[c]),
+                             FP4_OK);
+            fp4_metrics_finish(&ref[c]);
+        }
+        for (int v = 0; v < FP4_ISA_COUNT; v++) {
+            const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+            if (!e) continue;
+            variants += f == 0;
+            fp4_engine_use(e);
+            for (int c = 0; c < n; c++) { /* fp4_quantize_rows: groups loaded per config */
+                fp4_metrics m;
+                fp4_metrics_init(&m);
+                assert_int_equal(fp4_quantize_rows(&cfgs[c], amax_of(&cfgs[c], x, R, L), x, 0, R,
+                                                   L, NULL, &m),
+                                 FP4_OK);
+                fp4_metrics_finish(&m);
+                if (memcmp(&m, &ref[c], sizeof m) != 0) {
+                    char nm[96];
+                    cfg_name(&cfgs[c], nm, sizeof nm);
+                    fail_msg("%s, %s: quantize_rows differs from the reference (err2 %a / %a, "
+                             "hist[1] %llu / %llu)",
+                             fp4_isa_name((fp4_isa)v), nm, m.sum_err2, ref[c].sum_err2,
+                             (unsigned long long)m.hist[1], (unsigned long long)ref[c].hist[1]);
+                }
+                checked++;
+            }
+            /* the CPU backend: every config in one analysis (shared preparation and grouped-row
+             * cache), 2 threads, two slabs (weight_2d: a slab holds whole tiles) */
+            fp4_backend *be;
+            fp4_analysis *an;
+            assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 2, &be), FP4_OK);
+            assert_int_equal(fp4_analysis_begin(be, cfgs, n, R, L, &an), FP4_OK);
+            if (fp4_analysis_needs_amax(an)) {
+                assert_int_equal(fp4_analysis_amax(an, x, 16), FP4_OK);
+                assert_int_equal(fp4_analysis_amax(an, x + 16 * L, R - 16), FP4_OK);
+            }
+            assert_int_equal(fp4_analysis_feed(an, x, 16), FP4_OK);
+            assert_int_equal(fp4_analysis_feed(an, x + 16 * L, R - 16), FP4_OK);
+            assert_int_equal(fp4_analysis_end(an, got), FP4_OK);
+            fp4_backend_close(be);
+            for (int c = 0; c < n; c++)
+                if (memcmp(&got[c], &ref[c], sizeof got[c]) != 0) {
+                    char nm[96];
+                    cfg_name(&cfgs[c], nm, sizeof nm);
+                    fail_msg("%s, %s: CPU backend differs from the reference (err2 %a / %a)",
+                             fp4_isa_name((fp4_isa)v), nm, got[c].sum_err2, ref[c].sum_err2);
+                }
+        }
+    }
+    fp4_engine_use(NULL);
+    assert_true(variants >= 1);
+    assert_true(checked >= variants * NFMT * 20);
+    free(x);
+    free(deq);
+    free(cfgs);
+    free(ref);
+    free(got);
+}
+
+/* The reference can fail the comparison: a metric the reference computes differently (one
+ * ulp on one block's input) changes the bits compared above. */
+static void test_comparison_can_fail(void **state)
+{
+    (void)state;
+    const int R = 3, L = 256;
+    float x[3 * 256];
+    for (int i = 0; i < R * L; i++) x[i] = grand();
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    fp4_metrics a, b;
+    fp4_metrics_init(&a);
+    fp4_metrics_init(&b);
+    assert_int_equal(fp4_quantize_rows(&c, 0.0f, x, 0, R, L, NULL, &a), FP4_OK);
+    x[37] = nextafterf(x[37], 100.0f);
+    assert_int_equal(fp4_quantize_rows(&c, 0.0f, x, 0, R, L, NULL, &b), FP4_OK);
+    assert_true(memcmp(&a, &b, sizeof a) != 0);
+}
+
+static void test_table_and_names(void **state)
+{
+    (void)state;
+    assert_non_null(fp4_engine_get(FP4_ISA_GENERIC)); /* every build, every CPU */
+    assert_null(fp4_engine_get(FP4_ISA_COUNT));
+    for (int v = 0; v < FP4_ISA_COUNT; v++) {
+        fp4_isa back;
+        assert_int_equal(fp4_isa_parse(fp4_isa_name((fp4_isa)v), &back), FP4_OK);
+        assert_int_equal((int)back, v);
+        const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+        if (e) assert_int_equal((int)fp4_engine_isa(e), v);
+    }
+    fp4_isa back;
+    assert_int_equal(fp4_isa_parse("sse9", &back), FP4_ERR_USAGE);
+#if defined(__x86_64__)
+    assert_null(fp4_engine_get(FP4_ISA_NEON));
+#endif
+#if defined(__aarch64__)
+    assert_null(fp4_engine_get(FP4_ISA_AVX2));
+    assert_null(fp4_engine_get(FP4_ISA_AVX512));
+#endif
+    /* fp4_engine_use overrides the choice and NULL gives it back */
+    const fp4_engine *def = fp4_engine_active();
+    fp4_engine_use(fp4_engine_get(FP4_ISA_GENERIC));
+    assert_ptr_equal(fp4_engine_active(), fp4_engine_get(FP4_ISA_GENERIC));
+    fp4_engine_use(NULL);
+    assert_ptr_equal(fp4_engine_active(), def);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_and_names),
+        cmocka_unit_test(test_comparison_can_fail),
+        cmocka_unit_test(test_variants_equal_reference),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
