@@ -97,82 +97,13 @@ static void group_quant(const fp4_qplan *p, const float *T, const float *am, con
     double se[GRP];
     int32_t jn[GRP], lv[GRP], uf[GRP];
     uint8_t sb[GRP];
-    if (p->cfg.scale == FP4_SCALE_FP32) {
-        /* fp4c_block_params' fp32 case, lane by lane in a loop the compiler vectorizes (the
-         * same IEEE quotient); a lane that is past nb or non-finite is dead (jn 0) */
-        const float gmax = p->grid.gmax;
-        for (int b = 0; b < GRP; b++) {
-            const int ok = b < nb && !bad[b];
-            const float s = am[b] / gmax;
-            const int live = ok && s > 0.0f;
-            mul[b] = live ? 1.0f : 0.0f;
-            dv[b] = live ? s : 1.0f;
-            d1[b] = live ? s : 0.0f;
-            d2[b] = 1.0f;
-            se[b] = live ? (double)s : 1.0;
-            lv[b] = live;
-            uf[b] = ok && !live && am[b] > 0.0f;
-            jn[b] = ok ? jnv[b] : 0;
-            sb[b] = 0;
-        }
-    } else
+    if (p->cfg.scale == FP4_SCALE_FP32)
+        group_params_fp32(p, am, bad, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    else
         group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
     grp_acc a;
     kern->body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n);
-    /* block sums into the chunk partial in block order; the partial's sums are held in
-     * locals (registers) across the blocks: the same additions in the same order. Every lane
-     * is added: a lane with no counted entry (past nb, non-finite, or padding) holds +0.0 in
-     * every sum, and adding +0.0 leaves a sum that starts at +0.0 unchanged (it is never
-     * -0.0), so this is block_quant's sequence of additions */
-    double l0 = m->level_err_sum[0], l1 = m->level_err_sum[1], l2 = m->level_err_sum[2],
-           l3 = m->level_err_sum[3], l4 = m->level_err_sum[4], l5 = m->level_err_sum[5],
-           l6 = m->level_err_sum[6], l7 = m->level_err_sum[7];
-    double sx2 = m->sum_x2, se2 = m->sum_err2, sxqx = m->sum_xqx, sxq2 = m->sum_xq2,
-           serr = m->signed_err_sum;
-    for (int b = 0; b < GRP; b++) {
-        l0 += a.lsum[0][b];
-        l1 += a.lsum[1][b];
-        l2 += a.lsum[2][b];
-        l3 += a.lsum[3][b];
-        l4 += a.lsum[4][b];
-        l5 += a.lsum[5][b];
-        l6 += a.lsum[6][b];
-        l7 += a.lsum[7][b];
-        sx2 += a.sx2[b];
-        se2 += a.se2[b];
-        sxqx += a.sxqx[b];
-        sxq2 += a.sxq2[b];
-        serr += a.serr[b];
-    }
-    uint64_t nblocks = 0, nbad = 0, nzero = 0, nuf = 0;
-    float tam = m->tensor_amax;
-    for (int b = 0; b < nb; b++) {
-        const int cnt = jnv[b] > 0, fin = !bad[b];
-        nblocks += (uint64_t)cnt;
-        nbad += (uint64_t)(cnt & !fin);
-        nzero += (uint64_t)(cnt & fin & (am[b] == 0.0f));
-        nuf += (uint64_t)(cnt & fin & (uf[b] != 0));
-        if (cnt & fin) tam = am[b] > tam ? am[b] : tam;
-        if (scale_out) scale_out[b] = fin ? sb[b] : 0;
-    }
-    m->blocks += nblocks;
-    m->nonfinite_blocks += nbad;
-    m->zero_blocks += nzero;
-    m->scale_underflow_blocks += nuf;
-    m->tensor_amax = tam;
-    m->level_err_sum[0] = l0;
-    m->level_err_sum[1] = l1;
-    m->level_err_sum[2] = l2;
-    m->level_err_sum[3] = l3;
-    m->level_err_sum[4] = l4;
-    m->level_err_sum[5] = l5;
-    m->level_err_sum[6] = l6;
-    m->level_err_sum[7] = l7;
-    m->sum_x2 = sx2;
-    m->sum_err2 = se2;
-    m->sum_xqx = sxqx;
-    m->sum_xq2 = sxq2;
-    m->signed_err_sum = serr;
+    group_merge(&a, am, bad, nb, jnv, uf, sb, scale_out, m);
 }
 
 /* a row of nblk blocks takes ceil(nblk / GRP) groups of GRP * B floats, and GRP lanes of

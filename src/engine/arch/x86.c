@@ -9,7 +9,50 @@
 #define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #define RNE_IMM (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) /* explicit, not MXCSR */
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
-FP4_AVX2 static void load_avx2(LOAD_ARGS) { group_load_body(LOAD_PASS); }
+/* group_load_body for block sizes that are multiples of 8, on AVX2: 8x8 tiles transposed in
+ * registers (as load_avx512) and the same column-order scan with vector masks. */
+FP4_AVX2 static void load_avx2(LOAD_ARGS)
+{
+    if (B % 8) {
+        group_load_body(LOAD_PASS);
+        return;
+    }
+    const __m256 fmax = _mm256_set1_ps(FP4C_FLT_MAX);
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256 a = _mm256_setzero_ps(), nf = a;
+    __m256 k = a; /* int32 lanes, blended as floats (bit moves only) */
+    for (int j0 = 0; j0 < B; j0 += 8) {
+        __m256 r[8], t[8], u[8], c[8];
+        for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
+        for (int b = 0; b < 8; b += 2) {
+            t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
+            t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
+        }
+        for (int h = 0; h < 8; h += 4) {
+            u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+            u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+            u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+            u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+        }
+        for (int i = 0; i < 4; i++) {
+            c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+            c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+        }
+        for (int i = 0; i < 8; i++) {
+            const int j = j0 + i;
+            _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
+            const __m256 ax = _mm256_and_ps(c[i], absm);
+            const __m256 fin = _mm256_cmp_ps(ax, fmax, _CMP_LE_OQ);
+            const __m256 up = _mm256_and_ps(fin, _mm256_cmp_ps(ax, a, _CMP_GT_OQ));
+            nf = _mm256_or_ps(nf, _mm256_cmp_ps(ax, fmax, _CMP_NLE_UQ)); /* = ~fin */
+            a = _mm256_blendv_ps(a, ax, up);
+            k = _mm256_blendv_ps(k, _mm256_castsi256_ps(_mm256_set1_epi32(j)), up);
+        }
+    }
+    _mm256_storeu_ps(am, a);
+    _mm256_storeu_si256((__m256i *)(void *)ak, _mm256_castps_si256(k));
+    _mm256_storeu_si256((__m256i *)(void *)bad, _mm256_castps_si256(nf));
+}
 /* group_load_body for block sizes that are multiples of 8: 8x8 tiles transposed in registers
  * (unpack, shuffle, lane permute) instead of 64 strided scalar loads; the same T, and the
  * same amax / first index / non-finite flags, from the same column-order scan. */
@@ -447,6 +490,270 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
     }
 }
 
+/* ---- avx2: whole rows --------------------------------------------------------------------
+ * row_avx512's structure for AVX2 (8 lanes of fp32, the fp64 sums as two 4-lane halves): per
+ * group of GRP blocks the grouped-row cache's copy (or a load), the block parameters, one
+ * pass over the elements for the five sums, a count pass that turns the stored indices into
+ * per-level lane masks by byte compares (histogram and level counts as popcounts, exact), a
+ * second pass for the eight level sums, then the block-order merge (group_merge). The same
+ * numbers as group_body (every sum is the same sequence of the same fp64 operations), in form:
+ *  - q read from qcum[ix] and the RTNE index in closed form per grid kind, as row_avx512
+ *    (see group_avx512_body for why these are the same values);
+ *  - a lane that does not count adds +0.0 (its operands are masked to +0.0 before the fused
+ *    multiply-add: fma(+0, +0, s) = s), the identity on a sum that starts at +0.0;
+ *  - dx², dq·dx and dq² are exact in fp64, so fma(dx, dx, s) rounds once as s + dx·dx does;
+ *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left out.
+ * E: GRP · B doubles, IX: GRP · B' int32, B' = B rounded up to 4. */
+FP4_AVX2 static inline __attribute__((always_inline)) __m128 lo_ps(__m256 v)
+{
+    return _mm256_castps256_ps128(v);
+}
+FP4_AVX2 static inline __attribute__((always_inline)) __m128 hi_ps(__m256 v)
+{
+    return _mm256_extractf128_ps(v, 1);
+}
+FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, int h)
+{
+    return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
+}
+
+/* 4-bit lane mask -> four 64-bit lane masks */
+static const int64_t lane4_mask[16][4] __attribute__((aligned(32))) = {
+    {0, 0, 0, 0},    {-1, 0, 0, 0},    {0, -1, 0, 0},    {-1, -1, 0, 0},
+    {0, 0, -1, 0},   {-1, 0, -1, 0},   {0, -1, -1, 0},   {-1, -1, -1, 0},
+    {0, 0, 0, -1},   {-1, 0, 0, -1},   {0, -1, 0, -1},   {-1, -1, 0, -1},
+    {0, 0, -1, -1},  {-1, 0, -1, -1},  {0, -1, -1, -1},  {-1, -1, -1, -1}};
+
+FP4_AVX2 static inline __attribute__((always_inline)) void
+group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    float qc[8];
+    qc[0] = 0.0f;
+    for (int k = 1; k < 8; k++) qc[k] = qc[k - 1] + (g->q[k] - g->q[k - 1]);
+    const __m256 qcum = _mm256_loadu_ps(qc);
+    __m256 md[7];
+    for (int i = 0; i < 7; i++) md[i] = _mm256_set1_ps(g->mid[i]);
+    const __m256 gm = _mm256_set1_ps(g->gmax);
+    const __m256 vinv = _mm256_set1_ps(g->inv_step), one_f = _mm256_set1_ps(1.0f);
+    const __m256 vmul = _mm256_loadu_ps(mul), vdv = _mm256_loadu_ps(dv);
+    const __m256 vd1 = _mm256_loadu_ps(d1), vd2 = _mm256_loadu_ps(d2);
+    const __m256i vjn = _mm256_loadu_si256((const __m256i *)(const void *)jn);
+    const __m256i vlive = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_loadu_si256((const __m256i *)(const void *)lv));
+    const __m256i vak = _mm256_loadu_si256((const __m256i *)(const void *)ak);
+    const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
+    const __m256d absm64 = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+    const __m256d vse0 = _mm256_loadu_pd(se), vse1 = _mm256_loadu_pd(se + 4);
+    const __m256d vrs0 = _mm256_div_pd(_mm256_set1_pd(1.0), vse0);
+    const __m256d vrs1 = _mm256_div_pd(_mm256_set1_pd(1.0), vse1);
+    __m256d sx2_0 = _mm256_setzero_pd(), se2_0 = sx2_0, sxqx_0 = sx2_0, sxq2_0 = sx2_0,
+            serr_0 = sx2_0;
+    __m256d sx2_1 = sx2_0, se2_1 = sx2_0, sxqx_1 = sx2_0, sxq2_1 = sx2_0, serr_1 = sx2_0;
+    __m256i sat = _mm256_setzero_si256(), jv = _mm256_setzero_si256();
+    uint8_t cm[GRP_MAX_BLOCK + 4], lm[GRP_MAX_BLOCK + 4], negb[GRP_MAX_BLOCK + 4];
+    for (int j = 0; j < B; j++) {
+        const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
+        const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
+        const __m256 t = _mm256_div_ps(unit ? ax : _mm256_mul_ps(ax, vmul), vdv);
+        const __m256 tc = _mm256_min_ps(t, gm); /* t < g_max ? t : g_max, NaN -> g_max */
+        __m256i ix;
+        if (kind == FP4C_GRID_UNIFORM) { /* fp4c_rtne_index_uniform */
+            ix = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_mul_ps(tc, vinv), RNE_IMM));
+        } else if (kind == FP4C_GRID_E2M1) { /* fp4c_rtne_index_e2m1 */
+            const __m256i lo = _mm256_cvttps_epi32(_mm256_round_ps(_mm256_add_ps(tc, tc), RNE_IMM));
+            __m256i u = _mm256_castps_si256(tc);
+            u = _mm256_add_epi32(u, _mm256_add_epi32(
+                                        _mm256_and_si256(_mm256_srli_epi32(u, 22), one32),
+                                        _mm256_set1_epi32(0x1FFFFF)));
+            const __m256i hi = _mm256_sub_epi32(_mm256_srli_epi32(u, 22), _mm256_set1_epi32(252));
+            ix = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(hi),
+                                                      _mm256_castsi256_ps(lo),
+                                                      _mm256_cmp_ps(tc, one_f, _CMP_LT_OQ)));
+        } else {
+            ix = _mm256_setzero_si256();
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[0], _CMP_GT_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[1], _CMP_GE_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[2], _CMP_GT_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[3], _CMP_GE_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[4], _CMP_GT_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[5], _CMP_GE_OQ)));
+            ix = _mm256_sub_epi32(ix, _mm256_castps_si256(_mm256_cmp_ps(tc, md[6], _CMP_GT_OQ)));
+        }
+        const __m256 q = _mm256_permutevar8x32_ps(qcum, ix);
+        const __m256 y = unit ? _mm256_mul_ps(q, vd1) : _mm256_mul_ps(_mm256_mul_ps(q, vd1), vd2);
+        /* |y| with x's sign */
+        const __m256i xqi = _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(y), absm),
+                                            _mm256_andnot_si256(absm, _mm256_castps_si256(x)));
+        const __m256 xq = _mm256_castsi256_ps(xqi);
+        const __m256i c = _mm256_cmpgt_epi32(vjn, jv);          /* counted */
+        const __m256i s = _mm256_and_si256(c, vlive);           /* counted in a live block */
+        const __m256i l = _mm256_andnot_si256(_mm256_cmpeq_epi32(vak, jv), s); /* not the amax */
+        sat = _mm256_sub_epi32(sat, _mm256_and_si256(_mm256_castps_si256(
+                                                         _mm256_cmp_ps(t, gm, _CMP_GT_OQ)), s));
+        cm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(c));
+        lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
+        negb[j] = (uint8_t)_mm256_movemask_ps(x);
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
+#define AVX2_HALF(h, H, sx2, se2, sxqx, sxq2, serr, vse, vrs)                                   \
+    do {                                                                                        \
+        const __m256d dx = _mm256_cvtps_pd(H(x)), dq = _mm256_cvtps_pd(H(xq));                  \
+        const __m256d c64 = _mm256_castsi256_pd(ext64(c, h));                                   \
+        const __m256d l64 = _mm256_castsi256_pd(ext64(l, h));                                   \
+        const __m256d dxc = _mm256_and_pd(dx, c64), dqc = _mm256_and_pd(dq, c64);               \
+        const __m256d d = _mm256_sub_pd(dqc, dxc);                                              \
+        sx2 = _mm256_fmadd_pd(dxc, dxc, sx2);                                                   \
+        se2 = _mm256_add_pd(se2, _mm256_mul_pd(d, d));                                          \
+        sxqx = _mm256_fmadd_pd(dqc, dxc, sxqx);                                                 \
+        sxq2 = _mm256_fmadd_pd(dqc, dqc, sxq2);                                                 \
+        const __m256d dax = _mm256_and_pd(dx, absm64); /* = (double)|x| */                      \
+        const __m256d q0 = _mm256_mul_pd(dax, vrs);                                             \
+        const __m256d r = _mm256_fnmadd_pd(q0, vse, dax);                                       \
+        const __m256d qt = _mm256_fmadd_pd(r, vrs, q0);                                         \
+        const __m256d el = _mm256_sub_pd(_mm256_cvtps_pd(H(q)), qt);                           \
+        serr = _mm256_add_pd(serr, _mm256_and_pd(el, l64));                                    \
+        _mm256_storeu_pd(E + (int64_t)j * GRP + 4 * (h), el);                                   \
+    } while (0)
+        AVX2_HALF(0, lo_ps, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0);
+        AVX2_HALF(1, hi_ps, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1);
+#undef AVX2_HALF
+        jv = _mm256_add_epi32(jv, one32);
+    }
+    /* Counts and level masks, 4 elements at a time: the indices of elements j0..j0+3 packed as
+     * bytes [j][lane] (32 bytes), one byte compare per level; bit 8j + b of a mask is lane b
+     * of element j0 + j, as in the stored cm / lm / negb bytes. */
+    const int Bp = (B + 3) & ~3;
+    for (int j = B; j < Bp; j++) { /* B = 2: the padding elements count nowhere */
+        cm[j] = lm[j] = negb[j] = 0;
+        _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
+    }
+    uint8_t lk[8][GRP_MAX_BLOCK + 4];
+    uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int j0 = 0; j0 < Bp; j0 += 4) {
+        const __m256i *ip = (const __m256i *)(const void *)(IX + (int64_t)j0 * GRP);
+        const __m256i ab = _mm256_packs_epi32(_mm256_loadu_si256(ip), _mm256_loadu_si256(ip + 1));
+        const __m256i cd = _mm256_packs_epi32(_mm256_loadu_si256(ip + 2), _mm256_loadu_si256(ip + 3));
+        const __m256i by = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), perm);
+        uint32_t c32, l32, n32;
+        memcpy(&c32, cm + j0, sizeof c32);
+        memcpy(&l32, lm + j0, sizeof l32);
+        memcpy(&n32, negb + j0, sizeof n32);
+        for (int i = 0; i < 8; i++) {
+            const uint32_t eq = (uint32_t)_mm256_movemask_epi8(
+                _mm256_cmpeq_epi8(by, _mm256_set1_epi8((char)i)));
+            const uint32_t kc = eq & c32, kl = kc & l32;
+            memcpy(&lk[i][j0], &kl, sizeof kl);
+            tot[i] += (uint64_t)__builtin_popcount(kc);
+            ng[i] += (uint64_t)__builtin_popcount(kc & n32);
+            nl[i] += (uint64_t)__builtin_popcount(kl);
+        }
+    }
+    for (int i = 0; i < 8; i++) {
+        n->pos[i] += (int64_t)(tot[i] - ng[i]);
+        n->neg[i] += (int64_t)ng[i];
+        n->lvl[i] += (int64_t)nl[i];
+    }
+    /* Level error sums, second pass, one half of the lanes at a time (8 accumulators): lane b
+     * adds element j's term to level ix's sum, j in order (the first pass's order). */
+    for (int h = 0; h < 2; h++) {
+        __m256d ls0 = _mm256_setzero_pd(), ls1 = ls0, ls2 = ls0, ls3 = ls0, ls4 = ls0, ls5 = ls0,
+                ls6 = ls0, ls7 = ls0;
+        const int sh = 4 * h;
+        for (int j = 0; j < B; j++) {
+            const __m256d el = _mm256_loadu_pd(E + (int64_t)j * GRP + sh);
+#define LVL(i, ls)                                                                              \
+    ls = _mm256_add_pd(ls, _mm256_and_pd(el, _mm256_load_pd((const double *)(const void *)      \
+                                                                lane4_mask[(lk[i][j] >> sh) & 15])))
+            LVL(0, ls0);
+            LVL(1, ls1);
+            LVL(2, ls2);
+            LVL(3, ls3);
+            LVL(4, ls4);
+            LVL(5, ls5);
+            LVL(6, ls6);
+            LVL(7, ls7);
+#undef LVL
+        }
+        _mm256_storeu_pd(a->lsum[0] + sh, ls0);
+        _mm256_storeu_pd(a->lsum[1] + sh, ls1);
+        _mm256_storeu_pd(a->lsum[2] + sh, ls2);
+        _mm256_storeu_pd(a->lsum[3] + sh, ls3);
+        _mm256_storeu_pd(a->lsum[4] + sh, ls4);
+        _mm256_storeu_pd(a->lsum[5] + sh, ls5);
+        _mm256_storeu_pd(a->lsum[6] + sh, ls6);
+        _mm256_storeu_pd(a->lsum[7] + sh, ls7);
+    }
+    int32_t sv[GRP];
+    _mm256_storeu_si256((__m256i *)(void *)sv, sat);
+    for (int b = 0; b < GRP; b++) n->sat[b] += sv[b];
+    _mm256_storeu_pd(a->sx2, sx2_0);
+    _mm256_storeu_pd(a->sx2 + 4, sx2_1);
+    _mm256_storeu_pd(a->se2, se2_0);
+    _mm256_storeu_pd(a->se2 + 4, se2_1);
+    _mm256_storeu_pd(a->sxqx, sxqx_0);
+    _mm256_storeu_pd(a->sxqx + 4, sxqx_1);
+    _mm256_storeu_pd(a->sxq2, sxq2_0);
+    _mm256_storeu_pd(a->sxq2 + 4, sxq2_1);
+    _mm256_storeu_pd(a->serr, serr_0);
+    _mm256_storeu_pd(a->serr + 4, serr_1);
+}
+
+/* group_params compiled for AVX2 with every call inlined (see group_params_avx512) */
+FP4_AVX2 __attribute__((flatten, noinline)) static void
+group_params_avx2(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile,
+                  int nb, const int *jnv, float *mul, float *dv, float *d1, float *d2,
+                  double *se, int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
+{
+    group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+}
+
+/* One row on AVX2: per group the cached or loaded blocks, the parameters, the kernel and the
+ * block-order merge into the chunk partial (group_merge, as group_quant). */
+FP4_AVX2 static inline __attribute__((always_inline)) void
+row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
+              uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+{
+    const int B = p->block, nblk = p->nblk;
+    double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
+    int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
+    for (int k0 = 0; k0 < nblk; k0 += GRP) {
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        int jnv[GRP];
+        float amb[GRP];
+        int32_t akb[GRP], badb[GRP];
+        const grp_in gi = group_at(p, v, row, k0, nb, load_avx2, Tb, W, amb, akb, badb, jnv);
+        float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+        double se[GRP];
+        int32_t jn[GRP], lv[GRP], uf[GRP];
+        uint8_t sb[GRP];
+        if (p->cfg.scale == FP4_SCALE_FP32)
+            group_params_fp32(p, gi.am, gi.bad, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+        else
+            group_params_avx2(p, gi.am, gi.bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1,
+                              d2, se, jn, lv, uf, sb);
+        int unit = 1;
+        for (int b = 0; b < GRP; b++) unit &= jn[b] <= 0 || (mul[b] == 1.0f && d2[b] == 1.0f);
+        grp_acc a;
+        if (unit)
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, kind, 1);
+        else
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, kind, 0);
+        group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
+                    &pr[k0 / FP4_CHUNK_BLOCKS]);
+    }
+}
+
+FP4_AVX2 static void row_avx2(ROW_ARGS)
+{
+    switch (p->grid.kind) {
+    case FP4C_GRID_UNIFORM: row_avx2_body(ROW_PASS, FP4C_GRID_UNIFORM); break;
+    case FP4C_GRID_E2M1: row_avx2_body(ROW_PASS, FP4C_GRID_E2M1); break;
+    default: row_avx2_body(ROW_PASS, FP4C_GRID_GENERIC); break;
+    }
+}
+
 static int cpu_avx2(void)
 {
     __builtin_cpu_init();
@@ -460,7 +767,7 @@ static int cpu_avx512(void)
            cpu_avx2();
 }
 
-static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, NULL, FP4_RHT_IMPL_AVX2,
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, FP4_RHT_IMPL_AVX2,
                                 cpu_avx2};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
 static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512,
