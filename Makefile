@@ -111,8 +111,9 @@ demo: fp4diag
 $(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(LDLIBS)
 
+# BENCH_FLAGS=--all-isa: also one row per CPU engine variant this CPU runs
 bench: fp4diag $(BUILD)/bench_read
-	@python3 scripts/bench_cpu.py
+	@python3 scripts/bench_cpu.py $(BENCH_FLAGS)
 
 # end to end on float32, f16, bf16, bf16+gzip (and safetensors) files against h5py and, with
 # torch + CUDA, a PyTorch script; BENCH_E2E_ARGS e.g. "--mib 1024" on the GPU machine

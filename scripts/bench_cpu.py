@@ -12,6 +12,8 @@ in one run (median of BENCH_REPEATS, default 3):
   numpy  the same analysis as `one` in float64 numpy (fp32 block scales, e2m1 RTNE,
          SQNR / alpha / code histogram), checked against fp4diag's numbers
 Targets (2-core machine): one <= 2x read, six <= 4x read, numpy >= 50x one.
+The CPU engine's variant that ran is printed (`fp4diag --version`, FP4DIAG_ISA); with --all-isa
+`one` and `six` also run once per variant this CPU runs (FP4DIAG_ISA=...), one row each.
 Env: BENCH_REPEATS, BENCH_NUMPY_REPEATS (default 1), BENCH_MIB (default 256), FP4DIAG, TMPDIR.
 """
 import json
@@ -50,9 +52,9 @@ def make_data(path):
     return rows
 
 
-def timed(cmd):
+def timed(cmd, env=None):
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t0
 
 
@@ -84,7 +86,19 @@ def e2m1_numpy(path, rows):
     return 10 * np.log10(sx2 / se2), sxqx / sx2, hist
 
 
+def engine_info():
+    """(variant that runs, [variants this CPU runs]) from `fp4diag --version`."""
+    out = subprocess.run([FP4DIAG, "--version"], check=True, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("cpu engine: "):
+            name, _, rest = line[len("cpu engine: "):].partition(" (this CPU runs:")
+            return name.strip(), rest.rstrip(")").split()
+    return "?", []
+
+
 def main():
+    all_isa = "--all-isa" in sys.argv[1:]
+    isa, isas = engine_info()
     for exe in (FP4DIAG, READER):
         if not os.access(exe, os.X_OK):
             sys.exit(f"bench_cpu: {exe} missing (run `make bench`)")
@@ -102,11 +116,18 @@ def main():
         read8 = [READER, path, DSET, "8"]
         timed(read)  # page cache warm-up
         t = {"read": [], "read8": [], "one": [], "six": []}
+        per_isa = [v for v in isas if all_isa]
+        for v in per_isa:
+            t[f"one-{v}"], t[f"six-{v}"] = [], []
         for _ in range(REPEATS):
             t["read"].append(timed(read))
             t["read8"].append(timed(read8))
             t["one"].append(timed(one))
             t["six"].append(timed(six))
+            for v in per_isa:  # interleaved with the rest: the same load for every variant
+                env = dict(os.environ, FP4DIAG_ISA=v)
+                t[f"one-{v}"].append(timed(one, env))
+                t[f"six-{v}"].append(timed(six, env))
         np_t = []
         for _ in range(NP_REPEATS):
             t0 = time.perf_counter()
@@ -128,20 +149,24 @@ def main():
     base = med["read"]
     print(f"fp4diag bench: {size / 2**20:.0f} MiB float32 ({rows} x {COLS}), "
           f"{os.cpu_count()} CPUs, median of {REPEATS} (numpy {NP_REPEATS})")
+    print(f"cpu engine: {isa} (this CPU runs: {' '.join(isas)}; FP4DIAG_ISA picks one)")
     print(f"load average before {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, "
           f"after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}"
           + ("  (machine shared with other jobs: timings are pessimistic)"
              if max(load0[0], load1[0]) > 0.5 * (os.cpu_count() or 1) else ""))
-    print(f"{'run':<8}{'seconds':>9}{'x read':>9}{'x read8':>9}{'GB/s':>8}  target")
+    print(f"{'run':<12}{'seconds':>9}{'x read':>9}{'x read8':>9}{'GB/s':>8}  target")
     rows_out = [("read", "plain read, whole dataset (fp4_h5_read_slab)", None),
                 ("read8", "the same read in 8 MiB slabs, buffer reused", None),
                 ("one", "sqnr e2m1 fp32, 1 analysis", 2.0),
                 ("six", "sqnr e2m1,e1m2,int4 x rht off/on", 4.0),
                 ("numpy", "numpy fp64, 1 analysis", None)]
+    for v in per_isa:
+        rows_out += [(f"one-{v}", f"one, FP4DIAG_ISA={v}", 2.0),
+                     (f"six-{v}", f"six, FP4DIAG_ISA={v}", 4.0)]
     for k, label, tgt in rows_out:
         ratio = med[k] / base
         tg = f"<= {tgt:.0f}x {'ok' if ratio <= tgt else 'MISSED'}" if tgt else ""
-        print(f"{k:<8}{med[k]:9.3f}{ratio:9.2f}{med[k] / med['read8']:9.2f}"
+        print(f"{k:<12}{med[k]:9.3f}{ratio:9.2f}{med[k] / med['read8']:9.2f}"
               f"{size / med[k] / 1e9:8.2f}  {tg}  {label}")
     sp = med["numpy"] / med["one"]
     print(f"numpy / one = {sp:.0f}x (target >= 50x {'ok' if sp >= 50 else 'MISSED'}); "

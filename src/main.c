@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "commands.h"
+#include "engine/engine.h"
 #include "gemm_blas.h"
 #include "status.h"
 #include "version.h"
@@ -70,7 +71,13 @@ int main(int argc, char **argv)
         return FP4_OK;
     }
     if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+        /* the CPU engine's variant (FP4DIAG_ISA) and the ones this CPU runs */
+        const fp4_isa isa = fp4_engine_isa(fp4_engine_active());
         printf("%s %s\n", FP4DIAG_NAME, FP4DIAG_VERSION);
+        printf("cpu engine: %s (this CPU runs:", fp4_isa_name(isa));
+        for (int i = 0; i < FP4_ISA_COUNT; i++)
+            if (fp4_engine_get((fp4_isa)i)) printf(" %s", fp4_isa_name((fp4_isa)i));
+        printf(")\n");
         return FP4_OK;
     }
     if (!strcmp(name, "help")) {
