@@ -151,7 +151,7 @@ install-scripts:
 	done
 
 clean:
-	rm -rf build build-san build-fuzz fp4diag
+	rm -rf build build-san build-fuzz build-aarch64 fp4diag
 
 .PHONY: all tests check demo bench bench-e2e bench-gpu regress install install-scripts clean
 
@@ -167,6 +167,10 @@ clean:
 #                   FUZZ_SECONDS from its seeds and reports new findings without failing
 #   fuzz            the same for FUZZ_LONG_SECONDS (600), keeping what it finds in
 #                   build-fuzz/corpus/
+#   check-aarch64   the CPU engine and bench_engine cross-built for aarch64 (Debian's
+#                   gcc-aarch64-linux-gnu, into build-aarch64/) and run under qemu-user with
+#                   FP4DIAG_ISA=generic and neon: `bench_engine check-quick` must print the
+#                   x86 build's hashes (cmocka and HDF5 are not cross-installed: the engine only)
 # Missing tools (clang's fuzzer runtime, valgrind) skip their pass with a message.
 EXTRA_CHECKS ?= 1
 FUZZ_SECONDS ?= 60
@@ -174,7 +178,7 @@ FUZZ_LONG_SECONDS ?= 600
 FUZZ_CC ?= clang
 FUZZ_BUILD := build-fuzz
 ifeq ($(SAN)$(EXTRA_CHECKS),01)
-CHECK_EXTRA := check-san check-valgrind fuzz-ci
+CHECK_EXTRA := check-san check-valgrind fuzz-ci check-aarch64
 endif
 ifeq ($(SAN),1)
 export ASAN_OPTIONS ?= exitcode=99:detect_leaks=1:abort_on_error=0
@@ -223,4 +227,31 @@ fuzz-ci:
 fuzz:
 	$(call fuzz_run,--keep $(FUZZ_LONG_SECONDS),1)
 
-.PHONY: check-san check-valgrind fuzz-ci fuzz
+# --- aarch64: the engine cross-built and run under qemu-user ------------------------------
+CROSS_CC ?= aarch64-linux-gnu-gcc
+QEMU_AARCH64 ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+CROSS_BUILD := build-aarch64
+CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/quant.c src/format.c src/rht.c \
+              src/metrics.c src/status.c src/backend.c src/backend_cpu.c
+$(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CROSS_CC) -O2 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp \
+	    -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror -Wno-unused-parameter \
+	    -Isrc -Ikernels -o $@ scripts/bench_engine.c $(CROSS_SRCS) -lm
+
+check-aarch64: $(BUILD)/bench_engine
+	@if ! command -v $(CROSS_CC) >/dev/null || ! command -v $(firstword $(QEMU_AARCH64)) >/dev/null; then \
+	    echo "== check-aarch64: $(CROSS_CC) or $(firstword $(QEMU_AARCH64)) not found; skipped"; exit 0; fi; \
+	echo "== check-aarch64: the engine for aarch64 under qemu-user, against the x86 hashes"; \
+	$(MAKE) --no-print-directory $(CROSS_BUILD)/bench_engine >/dev/null || exit 1; \
+	$(BUILD)/bench_engine check-quick > $(CROSS_BUILD)/x86.txt || exit 1; \
+	for isa in generic neon; do \
+	    FP4DIAG_ISA=$$isa $(QEMU_AARCH64) $(CROSS_BUILD)/bench_engine check-quick \
+	        > $(CROSS_BUILD)/$$isa.txt 2> $(CROSS_BUILD)/$$isa.err || { cat $(CROSS_BUILD)/$$isa.err; exit 1; }; \
+	    if [ -s $(CROSS_BUILD)/$$isa.err ] || ! cmp -s $(CROSS_BUILD)/x86.txt $(CROSS_BUILD)/$$isa.txt; then \
+	        echo "check-aarch64: $$isa differs from x86:"; cat $(CROSS_BUILD)/$$isa.err; \
+	        diff $(CROSS_BUILD)/x86.txt $(CROSS_BUILD)/$$isa.txt; exit 1; fi; \
+	    echo "[ AARCH64 OK ] $$isa: $$(wc -l < $(CROSS_BUILD)/$$isa.txt) shapes, the x86 hashes"; \
+	done
+
+.PHONY: check-san check-valgrind fuzz-ci fuzz check-aarch64

@@ -1,6 +1,7 @@
 /* bench_engine.c — developer micro-benchmark and bit-identity check of the CPU engine through
  * backend.h: `bench_engine check` prints a hash of the raw metrics of many configs on fixed
- * data (compare before/after an engine change); `bench_engine time [MiB] [threads]` times one
+ * data (compare before/after an engine change; `check-quick` the small shapes only, the same
+ * lines; the variant is FP4DIAG_ISA's or the widest); `bench_engine time [MiB] [threads]` times one
  * config, six (e2m1,e1m2,int4 x RHT off/on), e2m1 + RHT, and e2m1 under nvfp4 and mxfp4
  * scales; `bench_engine rht [reps]` times fp4_rht_forward's variants (plain C, AVX2,
  * AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096 (L2-resident, as in
@@ -94,7 +95,10 @@ int main(int argc, char **argv)
     fp4_rht_signs_make("te", 64, &te64);
     fp4_rht_signs_make("seed:7", 256, &s256);
     fp4_rht_signs_make("seed:3", 16, &s16);
-    if (strcmp(mode, "check") == 0) {
+    /* check-quick: the three small shapes only (the same lines as check prints for them): what
+     * make check-aarch64 runs under qemu */
+    const int quick = strcmp(mode, "check-quick") == 0;
+    if (strcmp(mode, "check") == 0 || quick) {
         int threads = argc > 2 ? atoi(argv[2]) : 0;
         fp4_backend *be;
         if (fp4_backend_open(FP4_DEVICE_CPU, threads, &be)) return 1;
@@ -127,6 +131,10 @@ int main(int argc, char **argv)
             int64_t R = shapes[sh][0], L = shapes[sh][1];
             float *x = malloc((size_t)(R * L) * sizeof *x);
             fill(x, R * L, sh != 3);
+            if (quick && sh < 2) { /* the data still drawn: the later shapes get check's data */
+                free(x);
+                continue;
+            }
             /* whole config list in one analysis (shared rotation paths), then one by one */
             if (run(be, cfgs, n, x, R, L, 16, out)) { fprintf(stderr, "run failed\n"); return 1; }
             uint64_t h0;
