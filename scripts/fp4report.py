@@ -197,6 +197,29 @@ def title(doc, what):
         ", ".join(b for b in bits if b) + ")"
 
 
+def skipped_note(doc):
+    """'N tensors not analysed (rank 1: 11, ...)' from a report's `skipped` list, or ''."""
+    sk = doc.get("skipped") or []
+    if not sk:
+        return ""
+    why = {}
+    for e in sk:
+        r = str(e.get("reason", "?"))
+        r = "excluded by --exclude" if r.startswith("excluded") else r
+        why[r] = why.get(r, 0) + 1
+    return (f"{len(sk)} tensor{'s' if len(sk) != 1 else ''} not analysed (" +
+            ", ".join(f"{k}: {v}" for k, v in sorted(why.items(), key=lambda kv: -kv[1])) + ")")
+
+
+def note_skipped(ax, doc):
+    """The skipped note right of the axes' lower corner (below the legend), when there is one."""
+    import textwrap
+    n = skipped_note(doc)
+    if n:
+        ax.text(1.01, 0.0, textwrap.fill(n, 44), transform=ax.transAxes, ha="left",
+                va="bottom", fontsize=7, color="0.3")
+
+
 def finite(x):
     return x is not None and math.isfinite(x)
 

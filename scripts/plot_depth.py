@@ -71,6 +71,7 @@ def main():
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
     fr.set_title(ax, args.title or fr.title(doc, "Shrinkage compounded over depth"))
+    fr.note_skipped(ax, doc)
     fr.save(fig, args)
 
 

@@ -92,6 +92,7 @@ def main():
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0,
               title="format, dashed: pooled", title_fontsize=8)
     fr.set_title(ax, args.title or fr.title(doc, "What the RHT does to SQNR, per format"))
+    fr.note_skipped(ax, doc)
     fr.save(fig, args)
 
 

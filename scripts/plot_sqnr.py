@@ -70,6 +70,7 @@ def main():
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
         fr.set_title(ax, args.title or fr.title(doc, "SQNR per tensor"))
+        fr.note_skipped(ax, doc)
         nulls = sum(1 for _, r in fr.results(doc) if r.get("sqnr_db") is None)
         if nulls:
             ax.text(0.01, 0.02, f"{nulls} result(s) without a finite SQNR (zero_signal/exact) "

@@ -4,7 +4,8 @@
 # the path is said on stderr; --out naming the input report is a usage error (exit 2) that
 # leaves the report as it was, as is an --out in a missing directory; plot_rht.py draws an
 # `sqnr --rht both` report and refuses one without RHT pairs (exit 3); tick labels never shrink
-# under 6 pt; `make install-scripts` installs the scripts and fp4diag-plot-* commands that run.
+# under 6 pt; a report's skipped tensors are counted on the figure; `make install-scripts`
+# installs the scripts and fp4diag-plot-* commands that run.
 set -u
 if ! python3 -c 'import matplotlib, numpy' 2>/dev/null; then
     echo "skip: python3 with matplotlib and numpy is not installed (scripts/install-deps.sh)"
@@ -57,6 +58,23 @@ python3 scripts/plot_rht.py "$T/plain.json" --out "$T/r.png" 2>"$T/err"
 [ $? -eq 3 ] || fail "plot_rht.py on a report without RHT pairs should exit 3"
 grep -q -- "--rht both" "$T/err" || fail "plot_rht.py does not say how to get RHT pairs"
 [ ! -e "$T/r.png" ] || fail "a plot was written from a report without RHT pairs"
+
+# a report's `skipped` list is said on the figure (how many, why)
+python3 - "$T/both.json" "$T/sk.json" <<'PY' || fail "making a report with skipped entries"
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["skipped"] = [{"name": "/b", "shape": [8], "dtype": "bf16", "reason": "rank 1"},
+                {"name": "/c", "shape": [8], "dtype": "bf16", "reason": "rank 1"},
+                {"name": "/step", "shape": [], "dtype": "i64", "reason": "rank 0 (scalar)"}]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+printf 'svg.fonttype: none\n' >"$T/matplotlibrc"
+for s in sqnr rht depth; do
+    MATPLOTLIBRC="$T/matplotlibrc" python3 scripts/plot_$s.py "$T/sk.json" --out "$T/sk_$s.svg" 2>/dev/null ||
+        fail "plot_$s on a report with skipped entries"
+    grep -q '3 tensors not analysed (rank 1: 2, ' "$T/sk_$s.svg" && grep -q 'scalar): 1)<' "$T/sk_$s.svg" ||
+        fail "plot_$s does not say which tensors were not analysed"
+done
 
 # tick labels: never under 6 pt; past what fits, every k-th tensor labelled
 PYTHONPATH=scripts python3 - <<'PY' || fail "tick_layout"
