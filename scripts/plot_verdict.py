@@ -5,7 +5,9 @@ selection, with α and B15 on each bar and the winner marked with its margin ove
 Right: the tensors in the verdict's ranking order (the top 20 unless --top says otherwise), each
 drawn from its worst to its best format's SQNR, so the length of the line is the gap between
 them and its colours say which format wins and which loses there (open markers: with RHT), e.g.
-`fp4diag sqnr ckpt.h5 --rht both -o r.json && scripts/plot_verdict.py r.json`."""
+`fp4diag sqnr ckpt.h5 --rht both -o r.json && scripts/plot_verdict.py r.json`. A gemm
+report's verdict is drawn likewise: the pooled output SQNR and η of each path, and the layers
+ranked, each from its worst to its best path."""
 import sys
 
 import fp4report as fr
@@ -33,13 +35,82 @@ def verdict_of(doc):
     if v is None:
         raise fr.ReportError(f"{name}: no `verdict` section (a report of an older fp4diag, or a "
                              "command without one: re-run the analysis with this fp4diag)")
-    if doc.get("command") == "gemm" or "configs" not in v:
-        raise fr.ReportError(f"{name}: a {doc.get('command')!r} verdict without per-format "
-                             "`configs`; this plot draws the verdict of sqnr, bias, buckets and "
-                             "rht reports (see plot_gemm.py for gemm)")
-    if not v.get("configs"):
-        raise fr.ReportError(f"{name}: the verdict has no configs (nothing was analysed)")
+    key = "paths" if doc.get("command") == "gemm" else "configs"
+    if key not in v:
+        raise fr.ReportError(f"{name}: a {doc.get('command')!r} verdict without `{key}`; this "
+                             "plot draws the verdict of sqnr, bias, buckets, rht and gemm reports")
+    if not v.get(key):
+        raise fr.ReportError(f"{name}: the verdict has no {key} (nothing was analysed)")
     return v
+
+
+def draw_gemm(plt, doc, v, args):
+    """A gemm verdict: the pooled output SQNR and η of each path; the layers ranked, each drawn
+    from its worst to its best path's SQNR."""
+    paths = v["paths"]
+    ranking = v.get("ranking") or []
+    shown = ranking if args.top == 0 else ranking[:args.top]
+    short = fr.short_names([r["layer"] for r in shown]) if len(shown) > 1 else \
+        [r["layer"] for r in shown]
+    rows = max(len(paths), len(shown), 3)
+    fig_h = min(14, 3.0 + 0.32 * rows)
+    fig, (ax, ar) = plt.subplots(1, 2, figsize=(12, fig_h), gridspec_kw={"width_ratios": [1, 1.25]})
+    pcol = {"fprop": "C0", "dgrad": "C1", "wgrad": "C2"}
+    ys = list(range(len(paths)))[::-1]
+    vals = [fr.num(p.get("sqnr_db")) for p in paths]
+    fin = [x for x in vals if x == x] or [0.0, 1.0]
+    lo, hi = min(fin), max(fin)
+    left = max(0.0, lo - max(3.0, 0.6 * (hi - lo)))
+    worst = v.get("worst_path")
+    for y, p, val in zip(ys, paths, vals):
+        w = p["path"] == worst
+        ax.barh(y, (val - left) if val == val else 0, left=left, height=0.7,
+                color=pcol.get(p["path"], "C4"), edgecolor="black" if w else "white",
+                linewidth=2 if w else 0.5)
+        ax.text(max(val, left) if val == val else left, y,
+                "  " + (f"{val:.2f} dB" if val == val else "no SQNR") +
+                f"   η {fr.num(p.get('eta')):.4f}", va="center", fontsize=8,
+                fontweight="bold" if w else None)
+    ax.set_yticks(ys)
+    ax.set_yticklabels([p["path"].upper() + (" (worst)" if p["path"] == worst else "")
+                        for p in paths], fontsize=9)
+    ax.set_xlim(left, hi + 0.6 * (hi - left))
+    ax.set_xlabel("pooled GEMM output SQNR (dB)")
+    ax.grid(True, axis="x", alpha=0.3)
+    nl = max((p.get("layers") or 0) for p in paths)
+    fr.set_title(ax, f"Recipe {v.get('recipe', '?')}, pooled over {nl} layer"
+                 f"{'s' if nl != 1 else ''}" + (f"\nworst path: {worst.upper()}" if worst else ""),
+                 10, legend=fig.get_figwidth() / 2)
+    if shown:
+        ry = list(range(len(shown)))[::-1]
+        seen = set()
+        for y, r in zip(ry, shown):
+            wx, bx = fr.num(r.get("sqnr_db")), fr.num(r.get("best_sqnr_db"))
+            ar.plot([wx, bx], [y, y], color="0.6", linewidth=2, zorder=1)
+            for pth, x, role in ((r.get("worst_path"), wx, "worst"), (r.get("best_path"), bx, "best")):
+                lab = f"{role}: {str(pth).upper()}"
+                ar.scatter([x], [y], s=40, zorder=2, marker="o" if role == "best" else "X",
+                           color=pcol.get(pth, "C4"), label=None if lab in seen else lab)
+                seen.add(lab)
+            ar.annotate(f"{fr.num(r.get('gap_db')):.2f} dB, η {fr.num(r.get('eta')):.3f}",
+                        (max(bx, wx), y), xytext=(5, 0), textcoords="offset points",
+                        va="center", fontsize=8)
+        ar.set_yticks(ry)
+        ar.set_yticklabels(short, fontsize=8 if len(shown) <= 40 else 6)
+        xs = [fr.num(r.get(k)) for r in shown for k in ("sqnr_db", "best_sqnr_db")]
+        xs = [x for x in xs if x == x] or [0.0, 1.0]
+        span = max(xs) - min(xs) or 1.0
+        ar.set_xlim(min(xs) - 0.05 * span, max(xs) + 0.45 * span)
+        ar.set_xlabel("output SQNR (dB): × worst path (η shown), ● best path")
+        ar.grid(True, axis="x", alpha=0.3)
+        ar.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.7 / (fig_h - 1.6)),
+                  ncol=3, borderaxespad=0)
+        more = f" (top {len(shown)} of {len(ranking)})" if len(shown) < len(ranking) else ""
+        fr.set_title(ar, f"Layers ranked by {v.get('rank_by', 'gap')}{more}", 10,
+                     legend=fig.get_figwidth() / 2)
+    else:
+        ar.axis("off")
+    return fig
 
 
 def main():
@@ -52,6 +123,13 @@ def main():
     fr.out_path(args, "verdict")
     doc = fr.load(args.reports)
     v = verdict_of(doc)
+    if doc.get("command") == "gemm":
+        plt = fr.pyplot()
+        fig = draw_gemm(plt, doc, v, args)
+        fig.suptitle(fr.wrap(args.title or fr.title(doc, "Verdict"), fig.get_figwidth() * 0.95,
+                             10), fontsize=10)
+        fr.save(fig, args)
+        return
     configs = v["configs"]
     ranking = v.get("ranking") or []
     shown = ranking if args.top == 0 else ranking[:args.top]

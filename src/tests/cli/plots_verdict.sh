@@ -2,8 +2,10 @@
 # plots_verdict.sh — scripts/plot_verdict.py draws a report's `verdict` section: a hand-made
 # verdict (the documented shape: rank_by, configs, winner, ranking) over a real report renders
 # as PNG and SVG whose text names the winner, its margin and the ranking's order and count; a
-# report without a verdict and a gemm report exit 3 with a line saying why; when this fp4diag
-# writes verdicts itself, its own report renders too.
+# gemm verdict (fp4diag's own, or a hand-made one of its shape) names its worst path and ranks
+# the layers; a report without a verdict, or a verdict without its per-config/per-path list,
+# exits 3 with a line saying why; when this fp4diag writes verdicts itself, its own report
+# renders too.
 set -u
 if ! python3 -c 'import matplotlib, numpy' 2>/dev/null; then
     echo "skip: python3 with matplotlib and numpy is not installed (scripts/install-deps.sh)"
@@ -53,11 +55,30 @@ python3 scripts/plot_verdict.py "$T/nov.json" --out "$T/nov.png" 2>"$T/err"
 [ $? -eq 3 ] || fail "a report without a verdict should exit 3"
 grep -q "no \`verdict\` section" "$T/err" || fail "no clear message for a missing verdict: $(cat "$T/err")"
 [ ! -e "$T/nov.png" ] || fail "a plot was written without a verdict"
-if grep -q '"verdict"' "$T/g.json"; then
-    python3 scripts/plot_verdict.py "$T/g.json" --out "$T/g.png" 2>"$T/err"
-    [ $? -eq 3 ] || fail "a gemm verdict should exit 3 (plot_gemm.py draws gemm)"
-    grep -q "gemm" "$T/err" || fail "no clear message for a gemm verdict"
+if ! grep -q '"verdict"' "$T/g.json"; then # an fp4diag without gemm verdicts: a hand-made one
+    python3 - "$T/g.json" <<'PY' || fail "making a hand-made gemm verdict"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["layers"][0]["paths"]
+d["verdict"] = {"rank_by": "gap", "recipe": "ufp4",
+                "paths": [{"path": q["path"], "sqnr_db": q["sqnr_db"], "eta": q["eta"], "layers": 1} for q in p],
+                "worst_path": "wgrad",
+                "ranking": [{"layer": "/proj", "worst_path": "wgrad", "sqnr_db": p[2]["sqnr_db"], "eta": p[2]["eta"],
+                             "best_path": "fprop", "best_sqnr_db": p[0]["sqnr_db"],
+                             "gap_db": p[0]["sqnr_db"] - p[2]["sqnr_db"]}]}
+json.dump(d, open(sys.argv[1], "w"))
+PY
 fi
+python3 scripts/plot_verdict.py "$T/g.json" --out "$T/g.svg" 2>"$T/err" || { cat "$T/err"; fail "plot_verdict.py on a gemm verdict"; }
+grep -q 'worst path: WGRAD' "$T/g.svg" && grep -q 'Layers ranked by gap' "$T/g.svg" ||
+    fail "the gemm verdict's worst path and ranking are not in the figure"
+python3 - "$T/g.json" "$T/gbad.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["verdict"].pop("paths"); json.dump(d, open(sys.argv[2], "w"))
+PY
+python3 scripts/plot_verdict.py "$T/gbad.json" --out "$T/gbad.png" 2>"$T/err"
+[ $? -eq 3 ] || fail "a gemm verdict without paths should exit 3"
+grep -q "without \`paths\`" "$T/err" || fail "no clear message for a gemm verdict without paths: $(cat "$T/err")"
 if grep -q '"verdict"' "$T/r.json"; then # this fp4diag writes verdicts: draw its own
     python3 scripts/plot_verdict.py "$T/r.json" --out "$T/own.png" 2>"$T/err" || { cat "$T/err"; fail "plot_verdict.py on fp4diag's own verdict"; }
     is_png "$T/own.png" || fail "own.png is not a PNG"
