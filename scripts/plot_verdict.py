@@ -135,7 +135,7 @@ def main():
     shown = ranking if args.top == 0 else ranking[:args.top]
     win = v.get("winner") or {}
     plt = fr.pyplot()
-    short = fr.short_names([r["tensor"] for r in shown]) if shown else []
+    short = [r["tensor"] for r in shown]  # whole names: a ranking is read name by name
     name_w = max([len(s) for s in short] + [8]) * 0.075  # inches of tensor names
     rows = max(len(configs), len(shown), 3)
     fig_h = min(14, 3.0 + 0.32 * rows)

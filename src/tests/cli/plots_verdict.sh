@@ -44,7 +44,7 @@ is_png "$T/v.verdict.png" || fail "no v.verdict.png beside the report"
 python3 scripts/plot_verdict.py "$T/v.json" --top 4 --out "$T/v.svg" 2>/dev/null || fail "plot_verdict.py --top 4 svg"
 grep -q 'winner: e1m2 fp32/16, by 3.50 dB' "$T/v.svg" || fail "the winner and its margin are not in the figure"
 grep -q 'ranked by gap (top 4 of 6)' "$T/v.svg" || fail "the ranking's order and count are not in the figure"
-grep -q '>qkv/x<' "$T/v.svg" && grep -q '>proj/x<' "$T/v.svg" && ! grep -q '>proj/dy<' "$T/v.svg" || fail "--top 4 does not draw the first 4 of the ranking"
+grep -q '>/qkv/x<' "$T/v.svg" && grep -q '>/proj/x<' "$T/v.svg" && ! grep -q '>/proj/dy<' "$T/v.svg" || fail "--top 4 does not draw the first 4 of the ranking"
 
 "$FP4DIAG" gemm "$F" /proj -q -o "$T/g.json" || fail "gemm"
 python3 - "$T/r.json" "$T/nov.json" <<'PY'
