@@ -2,12 +2,14 @@
  * (driver.c) and the report (report.c). */
 #include "cmd_analysis.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "driver.h"
+#include "io/chunked.h"
 #include "io/source.h"
 #include "output.h"
 #include "report.h"
@@ -36,6 +38,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         goto out;
     }
     fp4_source_set_verbose(o.verbosity > 1);
+    /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
+    fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
+    fp4_chunked_set_memory(o.mem_limit / 2);
     /* -o checked before anything is read: never the input, its directory writable */
     st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
     if (st != FP4_OK) goto out;

@@ -314,6 +314,9 @@ fp4_status fp4_chunked_read(const fp4_chunked *c, int dim, int64_t start, int64_
     }
     size_t per = fp4_chunked_thread_bytes(c);
     int nth = g_threads ? g_threads : omp_get_max_threads();
+    /* never more threads than CPUs, whatever OMP_NUM_THREADS says on this (reader) thread */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu >= 1 && nth > ncpu) nth = (int)ncpu;
     if (g_memory) {
         if (per > (size_t)g_memory) {
             char where[200];

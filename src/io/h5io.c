@@ -4,6 +4,8 @@
  * "FILE: DSET: why"; HDF5 stays silent. */
 #include "io/h5io.h"
 
+#include "io/chunked.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -21,6 +23,13 @@ struct fp4_h5file {
     char *cur_path; /* the dataset kept open between slab reads, and its description */
     hid_t cur_dset;
     fp4_tensor_desc cur_info;
+    /* the direct chunked path (io/chunked.c) for the dataset kept open, or NULL */
+    fp4_chunked *cur_chunked;
+    fp4_chunk_ref *cur_refs; /* the stored chunks of the slab being read */
+    int64_t cur_refs_cap;
+    uint64_t cur_base;       /* HDF5's base address (the userblock): chunk addresses add it */
+    int cfd;                 /* the file for chunk reads (-1: not open, -2: cannot be) */
+    int64_t cfsize;
 };
 
 /* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
@@ -149,6 +158,7 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
     }
     f->fid = fid;
     f->cur_dset = -1;
+    f->cfd = -1;
     *out = f;
     return FP4_OK;
 }
@@ -160,6 +170,8 @@ static void h5io_drop_current(fp4_h5file *f)
     free(f->cur_path);
     f->cur_path = NULL;
     fp4_tensor_desc_free(&f->cur_info);
+    free(f->cur_chunked);
+    f->cur_chunked = NULL;
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -167,6 +179,8 @@ void fp4_h5_close(fp4_h5file *f)
     if (!f) return;
     h5io_drop_current(f);
     H5Fclose(f->fid);
+    if (f->cfd >= 0) close(f->cfd);
+    free(f->cur_refs);
     free(f->name);
     free(f);
 }
@@ -513,6 +527,132 @@ static fp4_status h5io_describe_named(fp4_h5file *f, const char *path, fp4_tenso
 
 /* --- reading ------------------------------------------------------------------------------- */
 
+/* --- the direct chunked path (io/chunked.c): chunks read with pread and decoded on worker
+ * threads instead of through HDF5, when the pipeline is one we decode (deflate, shuffle,
+ * fletcher32 in any order and subset, or none) --------------------------------------------- */
+
+/* Set up f->cur_chunked for the dataset kept open, or leave it NULL (HDF5 reads it: other
+ * filters, partial edge chunks stored unfiltered, types we do not read raw). */
+static void h5io_chunked_setup(fp4_h5file *f, hid_t d, const fp4_tensor_desc *in)
+{
+    if (f->cfd == -1) {
+        /* our own descriptor for chunk reads: a regular file only (never blocks) */
+        struct stat sb;
+        int fd = open(f->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+            close(fd);
+            fd = -1;
+        }
+        f->cfd = fd >= 0 ? fd : -2;
+        f->cfsize = fd >= 0 ? (int64_t)sb.st_size : 0;
+    }
+    if (f->cfd < 0 || in->problem[0] || in->stored == FP4_STORED_OTHER || in->rank < 1 ||
+        in->chunk_rank != in->rank || in->nelems <= 0 || in->rank > FP4_CHUNKED_MAX_RANK)
+        return;
+    hid_t dcpl = H5Dget_create_plist(d), t = -1, fcpl = -1;
+    fp4_chunked *c = NULL;
+    if (dcpl < 0 || H5Pget_layout(dcpl) != H5D_CHUNKED) goto out;
+    unsigned opts = 0;
+    if (H5Pget_chunk_opts(dcpl, &opts) < 0 || (opts & H5D_CHUNK_DONT_FILTER_PARTIAL_CHUNKS))
+        goto out;
+    if (!(c = calloc(1, sizeof *c))) goto out;
+    int nf = H5Pget_nfilters(dcpl);
+    if (nf < 0 || nf > FP4_CODEC_MAX_FILTERS) goto out;
+    c->pipeline.n = nf;
+    for (int i = 0; i < nf; i++) {
+        unsigned flags = 0, cd[8] = {0};
+        size_t ncd = 8;
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+        c->pipeline.f[i].id = (int)id;
+        c->pipeline.f[i].param = id == H5Z_FILTER_SHUFFLE && ncd >= 1 ? cd[0] : 0;
+        if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32)
+            goto out;
+    }
+    t = H5Dget_type(d);
+    size_t es = t >= 0 ? H5Tget_size(t) : 0;
+    if (es < 1 || es > sizeof c->fill || (int)es != fp4_stored_size(in->stored)) goto out;
+    H5D_fill_value_t fv = H5D_FILL_VALUE_UNDEFINED;
+    H5D_fill_time_t ft = H5D_FILL_TIME_IFSET;
+    if (H5Pfill_value_defined(dcpl, &fv) < 0 || H5Pget_fill_time(dcpl, &ft) < 0) goto out;
+    /* HDF5 leaves a never-written chunk's memory untouched under fill time "never" or an
+     * undefined fill value: no value is defined there. */
+    c->fill_defined = fv != H5D_FILL_VALUE_UNDEFINED && ft != H5D_FILL_TIME_NEVER;
+    if (c->fill_defined && H5Pget_fill_value(dcpl, t, c->fill) < 0) goto out;
+    hsize_t ub = 0;
+    fcpl = H5Fget_create_plist(f->fid);
+    if (fcpl < 0 || H5Pget_userblock(fcpl, &ub) < 0) goto out;
+    c->file = f->name;
+    c->name = f->cur_path;
+    c->fd = f->cfd;
+    c->file_size = f->cfsize;
+    c->rank = in->rank;
+    for (int i = 0; i < in->rank; i++) {
+        c->dims[i] = in->dims[i];
+        c->chunk[i] = in->chunk[i];
+    }
+    c->elem_size = es;
+    c->swap = es > 1 && H5Tget_order(t) != H5Tget_order(H5T_NATIVE_INT);
+    f->cur_base = (uint64_t)ub;
+    if (fp4_chunked_prepare(c) != FP4_OK) goto out;
+    f->cur_chunked = c;
+    c = NULL;
+out:
+    free(c);
+    if (fcpl >= 0) H5Pclose(fcpl);
+    if (t >= 0) H5Tclose(t);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    fp4_error_clear();
+}
+
+/* Read a slab through f->cur_chunked: the stored chunks meeting it are looked up in HDF5's
+ * chunk index (H5Dget_chunk_info_by_coord, on this thread), then read and decoded by
+ * io/chunked.c. */
+static fp4_status h5io_chunked_read(fp4_h5file *f, hid_t d, int dim, int64_t start,
+                                    int64_t count, void *buf)
+{
+    fp4_chunked *c = f->cur_chunked;
+    int64_t clo[FP4_CHUNKED_MAX_RANK], cn[FP4_CHUNKED_MAX_RANK], total = 1;
+    for (int i = 0; i < c->rank; i++) {
+        clo[i] = i == dim ? start / c->chunk[i] : 0;
+        int64_t chi = i == dim ? (start + count - 1) / c->chunk[i] : c->grid[i] - 1;
+        cn[i] = chi - clo[i] + 1;
+        total *= cn[i];
+    }
+    if (total > f->cur_refs_cap) {
+        fp4_chunk_ref *r = realloc(f->cur_refs, (size_t)total * sizeof *r);
+        if (!r) return fp4_error(FP4_ERR_INTERNAL, "%s: %s: out of memory", f->name, c->name);
+        f->cur_refs = r;
+        f->cur_refs_cap = total;
+    }
+    int64_t n = 0;
+    for (int64_t k = 0; k < total; k++) {
+        hsize_t off[FP4_CHUNKED_MAX_RANK];
+        int64_t rem = k, lin = 0;
+        for (int i = c->rank - 1; i >= 0; i--) {
+            off[i] = (hsize_t)((clo[i] + rem % cn[i]) * c->chunk[i]);
+            rem /= cn[i];
+        }
+        for (int i = 0; i < c->rank; i++) lin = lin * c->grid[i] + (int64_t)off[i] / c->chunk[i];
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(d, off, &mask, &addr, &size) < 0) {
+            char why[160];
+            if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt chunk index");
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: chunk index: %s", f->name, c->name, why);
+        }
+        if (addr == HADDR_UNDEF || size == 0) continue;
+        /* an address that would wrap past 2^64 points outside the file */
+        uint64_t at = (uint64_t)addr > UINT64_MAX - f->cur_base ? UINT64_MAX
+                                                                : (uint64_t)addr + f->cur_base;
+        f->cur_refs[n++] = (fp4_chunk_ref){lin, at, (uint64_t)size, mask};
+    }
+    c->refs = f->cur_refs;
+    c->nrefs = n;
+    FP4_TRY(fp4_chunked_prepare(c));
+    return fp4_chunked_read(c, dim, start, count, buf);
+}
+
 /* The dataset `path` (normalized), opened and described once and kept for the following
  * slabs (describing walks the chunk index for the stored size: not once per slab). */
 static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
@@ -547,6 +687,7 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
         h5io_drop_current(f);
         return st;
     }
+    h5io_chunked_setup(f, dd, &f->cur_info);
     *d = dd;
     *info = &f->cur_info;
     return FP4_OK;
@@ -580,6 +721,13 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         goto out;
     }
     if (count == 0 || in->nelems == 0) goto out;
+    /* Stored words (raw reads, and fp32 reads of float32 data, whose words are the floats)
+     * of a chunked dataset we decode: straight from the chunks, on worker threads. */
+    if (f->cur_chunked && (mem_type == H5I_INVALID_HID ||
+                           (mem_type == H5T_NATIVE_FLOAT && in->stored == FP4_STORED_F32))) {
+        st = h5io_chunked_read(f, d, dim, start, count, buf);
+        goto out;
+    }
     fs = H5Dget_space(d);
     if (fs < 0) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot read the dataspace", f->name, path);
