@@ -33,6 +33,8 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
                                       "--rht must be both (use sqnr --rht on for one side)");
         goto out;
     }
+    st = fp4_options_check_effect(&o);
+    if (st != FP4_OK) goto out;
     if (o.nargs < 1) {
         st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
         goto out;

@@ -31,6 +31,8 @@ const char fp4_usage_gemm[] =
     "\n"
     "gemm options:\n"
     "  --recipe R          ufp4 (default): e1m2, RHT on all paths, SR on dy, RTNE elsewhere\n"
+    "                      nvfp4: the NVFP4 training recipe: e2m1, nvfp4 scales, 16x16\n"
+    "                      weight tiles, RHT on wgrad, SR on dy\n"
     "                      e2m1: e2m1, RHT on wgrad only, SR on dy (with --scale nvfp4\n"
     "                      --weight-2d: the full NVFP4 training recipe; 16x16 tiles on w only)\n"
     "                      custom: --format F, --rht-scope, --sr\n"
@@ -357,6 +359,36 @@ fp4_status cmd_gemm(int argc, char **argv)
     if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
         return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
                          opt.nformats);
+    if (g.recipe == FP4_RECIPE_NVFP4) { /* the full recipe: nvfp4 scales, 16x16 weight tiles */
+        if (fp4_options_given(&opt, "scale") && opt.scale != FP4_SCALE_NVFP4)
+            return fp4_error(FP4_ERR_USAGE, "--recipe nvfp4 uses nvfp4 scales; it conflicts "
+                                            "with --scale %s",
+                             fp4_scale_name(opt.scale));
+        if (opt.block_given && opt.block != 16)
+            return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --recipe nvfp4 (fixed "
+                                            "block 16)",
+                             opt.block);
+        opt.scale = FP4_SCALE_NVFP4;
+        opt.block = 16;
+        opt.weight_2d = true;
+    }
+    if (g.recipe == FP4_RECIPE_CUSTOM && opt.fmt_scale[0] >= 0) /* --format nvfp4|mxfp4 */
+        opt.scale = (fp4_scale_mode)opt.fmt_scale[0];
+    if (opt.scale == FP4_SCALE_NVFP4 && !opt.block_given) opt.block = 16;
+    if (opt.scale == FP4_SCALE_MXFP4 && !opt.block_given) opt.block = 32;
+    /* options that would change nothing under the recipe: one message per rule */
+    bool custom = g.recipe == FP4_RECIPE_CUSTOM;
+    if (fp4_options_given(&opt, "sr-bits") && custom && g.sr_scope == FP4_SR_SCOPE_NONE)
+        return fp4_error(FP4_ERR_USAGE, "--sr-bits needs SR on some operand (--sr dy or all)");
+    static const char *const rht_opts[] = {"rht-size", "rht-signs"};
+    for (int i = 0; i < 2; i++)
+        if (fp4_options_given(&opt, rht_opts[i]) && custom &&
+            g.rht_scope == FP4_RHT_SCOPE_NONE)
+            return fp4_error(FP4_ERR_USAGE, "--%s needs RHT on some path (--rht-scope wgrad or "
+                                            "all)",
+                             rht_opts[i]);
+    if (fp4_options_given(&opt, "mx-rule") && opt.scale != FP4_SCALE_MXFP4)
+        return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4)");
     fp4_source_set_verbose(opt.verbosity > 1);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)

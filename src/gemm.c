@@ -15,7 +15,7 @@
 
 static const char *const path_names[FP4_GEMM_NPATHS] = {"fprop", "dgrad", "wgrad"};
 static const char *const tensor_names[3] = {"x", "w", "dy"};
-static const char *const recipe_names[3] = {"ufp4", "e2m1", "custom"};
+static const char *const recipe_names[4] = {"ufp4", "e2m1", "custom", "nvfp4"};
 static const char *const rht_scope_names[3] = {"none", "wgrad", "all"};
 static const char *const sr_scope_names[3] = {"none", "dy", "all"};
 
@@ -37,7 +37,7 @@ static const char *name_of(const char *const *names, int n, int i)
 
 const char *fp4_gemm_path_name(fp4_gemm_path p) { return name_of(path_names, 3, (int)p); }
 const char *fp4_gemm_tensor_name(fp4_gemm_tensor t) { return name_of(tensor_names, 3, (int)t); }
-const char *fp4_gemm_recipe_name(fp4_gemm_recipe r) { return name_of(recipe_names, 3, (int)r); }
+const char *fp4_gemm_recipe_name(fp4_gemm_recipe r) { return name_of(recipe_names, 4, (int)r); }
 const char *fp4_rht_scope_name(fp4_rht_scope s) { return name_of(rht_scope_names, 3, (int)s); }
 const char *fp4_sr_scope_name(fp4_sr_scope s) { return name_of(sr_scope_names, 3, (int)s); }
 
@@ -90,7 +90,7 @@ fp4_status fp4_gemm_path_parse_list(const char *s, unsigned *mask)
 fp4_status fp4_gemm_recipe_parse(const char *s, fp4_gemm_recipe *out)
 {
     int i = 0;
-    FP4_TRY(parse_name(s, recipe_names, 3, "recipe (ufp4, e2m1, custom)", &i));
+    FP4_TRY(parse_name(s, recipe_names, 4, "recipe (ufp4, e2m1, nvfp4, custom)", &i));
     *out = (fp4_gemm_recipe)i;
     return FP4_OK;
 }
@@ -128,7 +128,8 @@ static fp4_rht_scope effective_rht_scope(const fp4_gemm_config *gc)
 {
     switch (gc->recipe) {
     case FP4_RECIPE_UFP4: return FP4_RHT_SCOPE_ALL;
-    case FP4_RECIPE_E2M1: return FP4_RHT_SCOPE_WGRAD;
+    case FP4_RECIPE_E2M1:
+    case FP4_RECIPE_NVFP4: return FP4_RHT_SCOPE_WGRAD;
     default: return gc->rht_scope;
     }
 }
@@ -152,7 +153,8 @@ fp4_status fp4_gemm_operand_config(const fp4_gemm_config *gc, fp4_gemm_path p,
     *out = gc->base;
     switch (gc->recipe) {
     case FP4_RECIPE_UFP4: out->format = (fp4_format){FP4_FMT_E1M2, 0}; break;
-    case FP4_RECIPE_E2M1: out->format = (fp4_format){FP4_FMT_E2M1, 0}; break;
+    case FP4_RECIPE_E2M1:
+    case FP4_RECIPE_NVFP4: out->format = (fp4_format){FP4_FMT_E2M1, 0}; break;
     default: out->format = gc->format; break;
     }
     fp4_sr_scope sr = effective_sr_scope(gc);

@@ -38,7 +38,9 @@ typedef enum fp4_gemm_tensor { FP4_GEMM_X = 0, FP4_GEMM_W, FP4_GEMM_DY } fp4_gem
 typedef enum fp4_gemm_recipe {
     FP4_RECIPE_UFP4 = 0,
     FP4_RECIPE_E2M1,
-    FP4_RECIPE_CUSTOM
+    FP4_RECIPE_CUSTOM,
+    FP4_RECIPE_NVFP4 /* the NVFP4 training recipe: e2m1 with nvfp4 scales (the command sets
+                      * scale nvfp4 and weight_2d), RHT on WGRAD, SR on dY */
 } fp4_gemm_recipe;
 
 typedef enum fp4_rht_scope { FP4_RHT_SCOPE_NONE = 0, FP4_RHT_SCOPE_WGRAD, FP4_RHT_SCOPE_ALL } fp4_rht_scope;

@@ -71,6 +71,7 @@ void fp4_options_default(fp4_options *o, const char *formats, fp4_rht_mode rht)
         o->formats[0] = (fp4_format){FP4_FMT_E2M1, 0};
         o->nformats = 1;
     }
+    for (int i = 0; i < FP4_MAX_FORMATS; i++) o->fmt_scale[i] = -1;
     o->scale = FP4_SCALE_FP32;
     o->block = 16;
     o->axis = -1;
@@ -168,16 +169,42 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
     long long v;
     switch (c) {
     case OPT_FORMAT: {
-        /* names are case-insensitive (E2M1 = e2m1); reports spell them canonically */
+        /* names are case-insensitive (E2M1 = e2m1); reports spell them canonically; nvfp4 and
+         * mxfp4 are e2m1 with their scales (the results still name format and scale apart) */
         char low[256];
         size_t n = strlen(arg);
         if (n >= sizeof low) return fp4_error(FP4_ERR_USAGE, "--format: list too long");
         for (size_t i = 0; i <= n; i++) low[i] = (char)tolower((unsigned char)arg[i]);
-        return fp4_format_parse_list(low, o->formats, FP4_MAX_FORMATS, &o->nformats);
+        for (int i = 0; i < FP4_MAX_FORMATS; i++) o->fmt_scale[i] = -1;
+        if (!strcmp(low, "all") || !*low)
+            return fp4_format_parse_list(low, o->formats, FP4_MAX_FORMATS, &o->nformats);
+        o->nformats = 0;
+        for (char *p = low;;) {
+            size_t len = strcspn(p, ",");
+            char item[32];
+            if (len == 0) return fp4_error(FP4_ERR_USAGE, "format list '%s': empty item", arg);
+            if (len >= sizeof item || o->nformats >= FP4_MAX_FORMATS)
+                return fp4_error(FP4_ERR_USAGE, "--format: '%s' is too long a list", arg);
+            memcpy(item, p, len);
+            item[len] = '\0';
+            int k = o->nformats;
+            if (!strcmp(item, "nvfp4") || !strcmp(item, "mxfp4")) {
+                o->formats[k] = (fp4_format){FP4_FMT_E2M1, 0};
+                o->fmt_scale[k] = item[0] == 'n' ? FP4_SCALE_NVFP4 : FP4_SCALE_MXFP4;
+            } else {
+                FP4_TRY(fp4_format_parse(item, &o->formats[k]));
+            }
+            o->nformats++;
+            if (!p[len]) break;
+            p += len + 1;
+        }
+        return FP4_OK;
     }
     case OPT_SCALE: return fp4_scale_parse(arg, &o->scale);
     case OPT_BLOCK:
-        FP4_TRY(parse_int("block", arg, 2, 1 << 20, &v));
+        if (parse_int("block", arg, 2, 1 << 20, &v) != FP4_OK || (v & (v - 1)))
+            return fp4_error(FP4_ERR_USAGE, "--block: '%s' must be a power of two in [2, %d]",
+                             arg, 1 << 20);
         o->block = (int)v;
         o->block_given = true;
         return FP4_OK;
@@ -189,9 +216,15 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
     case OPT_SEED: {
         char *end;
         errno = 0;
-        unsigned long long u = strtoull(arg, &end, 0);
-        if (!*arg || *end || errno || arg[0] == '-')
-            return fp4_error(FP4_ERR_USAGE, "--seed: '%s' is not an unsigned integer", arg);
+        /* decimal digits only: no sign, no space, no octal or hex reading of "010" */
+        if (!isdigit((unsigned char)arg[0]))
+            return fp4_error(FP4_ERR_USAGE, "--seed: '%s' is not an unsigned decimal integer",
+                             arg);
+        unsigned long long u = strtoull(arg, &end, 10);
+        if (*end || errno)
+            return fp4_error(FP4_ERR_USAGE, "--seed: '%s' is not an unsigned decimal integer "
+                                            "below 2^64",
+                             arg);
         o->seed = (uint64_t)u;
         return FP4_OK;
     }
@@ -216,8 +249,8 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
     case OPT_MX_RULE: return fp4_mx_rule_parse(arg, &o->mx_rule);
     case OPT_WEIGHT_2D: o->weight_2d = true; return FP4_OK;
     case OPT_SR_BITS:
-        FP4_TRY(parse_int("sr-bits", arg, 1, 24, &v));
-        if (v != 24 && v != 8) return fp4_error(FP4_ERR_USAGE, "--sr-bits: must be 24 or 8");
+        if (parse_int("sr-bits", arg, 1, 24, &v) != FP4_OK || (v != 24 && v != 8))
+            return fp4_error(FP4_ERR_USAGE, "--sr-bits: '%s' must be 24 or 8", arg);
         o->sr_bits = (int)v;
         return FP4_OK;
     case OPT_THREADS:
@@ -313,18 +346,75 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
     if (o->help) return FP4_OK;
 
     FP4_TRY(fp4_rht_signs_make(o->rht_signs_spec, o->rht_size, &o->signs));
-    /* nvfp4 and mxfp4 fix their block; an explicit other --block would be silently ignored */
+    /* Each format's scale: nvfp4/mxfp4 name theirs (a different --scale is a conflict), the
+     * others take --scale; then repeated (format, scale) pairs are merged. */
+    bool scale_given = fp4_options_given(o, "scale");
+    bool any_fp32 = false, any_nv = false;
+    int k = 0;
+    for (int f = 0; f < o->nformats; f++) {
+        int sc = o->fmt_scale[f];
+        if (sc >= 0 && scale_given && sc != (int)o->scale)
+            return fp4_error(FP4_ERR_USAGE, "--format %s is e2m1 with %s scales; it conflicts "
+                                            "with --scale %s",
+                             fp4_scale_name((fp4_scale_mode)sc), fp4_scale_name((fp4_scale_mode)sc),
+                             fp4_scale_name(o->scale));
+        if (sc < 0) sc = (int)o->scale;
+        bool dup = false;
+        for (int j = 0; j < k && !dup; j++)
+            dup = o->formats[j].id == o->formats[f].id && o->formats[j].max == o->formats[f].max &&
+                  o->fmt_scale[j] == sc;
+        if (dup) continue;
+        o->formats[k] = o->formats[f];
+        o->fmt_scale[k] = sc;
+        k++;
+        any_fp32 |= sc == FP4_SCALE_FP32;
+        any_nv |= sc == FP4_SCALE_NVFP4;
+    }
+    o->nformats = k;
+    /* nvfp4 and mxfp4 fix their block; an explicit other --block would be silently ignored,
+     * unless fp32-scaled formats use it */
+    for (int f = 0; f < o->nformats && o->block_given; f++) {
+        int sc = o->fmt_scale[f];
+        int fixed = sc == FP4_SCALE_NVFP4 ? 16 : sc == FP4_SCALE_MXFP4 ? 32 : 0;
+        if (sc == FP4_SCALE_TENSOR && o->block != 16)
+            return fp4_error(FP4_ERR_USAGE, "--block %d has no effect with --scale tensor (one "
+                                            "scale per tensor; its block is fixed at 16)",
+                             o->block);
+        if (!fixed || o->block == fixed) continue;
+        if (sc == (int)o->scale && (scale_given || !any_fp32))
+            return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --scale %s (fixed block %d)",
+                             o->block, fp4_scale_name(o->scale), fixed);
+        if (!any_fp32)
+            return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --format %s (fixed block "
+                                            "%d)",
+                             o->block, fp4_scale_name((fp4_scale_mode)sc), fixed);
+    }
     int fixed = o->scale == FP4_SCALE_NVFP4 ? 16 : o->scale == FP4_SCALE_MXFP4 ? 32 : 0;
-    if (fixed && o->block_given && o->block != fixed)
-        return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --scale %s (fixed block %d)",
-                         o->block, fp4_scale_name(o->scale), fixed);
-    if (o->weight_2d && o->scale != FP4_SCALE_NVFP4)
+    if (o->weight_2d && !any_nv)
         return fp4_error(FP4_ERR_USAGE, "--weight-2d needs --scale nvfp4 (not %s)",
                          fp4_scale_name(o->scale));
     if (!o->block_given) o->block = fixed ? fixed : 16;
     fp4_qconfig tmp[2 * FP4_MAX_FORMATS];
-    int k;
-    FP4_TRY(fp4_options_configs(o, tmp, 2 * FP4_MAX_FORMATS, &k));
+    int ncfg;
+    FP4_TRY(fp4_options_configs(o, tmp, 2 * FP4_MAX_FORMATS, &ncfg));
+    return FP4_OK;
+}
+
+fp4_status fp4_options_check_effect(const fp4_options *o)
+{
+    if (fp4_options_given(o, "sr-bits") && o->rounding != FP4_ROUND_SR)
+        return fp4_error(FP4_ERR_USAGE, "--sr-bits needs --rounding sr (it sets the random bits "
+                                        "of stochastic rounding)");
+    static const char *const rht_opts[] = {"rht-size", "rht-signs"};
+    for (int i = 0; i < 2; i++)
+        if (fp4_options_given(o, rht_opts[i]) && o->rht == FP4_RHT_OFF)
+            return fp4_error(FP4_ERR_USAGE, "--%s needs --rht on or both", rht_opts[i]);
+    bool mx = false;
+    for (int f = 0; f < o->nformats; f++)
+        mx |= (o->fmt_scale[f] >= 0 ? o->fmt_scale[f] : (int)o->scale) == FP4_SCALE_MXFP4;
+    if (fp4_options_given(o, "mx-rule") && !mx)
+        return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4 or "
+                                        "--format mxfp4)");
     return FP4_OK;
 }
 
@@ -364,13 +454,15 @@ fp4_status fp4_options_configs(const fp4_options *o, fp4_qconfig *out, int cap, 
             fp4_qconfig *c = &out[n];
             fp4_qconfig_default(c);
             c->format = o->formats[f];
-            c->scale = o->scale;
-            c->block = o->block;
+            c->scale = o->fmt_scale[f] >= 0 ? (fp4_scale_mode)o->fmt_scale[f] : o->scale;
+            c->block = c->scale == FP4_SCALE_MXFP4                                   ? 32
+                       : c->scale == FP4_SCALE_NVFP4 || c->scale == FP4_SCALE_TENSOR ? 16
+                                                                                      : o->block;
             c->rounding = o->rounding;
             c->sr_bits = o->sr_bits;
             c->seed = o->seed;
             c->mx_rule = o->mx_rule;
-            c->weight_2d = o->weight_2d;
+            c->weight_2d = o->weight_2d && c->scale == FP4_SCALE_NVFP4;
             c->rht = rot ? &o->signs : NULL;
             fp4_status st = fp4_qconfig_check(c);
             if (st != FP4_OK) return st;

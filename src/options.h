@@ -29,8 +29,11 @@ const char *fp4_rank_by_name(fp4_rank_by r);
 typedef enum fp4_rht_mode { FP4_RHT_OFF = 0, FP4_RHT_ON, FP4_RHT_BOTH } fp4_rht_mode;
 
 typedef struct fp4_options {
-    fp4_format formats[FP4_MAX_FORMATS]; /* --format LIST|all */
+    fp4_format formats[FP4_MAX_FORMATS]; /* --format LIST|all (nvfp4/mxfp4: e2m1 here) */
     int nformats;
+    int fmt_scale[FP4_MAX_FORMATS]; /* each format's scale mode (fp4_scale_mode): nvfp4 and
+                                     * mxfp4 name theirs, the others take --scale; resolved by
+                                     * parse (repeated format+scale pairs merged) */
     fp4_scale_mode scale;  /* --scale fp32|nvfp4|mxfp4|tensor (default fp32) */
     int block;             /* --block N (default 16; nvfp4 16, mxfp4 32 when not given) */
     bool block_given;
@@ -61,6 +64,12 @@ typedef struct fp4_options {
     char **args;           /* positional arguments (into argv), nargs of them */
     int nargs;
 } fp4_options;
+
+/* The rules of the analysis commands (sqnr, bias, buckets, rht) for options that would change
+ * nothing under the others given: FP4_ERR_USAGE "--sr-bits needs --rounding sr", "--rht-size
+ * needs --rht on or both" (and --rht-signs), "--mx-rule needs mxfp4 scales (--scale mxfp4 or
+ * --format mxfp4)". One message per rule. */
+fp4_status fp4_options_check_effect(const fp4_options *o);
 
 /* An extension for commands with options of their own (gemm): extra long options (terminated
  * by a zero entry; their `val` must be >= 1000 to stay clear of the shared ones) and a handler
@@ -117,8 +126,9 @@ const char *fp4_device_name(fp4_device d);
 /* The help text of the shared options (for the commands' usage strings), in pieces so a
  * command lists only the options that change something for it. */
 #define FP4_OPTHELP_FORMAT                                                                     \
-    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M (any case)\n"      \
-    "                      (default e2m1,e1m2,int4; all = e2m1,e1m2,int4,e3m0)\n"
+    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M (any case);\n"     \
+    "                      nvfp4 = e2m1 with nvfp4 scales, mxfp4 = e2m1 with mxfp4 scales\n"  \
+    "                      (default e2m1,e1m2,int4; all = e2m1,e1m2,int4,e3m0; repeats merged)\n"
 #define FP4_OPTHELP_SCALE                                                                      \
     "  --scale MODE        fp32 (default), nvfp4, mxfp4, tensor\n"                             \
     "  --block N           elements per block for fp32 (default 16); nvfp4 is fixed at 16,\n"  \

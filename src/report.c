@@ -177,11 +177,19 @@ static void add_config(cJSON *root, const fp4_run *run)
         cJSON_AddItemToArray(f, cJSON_CreateString(name));
     }
     cJSON_AddStringToObject(c, "scale", fp4_scale_name(o->scale));
+    bool mixed = false; /* --format nvfp4/mxfp4 next to others: each format's own scale */
+    for (int i = 0; i < o->nformats; i++) mixed |= o->fmt_scale[i] != (int)o->scale;
+    cJSON *scs = mixed ? cJSON_AddArrayToObject(c, "scales") : NULL;
+    for (int i = 0; scs && i < o->nformats; i++)
+        cJSON_AddItemToArray(scs,
+                             cJSON_CreateString(fp4_scale_name((fp4_scale_mode)o->fmt_scale[i])));
     cJSON_AddNumberToObject(c, "block", run->ncfg > 0 ? run->cfgs[0].block : o->block);
     cJSON_AddNumberToObject(c, "axis", o->axis);
     cJSON_AddStringToObject(c, "rounding", fp4_rounding_name(o->rounding));
     cJSON_AddNumberToObject(c, "sr_bits", o->sr_bits);
-    cJSON_AddNumberToObject(c, "seed", (double)o->seed);
+    char seed[24]; /* exact: a JSON integer literal, not a double (seeds above 2^53) */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    cJSON_AddRawToObject(c, "seed", seed);
     cJSON_AddStringToObject(c, "rht", fp4_rht_mode_name(o->rht));
     cJSON_AddNumberToObject(c, "rht_size", o->rht_size);
     cJSON_AddStringToObject(c, "rht_signs", o->signs.desc[0] ? o->signs.desc : o->rht_signs_spec);
@@ -560,8 +568,13 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
         snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
     }
     char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", shown ? shown : name, lab, sq, a, b15,
-            x1, x2);
+    /* non-finite inputs are marked on the row: they are counted, not quantized */
+    char nf[64] = "";
+    if (m->nan || m->inf)
+        snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
+                 (unsigned long long)m->nan, (unsigned long long)m->inf);
+    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s%s\n", shown ? shown : name, lab, sq, a, b15,
+            x1, x2, nf);
     free(shown);
 }
 
@@ -694,6 +707,18 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         }
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
+        if (!strcmp(command, "buckets")) {
+            bool uniform = false;
+            for (int c = 0; c < run->ncfg; c++)
+                uniform |= run->cfgs[c].format.id == FP4_FMT_E1M2 ||
+                           run->cfgs[c].format.id == FP4_FMT_INT4;
+            fprintf(out, "saturated: elements whose scaled value lay above the grid's top level "
+                         "and were clamped to it%s\n",
+                    uniform ? "; under e1m2/int4 with amax scales these are fp32 rounding "
+                              "leftovers (the block amax lands a hair above g_max), not "
+                              "clipping"
+                            : "");
+        }
     }
     verdict_table(out, run);
     if (run->nskipped > 0) {

@@ -133,7 +133,9 @@ static cJSON *config_json(const fp4_gemm_run *run)
     }
     cJSON_AddStringToObject(c, "sr_scope", sr_scope);
     cJSON_AddNumberToObject(c, "sr_bits", q.sr_bits);
-    cJSON_AddNumberToObject(c, "seed", (double)q.seed);
+    char seed[24]; /* exact: a JSON integer literal (seeds above 2^53) */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)q.seed);
+    cJSON_AddRawToObject(c, "seed", seed);
     cJSON_AddStringToObject(c, "sr_streams", "0x474D0000 + 4*path + tensor "
                                              "(path fprop 0, dgrad 1, wgrad 2; x 0, w 1, dy 2)");
     /* RHT per path (the recipe's scope) */
