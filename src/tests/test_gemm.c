@@ -299,7 +299,9 @@ static void test_names_parse(void **state)
     fp4_gemm_recipe r;
     assert_int_equal(fp4_gemm_recipe_parse("e2m1", &r), FP4_OK);
     assert_int_equal(r, FP4_RECIPE_E2M1);
-    assert_int_equal(fp4_gemm_recipe_parse("nvfp4", &r), FP4_ERR_USAGE);
+    assert_int_equal(fp4_gemm_recipe_parse("nvfp4", &r), FP4_OK);
+    assert_int_equal(r, FP4_RECIPE_NVFP4);
+    assert_int_equal(fp4_gemm_recipe_parse("mxfp4", &r), FP4_ERR_USAGE);
     assert_string_equal(fp4_gemm_path_name(FP4_GEMM_DGRAD), "dgrad");
     assert_string_equal(fp4_gemm_tensor_name(FP4_GEMM_DY), "dy");
 }

@@ -17,7 +17,7 @@ check() { # expected-rc, expected-substring, args...
 check 3 "w is 256x256 but dy is 1024x768" gemm --x "$F:/qkv/x" --w "$F:/proj/w" --dy "$F:/qkv/dy"
 check 3 "w is 256x256 but dy is 1024x768" gemm --x "$F:/qkv/x" --w "$F:/proj/w" --dy "$F:/qkv/dy" --path dgrad
 check 3 "/nope/x" gemm "$F" /nope
-check 2 "recipe" gemm "$F" /qkv --recipe nvfp4
+check 2 "recipe" gemm "$F" /qkv --recipe mxfp4
 check 2 "--recipe custom" gemm "$F" /qkv --recipe e2m1 --sr all
 check 2 "--dy" gemm --x "$F:/qkv/x" --w "$F:/qkv/w"
 # operands from --x/--w only, FPROP only: fine
