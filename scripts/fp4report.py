@@ -9,7 +9,8 @@ import re
 import sys
 
 SCHEMA = "fp4diag.report/1"
-_BLOCK_RE = re.compile(r"/(?:blocks|layers|h|layer)/(\d+)(?:/|$)")
+# '/' and '.' both separate components: "/blocks/3/fc1/weight", "model.layers.3.mlp.up_proj.weight"
+_BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|layers|h|layer)[/.](\d+)(?:[/.]|$)")
 
 
 class ReportError(Exception):
@@ -69,13 +70,15 @@ def variant(result, with_rht=True):
 
 
 def block_index(name):
-    """The N of /blocks/N/ (or /layers/N/, /h/N/) in a tensor name; None when there is none."""
+    """The N of /blocks/N/ (or /layers/N/, /h/N/, and the same with '.': model.layers.N.) in a
+    tensor name; None when there is none."""
     m = _BLOCK_RE.search(name)
     return int(m.group(1)) if m else None
 
 
-_EMBED_RE = re.compile(r"(^|/)(tok|pos|wte|wpe|embed|embedding|embeddings|emb)[^/]*(/|$)", re.I)
-_HEAD_RE = re.compile(r"(^|/)(head|lm_head|lnf|ln_f|final|norm_f|final_norm|out)[^/]*(/|$)", re.I)
+_EMBED_RE = re.compile(r"(^|[/.])(tok|pos|wte|wpe|embed|embedding|embeddings|emb)[^/.]*([/.]|$)", re.I)
+_HEAD_RE = re.compile(r"(^|[/.])(head|lm_head|lnf|ln_f|final|norm_f|final_norm|out|norm)[^/.]*([/.]|$)",
+                      re.I)
 
 
 def depth_group(name):
@@ -151,13 +154,14 @@ def short_names(names):
     """Names with their common leading path and common trailing component stripped."""
     if len(names) < 2:
         return list(names)
-    parts = [n.strip("/").split("/") for n in names]
+    sep = "/" if any("/" in n.strip("/") for n in names) else "."
+    parts = [n.strip("/").split(sep) for n in names]
     pre = os.path.commonprefix(parts)
     suf = os.path.commonprefix([p[::-1] for p in parts])
     out = []
     for p in parts:
         q = p[len(pre):len(p) - len(suf)] if len(suf) < len(p) - len(pre) else p[len(pre):]
-        out.append("/".join(q) or "/".join(p))
+        out.append(sep.join(q) or sep.join(p))
     return out
 
 

@@ -1,4 +1,4 @@
-/* cmd_ls.c — `fp4diag ls FILE [SELECT...]`: the datasets of an HDF5 file with shape, on-disk
+/* cmd_ls.c — `fp4diag ls FILE [SELECT...]`: the tensors of a file (any source) with shape, on-disk
  * type, chunks, filters and sizes, as a table or (--json) as JSON. The JSON building sits in
  * one static function (ls_json) so that it can move into report.c. */
 #include <errno.h>
@@ -17,13 +17,18 @@
 const char fp4_usage_ls[] =
     "usage: fp4diag ls [--json] [-q] [-v] FILE [SELECT...]\n"
     "\n"
-    "List the datasets of an HDF5 file: full path, shape, on-disk type (f16, bf16, f32, f64,\n"
-    "i8..u64, float(1,e,m,bias) for other custom floats; ' be' marks big-endian), chunk shape,\n"
-    "filters, logical size and stored size. A dataset fp4diag cannot read (string, compound,\n"
-    "opaque class; a filter not available here) is listed with a note saying why.\n"
+    "List the datasets of an HDF5 file, a safetensors checkpoint (a file, an index .json or\n"
+    "a directory of shards), an .npy or an .npz: full name, shape, on-disk type (f16, bf16,\n"
+    "f32, f64, f8_e4m3, f8_e5m2, i8..u64, float(1,e,m,bias) for other custom floats; ' be'\n"
+    "marks big-endian), chunk shape, filters, logical size and stored size; for safetensors and\n"
+    "NumPy files the byte offset and the shard (or .npz member), then the file's metadata. A\n"
+    "dataset fp4diag cannot read (string, compound, opaque class; a filter not available\n"
+    "here; BOOL, F8_E8M0, packed 4/6-bit types) is listed with a note saying why.\n"
     "\n"
     "SELECT is a dataset path, a group (every dataset below it) or a glob on the full path\n"
-    "('*' does not cross '/'): /blocks/0, '/blocks/*/fc1/weight'. Default: every dataset.\n"
+    "('*' does not cross '/'; in safetensors and NumPy names nor '.'): /blocks/0,\n"
+    "'/blocks/*/fc1/weight', model.layers.3, 'model.layers.*.mlp.*.weight'. Default: every\n"
+    "dataset.\n"
     "\n"
     "options:\n"
     "  --json         print JSON instead of the table\n"
@@ -73,6 +78,7 @@ static void ls_dtype(char *buf, size_t cap, const fp4_tensor_desc *d)
 typedef struct ls_row {
     char shape[160], dtype[64], chunks[160], size[32], stored[32];
     char *name; /* the path, control characters and invalid UTF-8 escaped (owned) */
+    char offset[24];
 } ls_row;
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
@@ -81,8 +87,8 @@ static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
 {
     ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
     if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    int w[6] = {4, 5, 5, 6, 7, 4}; /* name shape dtype chunks filters size */
-    bool notes = false;
+    int w[8] = {4, 5, 5, 6, 7, 4, 6, 5}; /* name shape dtype chunks filters size offset part */
+    bool notes = false, offsets = false, parts = false;
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
         ls_row *r = &rows[i];
@@ -107,17 +113,26 @@ static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
         w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
         w[5] = ls_max(w[5], (int)strlen(r->size));
         notes = notes || d->problem[0];
+        offsets = offsets || d->file_offset >= 0;
+        parts = parts || d->part[0];
+        snprintf(r->offset, sizeof r->offset, "%lld", (long long)d->file_offset);
+        w[6] = ls_max(w[6], (int)strlen(r->offset));
+        w[7] = ls_max(w[7], (int)strlen(d->part));
     }
-    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s\n", w[0], "name", w[1], "shape", w[2],
-            "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored",
-            notes ? "  note" : "");
+    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], "name", w[1], "shape", w[2],
+            "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored");
+    if (offsets) fprintf(out, "  %*s", w[6], "offset");
+    if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, "shard");
+    fprintf(out, "%s\n", notes ? "  note" : "");
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
         const ls_row *r = &rows[i];
-        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s%s%s\n", w[0], r->name, w[1],
+        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], r->name, w[1],
                 r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
-                d->codec[0] ? d->codec : "-", w[5], r->size, r->stored,
-                d->problem[0] ? "  " : "", d->problem);
+                d->codec[0] ? d->codec : "-", w[5], r->size, r->stored);
+        if (offsets) fprintf(out, "  %*s", w[6], d->file_offset >= 0 ? r->offset : "-");
+        if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, d->part[0] ? d->part : "-");
+        fprintf(out, "%s%s\n", d->problem[0] ? "  " : "", d->problem);
     }
     for (int i = 0; i < n; i++) free(rows[i].name);
     free(rows);
@@ -133,8 +148,11 @@ static cJSON *ls_json_dims(int rank, const int64_t *dims)
 
 /* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
  * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
- * filters_available, logical_bytes, stored_bytes, problem}]}. Sizes of -1 (overflow) are null. */
-static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n)
+ * filters_available, logical_bytes, stored_bytes, offset, shard, problem}], metadata: {key:
+ * value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
+ * range of the file (HDF5), shard null for a one-file source. */
+static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
+                      int nm)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -146,6 +164,8 @@ static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n)
     }
     cJSON_AddStringToObject(root, "command", "ls");
     cJSON_AddStringToObject(root, "file", file);
+    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+    for (int i = 0; meta && i < nm; i++) cJSON_AddStringToObject(meta, mk[i], mv[i]);
     cJSON *arr = cJSON_AddArrayToObject(root, "datasets");
     for (int i = 0; arr && i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
@@ -180,6 +200,14 @@ static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n)
         else
             cJSON_AddNumberToObject(o, "logical_bytes", (double)d->logical_bytes);
         cJSON_AddNumberToObject(o, "stored_bytes", (double)d->stored_bytes);
+        if (d->file_offset >= 0)
+            cJSON_AddNumberToObject(o, "offset", (double)d->file_offset);
+        else
+            cJSON_AddNullToObject(o, "offset");
+        if (d->part[0])
+            cJSON_AddStringToObject(o, "shard", d->part);
+        else
+            cJSON_AddNullToObject(o, "shard");
         if (d->problem[0])
             cJSON_AddStringToObject(o, "problem", d->problem);
         else
@@ -224,10 +252,13 @@ fp4_status cmd_ls(int argc, char **argv)
     fp4_tensor_desc *ds = NULL;
     int n = 0;
     FP4_TRY(fp4_source_open(file, &f));
+    char **mk = NULL, **mv = NULL;
+    int nm = 0;
     fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
+    if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
     if (st == FP4_OK) {
         if (json) {
-            cJSON *doc = ls_json(file, ds, n);
+            cJSON *doc = ls_json(file, ds, n, mk, mv, nm);
             if (doc) fp4_json_make_valid(doc);
             char *text = doc ? cJSON_Print(doc) : NULL;
             if (text)
@@ -238,12 +269,21 @@ fp4_status cmd_ls(int argc, char **argv)
             cJSON_Delete(doc);
         } else if (verbosity >= 0) {
             st = ls_table(stdout, ds, n);
+            for (int i = 0; st == FP4_OK && i < nm; i++) {
+                char *k = fp4_text_escape(mk[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                char *v = fp4_text_escape(mv[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                if (k && v) printf("%s  %s: %s\n", i ? "" : "metadata\n", k, v);
+                else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                free(k);
+                free(v);
+            }
         }
     }
     if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
         st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
                        errno == EPIPE ? "the reading end of the pipe was closed"
                                       : strerror(errno));
+    fp4_source_metadata_free(mk, mv, nm);
     fp4_tensor_desc_free_list(ds, n);
     fp4_source_close(f);
     return st;

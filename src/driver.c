@@ -459,7 +459,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
          * reason at its end. A problem found before the filters were read (rank over
          * FP4_MAX_RANK) is that problem, not an empty filter list. */
         fp4_status bad = FP4_OK;
-        if (!info->numeric)
+        if (!info->numeric && !info->problem[0]) /* else the source's own reason, below */
             bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->name,
                             info->dtype);
         else if (!info->codec_available && info->codec[0])

@@ -12,7 +12,7 @@
 #include "version.h"
 
 const fp4_command fp4_commands[] = {
-    {"ls", cmd_ls, "list the datasets of an HDF5 file (shape, dtype, chunks, filters, size)",
+    {"ls", cmd_ls, "list the tensors of a file (shape, dtype, chunks, filters, size)",
      fp4_usage_ls},
     {"sqnr", cmd_sqnr, "SQNR, NMSE and attenuation of each tensor under 4-bit formats",
      fp4_usage_sqnr},
@@ -47,7 +47,7 @@ void fp4_print_usage(const char *name)
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: fp4diag [--version] [--help] COMMAND [OPTIONS] [ARGS]\n\n"
-                 "4-bit quantization diagnostics for tensors in HDF5 files.\n\ncommands:\n");
+                 "4-bit quantization diagnostics for tensors in HDF5, safetensors and NumPy files.\n\ncommands:\n");
     for (int i = 0; i < fp4_ncommands; i++)
         fprintf(out, "  %-9s %s\n", fp4_commands[i].name, fp4_commands[i].summary);
     fprintf(out, "\n'fp4diag help COMMAND' or 'fp4diag COMMAND --help' for a command's options.\n"

@@ -427,6 +427,7 @@ static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_te
     }
     h5io_describe_filters(dcpl, info);
     info->stored_bytes = (int64_t)H5Dget_storage_size(d);
+    info->file_offset = -1; /* chunks, or HDF5 decides: not one plain range we report */
 out:
     if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);

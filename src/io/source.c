@@ -63,6 +63,13 @@ static const fp4_source_ops *source_detect(const char *file)
 {
     unsigned char head[4096];
     size_t n = 0;
+    struct stat sb;
+    if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        for (int i = 0; i < fp4_source_count; i++)
+            if (fp4_source_table[i]->probe_dir && fp4_source_table[i]->probe_dir(file))
+                return fp4_source_table[i];
+        return fp4_source_table[fp4_source_count - 1];
+    }
     struct stat st;
     /* only a regular file is read here (a FIFO would block); the fallback's open names the
      * others */
@@ -102,6 +109,23 @@ void fp4_source_close(fp4_source *s)
     s->ops->close(s->impl);
     free(s->file);
     free(s);
+}
+
+fp4_status fp4_source_metadata(fp4_source *s, char ***keys, char ***vals, int *n)
+{
+    *keys = *vals = NULL;
+    *n = 0;
+    return s->ops->metadata ? s->ops->metadata(s->impl, keys, vals, n) : FP4_OK;
+}
+
+void fp4_source_metadata_free(char **keys, char **vals, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(keys[i]);
+        free(vals[i]);
+    }
+    free(keys);
+    free(vals);
 }
 
 const char *fp4_source_file(const fp4_source *s) { return s ? s->file : ""; }

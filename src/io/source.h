@@ -75,6 +75,10 @@ typedef struct fp4_tensor_desc {
     bool codec_available;        /* every filter of `codec` can decode here */
     int64_t logical_bytes;       /* nelems * stored element size; -1 on overflow */
     int64_t stored_bytes;        /* bytes the tensor takes in the file */
+    int64_t file_offset;         /* where its stored bytes begin in the file (or in `part`);
+                                    -1 when not one plain range (HDF5 chunks) */
+    char part[128];              /* the file of a multi-file source holding it (a shard's
+                                    name) or its member (an .npz's "x.npy"); "" otherwise */
     char problem[160];           /* "" when the tensor can be read; else why not, the text of
                                     its error after "FILE: NAME: " ("string class is not
                                     supported", "filter blosc (32001) is not available",
@@ -104,6 +108,8 @@ typedef struct fp4_source_ops {
     /* Whether `head` (the first n bytes of the file, n <= 4096, fewer for a short file) is
      * this format. NULL: the fallback (only the last entry of the table). */
     bool (*probe)(const unsigned char *head, size_t n);
+    /* Optional. Whether the directory `dir` is this format (a sharded checkpoint's folder). */
+    bool (*probe_dir)(const char *dir);
     /* Open read-only. FP4_ERR_INPUT "FILE: why" for a missing, unreadable or corrupt file. */
     fp4_status (*open)(const char *file, void **impl);
     void (*close)(void *impl);
@@ -137,6 +143,9 @@ typedef struct fp4_source_ops {
     fp4_status (*chunk_count)(void *impl, const fp4_tensor_desc *t, int64_t *n);
     fp4_status (*chunk_read)(void *impl, const fp4_tensor_desc *t, int64_t i,
                              fp4_source_chunk *info, void *buf, size_t cap);
+    /* Optional. The file's free-form metadata as key/value strings in the file's order
+     * (safetensors' __metadata__); *keys and *vals are malloc'd arrays of malloc'd strings. */
+    fp4_status (*metadata)(void *impl, char ***keys, char ***vals, int *n);
     /* Optional. Let the library print its own error stack (-vv) or keep it silent. */
     void (*set_verbose)(bool verbose);
 } fp4_source_ops;
@@ -154,6 +163,11 @@ fp4_status fp4_source_open(const char *file, fp4_source **out);
 void fp4_source_close(fp4_source *s);
 const char *fp4_source_file(const fp4_source *s);
 const fp4_source_ops *fp4_source_format(const fp4_source *s);
+
+/* The source's metadata (see fp4_source_ops.metadata); none (*n = 0) for formats without. Free
+ * with fp4_source_metadata_free. */
+fp4_status fp4_source_metadata(fp4_source *s, char ***keys, char ***vals, int *n);
+void fp4_source_metadata_free(char **keys, char **vals, int n);
 
 /* Every format's library prints its own error stack (true, -vv) or stays silent (default). */
 void fp4_source_set_verbose(bool verbose);

@@ -1,11 +1,13 @@
 /* test_st_parse.c — the safetensors header and index parsers (io/st_parse.c): a well-formed
  * header as the reference writer lays it out, and each hostile header refused with its reason;
- * the exact F8_E4M3 / F8_E5M2 widening (io/widen_f8.c). */
+ * the exact F8_E4M3 / F8_E5M2 widening (io/widen_f8.c); stored words to fp32 and slabs in C and
+ * Fortran order (io/rawconv.c). */
 #include "testutil.h"
 
 #include <math.h>
 
 #include "common.h"
+#include "io/rawconv.h"
 #include "io/st_parse.h"
 #include "io/widen_f8.h"
 
@@ -316,6 +318,96 @@ static void test_f8_widen(void **state)
     assert_true(dst[0] == 0.5f && dst[1] == -0.5f && dst[2] == 0.0f);
 }
 
+/* Every f16 code against (-1)^s 2^(e-15) (1 + m/1024), subnormals m 2^-24; bf16 as the top half
+ * of an fp32; both byte orders; integers as values; unaligned sources. */
+static void test_rawconv_words(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        uint8_t le[3] = {0, (uint8_t)h, (uint8_t)(h >> 8)}, be[2] = {(uint8_t)(h >> 8), (uint8_t)h};
+        float a, b;
+        fp4_raw_to_f32(FP4_RAW_F16, false, le + 1, 2, 1, &a); /* odd address */
+        fp4_raw_to_f32(FP4_RAW_F16, true, be, 2, 1, &b);
+        int e = (h >> 10) & 31, m = h & 1023;
+        if (e == 31) {
+            assert_true(m ? isnan(a) : isinf(a));
+        } else {
+            double want = e ? ldexp(1.0 + m / 1024.0, e - 15) : ldexp((double)m, -24);
+            if (h & 0x8000) want = -want;
+            assert_true((double)a == want);
+            assert_int_equal(signbit(a) != 0, (h & 0x8000) != 0);
+        }
+        assert_memory_equal(&a, &b, sizeof a);
+        uint32_t u = h << 16;
+        float c, want;
+        memcpy(&want, &u, sizeof want);
+        fp4_raw_to_f32(FP4_RAW_BF16, false, le + 1, 2, 1, &c);
+        assert_memory_equal(&c, &want, sizeof c);
+    }
+    const uint8_t i16be[4] = {0xFF, 0xFE, 0x01, 0x00}; /* -2, 256 */
+    float v[2];
+    fp4_raw_to_f32(FP4_RAW_I16, true, i16be, 2, 2, v);
+    assert_true(v[0] == -2.0f && v[1] == 256.0f);
+    fp4_raw_to_f32(FP4_RAW_U16, true, i16be, 2, 2, v);
+    assert_true(v[0] == 65534.0f && v[1] == 256.0f);
+    const uint8_t u64[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+    fp4_raw_to_f32(FP4_RAW_U64, false, u64, 8, 1, v);
+    assert_true(v[0] == 18446744073709551616.0f);
+    fp4_raw_to_f32(FP4_RAW_I64, false, u64, 8, 1, v);
+    assert_true(v[0] == -1.0f);
+    double d = 0.1;
+    uint8_t db[8];
+    memcpy(db, &d, 8);
+    fp4_raw_to_f32(FP4_RAW_F64, false, db, 8, 1, v);
+    assert_true(v[0] == 0.1f);
+    assert_true(fp4_raw_exact(FP4_RAW_BF16) && !fp4_raw_exact(FP4_RAW_F64) &&
+                !fp4_raw_exact(FP4_RAW_I32) && fp4_raw_exact(FP4_RAW_I16));
+}
+
+/* A 2x3x4 tensor: slabs along each dimension equal the row-major sub-array, whether stored in C
+ * order or in Fortran order (numpy's fortran_order: column-major), as values and as words. */
+static void test_rawconv_slabs(void **state)
+{
+    (void)state;
+    const int64_t dims[3] = {2, 3, 4};
+    float c[24], f[24];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                float v = (float)(100 * i + 10 * j + k);
+                c[(i * 3 + j) * 4 + k] = v;
+                f[i + 2 * (j + 3 * k)] = v;
+            }
+    for (int dim = 0; dim < 3; dim++)
+        for (int64_t start = 0; start < dims[dim]; start++)
+            for (int64_t count = 1; start + count <= dims[dim]; count++) {
+                float want[24], got[24];
+                int n = 0;
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 3; j++)
+                        for (int k = 0; k < 4; k++) {
+                            int idx[3] = {i, j, k};
+                            if (idx[dim] >= start && idx[dim] < start + count)
+                                want[n++] = c[(i * 3 + j) * 4 + k];
+                        }
+                for (int fo = 0; fo < 2; fo++)
+                    for (int raw = 0; raw < 2; raw++) {
+                        memset(got, 0xFF, sizeof got);
+                        fp4_raw_slab((const uint8_t *)(fo ? f : c), FP4_RAW_F32, false, 3, dims,
+                                     fo, dim, start, count, raw, got);
+                        assert_memory_equal(got, want, (size_t)n * sizeof *got);
+                    }
+            }
+    /* big-endian words come back in host order */
+    const uint8_t be[4] = {0x3F, 0x80, 0x00, 0x00};
+    uint8_t w[4];
+    const int64_t one = 1;
+    fp4_raw_slab(be, FP4_RAW_F32, true, 1, &one, false, 0, 0, 1, true, w);
+    float x;
+    memcpy(&x, w, 4);
+    assert_true(x == 1.0f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,7 +415,8 @@ int main(void)
         cmocka_unit_test(test_hostile_headers), cmocka_unit_test(test_raw_nul),
         cmocka_unit_test(test_rank_beyond_max), cmocka_unit_test(test_dtype_table),
         cmocka_unit_test(test_index),          cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_f8_widen),
+        cmocka_unit_test(test_f8_widen),       cmocka_unit_test(test_rawconv_words),
+        cmocka_unit_test(test_rawconv_slabs),
     };
     return cmocka_run_group_tests_name("st_parse", tests, NULL, NULL);
 }

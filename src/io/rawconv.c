@@ -1,0 +1,150 @@
+/* rawconv.c — stored words to fp32 for the zero-copy sources: byte loads (no alignment
+ * assumed), bit constructions for the narrow floats (exact), C conversions for the rest. */
+#include "io/rawconv.h"
+
+#include <string.h>
+
+#include "io/widen_f8.h"
+
+int fp4_raw_size(fp4_raw k)
+{
+    switch (k) {
+    case FP4_RAW_I8: case FP4_RAW_U8: case FP4_RAW_F8_E4M3: case FP4_RAW_F8_E5M2: return 1;
+    case FP4_RAW_F16: case FP4_RAW_BF16: case FP4_RAW_I16: case FP4_RAW_U16: return 2;
+    case FP4_RAW_F32: case FP4_RAW_I32: case FP4_RAW_U32: return 4;
+    case FP4_RAW_F64: case FP4_RAW_I64: case FP4_RAW_U64: return 8;
+    default: return 0;
+    }
+}
+
+bool fp4_raw_exact(fp4_raw k)
+{
+    return k != FP4_RAW_NONE && k != FP4_RAW_F64 && k != FP4_RAW_I32 && k != FP4_RAW_U32 &&
+           k != FP4_RAW_I64 && k != FP4_RAW_U64;
+}
+
+static uint64_t load(const uint8_t *p, int size, bool be)
+{
+    uint64_t v = 0;
+    if (be)
+        for (int i = 0; i < size; i++) v = (v << 8) | p[i];
+    else
+        for (int i = size; i-- > 0;) v = (v << 8) | p[i];
+    return v;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static float f16_to_f32(uint32_t h)
+{
+    uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3FFu;
+    if (e == 31) return bits_f32(s | 0x7F800000u | (m << 13));
+    if (e == 0) { /* m * 2^-24, exact */
+        float v = (float)m * 0x1p-24f;
+        return s ? -v : v;
+    }
+    return bits_f32(s | ((e + 112u) << 23) | (m << 13));
+}
+
+void fp4_raw_to_f32(fp4_raw k, bool big_endian, const uint8_t *src, int64_t stride, int64_t n,
+                    float *dst)
+{
+    const int size = fp4_raw_size(k);
+    const bool be = big_endian && size > 1;
+    if (k == FP4_RAW_F32 && !be && stride == 4) {
+        memcpy(dst, src, (size_t)n * 4);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const uint64_t w = load(src + i * stride, size, be);
+        float v;
+        switch (k) {
+        case FP4_RAW_F16: v = f16_to_f32((uint32_t)w); break;
+        case FP4_RAW_BF16: v = bits_f32((uint32_t)w << 16); break;
+        case FP4_RAW_F32: v = bits_f32((uint32_t)w); break;
+        case FP4_RAW_F64: {
+            double d;
+            memcpy(&d, &w, sizeof d);
+            v = (float)d;
+            break;
+        }
+        case FP4_RAW_I8: v = (float)(int8_t)(uint8_t)w; break;
+        case FP4_RAW_U8: v = (float)(uint8_t)w; break;
+        case FP4_RAW_I16: v = (float)(int16_t)(uint16_t)w; break;
+        case FP4_RAW_U16: v = (float)(uint16_t)w; break;
+        case FP4_RAW_I32: v = (float)(int32_t)(uint32_t)w; break;
+        case FP4_RAW_U32: v = (float)(uint32_t)w; break;
+        case FP4_RAW_I64: v = (float)(int64_t)w; break;
+        case FP4_RAW_U64: v = (float)w; break;
+        case FP4_RAW_F8_E4M3: v = fp4_f8e4m3_to_f32((uint8_t)w); break;
+        case FP4_RAW_F8_E5M2: v = fp4_f8e5m2_to_f32((uint8_t)w); break;
+        default: v = 0.0f; break;
+        }
+        dst[i] = v;
+    }
+}
+
+/* n words at src (stride in bytes) into dst as host-order words or as fp32. */
+static void run_out(fp4_raw k, bool be, const uint8_t *src, int64_t stride, int64_t n, bool raw,
+                    uint8_t *dst)
+{
+    const int size = fp4_raw_size(k);
+    if (!raw) {
+        fp4_raw_to_f32(k, be, src, stride, n, (float *)(void *)dst);
+        return;
+    }
+    if (!be && stride == size) {
+        memcpy(dst, src, (size_t)(n * size));
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int b = 0; b < size; b++)
+            dst[i * size + b] = src[i * stride + (be && size > 1 ? size - 1 - b : b)];
+}
+
+void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
+                  const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
+                  bool raw, void *buf)
+{
+    const int size = fp4_raw_size(k);
+    const int64_t osize = raw ? size : (int64_t)sizeof(float);
+    uint8_t *out = buf;
+    if (rank == 0) {
+        run_out(k, big_endian, base, size, 1, raw, out);
+        return;
+    }
+    if (!fortran || rank == 1) {
+        int64_t outer = 1, inner = 1;
+        for (int j = 0; j < dim; j++) outer *= dims[j];
+        for (int j = dim + 1; j < rank; j++) inner *= dims[j];
+        const int64_t run = count * inner;
+        for (int64_t o = 0; o < outer; o++)
+            run_out(k, big_endian, base + ((o * dims[dim] + start) * inner) * size, size, run, raw,
+                    out + o * run * osize);
+        return;
+    }
+    /* Column-major: element (i0..ir-1) at sum i_j * stride_j, stride_0 = 1. Rows of the slab
+     * (the last dimension) are strided runs; an odometer walks the others. */
+    int64_t stride[8], idx[8] = {0}, ext[8];
+    stride[0] = 1;
+    for (int j = 1; j < rank; j++) stride[j] = stride[j - 1] * dims[j - 1];
+    for (int j = 0; j < rank; j++) ext[j] = j == dim ? count : dims[j];
+    const int last = rank - 1;
+    for (int j = 0; j < rank; j++)
+        if (ext[j] == 0) return;
+    for (;;) {
+        int64_t off = 0;
+        for (int j = 0; j < last; j++) off += (idx[j] + (j == dim ? start : 0)) * stride[j];
+        off += (last == dim ? start : 0) * stride[last];
+        run_out(k, big_endian, base + off * size, stride[last] * size, ext[last], raw, out);
+        out += ext[last] * osize;
+        int j = last - 1;
+        while (j >= 0 && ++idx[j] == ext[j]) idx[j--] = 0;
+        if (j < 0) break;
+    }
+}

@@ -1,0 +1,643 @@
+/* io/safetensors.c — the safetensors tensor source: one .safetensors file, a sharded checkpoint
+ * through its model.safetensors.index.json, or a directory holding either. Files are mapped
+ * read-only; slabs are read straight from the mapping (no copy of a file in memory). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/rawconv.h"
+#include "io/source.h"
+#include "io/st_parse.h"
+
+typedef struct st_file {
+    char *path;
+    const uint8_t *map;
+    uint64_t size;
+    fp4_st_header h;
+} st_file;
+
+typedef struct st_entry {
+    const char *name; /* h.t[t].name of files[f] */
+    int f, t;
+} st_entry;
+
+typedef struct st_src {
+    char *file;      /* as the user named it */
+    st_file *files;
+    int nfiles;
+    st_entry *list;  /* listing order: the index's, else file by file in data order */
+    int n;
+    st_entry *by_name; /* the same, sorted by name */
+} st_src;
+
+/* ---- probing ---------------------------------------------------------------------------- */
+
+/* 8 bytes of header length, then the JSON: '{' (or '[', so that a header that is JSON but not
+ * an object is named as such) at byte 8 of a file that is not HDF5. The length is the
+ * parser's to check: a hostile one must be refused as safetensors, not as "not HDF5". */
+static bool st_probe_file(const unsigned char *head, size_t n)
+{
+    if (n < 9 || (head[8] != '{' && head[8] != '[')) return false;
+    return memcmp(head, "\x89HDF\r\n\x1a\n", 8) != 0;
+}
+
+/* An index: a JSON object whose first bytes name "weight_map". */
+static bool st_probe_index(const unsigned char *head, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) i++;
+    if (i >= n || head[i] != '{') return false;
+    static const char key[] = "\"weight_map\"";
+    for (size_t k = i; k + sizeof key - 1 <= n; k++)
+        if (memcmp(head + k, key, sizeof key - 1) == 0) return true;
+    return false;
+}
+
+static bool st_probe(const unsigned char *head, size_t n)
+{
+    return st_probe_file(head, n) || st_probe_index(head, n);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* A directory holding an index or .safetensors files. */
+static bool st_probe_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = ends_with(e->d_name, ".safetensors") ||
+                ends_with(e->d_name, ".safetensors.index.json");
+    closedir(d);
+    return found;
+}
+
+/* ---- files ---------------------------------------------------------------------------- */
+
+static fp4_status st_map(const char *path, const char *named_by, st_file *f)
+{
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        if (named_by)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: %s (a shard the index names)", named_by,
+                             path, e == ENOENT ? "no such file" : strerror(e));
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", path,
+                         e == ENOENT ? "no such file" : strerror(e));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file", path);
+    }
+    f->size = (uint64_t)sb.st_size;
+    if (f->size < 8) {
+        close(fd);
+        return fp4_error(FP4_ERR_INPUT, "%s: %llu bytes: too short for a safetensors header",
+                         path, (unsigned long long)f->size);
+    }
+    void *m = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return fp4_error(FP4_ERR_INPUT, "%s: cannot map: %s", path, strerror(errno));
+    f->map = m;
+    return fp4_st_parse(path, f->map, f->size, &f->h);
+}
+
+static void st_unmap(st_file *f)
+{
+    if (f->map) munmap((void *)f->map, (size_t)f->size);
+    fp4_st_header_free(&f->h);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}
+
+static void st_close(void *impl)
+{
+    st_src *s = impl;
+    if (!s) return;
+    for (int i = 0; i < s->nfiles; i++) st_unmap(&s->files[i]);
+    free(s->files);
+    free(s->list);
+    free(s->by_name);
+    free(s->file);
+    free(s);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const st_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return x->f - y->f;
+}
+
+/* Read a small whole file (an index) into memory. */
+static fp4_status slurp(const char *path, char **out, size_t *len)
+{
+    *out = NULL;
+    FILE *fh = fopen(path, "rb");
+    if (!fh) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    fp4_status st = FP4_OK;
+    while (b) {
+        if (n == cap) {
+            if (cap > FP4_ST_MAX_HEADER) {
+                st = fp4_error(FP4_ERR_INPUT, "%s: index file exceeds the 100 MB limit", path);
+                break;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) break;
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n, fh);
+        n += r;
+        if (r == 0) break;
+    }
+    if (!b) st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", path);
+    else if (st == FP4_OK && ferror(fh)) st = fp4_error(FP4_ERR_INPUT, "%s: read error", path);
+    fclose(fh);
+    if (st != FP4_OK) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    *len = n;
+    return FP4_OK;
+}
+
+/* dir + "/" + name */
+static char *path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    p[a] = '/';
+    memcpy(p + a + 1, name, b + 1);
+    return p;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    char *d = strndup(path, (size_t)(slash - path));
+    return d;
+}
+
+static fp4_status st_open_index(st_src *s, const char *index)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FP4_TRY(slurp(index, &buf, &len));
+    fp4_st_index ix;
+    fp4_status st = fp4_st_index_parse(index, buf, len, &ix);
+    free(buf);
+    if (st != FP4_OK) return st;
+    char *dir = dir_of(index);
+    st_entry *all = NULL;
+    int nall = 0;
+    s->files = calloc((size_t)ix.nshards + 1, sizeof *s->files);
+    s->list = calloc((size_t)ix.n + 1, sizeof *s->list);
+    if (!dir || !s->files || !s->list) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < ix.nshards; i++) {
+        char *p = path_join(dir, ix.shards[i]);
+        if (!p) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        st = st_map(p, index, &s->files[i]);
+        s->nfiles = i + 1;
+        free(p);
+        if (st != FP4_OK) goto out;
+        nall += s->files[i].h.n;
+    }
+    all = calloc((size_t)nall + 1, sizeof *all);
+    if (!all) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    nall = 0;
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].h.n; t++)
+            all[nall++] = (st_entry){s->files[f].h.t[t].name, f, t};
+    qsort(all, (size_t)nall, sizeof *all, cmp_entry);
+    for (int i = 0; i < ix.n; i++) {
+        st_entry key = {ix.names[i], ix.shard[i], 0};
+        st_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_entry);
+        if (!hit) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: listed in %s, which does not hold it", index,
+                           ix.names[i], s->files[ix.shard[i]].path);
+            goto out;
+        }
+        s->list[s->n++] = *hit;
+    }
+out:
+    free(all);
+    free(dir);
+    fp4_st_index_free(&ix);
+    return st;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static fp4_status st_open_dir(st_src *s, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return fp4_error(FP4_ERR_INPUT, "%s: %s", dir, strerror(errno));
+    char **names = NULL, **idx = NULL;
+    int nn = 0, ni = 0, cap = 0;
+    fp4_status st = FP4_OK;
+    for (struct dirent *e; (e = readdir(d));) {
+        bool is_idx = ends_with(e->d_name, ".safetensors.index.json");
+        if (!is_idx && !ends_with(e->d_name, ".safetensors")) continue;
+        if (nn + ni >= cap) {
+            cap = cap ? cap * 2 : 16;
+            char **a = realloc(names, (size_t)cap * sizeof *a), **b = NULL;
+            if (a) names = a;
+            if (a) b = realloc(idx, (size_t)cap * sizeof *b);
+            if (b) idx = b;
+            if (!a || !b) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                goto out;
+            }
+        }
+        char *p = strdup(e->d_name);
+        if (!p) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        if (is_idx) idx[ni++] = p;
+        else names[nn++] = p;
+    }
+    if (ni > 1) {
+        qsort(idx, (size_t)ni, sizeof *idx, cmp_cstr);
+        st = fp4_error(FP4_ERR_INPUT, "%s: holds %d index files (%s, %s%s): name the one to read",
+                       dir, ni, idx[0], idx[1], ni > 2 ? ", ..." : "");
+        goto out;
+    }
+    if (ni == 1) {
+        char *p = path_join(dir, idx[0]);
+        st = p ? st_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        free(p);
+        goto out;
+    }
+    if (nn == 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: no .safetensors file or index in this directory", dir);
+        goto out;
+    }
+    qsort(names, (size_t)nn, sizeof *names, cmp_cstr);
+    s->files = calloc((size_t)nn, sizeof *s->files);
+    if (!s->files) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    int total = 0;
+    for (int i = 0; i < nn; i++) {
+        char *p = path_join(dir, names[i]);
+        if (!p) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        st = st_map(p, NULL, &s->files[i]);
+        s->nfiles = i + 1;
+        free(p);
+        if (st != FP4_OK) goto out;
+        total += s->files[i].h.n;
+    }
+    if (!(s->list = calloc((size_t)total + 1, sizeof *s->list))) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].h.n; t++)
+            s->list[s->n++] = (st_entry){s->files[f].h.t[t].name, f, t};
+out:
+    closedir(d);
+    for (int i = 0; i < nn; i++) free(names[i]);
+    for (int i = 0; i < ni; i++) free(idx[i]);
+    free(names);
+    free(idx);
+    return st;
+}
+
+static fp4_status st_open(const char *file, void **impl)
+{
+    *impl = NULL;
+    st_src *s = calloc(1, sizeof *s);
+    if (!s || !(s->file = strdup(file))) {
+        free(s);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    fp4_status st;
+    struct stat sb;
+    unsigned char head[4096];
+    size_t n = 0;
+    if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = st_open_dir(s, file);
+    } else {
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t r;
+            while (n < sizeof head && (r = read(fd, head + n, sizeof head - n)) > 0) n += (size_t)r;
+            close(fd);
+        }
+        if (st_probe_index(head, n)) {
+            st = st_open_index(s, file);
+        } else {
+            s->files = calloc(1, sizeof *s->files);
+            st = s->files ? st_map(file, NULL, &s->files[0])
+                          : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            if (s->files) s->nfiles = 1;
+            if (st == FP4_OK && !(s->list = calloc((size_t)s->files[0].h.n + 1, sizeof *s->list)))
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            for (int t = 0; st == FP4_OK && t < s->files[0].h.n; t++)
+                s->list[s->n++] = (st_entry){s->files[0].h.t[t].name, 0, t};
+        }
+    }
+    if (st == FP4_OK) {
+        s->by_name = malloc(((size_t)s->n + 1) * sizeof *s->by_name);
+        if (!s->by_name) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        } else {
+            memcpy(s->by_name, s->list, (size_t)s->n * sizeof *s->by_name);
+            qsort(s->by_name, (size_t)s->n, sizeof *s->by_name, cmp_entry);
+            for (int i = 1; i < s->n; i++)
+                if (strcmp(s->by_name[i - 1].name, s->by_name[i].name) == 0) {
+                    st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s is in both %s and %s", file,
+                                   s->by_name[i].name, s->files[s->by_name[i - 1].f].path,
+                                   s->files[s->by_name[i].f].path);
+                    break;
+                }
+        }
+    }
+    if (st != FP4_OK) {
+        st_close(s);
+        return st;
+    }
+    *impl = s;
+    return FP4_OK;
+}
+
+static fp4_status st_list(void *impl, char ***names, int *n)
+{
+    st_src *s = impl;
+    *names = calloc((size_t)s->n + 1, sizeof **names);
+    if (!*names) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < s->n; i++) {
+        if (!((*names)[i] = strdup(s->list[i].name))) {
+            for (int k = 0; k < i; k++) free((*names)[k]);
+            free(*names);
+            *names = NULL;
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
+    }
+    *n = s->n;
+    return FP4_OK;
+}
+
+static const st_entry *st_find(const st_src *s, const char *name)
+{
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->by_name[mid].name, name);
+        if (c == 0) return &s->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static fp4_raw st_raw(fp4_st_dtype t)
+{
+    switch (t) {
+    case FP4_ST_F16: return FP4_RAW_F16;
+    case FP4_ST_BF16: return FP4_RAW_BF16;
+    case FP4_ST_F32: return FP4_RAW_F32;
+    case FP4_ST_F64: return FP4_RAW_F64;
+    case FP4_ST_I8: return FP4_RAW_I8;
+    case FP4_ST_U8: return FP4_RAW_U8;
+    case FP4_ST_I16: return FP4_RAW_I16;
+    case FP4_ST_U16: return FP4_RAW_U16;
+    case FP4_ST_I32: return FP4_RAW_I32;
+    case FP4_ST_U32: return FP4_RAW_U32;
+    case FP4_ST_I64: return FP4_RAW_I64;
+    case FP4_ST_U64: return FP4_RAW_U64;
+    case FP4_ST_F8_E4M3: return FP4_RAW_F8_E4M3;
+    case FP4_ST_F8_E5M2: return FP4_RAW_F8_E5M2;
+    default: return FP4_RAW_NONE;
+    }
+}
+
+static const char *raw_dtype_name(fp4_raw k)
+{
+    static const char *const n[FP4_RAW_COUNT] = {
+        [FP4_RAW_F16] = "f16", [FP4_RAW_BF16] = "bf16", [FP4_RAW_F32] = "f32",
+        [FP4_RAW_F64] = "f64", [FP4_RAW_I8] = "i8",     [FP4_RAW_U8] = "u8",
+        [FP4_RAW_I16] = "i16", [FP4_RAW_U16] = "u16",   [FP4_RAW_I32] = "i32",
+        [FP4_RAW_U32] = "u32", [FP4_RAW_I64] = "i64",   [FP4_RAW_U64] = "u64",
+        [FP4_RAW_F8_E4M3] = "f8_e4m3", [FP4_RAW_F8_E5M2] = "f8_e5m2"};
+    return k > FP4_RAW_NONE && k < FP4_RAW_COUNT ? n[k] : "";
+}
+
+static fp4_stored raw_stored(fp4_raw k)
+{
+    switch (k) {
+    case FP4_RAW_F16: return FP4_STORED_F16;
+    case FP4_RAW_BF16: return FP4_STORED_BF16;
+    case FP4_RAW_F32: return FP4_STORED_F32;
+    case FP4_RAW_F64: return FP4_STORED_F64;
+    case FP4_RAW_I8: return FP4_STORED_I8;
+    case FP4_RAW_U8: return FP4_STORED_U8;
+    case FP4_RAW_I16: return FP4_STORED_I16;
+    case FP4_RAW_U16: return FP4_STORED_U16;
+    case FP4_RAW_I32: return FP4_STORED_I32;
+    case FP4_RAW_U32: return FP4_STORED_U32;
+    case FP4_RAW_I64: return FP4_STORED_I64;
+    case FP4_RAW_U64: return FP4_STORED_U64;
+    default: return FP4_STORED_OTHER; /* F8: widened by read_f32 */
+    }
+}
+
+/* Whether `name` is a component prefix of some tensor's name (a group). */
+static bool st_is_group(const st_src *s, const char *name, const char *seps)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < s->n; i++) {
+        const char *t = s->list[i].name;
+        if (n == 0 || (strncmp(t, name, n) == 0 && t[n] && strchr(seps, t[n]))) return true;
+    }
+    return false;
+}
+
+extern const fp4_source_ops fp4_source_safetensors;
+
+static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out,
+                              fp4_name_kind *kind)
+{
+    st_src *s = impl;
+    memset(out, 0, sizeof *out);
+    const st_entry *e = st_find(s, name);
+    if (!e) {
+        if (st_is_group(s, name, fp4_source_safetensors.separators)) {
+            *kind = FP4_NAME_GROUP;
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", s->file, name);
+        }
+        *kind = FP4_NAME_NONE;
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+    }
+    *kind = FP4_NAME_TENSOR;
+    const st_file *f = &s->files[e->f];
+    const fp4_st_tensor *t = &f->h.t[e->t];
+    if (!(out->name = strdup(t->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    out->rank = t->rank < FP4_MAX_RANK ? t->rank : FP4_MAX_RANK;
+    for (int i = 0; i < out->rank; i++) out->dims[i] = t->dims[i];
+    out->nelems = t->nelems;
+    fp4_raw k = t->problem[0] ? FP4_RAW_NONE : st_raw(t->type);
+    snprintf(out->dtype, sizeof out->dtype, "%s", k ? raw_dtype_name(k) : t->dtype);
+    snprintf(out->byte_order, sizeof out->byte_order, "%s",
+             fp4_st_dtype_bits(t->type) > 8 ? "le" : "");
+    out->stored = raw_stored(k);
+    out->numeric = k != FP4_RAW_NONE;
+    out->exact_fp32 = fp4_raw_exact(k);
+    out->codec_available = true;
+    out->logical_bytes = (int64_t)(t->end - t->begin);
+    out->stored_bytes = out->logical_bytes;
+    out->file_offset = (int64_t)(f->h.data_start + t->begin);
+    if (s->nfiles > 1 || strcmp(f->path, s->file) != 0) {
+        const char *base = strrchr(f->path, '/');
+        snprintf(out->part, sizeof out->part, "%s", base ? base + 1 : f->path);
+    }
+    snprintf(out->problem, sizeof out->problem, "%s", t->problem);
+    return FP4_OK;
+}
+
+/* The tensor behind a descriptor and the range check every read makes. */
+static fp4_status st_slab_args(st_src *s, const fp4_tensor_desc *d, int dim, int64_t start,
+                               int64_t count, const st_file **f, const fp4_st_tensor **t)
+{
+    const st_entry *e = st_find(s, d->name);
+    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    *f = &s->files[e->f];
+    *t = &(*f)->h.t[e->t];
+    if ((*t)->problem[0])
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name, (*t)->problem);
+    int64_t ext = (*t)->rank == 0 ? 1 : (*t)->dims[dim < (*t)->rank ? dim : 0];
+    if (dim < 0 || (dim >= (*t)->rank && !((*t)->rank == 0 && dim == 0)) || start < 0 ||
+        count < 0 || start > ext || count > ext - start)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: slab [%lld, +%lld) along dimension %d is out "
+                         "of range", s->file, d->name, (long long)start, (long long)count, dim);
+    return FP4_OK;
+}
+
+static fp4_status st_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t start,
+                          int64_t count, bool raw, void *buf)
+{
+    st_src *s = impl;
+    const st_file *f = NULL;
+    const fp4_st_tensor *t = NULL;
+    FP4_TRY(st_slab_args(s, d, dim, start, count, &f, &t));
+    if (t->nelems == 0 || count == 0) return FP4_OK;
+    fp4_raw_slab(f->map + f->h.data_start + t->begin, st_raw(t->type), false, t->rank, t->dims,
+                 false, dim, start, count, raw, buf);
+    return FP4_OK;
+}
+
+static fp4_status st_read_raw(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                              int64_t count, void *buf)
+{
+    return st_read(impl, t, dim, start, count, true, buf);
+}
+
+static fp4_status st_read_f32(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                              int64_t count, float *buf)
+{
+    return st_read(impl, t, dim, start, count, false, buf);
+}
+
+static const void *st_view(void *impl, const fp4_tensor_desc *d)
+{
+    st_src *s = impl;
+    const st_entry *e = st_find(s, d->name);
+    if (!e) return NULL;
+    const st_file *f = &s->files[e->f];
+    const fp4_st_tensor *t = &f->h.t[e->t];
+    if (t->problem[0] || raw_stored(st_raw(t->type)) == FP4_STORED_OTHER) return NULL;
+    return f->map + f->h.data_start + t->begin;
+}
+
+static fp4_status st_metadata(void *impl, char ***keys, char ***vals, int *n)
+{
+    st_src *s = impl;
+    *keys = *vals = NULL;
+    *n = 0;
+    int total = 0;
+    for (int f = 0; f < s->nfiles; f++) total += s->files[f].h.nmeta;
+    *keys = calloc((size_t)total + 1, sizeof **keys);
+    *vals = calloc((size_t)total + 1, sizeof **vals);
+    if (!*keys || !*vals) goto oom;
+    for (int f = 0; f < s->nfiles; f++) {
+        const fp4_st_header *h = &s->files[f].h;
+        for (int i = 0; i < h->nmeta; i++) {
+            bool dup = false; /* shards repeat their metadata: keep the first */
+            for (int k = 0; k < *n && !dup; k++)
+                dup = strcmp((*keys)[k], h->meta_keys[i]) == 0 &&
+                      strcmp((*vals)[k], h->meta_vals[i]) == 0;
+            if (dup) continue;
+            (*keys)[*n] = strdup(h->meta_keys[i]);
+            (*vals)[*n] = strdup(h->meta_vals[i]);
+            (*n)++;
+            if (!(*keys)[*n - 1] || !(*vals)[*n - 1]) goto oom;
+        }
+    }
+    return FP4_OK;
+oom:
+    for (int i = 0; i < *n; i++) {
+        free((*keys)[i]);
+        free((*vals)[i]);
+    }
+    free(*keys);
+    free(*vals);
+    *keys = *vals = NULL;
+    *n = 0;
+    return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+}
+
+const fp4_source_ops fp4_source_safetensors = {
+    .name = "safetensors",
+    .separators = "./",
+    .rooted = false,
+    .probe = st_probe,
+    .probe_dir = st_probe_dir,
+    .open = st_open,
+    .close = st_close,
+    .list = st_list,
+    .describe = st_describe,
+    .read_raw = st_read_raw,
+    .read_f32 = st_read_f32,
+    .view = st_view,
+    .metadata = st_metadata,
+};

@@ -1,0 +1,107 @@
+#!/bin/sh
+# hf_hostile.sh — hostile safetensors, index and .npy/.npz files: each gets a one-line error
+# naming the file and what is wrong, exit 3, no report, no crash (run under ASan by
+# check-san, valgrind by check-valgrind); a bad tensor type is an errors entry and the other
+# tensors still run.
+set -u
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+python3 - "$tmp" <<'PY' || exit 1
+import json, os, struct, sys, zipfile
+d = sys.argv[1]
+def st(name, header, data=b"", hlen=None):
+    h = header.encode() if isinstance(header, str) else header
+    open(os.path.join(d, name), "wb").write(struct.pack("<Q", len(h) if hlen is None else hlen) + h + data)
+T = lambda dt, shape, b, e: {"dtype": dt, "shape": shape, "data_offsets": [b, e]}
+st("hsize63.safetensors", '{"a":' + json.dumps(T("F32", [1], 0, 4)) + "}", b"\0" * 4, hlen=1 << 63)
+st("hpastend.safetensors", '{"a":' + json.dumps(T("F32", [1], 0, 4)) + "}", b"\0" * 4, hlen=4000)
+st("notjson.safetensors", "{this is not json}  ")
+st("notobject.safetensors", "[1, 2, 3]")
+st("overlap.safetensors", json.dumps({"a": T("F32", [2], 0, 8), "b": T("F32", [2], 4, 12)}), b"\0" * 12)
+st("oob.safetensors", json.dumps({"a": T("F32", [4], 0, 16)}), b"\0" * 8)
+st("shapeoverflow.safetensors", json.dumps({"a": T("F32", [1 << 32, 1 << 32, 16], 0, 4)}), b"\0" * 4)
+st("sizemismatch.safetensors", json.dumps({"a": T("F32", [3], 0, 8)}), b"\0" * 8)
+st("truncated.safetensors", json.dumps({"a": T("F32", [2], 0, 8), "b": T("F32", [2], 8, 16)}), b"\0" * 12)
+st("duplicate.safetensors", '{"a":%s,"a":%s}' % (json.dumps(T("F32", [1], 0, 4)), json.dumps(T("F32", [1], 4, 8))), b"\0" * 8)
+st("notutf8.safetensors", b'{"a\xff\xfe":' + json.dumps(T("F32", [1], 0, 4)).encode() + b"}", b"\0" * 4)
+st("nul.safetensors", '{"a\\u0000b":' + json.dumps(T("F32", [1], 0, 4)) + "}", b"\0" * 4)
+st("gap.safetensors", json.dumps({"a": T("F32", [1], 0, 4), "b": T("F32", [1], 8, 12)}), b"\0" * 12)
+st("badmeta.safetensors", json.dumps({"__metadata__": {"k": 1}}))
+os.makedirs(os.path.join(d, "missing"))
+json.dump({"weight_map": {"a": "model-00001-of-00002.safetensors"}}, open(os.path.join(d, "missing/model.safetensors.index.json"), "w"))
+os.makedirs(os.path.join(d, "notheld"))
+st("notheld/s1.safetensors", json.dumps({"a": T("F32", [1], 0, 4)}), b"\0" * 4)
+json.dump({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}}, open(os.path.join(d, "notheld/model.safetensors.index.json"), "w"))
+os.makedirs(os.path.join(d, "escape"))
+json.dump({"weight_map": {"a": "../oob.safetensors"}}, open(os.path.join(d, "escape/model.safetensors.index.json"), "w"))
+# types fp4diag does not read: errors entries, the F32 tensor still runs
+import numpy as np
+st("types.safetensors", json.dumps({"w": T("F32", [32], 0, 128), "m": T("BOOL", [4], 128, 132),
+   "s": T("F8_E8M0", [4], 132, 136), "p": T("F4", [8], 136, 140), "u": T("X7", [2], 140, 144)}),
+   np.linspace(-1, 1, 32, dtype="<f4").tobytes() + b"\1" * 16)
+# .npy / .npz
+def npy(dict_text, data, ver=1):
+    pre = 10 if ver == 1 else 12
+    hl = ((pre + len(dict_text) + 1 + 63) // 64) * 64 - pre
+    h = (dict_text + " " * (hl - len(dict_text) - 1) + "\n").encode()
+    return b"\x93NUMPY" + bytes([ver, 0]) + (struct.pack("<H", hl) if ver == 1 else struct.pack("<I", hl)) + h + data
+open(os.path.join(d, "trunc.npy"), "wb").write(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 4), }", b"\0" * 60))
+open(os.path.join(d, "baddict.npy"), "wb").write(npy("{'descr': '<f4', 'shape': (4,), }", b"\0" * 16))
+with zipfile.ZipFile(os.path.join(d, "mixed.npz"), "w") as z:
+    z.writestr("good.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (32,), }", np.linspace(-1, 1, 32, dtype="<f4").tobytes()))
+    z.writestr("bf16.npy", npy("{'descr': '<V2', 'fortran_order': False, 'shape': (4,), }", b"\0" * 8))
+    z.writestr("obj.npy", npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", b"\x80\x04N."))
+open(os.path.join(d, "cut.npz"), "wb").write(open(os.path.join(d, "mixed.npz"), "rb").read()[:-30])
+PY
+fail=0
+bad() { # FILE WANT: exit 3, one line on stderr naming FILE and holding WANT, nothing on stdout
+    f=$tmp/$1
+    "$FP4DIAG" sqnr "$f" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne 3 ] || [ -s "$tmp/out" ] || [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
+        ! grep -q "$2" "$tmp/err" || ! grep -qF "$1" "$tmp/err"; then
+        echo "$1: exit $rc, wanted 3 and '$2':"; cat "$tmp/err"; head -c 300 "$tmp/out"; fail=1
+    fi
+}
+bad hsize63.safetensors "exceeds the 100 MB limit"
+bad hpastend.safetensors "runs past the end of the file"
+bad notjson.safetensors "not valid JSON"
+bad notobject.safetensors "not a JSON object"
+bad overlap.safetensors "overlap"
+bad oob.safetensors "past the data section"
+bad shapeoverflow.safetensors "overflows 64 bits"
+bad sizemismatch.safetensors "hold 8 bytes; 3 elements of F32 take 12"
+bad truncated.safetensors "truncated"
+bad duplicate.safetensors "appears twice"
+bad notutf8.safetensors "not valid UTF-8"
+bad nul.safetensors "NUL"
+bad gap.safetensors "belong to no tensor"
+bad badmeta.safetensors "not a string"
+bad missing/model.safetensors.index.json "model-00001-of-00002.safetensors: no such file"
+bad missing "model-00001-of-00002.safetensors: no such file"
+bad notheld/model.safetensors.index.json "b: listed in .*s1.safetensors, which does not hold it"
+bad escape/model.safetensors.index.json "not a file beside the index"
+bad trunc.npy "data truncated"
+bad baddict.npy "lacks 'fortran_order'"
+bad cut.npz "end-of-central-directory"
+# unreadable types: errors entries naming tensor and type, the readable tensor reported, exit 3
+for f in types.safetensors mixed.npz; do
+    "$FP4DIAG" sqnr "$tmp/$f" -q -o "$tmp/r.json" 2>"$tmp/err"
+    rc=$?
+    python3 - "$tmp/r.json" "$f" <<'PY' || { echo "$f: exit $rc"; cat "$tmp/err"; fail=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = [t["name"] for t in r["tensors"]]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+if sys.argv[2] == "types.safetensors":
+    assert names == ["w"], names
+    for n, want in (("m", "BOOL"), ("s", "F8_E8M0"), ("p", "F4"), ("u", "X7")):
+        assert want in errs.get(n, ""), (n, errs)
+else:
+    assert names == ["good"], names
+    assert "ml_dtypes" in errs.get("bf16", ""), errs
+    assert "object array" in errs.get("obj", ""), errs
+PY
+    [ $rc -eq 3 ] || { echo "$f: exit $rc, wanted 3"; fail=1; }
+done
+exit $fail

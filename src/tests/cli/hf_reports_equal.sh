@@ -1,0 +1,83 @@
+#!/bin/sh
+# hf_reports_equal.sh — the shared GPT checkpoint written by the reference writers
+# (scripts/make_hf_testdata.py: safetensors with bf16 kept, two shards + index, .npz stored
+# and deflated) gives reports equal to the HDF5 checkpoint's bit for bit, for sqnr, bias,
+# buckets and rht (names mapped, input fields aside: argv, input, tensor dtype); tensors in the
+# index's order; `ls` lists every tensor with shard and offset; a glob and a prefix select
+# across the '.'-separated names.
+set -u
+python3 -c 'import safetensors, numpy, h5py' 2>/dev/null || { echo "no python3 safetensors"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+python3 scripts/make_hf_testdata.py --names testdata/gpt_ckpt_small.h5 "$tmp" || exit 1
+fail=0
+for cmd in "sqnr --scale nvfp4" "bias" "buckets --format e2m1" "rht --format e2m1"; do
+    set -- $cmd
+    c=$1
+    "$FP4DIAG" "$@" testdata/gpt_ckpt_small.h5 -q -o "$tmp/$c.h5.json" || { echo "$cmd on HDF5: exit $?"; exit 1; }
+    for f in model.safetensors sharded/model.safetensors.index.json sharded model.npz model_z.npz; do
+        "$FP4DIAG" "$@" "$tmp/$f" -q -o "$tmp/$c.out.json" 2>"$tmp/err" ||
+            { echo "$cmd on $f: exit $?"; cat "$tmp/err"; fail=1; continue; }
+        python3 - "$tmp/names.tsv" "$tmp/$c.h5.json" "$tmp/$c.out.json" "$f" <<'PY' || fail=1
+import json, sys
+names = dict(l.rstrip("\n").split("\t") for l in open(sys.argv[1]))
+a, b = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+for r in (a, b):
+    for k in ("argv", "input", "timing"):
+        r.pop(k, None)
+    for t in r.get("tensors", []):
+        t.pop("dtype", None)
+        t["name"] = names.get(t["name"], t["name"])
+# the same tensors; HDF5 lists by name, the others in their own order
+ta = {t["name"]: t for t in a.pop("tensors")}
+tb = [t for t in b.pop("tensors")]
+if sorted(ta) != sorted(t["name"] for t in tb):
+    sys.exit("%s: tensors differ: %s vs %s" % (sys.argv[4], sorted(ta), [t["name"] for t in tb]))
+for t in tb:
+    if t != ta[t["name"]]:
+        sys.exit("%s: %s differs" % (sys.argv[4], t["name"]))
+# summaries: fp sums over tensors in another order may differ in the last bits: compare
+# order-independent parts exactly, the rest to 1e-12 relative
+def close(x, y, path):
+    if isinstance(x, dict) and isinstance(y, dict):
+        if sorted(x) != sorted(y): sys.exit("%s: keys differ at %s" % (sys.argv[4], path))
+        for k in x: close(x[k], y[k], path + "." + k)
+    elif isinstance(x, list) and isinstance(y, list):
+        if len(x) != len(y): sys.exit("%s: lengths differ at %s" % (sys.argv[4], path))
+        for i, (p, q) in enumerate(zip(x, y)): close(p, q, "%s[%d]" % (path, i))
+    elif isinstance(x, float) and isinstance(y, float):
+        if abs(x - y) > 1e-12 * max(abs(x), abs(y)): sys.exit("%s: %s: %r vs %r" % (sys.argv[4], path, x, y))
+    elif x != y:
+        sys.exit("%s: %s: %r vs %r" % (sys.argv[4], path, x, y))
+close(a, b, "")
+PY
+    done
+done
+# index order: the report's tensors in the weight_map's order
+"$FP4DIAG" sqnr "$tmp/sharded" -q -o "$tmp/s.json" || exit 1
+python3 - "$tmp/s.json" "$tmp/sharded/model.safetensors.index.json" <<'PY' || fail=1
+import json, sys
+r, ix = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+got = [t["name"] for t in r["tensors"]]
+assert got == list(ix["weight_map"]), got
+assert all(t["dtype"] == "bf16" for t in r["tensors"]), [t["dtype"] for t in r["tensors"]]
+# the layer index of plot_depth.py in '.'-separated names; the final norm last
+sys.path.insert(0, "scripts")
+import fp4report as fr
+assert fr.block_index("model.layers.5.mlp.down_proj.weight") == 5
+d = fr.depth_order(got)
+assert [fr.block_index(n) for n in d if fr.block_index(n) is not None] == sorted(
+    fr.block_index(n) for n in got if fr.block_index(n) is not None), d
+assert d[-1].startswith("model.norm."), d
+PY
+# selection: a glob inside one component, a prefix, an exact name
+"$FP4DIAG" ls "$tmp/model.safetensors" 'model.layers.*.mlp.*.weight' >"$tmp/ls1" || exit 1
+n=$(grep -c '^model\.layers\.[0-9]*\.mlp\.\(up\|down\)_proj\.weight ' "$tmp/ls1")
+[ "$n" -eq "$(grep -c '^model' "$tmp/ls1")" ] && [ "$n" -ge 2 ] || { echo "glob selected:"; cat "$tmp/ls1"; fail=1; }
+"$FP4DIAG" ls "$tmp/sharded" model.layers.5 >"$tmp/ls2" || exit 1
+grep -q '^model\.layers\.5\.self_attn\.o_proj\.weight ' "$tmp/ls2" && ! grep -q '^model\.layers\.0' "$tmp/ls2" &&
+    ! grep -q '^model\.norm' "$tmp/ls2" || { echo "prefix selected:"; cat "$tmp/ls2"; fail=1; }
+grep -q 'model-00002-of-00002.safetensors' "$tmp/ls2" || { echo "ls shows no shard:"; cat "$tmp/ls2"; fail=1; }
+"$FP4DIAG" ls "$tmp/model.npz" model.norm.weight >"$tmp/ls3" || exit 1
+[ "$(grep -c '^model' "$tmp/ls3")" -eq 1 ] || { cat "$tmp/ls3"; fail=1; }
+exit $fail
