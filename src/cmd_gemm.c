@@ -117,6 +117,12 @@ static fp4_status split_spec(const char *opt, const char *spec, operand_src *out
 {
     const char *sep = NULL;
     for (const char *s = strstr(spec, ":/"); s; s = strstr(s + 1, ":/")) sep = s;
+    if (!sep || sep == spec) {
+        /* FILE:NAME for formats whose names have no leading '/' (model.layers.0.mlp.x): the
+         * last ':' after which a name follows */
+        sep = strrchr(spec, ':');
+        if (sep && (sep == spec || !sep[1])) sep = NULL;
+    }
     if (!sep || sep == spec)
         return fp4_error(FP4_ERR_USAGE, "--%s wants FILE:/DATASET, got '%s'", opt, spec);
     out->file = strndup(spec, (size_t)(sep - spec));
@@ -283,9 +289,12 @@ static fp4_status groups_find(const char *file, char ***groups, int *ngroups)
         *groups = calloc((size_t)(n > 0 ? n : 1), sizeof **groups);
         if (!*groups) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
+    const char *seps = fp4_source_format(f)->separators;
     for (int i = 0; st == FP4_OK && i < n; i++) {
         const char *p = list[i].name;
-        const char *slash = strrchr(p, '/');
+        const char *slash = NULL; /* the last separator */
+        for (const char *q = p; *q; q++)
+            if (strchr(seps, *q)) slash = q;
         if (!slash || strcmp(slash + 1, "w")) continue;
         char *g = slash == p ? strdup("/") : strndup(p, (size_t)(slash - p));
         if (!g) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -443,6 +452,17 @@ fp4_status cmd_gemm(int argc, char **argv)
     int ngroups = 0;
     bool groups_owned = false;
     fp4_status st = FP4_OK;
+    bool rooted = true; /* how the file's format spells names: "/qkv/x" or "model.qkv.x" */
+    char name_sep = '/';
+    if (!by_spec) {
+        fp4_source *probe = NULL;
+        if (fp4_source_open(opt.args[0], &probe) == FP4_OK) { /* else the read says why */
+            rooted = fp4_source_format(probe)->rooted;
+            name_sep = fp4_source_format(probe)->separators[0];
+            fp4_source_close(probe);
+        }
+        fp4_error_clear();
+    }
     if (!by_spec) {
         if (opt.nargs > 1) {
             groups = opt.args + 1;
@@ -483,8 +503,13 @@ fp4_status cmd_gemm(int argc, char **argv)
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 break;
             }
-            snprintf(src[t].dset, len, "%s%.*s%s%s", grp[0] == '/' ? "" : "/", (int)gl, grp,
-                     gl == 1 && grp[0] == '/' ? "" : "/", fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            if (!rooted) /* model.layers.1.mlp + "." + x */
+                snprintf(src[t].dset, len, "%.*s%c%s", (int)gl, grp, name_sep,
+                         fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            else
+                snprintf(src[t].dset, len, "%s%.*s%s%s", grp[0] == '/' ? "" : "/", (int)gl, grp,
+                         gl == 1 && grp[0] == '/' ? "" : "/",
+                         fp4_gemm_tensor_name((fp4_gemm_tensor)t));
             name = grp;
         }
         if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))

@@ -4,7 +4,7 @@
 # and deflated) gives reports equal to the HDF5 checkpoint's bit for bit, for sqnr, bias,
 # buckets and rht (names mapped, input fields aside: argv, input, tensor dtype); tensors in the
 # index's order; `ls` lists every tensor with shard and offset; a glob and a prefix select
-# across the '.'-separated names.
+# across the '.'-separated names; gemm finds its groups and operands in such names.
 set -u
 python3 -c 'import safetensors, numpy, h5py' 2>/dev/null || { echo "no python3 safetensors"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -80,4 +80,32 @@ grep -q '^model\.layers\.5\.self_attn\.o_proj\.weight ' "$tmp/ls2" && ! grep -q 
 grep -q 'model-00002-of-00002.safetensors' "$tmp/ls2" || { echo "ls shows no shard:"; cat "$tmp/ls2"; fail=1; }
 "$FP4DIAG" ls "$tmp/model.npz" model.norm.weight >"$tmp/ls3" || exit 1
 [ "$(grep -c '^model' "$tmp/ls3")" -eq 1 ] || { cat "$tmp/ls3"; fail=1; }
+# gemm: the GEMM operands under '.'-separated names; the groups holding a 'w' found as for
+# HDF5, and operands named with --x/--w/--dy FILE:NAME; paths equal the HDF5 report's
+python3 - testdata/gpt_gemm_small.h5 "$tmp/gemm.safetensors" <<'PY' || exit 1
+import sys, h5py, numpy as np
+from safetensors.numpy import save_file
+t = {}
+def visit(n, o):
+    if isinstance(o, h5py.Dataset):
+        t["model.layers.1." + n.replace("/", ".")] = np.ascontiguousarray(o[()], dtype="<f4")
+h5py.File(sys.argv[1], "r").visititems(visit)
+save_file(t, sys.argv[2])
+PY
+"$FP4DIAG" gemm testdata/gpt_gemm_small.h5 -q -o "$tmp/gh.json" || exit 1
+"$FP4DIAG" gemm "$tmp/gemm.safetensors" -q -o "$tmp/gs.json" || { echo "gemm on safetensors: exit $?"; exit 1; }
+g=$tmp/gemm.safetensors
+"$FP4DIAG" gemm --x "$g:model.layers.1.qkv.x" --w "$g:model.layers.1.qkv.w" --dy "$g:model.layers.1.qkv.dy" \
+    -q -o "$tmp/gx.json" || { echo "gemm --x FILE:NAME: exit $?"; exit 1; }
+python3 - "$tmp" <<'PY' || fail=1
+import json, sys
+d = sys.argv[1]
+h, s, x = (json.load(open("%s/%s.json" % (d, n))) for n in ("gh", "gs", "gx"))
+hl = {l["name"]: l["paths"] for l in h["layers"]}
+sl = {l["name"]: l["paths"] for l in s["layers"]}
+assert sorted(sl) == sorted("model.layers.1." + n.strip("/") for n in hl), (sorted(sl), sorted(hl))
+for n, p in hl.items():
+    assert sl["model.layers.1." + n.strip("/")] == p, n
+assert x["layers"][0]["paths"] == hl["/qkv"]
+PY
 exit $fail

@@ -1,5 +1,5 @@
 #!/bin/sh
-# hf_hostile.sh — hostile safetensors, index and .npy/.npz files: each gets a one-line error
+# hostile_hf.sh — hostile safetensors, index and .npy/.npz files: each gets a one-line error
 # naming the file and what is wrong, exit 3, no report, no crash (run under ASan by
 # check-san, valgrind by check-valgrind); a bad tensor type is an errors entry and the other
 # tensors still run.
