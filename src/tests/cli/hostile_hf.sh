@@ -84,9 +84,10 @@ bad escape/model.safetensors.index.json "not a file beside the index"
 bad trunc.npy "data truncated"
 bad baddict.npy "lacks 'fortran_order'"
 bad cut.npz "end-of-central-directory"
-# unreadable types: errors entries naming tensor and type, the readable tensor reported, exit 3
+# unreadable types (selected: --all-tensors): errors entries naming tensor and type, the
+# readable tensor reported, exit 3
 for f in types.safetensors mixed.npz; do
-    "$FP4DIAG" sqnr "$tmp/$f" -q -o "$tmp/r.json" 2>"$tmp/err"
+    "$FP4DIAG" sqnr --all-tensors "$tmp/$f" -q -o "$tmp/r.json" 2>"$tmp/err"
     rc=$?
     python3 - "$tmp/r.json" "$f" <<'PY' || { echo "$f: exit $rc"; cat "$tmp/err"; fail=1; }
 import json, sys
