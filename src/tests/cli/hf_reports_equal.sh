@@ -23,7 +23,8 @@ import json, sys
 names = dict(l.rstrip("\n").split("\t") for l in open(sys.argv[1]))
 a, b = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 for r in (a, b):
-    for k in ("argv", "input", "timing"):
+    # input fields, and the verdict (a ranking derived from them, stored types included)
+    for k in ("argv", "input", "timing", "verdict"):
         r.pop(k, None)
     for t in r.get("tensors", []):
         t.pop("dtype", None)
