@@ -1,11 +1,13 @@
 # fp4diag — the one build file. Targets: all check bench bench-e2e bench-gpu regress demo
 # install install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
+#   MPI=auto|0|1    auto: the mpirun mode when pkg-config finds Open MPI (mpi-c, libopenmpi-dev)
 #   DEVELOPER=1     strict warnings as errors (CI builds with it)
 #   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
 #   PREFIX=/usr/local  for install
 PREFIX ?= /usr/local
 CUDA ?= auto
+MPI ?= auto
 DEVELOPER ?= 0
 SAN ?= 0
 BUILD ?= build
@@ -59,6 +61,24 @@ else
   CUDA_MSG := CUDA: off (CUDA=$(CUDA)$(if $(NVCC),,; nvcc not found))
 endif
 $(info fp4diag build: $(CUDA_MSG))
+
+# --- MPI: `mpirun -n N fp4diag sqnr ...` takes one share per rank (src/world.c) ------------
+ifeq ($(MPI),auto)
+  USE_MPI := $(shell pkg-config --exists mpi-c 2>/dev/null && echo 1 || echo 0)
+else
+  USE_MPI := $(MPI)
+endif
+ifeq ($(USE_MPI),1)
+  ifneq ($(shell pkg-config --exists mpi-c 2>/dev/null && echo ok),ok)
+    $(error MPI=1 but pkg-config finds no mpi-c (Debian: apt-get install libopenmpi-dev))
+  endif
+  CFLAGS += -DFP4_HAVE_MPI $(shell pkg-config --cflags mpi-c)
+  LDLIBS += $(shell pkg-config --libs mpi-c)
+  MPI_MSG := MPI: on (mpirun mode)
+else
+  MPI_MSG := MPI: off (MPI=$(MPI)$(if $(filter auto,$(MPI)),; mpi-c not found))
+endif
+$(info fp4diag build: $(MPI_MSG))
 
 # src/ and its layer folders (src/io/, src/engine/, ...; src/engine/arch/); src/tests/ holds the tests
 LIB_SRCS := $(filter-out src/main.c src/tests/%,$(wildcard src/*.c src/*/*.c src/engine/arch/*.c))

@@ -3,13 +3,14 @@
 # normal user): the C libraries from Debian's packages and the Python packages for the plots.
 # valgrind, clang, libclang-rt-14-dev (libFuzzer) and libomp-dev serve `make check`s hostile-input
 # passes (check-valgrind, fuzz-ci); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user
-# its aarch64 pass (check-aarch64: the CPU engine cross-built and run under qemu).
+# its aarch64 pass (check-aarch64: the CPU engine cross-built and run under qemu); libopenmpi-dev
+# and openmpi-bin the mpirun mode (MPI=auto) and its test.
 # Installs only what is missing; safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
 libdeflate-dev librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev \
-libomp-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+libomp-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "driver.h"
@@ -13,6 +14,7 @@
 #include "io/source.h"
 #include "output.h"
 #include "report.h"
+#include "world.h"
 
 fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
                             bool force_both, const char *usage)
@@ -40,15 +42,30 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         goto out;
     }
     fp4_source_set_verbose(o.verbosity > 1);
+    fp4_world w; /* under mpirun: this rank's share, one report from rank 0 */
+    int threads;
+    if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)
+        goto out;
     /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
     fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
     fp4_chunked_set_memory(o.mem_limit / 2);
-    /* -o checked before anything is read: never the input, its directory writable */
-    st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
-    if (st != FP4_OK) goto out;
+    /* -o checked before anything is read: never the input, its directory writable (rank 0
+     * writes it; under mpirun its refusal still goes through the gather: no rank waits) */
+    if (!fp4_world_quiet()) st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
 
     fp4_run run;
-    st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
+    memset(&run, 0, sizeof run);
+    if (st == FP4_OK)
+        st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
+    if (w.active) {
+        char *part = st == FP4_OK ? fp4_report_analysis_json(command, argc, argv, &run) : NULL;
+        if (st == FP4_OK && !part) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        bool table = w.rank == 0 && (o.verbosity > 0 || (o.verbosity == 0 && isatty(STDERR_FILENO)));
+        st = fp4_world_report(&w, part, st, o.output, table ? stderr : NULL);
+        free(part);
+        fp4_run_free(&run);
+        goto out;
+    }
     if (st == FP4_OK) st = fp4_report_analysis(command, argc, argv, &run);
     if (st == FP4_OK && run.nerrors > 0)
         st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "

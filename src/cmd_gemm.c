@@ -16,6 +16,7 @@
 #include "options.h"
 #include "output.h"
 #include "report_gemm.h"
+#include "world.h"
 
 const char fp4_usage_gemm[] =
     "usage: fp4diag gemm [OPTIONS] FILE GROUP...\n"
@@ -50,6 +51,8 @@ const char fp4_usage_gemm[] =
     "\n"
     "quantizer options (as for sqnr):\n" FP4_OPTHELP_SCALE FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
     "  --threads N         CPU threads for quantizing and BLAS (default 0 = all cores)\n"
+    "  --shard I/N         share I of N (0 <= I < N) of the layers, balanced by element\n"
+    "                      count; 'fp4diag merge' joins the N partial reports\n"
     "  --device D          where the fp64 products run: cpu (CBLAS), cuda (cuBLAS; exit 4\n"
     "                      without a GPU) or auto (default: cuda when a GPU is usable);\n"
     "                      operands are quantized on the CPU either way\n"
@@ -330,6 +333,43 @@ static bool spec_layer_name(const operand_src src[3], char *buf, size_t n)
     return true;
 }
 
+/* --shard: the operand elements of each group's layer (x, w, dy as far as they exist; 0 when
+ * unreadable: the layer then fails in its own share), split by fp4_shard_assign. mine[] gets
+ * this share's positions, ascending. */
+static fp4_status shard_layers(const fp4_options *opt, char **groups, int ngroups, bool by_spec,
+                               int *mine, int *nmine)
+{
+    int64_t *w = calloc((size_t)(ngroups ? ngroups : 1), sizeof *w);
+    int *owner = malloc((size_t)(ngroups ? ngroups : 1) * sizeof *owner);
+    fp4_status st = FP4_OK;
+    if (!w || !owner) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_source *f = NULL;
+    if (st == FP4_OK && !by_spec && fp4_source_open(opt->args[0], &f) != FP4_OK) fp4_error_clear();
+    for (int i = 0; st == FP4_OK && f && i < ngroups; i++)
+        for (int t = 0; t < 3; t++) {
+            char dset[1024];
+            int gl = (int)strlen(groups[i]);
+            while (gl > 0 && groups[i][gl - 1] == '/') gl--;
+            snprintf(dset, sizeof dset, "%.*s/%s", gl, groups[i],
+                     fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            fp4_tensor_desc info;
+            if (fp4_source_describe(f, dset, &info) != FP4_OK) {
+                fp4_error_clear();
+                continue;
+            }
+            if (info.nelems > 0) w[i] += info.nelems;
+            fp4_tensor_desc_free(&info);
+        }
+    if (f) fp4_source_close(f);
+    if (st == FP4_OK) st = fp4_shard_assign(w, ngroups, opt->shard.count, owner);
+    *nmine = 0;
+    for (int i = 0; st == FP4_OK && i < ngroups; i++)
+        if (owner[i] == opt->shard.index) mine[(*nmine)++] = i;
+    free(w);
+    free(owner);
+    return st;
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -337,7 +377,12 @@ static double now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-fp4_status cmd_gemm(int argc, char **argv)
+/* argv: a copy for getopt to permute; typed: the command line as typed, for the report. Under
+ * mpirun (*world set once the ranks are known) the report is not written but returned in *part
+ * for rank 0 to gather, and every failure after that point returns here too, so that no rank
+ * leaves the others waiting; *output is the -o to write the merged report to. */
+static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bool *world,
+                            const char **output)
 {
     double t0 = now_seconds();
     gemm_args g = {.recipe = FP4_RECIPE_UFP4, .paths = (1u << FP4_GEMM_NPATHS) - 1,
@@ -352,7 +397,8 @@ fp4_status cmd_gemm(int argc, char **argv)
     }
     static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
                                           "rht-size", "rht-signs", "mx-rule", "weight-2d",
-                                          "layers", "threads", "device", "rank-by", NULL};
+                                          "layers", "threads", "device", "rank-by",
+                                          "shard", NULL};
     static const char *const by_recipe[] = {"rht", "rounding", "axis"};
     for (int i = 0; i < 3; i++)
         if (fp4_options_given(&opt, by_recipe[i]))
@@ -424,8 +470,15 @@ fp4_status cmd_gemm(int argc, char **argv)
             fp4_qconfig q;
             FP4_TRY(fp4_gemm_operand_config(&gc, (fp4_gemm_path)p, (fp4_gemm_tensor)t, &q));
         }
-    /* -o checked before anything is read: never one of the operand files */
-    {
+    fp4_world w; /* under mpirun: this rank's share of the layers, one report from rank 0 */
+    int world_threads;
+    FP4_TRY(fp4_world_init(&w));
+    FP4_TRY(fp4_world_prepare(&w, &opt, &world_threads));
+    *world = w.active;
+    *output = opt.output;
+    /* -o checked before anything is read: never one of the operand files (rank 0 writes it;
+     * under mpirun its refusal goes through the gather, so no rank waits) */
+    if (!fp4_world_quiet()) {
         operand_src in[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
         const char *files[3] = {NULL, NULL, NULL};
         fp4_status pst = FP4_OK;
@@ -440,9 +493,10 @@ fp4_status cmd_gemm(int argc, char **argv)
         for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
         if (pst != FP4_OK) return pst;
     }
-    if (opt.threads > 0) { /* quantizing (OpenMP) and CBLAS */
-        openblas_set_num_threads(opt.threads);
-        omp_set_num_threads(opt.threads);
+    const int nthreads = opt.threads > 0 ? opt.threads : world_threads;
+    if (nthreads > 0) { /* quantizing (OpenMP) and CBLAS */
+        openblas_set_num_threads(nthreads);
+        omp_set_num_threads(nthreads);
     }
     fp4_dgemm *products = NULL;
     FP4_TRY(fp4_dgemm_open(opt.device, &products));
@@ -478,12 +532,25 @@ fp4_status cmd_gemm(int argc, char **argv)
     int nlayers = by_spec ? 1 : ngroups;
     fp4_gemm_layer *layers = calloc((size_t)nlayers, sizeof *layers);
     fp4_gemm_error *errs = NULL;
-    fp4_gemm_run run = {.opt = &opt, .gc = &gc, .paths = g.paths, .layers = layers};
-    if (!layers) {
+    int *mine = calloc((size_t)nlayers, sizeof *mine);
+    int *lindex = calloc((size_t)nlayers, sizeof *lindex);
+    int *eindex = calloc((size_t)nlayers, sizeof *eindex);
+    char *spec_name = (char *)"--x/--w/--dy";
+    fp4_gemm_run run = {.opt = &opt, .gc = &gc, .paths = g.paths, .layers = layers,
+                        .selected = by_spec ? &spec_name : groups, .nselected = nlayers,
+                        .assigned = mine, .index = lindex, .error_index = eindex};
+    if (!layers || !mine || !lindex || !eindex) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    for (int i = 0; i < nlayers; i++) {
+    int nmine = nlayers;
+    for (int i = 0; i < nlayers; i++) mine[i] = i;
+    if (opt.shard.count > 0 &&
+        (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
+        goto out;
+    run.nassigned = nmine;
+    for (int k = 0; k < nmine; k++) {
+        const int i = mine[k];
         operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
         const char *name = "--x/--w/--dy";
         char spec_group[256] = "";
@@ -516,7 +583,7 @@ fp4_status cmd_gemm(int argc, char **argv)
             name = spec_group;
         if (st == FP4_OK)
             st = layer_run(&gc, g.paths, name, src, &layers[run.nlayers], &run.bytes_read);
-        run.nlayers++;
+        lindex[run.nlayers++] = i;
         for (int t = 0; t < 3; t++) free(src[t].file), free(src[t].dset);
         if (st == FP4_ERR_INPUT) { /* this layer only: an errors entry, the others still run */
             run.nlayers--;
@@ -531,13 +598,15 @@ fp4_status cmd_gemm(int argc, char **argv)
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 goto out;
             }
+            eindex[run.nerrors] = i;
             errs[run.nerrors++] = (fp4_gemm_error){lname, msg};
             st = FP4_OK;
             continue;
         }
         if (st != FP4_OK) goto out;
     }
-    if (run.nlayers == 0 && run.nerrors > 0) { /* nothing ran: no report, the first error */
+    if (run.nlayers == 0 && run.nerrors > 0 && opt.shard.count == 0) {
+        /* nothing ran: no report, the first error (a share still reports: merge decides) */
         st = fp4_error(FP4_ERR_INPUT, "%s", errs[0].message);
         goto out;
     }
@@ -549,9 +618,14 @@ fp4_status cmd_gemm(int argc, char **argv)
         goto out;
     }
     full[0] = (char *)"fp4diag";
-    for (int i = 0; i < argc; i++) full[i + 1] = argv[i];
+    for (int i = 0; i < argc; i++) full[i + 1] = typed[i];
     full[argc + 1] = NULL;
-    st = fp4_report_gemm(argc + 1, full, &run);
+    if (w.active) {
+        if (!(*part = fp4_report_gemm_json(argc + 1, full, &run)))
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    } else {
+        st = fp4_report_gemm(argc + 1, full, &run);
+    }
     free(full);
     if (st == FP4_OK && run.nerrors > 0)
         st = fp4_error(FP4_ERR_INPUT, "%d of %d layers failed (see \"errors\" in the report); "
@@ -564,9 +638,32 @@ out:
     free(layers);
     for (int i = 0; i < run.nerrors; i++) free(errs[i].layer), free(errs[i].message);
     free(errs);
+    free(mine);
+    free(lindex);
+    free(eindex);
     if (groups_owned) {
         for (int i = 0; i < ngroups; i++) free(groups[i]);
         free(groups);
     }
+    return st;
+}
+
+fp4_status cmd_gemm(int argc, char **argv)
+{
+    /* getopt permutes its argv; the report records the command line as typed */
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    char *part = NULL;
+    bool world = false;
+    const char *output = NULL;
+    fp4_status st = gemm_main(argc, args, argv, &part, &world, &output);
+    if (world) { /* every rank, failed or not, meets the others here */
+        fp4_world w;
+        fp4_world_init(&w);
+        /* a part with errors entries is still a part (the merged report exits 3) */
+        st = fp4_world_report(&w, part, part ? FP4_OK : st, output, NULL);
+    }
+    free(part);
+    free(args);
     return st;
 }

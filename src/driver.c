@@ -72,11 +72,13 @@ static char *xstrdup(const char *s)
     return r;
 }
 
-static fp4_status add_error(fp4_run *run, const char *tensor, fp4_status st, const char *msg)
+static fp4_status add_error(fp4_run *run, int index, const char *tensor, fp4_status st,
+                            const char *msg)
 {
     fp4_tensor_error *e = realloc(run->errors, (size_t)(run->nerrors + 1) * sizeof *e);
     if (!e) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     run->errors = e;
+    e[run->nerrors].index = index;
     e[run->nerrors].tensor = xstrdup(tensor);
     e[run->nerrors].status = st;
     e[run->nerrors].message = fp4_text_escape(msg, FP4_ESC_CONTROL, NULL); /* one line */
@@ -377,6 +379,51 @@ static void progress(const fp4_run *run, int i, int n, const char *name, bool do
     fflush(stderr);
 }
 
+fp4_status fp4_run_pool(fp4_run *run)
+{
+    free(run->pairs);
+    run->pairs = NULL;
+    run->npairs = 0;
+    if (!run->pooled) run->pooled = calloc((size_t)(run->ncfg ? run->ncfg : 1), sizeof *run->pooled);
+    if (!run->pooled) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int c = 0; c < run->ncfg; c++) {
+        fp4_metrics_init(&run->pooled[c]);
+        for (int t = 0; t < run->ntensors; t++)
+            fp4_metrics_merge(&run->pooled[c], &run->tensors[t].metrics[c]);
+        if (run->ntensors == 0) run->pooled[c].tensor_amax = 0;
+        fp4_metrics_finish(&run->pooled[c]);
+    }
+    if (run->opt->rht == FP4_RHT_BOTH) {
+        run->pairs = calloc((size_t)(run->ncfg ? run->ncfg : 1), sizeof *run->pairs);
+        if (!run->pairs) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        for (int c = 0; c + 1 < run->ncfg; c += 2) {
+            /* fp4_options_configs puts each plain config right before its rotated twin */
+            fp4_rht_delta *d = &run->pairs[run->npairs++];
+            d->plain = c;
+            d->rotated = c + 1;
+            fp4_rht_delta_compute(&run->pooled[c], &run->pooled[c + 1], d);
+        }
+    }
+    return FP4_OK;
+}
+
+/* --shard: this share's positions in the selection (fp4_shard_assign by element count). */
+static fp4_status shard_pick(fp4_run *run, const fp4_tensor_desc *infos, int n)
+{
+    int64_t *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    int *owner = malloc((size_t)(n ? n : 1) * sizeof *owner);
+    run->assigned = malloc((size_t)(n ? n : 1) * sizeof *run->assigned);
+    fp4_status st = FP4_OK;
+    if (!w || !owner || !run->assigned) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < n; i++) w[i] = infos[i].nelems;
+    if (st == FP4_OK) st = fp4_shard_assign(w, n, run->opt->shard.count, owner);
+    for (int i = 0; st == FP4_OK && i < n; i++)
+        if (owner[i] == run->opt->shard.index) run->assigned[run->nassigned++] = i;
+    free(w);
+    free(owner);
+    return st;
+}
+
 fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char *const *patterns,
                             int npatterns, fp4_run *run)
 {
@@ -450,9 +497,13 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         }
         run->ndatasets++;
     }
-    for (int c = 0; c < run->ncfg; c++) fp4_metrics_init(&run->pooled[c]);
+    if (opt->shard.count > 0) { /* this share only; SR streams keep the selection index */
+        st = shard_pick(run, infos, ninfos);
+        if (st != FP4_OK) goto out;
+    }
 
-    for (int i = 0; i < ninfos; i++) {
+    for (int k = 0; k < (run->assigned ? run->nassigned : ninfos); k++) {
+        const int i = run->assigned ? run->assigned[k] : k;
         const fp4_tensor_desc *info = &infos[i];
         progress(run, i, ninfos, info->name, false);
         /* the source's verdicts. fp4_error builds each message, so that a long name keeps the
@@ -470,7 +521,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
             bad = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, info->name,
                             info->problem[0] ? info->problem : "size overflows 64 bits");
         if (bad != FP4_OK) {
-            st = add_error(run, info->name, bad, fp4_last_error());
+            st = add_error(run, i, info->name, bad, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }
@@ -483,7 +534,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
             tr->metrics = NULL;
             if (!fp4_last_error()[0])
                 fp4_error(ts, "%s: %s: read failed", file, info->name);
-            st = add_error(run, info->name, ts, fp4_last_error());
+            st = add_error(run, i, info->name, ts, fp4_last_error());
             if (st != FP4_OK) goto out;
             continue;
         }
@@ -494,32 +545,13 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
             goto out;
         }
         /* Move the description into the result (the list keeps an emptied copy). */
+        tr->index = i;
         tr->info = infos[i];
         memset(&infos[i], 0, sizeof infos[i]);
-        for (int c = 0; c < run->ncfg; c++) fp4_metrics_merge(&run->pooled[c], &tr->metrics[c]);
         run->ntensors++;
     }
     progress(run, 0, 0, "", true);
-    for (int c = 0; c < run->ncfg; c++) {
-        if (run->ntensors == 0) run->pooled[c].tensor_amax = 0;
-        fp4_metrics_finish(&run->pooled[c]);
-    }
-
-    if (opt->rht == FP4_RHT_BOTH) {
-        run->pairs = calloc((size_t)run->ncfg, sizeof *run->pairs);
-        if (!run->pairs) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        for (int c = 0; c + 1 < run->ncfg; c += 2) {
-            /* fp4_options_configs puts each plain config right before its rotated twin */
-            fp4_rht_delta *d = &run->pairs[run->npairs++];
-            d->plain = c;
-            d->rotated = c + 1;
-            fp4_rht_delta_compute(&run->pooled[c], &run->pooled[c + 1], d);
-        }
-    }
-    st = FP4_OK;
+    st = fp4_run_pool(run);
 out:
     progress(run, 0, 0, "", true);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
@@ -537,6 +569,7 @@ void fp4_run_free(fp4_run *run)
     free(run->cfgs);
     for (int i = 0; i < run->ndatasets; i++) free(run->datasets[i]);
     free(run->datasets);
+    free(run->assigned);
     for (int i = 0; i < run->ntensors; i++) {
         fp4_tensor_desc_free(&run->tensors[i].info);
         free(run->tensors[i].metrics);

@@ -21,6 +21,7 @@ typedef struct fp4_tensor_result {
     int axis;
     int64_t n_rows, row_len;
     fp4_metrics *metrics; /* ncfg entries */
+    int index;            /* its position in fp4_run.datasets (the selection) */
 } fp4_tensor_result;
 
 /* A tensor that could not be analysed (non-numeric class, unavailable filter, read failure,
@@ -29,6 +30,7 @@ typedef struct fp4_tensor_error {
     char *tensor;  /* dataset path */
     fp4_status status;
     char *message; /* "FILE: DSET: why" */
+    int index;     /* position in fp4_run.datasets */
 } fp4_tensor_error;
 
 /* ΔSQNR, Δα, ΔB15, ΔB8 = rotated − plain for one (format, scale, block, rounding) (SPEC §5).
@@ -54,6 +56,9 @@ typedef struct fp4_run {
     int ncfg;
     char **datasets;           /* every selected dataset path not skipped, in walk order */
     int ndatasets;
+    int *assigned;             /* --shard: the positions in datasets[] of this share's
+                                  tensors, ascending (tensors and errors come from these) */
+    int nassigned;
     fp4_tensor_result *tensors; /* analysed tensors, in walk order */
     int ntensors;
     fp4_tensor_error *errors;
@@ -68,9 +73,16 @@ typedef struct fp4_run {
     int64_t bytes_read;
 } fp4_run;
 
+/* Pool the finished per-tensor metrics into run->pooled (fp4_metrics_merge in tensor order,
+ * then fp4_metrics_finish; no tensors: tensor_amax 0) and, under --rht both, the pooled
+ * (plain, rotated) deltas into run->pairs. The one pooling order of a report (SPEC §7), used
+ * by the run and by `merge`. FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_run_pool(fp4_run *run);
+
 /* Analyse `file` (patterns select tensors as in fp4_source_select; none = all; what the default
  * selection of fp4_source_skip_reason leaves out under opt->all_tensors and opt->exclude goes
- * to run->skipped) under the options' configs. Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
+ * to run->skipped) under the options' configs; with opt->shard.count > 0 only share opt->shard.index of
+ * what is left (fp4_shard_assign by element count; run->datasets still lists all of it). Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
  * (file missing, pattern matching nothing), FP4_ERR_USAGE (bad options), FP4_ERR_DEVICE or
  * FP4_ERR_INTERNAL for failures of the whole run; FP4_OK otherwise, even when some tensors
  * failed (see run->nerrors). Free with fp4_run_free in every case. */

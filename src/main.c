@@ -10,6 +10,7 @@
 #include "gemm_blas.h"
 #include "status.h"
 #include "version.h"
+#include "world.h"
 
 const fp4_command fp4_commands[] = {
     {"ls", cmd_ls, "list the tensors of a file (shape, dtype, chunks, filters, size)",
@@ -28,6 +29,8 @@ const fp4_command fp4_commands[] = {
      fp4_usage_gemm},
     {"compare", cmd_compare, "compare two reports; exit 1 when a threshold is exceeded",
      fp4_usage_compare},
+    {"merge", cmd_merge, "join the partial reports of --shard I/N runs into one report",
+     fp4_usage_merge},
 };
 const int fp4_ncommands = (int)(sizeof fp4_commands / sizeof fp4_commands[0]);
 
@@ -100,12 +103,15 @@ int main(int argc, char **argv)
         return FP4_ERR_USAGE;
     }
     fp4_error_clear();
-    fp4_status st = c->fn(argc - 1, argv + 1);
-    if (st != FP4_OK && fp4_last_error()[0]) {
+    fp4_world w; /* under mpirun: MPI starts here, and only rank 0 speaks */
+    fp4_status st = fp4_world_init(&w);
+    if (st == FP4_OK) st = c->fn(argc - 1, argv + 1);
+    if (st != FP4_OK && fp4_last_error()[0] && !fp4_world_quiet()) {
         /* names from a file may hold newlines or terminal escapes: one safe line */
         char *line = fp4_text_escape(fp4_last_error(), FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
         fprintf(stderr, "fp4diag %s: %s\n", c->name, line ? line : fp4_last_error());
         free(line);
     }
+    fp4_world_finalize();
     return (int)st;
 }

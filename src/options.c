@@ -31,6 +31,7 @@ enum {
     OPT_EXCLUDE,
     OPT_JSON,
     OPT_RANK_BY,
+    OPT_SHARD,
     OPT_OUTPUT = 'o',
 };
 
@@ -55,6 +56,7 @@ static const struct option base_longopts[] = {
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"json", no_argument, NULL, OPT_JSON},
     {"rank-by", required_argument, NULL, OPT_RANK_BY},
+    {"shard", required_argument, NULL, OPT_SHARD},
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
@@ -287,6 +289,7 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
         else if (!strcmp(arg, "delta")) o->rank_by = FP4_RANK_DELTA;
         else return fp4_error(FP4_ERR_USAGE, "--rank-by: '%s' is not gap, sqnr or delta", arg);
         return FP4_OK;
+    case OPT_SHARD: return fp4_shard_parse(arg, &o->shard);
     case OPT_OUTPUT:
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
         o->output = arg;

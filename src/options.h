@@ -12,6 +12,7 @@
 #include "format.h"
 #include "quant.h"
 #include "rht.h"
+#include "shard.h"
 #include "status.h"
 
 #define FP4_MAX_FORMATS 16
@@ -52,6 +53,7 @@ typedef struct fp4_options {
     const char *output;    /* -o FILE; NULL = stdout */
     int64_t mem_limit;     /* --mem-limit SIZE in bytes (default 1 GiB) */
     int layers;            /* --layers K; 0 = not given */
+    fp4_shard shard;       /* --shard I/N: share I of N of the selection (count 0: all) */
     int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
     bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
     const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (repeatable; into argv) */
@@ -158,6 +160,9 @@ const char *fp4_device_name(fp4_device d);
     "                      floating-point tensors of rank >= 2, what 4-bit recipes quantize;\n" \
     "                      the rest is listed as skipped; a tensor named exactly always runs)\n" \
     "  --exclude GLOB      leave out tensors matching GLOB (name, group or glob; repeatable)\n"
+#define FP4_OPTHELP_SHARD                                                                      \
+    "  --shard I/N         share I of N (0 <= I < N) of the selected tensors, balanced by\n"   \
+    "                      element count; 'fp4diag merge' joins the N partial reports\n"
 #define FP4_OPTHELP_IO                                                                         \
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
@@ -171,6 +176,6 @@ const char *fp4_device_name(fp4_device d);
 #define FP4_OPTIONS_HELP                                                                       \
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
         FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN            \
-            FP4_OPTHELP_IO
+            FP4_OPTHELP_SHARD FP4_OPTHELP_IO
 
 #endif

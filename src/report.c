@@ -34,6 +34,15 @@ static const char *status_name(fp4_status st)
     return "internal_error";
 }
 
+fp4_status fp4_status_from_name(const char *name)
+{
+    static const fp4_status all[] = {FP4_OK, FP4_ERR_THRESHOLD, FP4_ERR_USAGE, FP4_ERR_INPUT,
+                                     FP4_ERR_DEVICE, FP4_ERR_INTERNAL};
+    for (size_t i = 0; name && i < sizeof all / sizeof *all; i++)
+        if (!strcmp(status_name(all[i]), name)) return all[i];
+    return FP4_ERR_INTERNAL;
+}
+
 static const char *sqnr_status_name(fp4_sqnr_status s)
 {
     switch (s) {
@@ -367,6 +376,118 @@ static void add_verdict(cJSON *root, const fp4_run *run)
     free(rows);
 }
 
+/* The state merge needs to pool exactly: fp4_fsums' 13 sums as C99 hex floats ("%a", exact),
+ * the integer counts, and the tensor amax (hex). */
+#define RAW_NCOUNTS 36
+static void raw_counts(fp4_metrics *m, uint64_t **c)
+{
+    int k = 0;
+    c[k++] = &m->signed_err_n;
+    for (int i = 0; i < 8; i++) c[k++] = &m->level_count[i];
+    for (int i = 0; i < 16; i++) c[k++] = &m->hist[i];
+    c[k++] = &m->elements, c[k++] = &m->padded, c[k++] = &m->zero, c[k++] = &m->nan;
+    c[k++] = &m->inf, c[k++] = &m->saturated, c[k++] = &m->clipped, c[k++] = &m->blocks;
+    c[k++] = &m->zero_blocks, c[k++] = &m->scale_underflow_blocks;
+    c[k++] = &m->nonfinite_blocks;
+}
+
+static void raw_sums(fp4_metrics *m, double **d)
+{
+    int k = 0;
+    d[k++] = &m->sum_x2, d[k++] = &m->sum_err2, d[k++] = &m->sum_xqx, d[k++] = &m->sum_xq2;
+    d[k++] = &m->signed_err_sum;
+    for (int i = 0; i < 8; i++) d[k++] = &m->level_err_sum[i];
+}
+
+static cJSON *hexnum(double v)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%a", v);
+    return cJSON_CreateString(b);
+}
+
+cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
+{
+    fp4_metrics m = *src;
+    double *d[13];
+    uint64_t *c[RAW_NCOUNTS];
+    raw_sums(&m, d);
+    raw_counts(&m, c);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *sa = o ? cJSON_AddArrayToObject(o, "sums") : NULL;
+    for (int i = 0; sa && i < 13; i++) cJSON_AddItemToArray(sa, hexnum(*d[i]));
+    cJSON *ca = o ? cJSON_AddArrayToObject(o, "counts") : NULL;
+    for (int i = 0; ca && i < RAW_NCOUNTS; i++) { /* strings: exact beyond 2^53 too */
+        char b[32];
+        snprintf(b, sizeof b, "%llu", (unsigned long long)*c[i]);
+        cJSON_AddItemToArray(ca, cJSON_CreateString(b));
+    }
+    if (o) cJSON_AddItemToObject(o, "tensor_amax", hexnum((double)m.tensor_amax));
+    return o;
+}
+
+static bool hex_parse(const cJSON *j, double *out)
+{
+    if (!cJSON_IsString(j)) return false;
+    char *end;
+    *out = strtod(j->valuestring, &end);
+    return end != j->valuestring && !*end;
+}
+
+bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
+{
+    fp4_metrics_init(m);
+    double *d[13];
+    uint64_t *c[RAW_NCOUNTS];
+    raw_sums(m, d);
+    raw_counts(m, c);
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(o, "sums");
+    const cJSON *ca = cJSON_GetObjectItemCaseSensitive(o, "counts");
+    if (cJSON_GetArraySize(sa) != 13 || cJSON_GetArraySize(ca) != RAW_NCOUNTS) return false;
+    for (int i = 0; i < 13; i++)
+        if (!hex_parse(cJSON_GetArrayItem(sa, i), d[i])) return false;
+    for (int i = 0; i < RAW_NCOUNTS; i++) {
+        const cJSON *v = cJSON_GetArrayItem(ca, i);
+        if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9') return false;
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(v->valuestring, &end, 10);
+        if (errno || *end) return false;
+        *c[i] = (uint64_t)u;
+    }
+    double amax;
+    if (!hex_parse(cJSON_GetObjectItemCaseSensitive(o, "tensor_amax"), &amax)) return false;
+    m->tensor_amax = (float)amax;
+    return (double)m->tensor_amax == amax || isnan(amax);
+}
+
+/* --shard: which share this is, the selection positions it was given, and per tensor the
+ * exact state `merge` pools (see fp4_metrics_raw_json). */
+static void add_shard(cJSON *root, const fp4_run *run)
+{
+    cJSON *sh = cJSON_AddObjectToObject(root, "shard");
+    if (!sh) return;
+    cJSON_AddNumberToObject(sh, "index", run->opt->shard.index);
+    cJSON_AddNumberToObject(sh, "count", run->opt->shard.count);
+    cJSON_AddNumberToObject(sh, "selected", run->ndatasets);
+    cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
+    for (int i = 0; as && i < run->nassigned; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateNumber(run->assigned[i]));
+    cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
+    for (int t = 0; ts && t < run->ntensors; t++) {
+        cJSON *to = cJSON_CreateObject();
+        if (!to) return;
+        cJSON_AddItemToArray(ts, to);
+        cJSON_AddNumberToObject(to, "index", run->tensors[t].index);
+        cJSON *ps = cJSON_AddArrayToObject(to, "partials");
+        for (int c = 0; ps && c < run->ncfg; c++)
+            cJSON_AddItemToArray(ps, fp4_metrics_raw_json(&run->tensors[t].metrics[c]));
+    }
+    cJSON *es = cJSON_AddArrayToObject(sh, "errors");
+    for (int i = 0; es && i < run->nerrors; i++)
+        cJSON_AddItemToArray(es, cJSON_CreateNumber(run->errors[i].index));
+}
+
 static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
 {
     cJSON *root = cJSON_CreateObject();
@@ -473,6 +594,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         num(tm, "seconds", run->seconds);
         cJSON_AddNumberToObject(tm, "bytes_read", (double)run->bytes_read);
     }
+    if (run->opt->shard.count > 0) add_shard(root, run);
     return root;
 }
 

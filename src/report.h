@@ -31,6 +31,18 @@ fp4_status fp4_report_terminal_note(void);
 /* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
 char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
 
+/* The exact state of a finished fp4_metrics that pooling reads (the 13 fp64 sums as C99 hex
+ * floats, the integer counts, the tensor amax), as a partial report (--shard) holds it per
+ * tensor and config under "shard"; and its parser (false on a malformed or inexact object).
+ * A cJSON object (struct cJSON: report.c and merge.c are the cJSON users). */
+struct cJSON;
+struct cJSON *fp4_metrics_raw_json(const fp4_metrics *m);
+bool fp4_metrics_raw_parse(const struct cJSON *o, fp4_metrics *m);
+
+/* The status of an errors entry by its name in a report ("input_error", ...); FP4_ERR_INTERNAL
+ * for an unknown name. */
+fp4_status fp4_status_from_name(const char *name);
+
 /* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`. */
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run);
 

@@ -182,6 +182,91 @@ static cJSON *layer_json(const fp4_gemm_run *run, const fp4_gemm_layer *L)
     return o;
 }
 
+cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run)
+{
+    cJSON *summary = cJSON_CreateObject();
+    cJSON *sp = cJSON_AddArrayToObject(summary, "paths");
+    for (int p = 0; sp && p < FP4_GEMM_NPATHS; p++) {
+        if (!(run->paths & (1u << p))) continue;
+        fp4_gemm_pooled pool;
+        if (fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                          &pool) != FP4_OK)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "path", fp4_gemm_path_name((fp4_gemm_path)p));
+        cJSON_AddNumberToObject(o, "layers", pool.nlayers);
+        add_sqnr(o, pool.sqnr_db, pool.sqnr_status);
+        add_num(o, "eta", pool.eta);
+        if (run->opt->layers > 0) {
+            cJSON *cmp = cJSON_AddObjectToObject(o, "compound");
+            cJSON_AddNumberToObject(cmp, "layers", pool.compound_layers);
+            add_num(cmp, "prod_eta", pool.prod_eta);
+            add_num(cmp, "exp_neg_sum_delta", pool.exp_neg_sum_delta);
+        }
+        cJSON_AddItemToArray(sp, o);
+    }
+    return summary;
+}
+
+static cJSON *hexnum(double v)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%a", v);
+    return cJSON_CreateString(b);
+}
+
+/* --shard: which share, every selected layer, this share's positions, and per layer and path
+ * the exact sums the pooled summary reads (C99 hex floats: Σz², Σ(ẑ−z)², Σẑz, η). */
+static void add_shard(cJSON *root, const fp4_gemm_run *run)
+{
+    cJSON *sh = cJSON_AddObjectToObject(root, "shard");
+    if (!sh) return;
+    cJSON_AddNumberToObject(sh, "index", run->opt->shard.index);
+    cJSON_AddNumberToObject(sh, "count", run->opt->shard.count);
+    cJSON_AddNumberToObject(sh, "selected", run->nselected);
+    cJSON *ls = cJSON_AddArrayToObject(sh, "layers");
+    for (int i = 0; ls && i < run->nselected; i++)
+        cJSON_AddItemToArray(ls, cJSON_CreateString(run->selected[i]));
+    cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
+    for (int i = 0; as && i < run->nassigned; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateNumber(run->assigned[i]));
+    cJSON *ps = cJSON_AddArrayToObject(sh, "partials");
+    for (int i = 0; ps && i < run->nlayers; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) return;
+        cJSON_AddItemToArray(ps, o);
+        cJSON_AddNumberToObject(o, "index", run->index[i]);
+        cJSON *pa = cJSON_AddArrayToObject(o, "paths");
+        for (int p = 0; pa && p < FP4_GEMM_NPATHS; p++) {
+            if (!(run->layers[i].paths & (1u << p))) continue;
+            const fp4_gemm_path_result *r = &run->layers[i].res[p];
+            cJSON *x = cJSON_CreateObject();
+            if (!x) return;
+            cJSON_AddItemToArray(pa, x);
+            cJSON_AddStringToObject(x, "path", fp4_gemm_path_name((fp4_gemm_path)p));
+            cJSON *s = cJSON_AddArrayToObject(x, "sums");
+            const double v[5] = {r->sum_z2, r->sum_err2, r->sum_zqz, r->eta, r->sqnr_db};
+            for (int k = 0; s && k < 5; k++) cJSON_AddItemToArray(s, hexnum(v[k]));
+            cJSON_AddStringToObject(x, "sqnr_status", sqnr_status_name(r->sqnr_status));
+        }
+    }
+    cJSON *es = cJSON_AddArrayToObject(sh, "errors");
+    for (int i = 0; es && i < run->nerrors; i++)
+        cJSON_AddItemToArray(es, cJSON_CreateNumber(run->error_index[i]));
+}
+
+static void gemm_add_verdict(cJSON *root, const fp4_gemm_run *run);
+
+cJSON *fp4_report_gemm_verdict(const fp4_gemm_run *run)
+{
+    cJSON *tmp = cJSON_CreateObject();
+    if (!tmp) return NULL;
+    gemm_add_verdict(tmp, run);
+    cJSON *v = cJSON_DetachItemFromObjectCaseSensitive(tmp, "verdict");
+    cJSON_Delete(tmp);
+    return v;
+}
+
 /* "FILE:/dataset" → the file part (up to the last ":/"). */
 static char *source_file(const char *src)
 {
@@ -392,27 +477,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
     for (int i = 0; i < run->nlayers; i++)
         cJSON_AddItemToArray(layers, layer_json(run, &run->layers[i]));
 
-    cJSON *summary = cJSON_AddObjectToObject(root, "summary");
-    cJSON *sp = cJSON_AddArrayToObject(summary, "paths");
-    for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
-        if (!(run->paths & (1u << p))) continue;
-        fp4_gemm_pooled pool;
-        if (fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
-                          &pool) != FP4_OK)
-            continue;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "path", fp4_gemm_path_name((fp4_gemm_path)p));
-        cJSON_AddNumberToObject(o, "layers", pool.nlayers);
-        add_sqnr(o, pool.sqnr_db, pool.sqnr_status);
-        add_num(o, "eta", pool.eta);
-        if (run->opt->layers > 0) {
-            cJSON *cmp = cJSON_AddObjectToObject(o, "compound");
-            cJSON_AddNumberToObject(cmp, "layers", pool.compound_layers);
-            add_num(cmp, "prod_eta", pool.prod_eta);
-            add_num(cmp, "exp_neg_sum_delta", pool.exp_neg_sum_delta);
-        }
-        cJSON_AddItemToArray(sp, o);
-    }
+    cJSON_AddItemToObject(root, "summary", fp4_report_gemm_summary(run));
     gemm_add_verdict(root, run);
     cJSON *errs = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; i < run->nerrors; i++) {
@@ -425,6 +490,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
     cJSON *timing = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(timing, "seconds", run->seconds);
     cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);
+    if (run->opt->shard.count > 0) add_shard(root, run);
 
     fp4_json_make_valid(root);
     char *text = cJSON_Print(root);

@@ -28,12 +28,31 @@ typedef struct fp4_gemm_run {
     int nlayers;
     fp4_gemm_error *errors;
     int nerrors;
+    /* --shard (opt->shard.count > 0): every layer the run selected (names, in order), this
+     * share's positions in it, and the position of each of layers[] and of errors[] */
+    char **selected;
+    int nselected;
+    int *assigned;
+    int nassigned;
+    int *index;
+    int *error_index;
     double seconds;
     int64_t bytes_read;
 } fp4_gemm_run;
 
 /* The report as a malloc'd JSON string (argv[0] = "fp4diag"); NULL when out of memory. */
 char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run);
+
+/* The report's "summary" object (per selected path: the layers pooled in order, and the
+ * compound gain under --layers) from run->opt->layers, run->paths and each layer's paths, sums
+ * and eta. NULL when out of memory. (struct cJSON: the report module's cJSON type.) */
+struct cJSON;
+struct cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run);
+
+/* The report's "verdict" object (pooled SQNR and eta per path, the worst path, the layers
+ * ranked by run->opt->rank_by) from run->gc->recipe, the paths and each layer's name, paths,
+ * sums, SQNR and eta. NULL when out of memory. */
+struct cJSON *fp4_report_gemm_verdict(const fp4_gemm_run *run);
 
 /* Build the report, write it to run->opt->output (stdout when NULL) with fp4_output_write, and
  * print the table to stderr when stderr is a terminal (or -v), unless -q.

@@ -207,7 +207,7 @@ static void test_analysis_json(void **state)
     fp4_rht_delta pairs[2] = {{.plain = 0, .rotated = 1}, {.plain = 2, .rotated = 3}};
     run.pairs = pairs;
     run.npairs = 2;
-    fp4_tensor_error err = {"/bad", FP4_ERR_INPUT, "f.h5: /bad: not numeric (class string)"};
+    fp4_tensor_error err = {"/bad", FP4_ERR_INPUT, "f.h5: /bad: not numeric (class string)", 0};
     run.errors = &err;
     run.nerrors = 1;
     snprintf(run.device, sizeof run.device, "cpu");
