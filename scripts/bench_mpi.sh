@@ -41,14 +41,16 @@ cores=$(nproc)
 now() { python3 -c 'import time; print(time.monotonic())'; }
 t0=$(now)
 # shellcheck disable=SC2086
-"$FP4DIAG" sqnr "$dir/ckpt.h5" --device cpu --mem-limit 512M -q $SQNR_ARGS -o "$dir/one.json"
+mkdir "$dir/one" && cd "$dir/one"
+"$FP4DIAG" sqnr "$dir/ckpt.h5" --device cpu --mem-limit 512M -q $SQNR_ARGS -o r.json
 t1=$(now)
 echo "$t0 $t1" >"$dir/t_one"
 for r in $RANKS; do
+    mkdir "$dir/r$r" && cd "$dir/r$r" # the same -o r.json: argv equal too
     t0=$(now)
     # shellcheck disable=SC2086
     mpirun -n "$r" --bind-to none --oversubscribe "$FP4DIAG" sqnr "$dir/ckpt.h5" --device cpu \
-        --mem-limit 512M -q $SQNR_ARGS -o "$dir/r$r.json"
+        --mem-limit 512M -q $SQNR_ARGS -o r.json
     t1=$(now)
     echo "$t0 $t1" >"$dir/t_$r"
 done
@@ -59,7 +61,7 @@ def secs(name):
     a, b = map(float, open(f"{d}/t_{name}").read().split())
     return b - a
 def body(name):
-    r = json.load(open(f"{d}/{name}.json"))
+    r = json.load(open(f"{d}/{name}/r.json"))
     r["timing"].pop("seconds")
     return r
 one = secs("one")
