@@ -30,7 +30,7 @@ OMP_NUM_THREADS=\${OMP_NUM_THREADS:-2} OPENBLAS_NUM_THREADS=1 exec valgrind -q -
 WRAP
 chmod +x "$tmp/fp4diag"
 cases=${VALGRIND_CASES:-"hostile_* ls_* sqnr_errors compare_errors compare_man_example
-    sqnr_golden sqnr_output bias_golden buckets_golden rht_golden grid_golden"}
+    sqnr_golden sqnr_output bias_golden buckets_golden rht_golden grid_golden merge_small"}
 pass=0 fail=0 skip=0 failed=""
 for c in $(for g in $cases; do ls src/tests/cli/$g.sh 2>/dev/null; done | sort -u); do
     t0=$(date +%s)
