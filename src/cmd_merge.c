@@ -1,12 +1,12 @@
 /* cmd_merge.c — `fp4diag merge`: join the partial reports of one run's shares (--shard I/N)
  * into the report one process would have written (merge.c does the work). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "compare.h"
 #include "merge.h"
 #include "options.h"
 #include "output.h"
@@ -30,38 +30,6 @@ const char fp4_usage_merge[] =
     "\nExit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given twice or\n"
     "missing (all named), or the merged report holds errors entries (as the run would exit).\n";
 
-/* The whole file, NUL-terminated; FP4_ERR_INPUT "FILE: why". */
-static fp4_status slurp(const char *path, char **out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - 1 - n, f);
-        n += r;
-        if (n < cap - 1) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool err = ferror(f);
-    fclose(f);
-    if (!buf) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", path);
-    if (err) {
-        free(buf);
-        return fp4_error(FP4_ERR_INPUT, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return FP4_OK;
-}
-
 fp4_status cmd_merge(int argc, char **argv)
 {
     fp4_options o;
@@ -84,7 +52,8 @@ fp4_status cmd_merge(int argc, char **argv)
     st = fp4_output_prepare(o.output, (const char *const *)o.args, o.nargs);
     char **texts = st == FP4_OK ? calloc((size_t)o.nargs, sizeof *texts) : NULL;
     if (st == FP4_OK && !texts) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    for (int i = 0; st == FP4_OK && i < o.nargs; i++) st = slurp(o.args[i], &texts[i]);
+    for (int i = 0; st == FP4_OK && i < o.nargs; i++)
+        st = fp4_report_file_read(o.args[i], &texts[i]); /* never /dev/zero; at most 1 GiB */
     fp4_merge_result res;
     memset(&res, 0, sizeof res);
     if (st == FP4_OK)

@@ -539,8 +539,7 @@ out:
  * socket). A device (/dev/zero, a terminal), a directory: never read. */
 static bool readable_kind(mode_t m) { return S_ISREG(m) || S_ISFIFO(m) || S_ISSOCK(m); }
 
-/* The whole of a file ("-": stdin) as a NUL-terminated string, at most FP4_COMPARE_MAX_BYTES. */
-static fp4_status file_slurp(const char *path, char **text)
+fp4_status fp4_report_file_read(const char *path, char **text)
 {
     *text = NULL;
     int is_stdin = strcmp(path, "-") == 0;
@@ -620,8 +619,8 @@ fp4_status fp4_compare_files(const char *base_path, const char *new_path,
     if (!strcmp(base_path, "-") && !strcmp(new_path, "-"))
         return fp4_error(FP4_ERR_INPUT, "compare: only one report can come from stdin");
     char *a = NULL, *b = NULL;
-    fp4_status st = file_slurp(base_path, &a);
-    if (st == FP4_OK) st = file_slurp(new_path, &b);
+    fp4_status st = fp4_report_file_read(base_path, &a);
+    if (st == FP4_OK) st = fp4_report_file_read(new_path, &b);
     if (st == FP4_OK) st = fp4_compare_texts(a, base_path, b, new_path, opts, out);
     free(a);
     free(b);

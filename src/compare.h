@@ -102,6 +102,12 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
  * a pipe once it has given more. */
 #define FP4_COMPARE_MAX_BYTES (1 << 30)
 
+/* The whole of a report file ("-": stdin) as a NUL-terminated malloc'd string, for compare and
+ * merge: only a regular file or a pipe is read (never a device such as /dev/zero, nor a
+ * directory), at most FP4_COMPARE_MAX_BYTES, stopping at a NUL byte (binary data).
+ * FP4_ERR_INPUT "PATH: why"; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_report_file_read(const char *path, char **text);
+
 /* As fp4_compare_texts, reading the two files ("-" is stdin, at most one of them).
  * Errors: also FP4_ERR_INPUT when a file cannot be read. */
 fp4_status fp4_compare_files(const char *base_path, const char *new_path,

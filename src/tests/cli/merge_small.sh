@@ -1,7 +1,7 @@
 #!/bin/sh
 # merge_small.sh — the shard/merge path on two small tensors (kept small for valgrind, which runs
 # it): `sqnr --shard 0/2` and `1/2`, then `merge`, equal the one-process report outside timing;
-# a part cut short is refused (exit 3) without output.
+# a part cut short, a device, and -o naming a part are refused without output.
 set -u
 C=$PWD/testdata/gpt_ckpt_small.h5
 [ -f "$C" ] || { echo "no testdata"; exit 77; }
@@ -25,4 +25,12 @@ head -c 200 p1.json >cut.json
 [ "$rc" -eq 3 ] || fail "cut part: exit $rc"
 grep -q "cut.json: not JSON" err || { cat err; fail "cut part: message"; }
 [ -e bad.json ] && fail "cut part: wrote a report"
+# never a write over an input: -o naming a part is refused before anything is read
+cp p0.json keep.json
+"$FP4DIAG" merge p0.json p1.json -o p0.json 2>err; rc=$?
+[ "$rc" -eq 2 ] || { cat err; fail "-o onto a part: exit $rc, want 2"; }
+cmp -s p0.json keep.json || fail "-o onto a part: the part changed"
+# a device is not a report: refused at once, not read
+"$FP4DIAG" merge p0.json /dev/zero -o bad.json 2>err; rc=$?
+[ "$rc" -eq 3 ] || { cat err; fail "/dev/zero part: exit $rc"; }
 exit 0
