@@ -105,6 +105,9 @@ $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 # reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
 ENGINE_OBJS := $(filter $(BUILD)/engine/%,$(LIB_OBJS))
 $(ENGINE_OBJS): CFLAGS += -ffp-contract=off -fno-trapping-math
+# io/widen.c: plain loops over stored words, on every read: vectorised at -O3 (exact integer
+# and float conversions; no value-changing flags)
+$(BUILD)/io/widen.o: CFLAGS += -O3
 
 $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)

@@ -75,15 +75,32 @@ static void ls_dtype(char *buf, size_t cap, const fp4_tensor_desc *d)
     snprintf(buf, cap, "%s%s", d->dtype, strcmp(d->byte_order, "be") == 0 ? " be" : "");
 }
 
+static const char *ls_widening(const fp4_source *src, const fp4_tensor_desc *d)
+{
+    if (!d->numeric || d->problem[0]) return NULL;
+    return fp4_source_widens(src, d) ? "fp4diag" : fp4_source_format(src)->name;
+}
+static void ls_note(char *buf, size_t cap, const fp4_source *src, const fp4_tensor_desc *d)
+{
+    const char *wd = ls_widening(src, d);
+    if (d->problem[0])
+        snprintf(buf, cap, "%s", d->problem);
+    else if (wd && strcmp(wd, "fp4diag") != 0)
+        snprintf(buf, cap, "converted by %s (a layout fp4diag does not widen: slower)", wd);
+    else
+        buf[0] = '\0';
+}
+
 typedef struct ls_row {
     char shape[160], dtype[64], chunks[160], size[32], stored[32];
     char *name; /* the path, control characters and invalid UTF-8 escaped (owned) */
     char offset[24];
+    char note[200];
 } ls_row;
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
 
-static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
+static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_desc *ds, int n)
 {
     ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
     if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -112,7 +129,8 @@ static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
         w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
         w[5] = ls_max(w[5], (int)strlen(r->size));
-        notes = notes || d->problem[0];
+        ls_note(r->note, sizeof r->note, src, d);
+        notes = notes || r->note[0];
         offsets = offsets || d->file_offset >= 0;
         parts = parts || d->part[0];
         snprintf(r->offset, sizeof r->offset, "%lld", (long long)d->file_offset);
@@ -132,7 +150,7 @@ static fp4_status ls_table(FILE *out, const fp4_tensor_desc *ds, int n)
                 d->codec[0] ? d->codec : "-", w[5], r->size, r->stored);
         if (offsets) fprintf(out, "  %*s", w[6], d->file_offset >= 0 ? r->offset : "-");
         if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, d->part[0] ? d->part : "-");
-        fprintf(out, "%s%s\n", d->problem[0] ? "  " : "", d->problem);
+        fprintf(out, "%s%s\n", r->note[0] ? "  " : "", r->note);
     }
     for (int i = 0; i < n; i++) free(rows[i].name);
     free(rows);
@@ -148,10 +166,10 @@ static cJSON *ls_json_dims(int rank, const int64_t *dims)
 
 /* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
  * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
- * filters_available, logical_bytes, stored_bytes, offset, shard, problem}], metadata: {key:
+ * filters_available, logical_bytes, stored_bytes, offset, shard, problem, widening}], metadata: {key:
  * value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
  * range of the file (HDF5), shard null for a one-file source. */
-static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
+static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
                       int nm)
 {
     cJSON *root = cJSON_CreateObject();
@@ -212,6 +230,11 @@ static cJSON *ls_json(const char *file, const fp4_tensor_desc *ds, int n, char *
             cJSON_AddStringToObject(o, "problem", d->problem);
         else
             cJSON_AddNullToObject(o, "problem");
+        const char *wd = ls_widening(src, d);
+        if (wd)
+            cJSON_AddStringToObject(o, "widening", wd);
+        else
+            cJSON_AddNullToObject(o, "widening");
     }
     return root;
 }
@@ -258,7 +281,7 @@ fp4_status cmd_ls(int argc, char **argv)
     if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
     if (st == FP4_OK) {
         if (json) {
-            cJSON *doc = ls_json(file, ds, n, mk, mv, nm);
+            cJSON *doc = ls_json(file, f, ds, n, mk, mv, nm);
             if (doc) fp4_json_make_valid(doc);
             char *text = doc ? cJSON_Print(doc) : NULL;
             if (text)
@@ -268,7 +291,7 @@ fp4_status cmd_ls(int argc, char **argv)
             cJSON_free(text);
             cJSON_Delete(doc);
         } else if (verbosity >= 0) {
-            st = ls_table(stdout, ds, n);
+            st = ls_table(stdout, f, ds, n);
             for (int i = 0; st == FP4_OK && i < nm; i++) {
                 char *k = fp4_text_escape(mk[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
                 char *v = fp4_text_escape(mv[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);

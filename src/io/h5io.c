@@ -282,6 +282,11 @@ static void h5io_describe_type(hid_t t, fp4_tensor_desc *info)
     if (info->numeric && plain_int && (size == 1 || info->byte_order[0]))
         for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
             if (strcmp(info->dtype, words[i].name) == 0) info->stored = words[i].stored;
+    /* HDF5 converts big-endian f64 by its soft path, which rounds subnormal results unlike
+     * IEEE (and unlike its own little-endian path): keep its conversion there, so that no
+     * number changes (test_widen) */
+    if (info->stored == FP4_STORED_F64 && strcmp(info->byte_order, "be") == 0)
+        info->stored = FP4_STORED_OTHER;
 }
 
 static void h5io_append(char *buf, size_t cap, const char *s)

@@ -3,6 +3,8 @@
  * format's operations. Names no format: the table lives in source_reg.c. */
 #include "io/source.h"
 
+#include "io/widen.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -326,13 +328,53 @@ fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc 
 
 /* --- reads ---------------------------------------------------------------------------------- */
 
+/* Elements of the slab [start, start+count) along dim; FP4_ERR_USAGE when it is outside the
+ * shape (the message the sources give). */
+static fp4_status slab_elems(const fp4_source *s, const fp4_tensor_desc *t, int dim,
+                             int64_t start, int64_t count, int64_t *n)
+{
+    const int64_t extent = t->rank == 0 ? 1 : t->dims[dim < 0 || dim >= t->rank ? 0 : dim];
+    if (dim < 0 || (t->rank > 0 && dim >= t->rank) || (t->rank == 0 && dim != 0) || start < 0 ||
+        count < 0 || start > extent || count > extent - start || t->nelems < 0)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: slab dim %d [%lld, +%lld) is outside the shape",
+                         s->file, t->name, dim, (long long)start, (long long)count);
+    *n = extent ? count * (t->nelems / extent) : 0;
+    return FP4_OK;
+}
+
+bool fp4_source_widens(const fp4_source *s, const fp4_tensor_desc *t)
+{
+    return s->ops->read_raw && fp4_widen_supported(t->stored) && !t->problem[0];
+}
+
 fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
                                int64_t count, float *buf)
 {
-    if (!s->ops->read_f32)
-        return fp4_error(FP4_ERR_INTERNAL, "%s: %s: the %s source has no fp32 read", s->file,
-                         t->name, s->ops->name);
-    return s->ops->read_f32(s->impl, t, dim, start, count, buf);
+    if (!fp4_source_widens(s, t)) {
+        if (!s->ops->read_f32)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: %s cannot be read as fp32", s->file,
+                             t->name, t->dtype);
+        return s->ops->read_f32(s->impl, t, dim, start, count, buf);
+    }
+    /* The stored words, widened here: words of up to 4 bytes are read into the end of buf and
+     * widened in place; 8-byte words need a buffer of their own. */
+    int64_t n = 0;
+    FP4_TRY(slab_elems(s, t, dim, start, count, &n));
+    const size_t w = (size_t)fp4_stored_size(t->stored);
+    if (w <= sizeof(float)) {
+        FP4_TRY(s->ops->read_raw(s->impl, t, dim, start, count,
+                                 (unsigned char *)buf + (size_t)n * (sizeof(float) - w)));
+        fp4_widen_inplace(t->stored, false, buf, (size_t)n);
+        return FP4_OK;
+    }
+    void *raw = malloc(n ? (size_t)n * w : 1);
+    if (!raw)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate %lld bytes for the stored words",
+                         s->file, t->name, (long long)n * (long long)w);
+    fp4_status st = s->ops->read_raw(s->impl, t, dim, start, count, raw);
+    if (st == FP4_OK) fp4_widen(t->stored, false, raw, buf, (size_t)n);
+    free(raw);
+    return st;
 }
 
 fp4_status fp4_source_read_raw(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,

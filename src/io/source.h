@@ -206,10 +206,17 @@ fp4_status fp4_source_skip_reason(const fp4_source *s, const fp4_tensor_desc *t,
 fp4_status fp4_source_describe(fp4_source *s, const char *name, fp4_tensor_desc *out);
 
 /* The slab [start, start+count) along `dim` as fp32, row-major within the slab; buf holds
- * count * nelems / dims[dim] floats (scalar: dim 0, start 0, count 1). Errors as read_raw;
+ * count * nelems / dims[dim] floats (scalar: dim 0, start 0, count 1). The stored words are
+ * read raw and widened in our own code (io/widen.h: the bits the library's conversion gives)
+ * whenever fp4_source_widens; else the format's read_f32. Errors as read_raw;
  * FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with `problem` set. */
 fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
                                int64_t count, float *buf);
+
+/* Whether fp4_source_read_f32 widens t's stored words in our own code (io/widen.h) rather
+ * than through the format library's conversion (the slower fallback for layouts we do not
+ * know: `ls -v` names the path). */
+bool fp4_source_widens(const fp4_source *s, const fp4_tensor_desc *t);
 
 /* The slab's stored words in host order (see fp4_source_ops.read_raw). FP4_ERR_INPUT when the
  * format cannot give them (FP4_STORED_OTHER). */

@@ -647,6 +647,112 @@ static void test_real_checkpoint_subset(void **state)
     fp4_h5_close(f);
 }
 
+
+/* --- reads through the source: our widening against HDF5's conversion ------------------------ */
+
+/* Every stored layout, 2-D and chunked/filtered or contiguous: fp4_source_read_f32 (raw words
+ * widened by io/widen.c, or HDF5's conversion for layouts we do not widen) gives the bits of
+ * fp4_h5_read_slab (HDF5's conversion), whole and in slabs along either dimension. */
+static void test_source_reads_equal_hdf5(void **state)
+{
+    (void)state;
+    fixture fx;
+    fx_create(&fx);
+    enum { R = 24, C = 40 };
+    const hsize_t dims[2] = {R, C}, chunk[2] = {8, 16};
+    static uint64_t words[R * C];
+    uint64_t x = 0x243f6a8885a308d3ull;
+    for (int i = 0; i < R * C; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        words[i] = x;
+    }
+    /* mostly plausible values: random exponents near 1 for the floats */
+    static uint16_t h16[R * C], b16[R * C];
+    static float f32[R * C];
+    static double f64[R * C];
+    for (int i = 0; i < R * C; i++) {
+        h16[i] = (uint16_t)(i % 7 ? (words[i] & 0x83ffu) | (uint16_t)(0x3000u + (words[i] >> 20) % 0x1400u)
+                                  : words[i]);
+        b16[i] = (uint16_t)(i % 7 ? (words[i] & 0x807fu) | (uint16_t)(0x3c00u + ((words[i] >> 20) % 0x80u << 7))
+                                  : words[i]);
+        f32[i] = (float)((double)(int64_t)words[i] * 0x1p-60);
+        f64[i] = ldexp((double)(int64_t)words[i], i % 3 ? -63 + i % 50 - 25 : -63 - 140);
+    }
+    hid_t f16le = mk_float(2, 15, 10, 5, 10, 15, H5T_ORDER_LE);
+    hid_t f16be = mk_float(2, 15, 10, 5, 10, 15, H5T_ORDER_BE);
+    hid_t bfle = mk_float(2, 15, 7, 8, 7, 127, H5T_ORDER_LE);
+    hid_t bfbe = mk_float(2, 15, 7, 8, 7, 127, H5T_ORDER_BE);
+    hid_t odd = mk_float(2, 15, 7, 8, 7, 120, H5T_ORDER_LE);
+    struct {
+        const char *name;
+        hid_t ft, mt;
+        const void *data;
+        bool ours;
+    } ds[] = {
+        {"f16", f16le, f16le, h16, true},
+        {"f16be", f16be, f16le, h16, true},
+        {"bf16", bfle, bfle, b16, true},
+        {"bf16be", bfbe, bfle, b16, true},
+        {"custom", odd, odd, b16, false},
+        {"f32be", H5T_IEEE_F32BE, H5T_NATIVE_FLOAT, f32, true},
+        {"f64", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, f64, true},
+        {"f64be", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, f64, false},
+        {"i8", H5T_STD_I8LE, H5T_NATIVE_INT8, words, true},
+        {"u16be", H5T_STD_U16BE, H5T_NATIVE_UINT16, words, true},
+        {"i32", H5T_STD_I32LE, H5T_NATIVE_INT32, words, true},
+        {"u64be", H5T_STD_U64BE, H5T_NATIVE_UINT64, words, true},
+    };
+    const int nds = (int)(sizeof ds / sizeof ds[0]);
+    for (int i = 0; i < nds; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "plain/%s", ds[i].name);
+        put(fx.fid, name, ds[i].ft, ds[i].mt, 2, dims, NULL, false, -1, ds[i].data);
+        snprintf(name, sizeof name, "gz/%s", ds[i].name);
+        put(fx.fid, name, ds[i].ft, ds[i].mt, 2, dims, chunk, true, 3, ds[i].data);
+    }
+    H5Tclose(f16le);
+    H5Tclose(f16be);
+    H5Tclose(bfle);
+    H5Tclose(bfbe);
+    H5Tclose(odd);
+    fp4_h5file *h = fx_reopen(&fx);
+    fp4_source *src = NULL;
+    assert_int_equal(fp4_source_open(fx.file, &src), FP4_OK);
+    fp4_tensor_desc *list = NULL;
+    int n = 0;
+    assert_int_equal(fp4_source_select(src, NULL, 0, &list, &n), FP4_OK);
+    assert_int_equal(n, 2 * nds);
+    static float ref[R * C], got[R * C];
+    for (int k = 0; k < n; k++) {
+        const fp4_tensor_desc *t = &list[k];
+        const char *leaf = strrchr(t->name, '/') + 1;
+        bool ours = false;
+        for (int i = 0; i < nds; i++)
+            if (strcmp(ds[i].name, leaf) == 0) ours = ds[i].ours;
+        if (fp4_source_widens(src, t) != ours) fail_msg("%s: widens %d", t->name, !ours);
+        assert_int_equal(fp4_h5_read_all(h, t->name, ref), FP4_OK);
+        memset(got, 0xA5, sizeof got);
+        assert_int_equal(fp4_source_read_f32(src, t, 0, 0, R, got), FP4_OK);
+        for (int e = 0; e < R * C; e++)
+            if (bits(got[e]) != bits(ref[e]))
+                fail_msg("%s [%d]: %08x, HDF5 %08x", t->name, e, bits(got[e]), bits(ref[e]));
+        /* slabs along dimension 1 (columns 7..25) and 0 (rows 5..17) */
+        assert_int_equal(fp4_source_read_f32(src, t, 1, 7, 19, got), FP4_OK);
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < 19; c++)
+                assert_int_equal(bits(got[r * 19 + c]), bits(ref[r * C + 7 + c]));
+        assert_int_equal(fp4_source_read_f32(src, t, 0, 5, 13, got), FP4_OK);
+        assert_memory_equal(got, ref + 5 * C, 13 * C * sizeof(float));
+        /* a slab outside the shape is a usage error, nothing written */
+        got[0] = 1.5f;
+        assert_int_equal(fp4_source_read_f32(src, t, 0, R - 1, 2, got), FP4_ERR_USAGE);
+        assert_true(got[0] == 1.5f);
+    }
+    fp4_tensor_desc_free_list(list, n);
+    fp4_source_close(src);
+    fx_done(&fx, h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -666,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_attr_double),
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_select_dot_separators),
+        cmocka_unit_test(test_source_reads_equal_hdf5),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_real_checkpoint_subset),
     };
