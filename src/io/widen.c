@@ -9,6 +9,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define WIDEN_X86 1
 #endif
@@ -72,10 +73,18 @@ __attribute__((target("avx,f16c"))) static void widen_f16_f16c(const uint16_t *r
 bool fp4_widen_f16c(void)
 {
 #ifdef WIDEN_X86
+    /* CPUID leaf 1: F16C (ECX bit 29), AVX (28), OSXSAVE (27); and the OS saves the YMM state
+     * (XCR0 bits 1 and 2). By hand: not every compiler's __builtin_cpu_supports knows "f16c". */
     static int have = -1;
     if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        const unsigned need = 1u << 27 | 1u << 28 | 1u << 29;
+        have = 0;
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & need) == need) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            have = (lo & 6u) == 6u;
+        }
     }
     return have;
 #else
