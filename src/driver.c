@@ -132,6 +132,8 @@ typedef struct slab_reader {
     int dim;
     int64_t total, count_max;
     float *buf[2];
+    float *direct;      /* when set, slab k is read straight to direct + its first element */
+    int64_t stride;     /* elements per index of dim (for direct) */
     int64_t start[2], cnt[2];
     bool full[2], stop;
     fp4_status st;     /* first read failure; its detail below (fp4_error is per thread) */
@@ -151,6 +153,7 @@ static void *slab_reader_main(void *arg)
         if (stop) break;
         const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
         fp4_error_clear();
+        if (sr->direct) sr->buf[i] = sr->direct + start * sr->stride;
         fp4_status st = fp4_source_read_f32(sr->src, sr->t, sr->dim, start, cnt, sr->buf[i]);
         pthread_mutex_lock(&sr->mu);
         if (st != FP4_OK) {
@@ -280,19 +283,34 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     }
     int64_t buf_elems = rank <= 1 ? (rank == 0 ? 1 : info->dims[0]) : count_max * L.outer_stride;
     bool need_transpose = rank >= 2 && axis != rank - 1;
-    float *slab[2] = {NULL, NULL}, *rows = NULL;
+    float *slab[2] = {NULL, NULL}, *rows = NULL, *kept = NULL;
     const int nbuf = total > count_max ? 2 : 1;
     fp4_analysis *an = NULL;
     fp4_status st = FP4_OK;
     slab_reader sr;
     bool reading = false;
+    /* One read per tensor: under a tensor amax (two passes) a tensor of several slabs whose
+     * rows fit --mem-limit whole (with the two slab buffers a transposition needs) keeps the
+     * rows of its first pass for the second, instead of reading and decoding it again. Slabs
+     * that need no transposition are read straight into it. */
+    bool keep = false;
+    if (nbuf == 2 && L.n_rows > 0 && L.row_len > 0) {
+        bool two = false;
+        for (int c = 0; c < run->ncfg; c++) two = two || fp4_needs_tensor_amax(&cfgs[c]);
+        const int64_t extra = need_transpose ? 2 * buf_elems : 0;
+        keep = two && info->nelems <= (o->mem_limit / (int64_t)sizeof(float)) - extra;
+    }
 
     tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics);
-    for (int i = 0; i < nbuf; i++)
+    const bool slab_bufs = !keep || need_transpose;
+    for (int i = 0; i < nbuf && slab_bufs; i++)
         slab[i] = malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *slab[i]);
     if (nbuf == 1) slab[1] = slab[0];
-    rows = need_transpose ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows) : NULL;
-    if (!tr->metrics || !slab[0] || !slab[1] || (need_transpose && !rows)) {
+    rows = need_transpose && !keep ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows)
+                                   : NULL;
+    if (keep) kept = malloc((size_t)info->nelems * sizeof *kept);
+    if (!tr->metrics || (slab_bufs && (!slab[0] || !slab[1])) || (need_transpose && !keep && !rows) ||
+        (keep && !kept)) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", file,
                        info->name, (long long)buf_elems);
         goto out;
@@ -313,7 +331,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
         }
         const int64_t nrows = rank <= 1 ? 1 : total * L.rows_per_index;
         run->bytes_read += (rank <= 1 ? buf_elems : total * L.outer_stride) *
-                           (int64_t)sizeof(float) * passes;
+                           (int64_t)sizeof(float);
         if (passes == 2) st = fp4_analysis_amax(an, in, nrows);
         if (st == FP4_OK) st = fp4_analysis_feed(an, in, nrows);
         if (st != FP4_OK) goto out;
@@ -321,8 +339,21 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     }
     for (int pass = 0; pass < passes && L.n_rows > 0 && L.row_len > 0; pass++) {
         bool amax_pass = passes == 2 && pass == 0;
+        if (keep && pass == 1) {
+            /* the second pass from the rows kept by the first, in the same slabs */
+            for (int64_t k = 0; k * count_max < total && st == FP4_OK; k++) {
+                const int64_t cnt = total - k * count_max < count_max ? total - k * count_max
+                                                                        : count_max;
+                st = fp4_analysis_feed(an, kept + k * count_max * L.outer_stride,
+                                       cnt * L.rows_per_index);
+            }
+            if (st != FP4_OK) goto out;
+            continue;
+        }
         sr = (slab_reader){.src = src, .t = info, .dim = L.slab_dim, .total = total,
-                           .count_max = count_max, .buf = {slab[0], slab[1]}};
+                           .count_max = count_max, .buf = {slab[0], slab[1]},
+                           .direct = keep && !need_transpose ? kept : NULL,
+                           .stride = L.outer_stride};
         pthread_mutex_init(&sr.mu, NULL);
         pthread_cond_init(&sr.cv, NULL);
         st = slab_reader_start(&sr);
@@ -339,10 +370,12 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
             if (st != FP4_OK) goto out;
             int64_t nread = rank <= 1 ? buf_elems : cnt * L.outer_stride;
             run->bytes_read += nread * (int64_t)sizeof(float);
+            /* kept: this slab's rows go to their place in the whole tensor's rows */
+            float *const to = keep ? kept + k * count_max * L.outer_stride : rows;
             if (need_transpose)
-                fp4_slab_to_rows(buf, rows, info->dims, rank, axis, L.slab_dim, cnt);
+                fp4_slab_to_rows(buf, to, info->dims, rank, axis, L.slab_dim, cnt);
             int64_t nrows = rank <= 1 ? 1 : cnt * L.rows_per_index;
-            const float *in = need_transpose ? rows : buf;
+            const float *in = need_transpose ? to : buf;
             st = amax_pass ? fp4_analysis_amax(an, in, nrows) : fp4_analysis_feed(an, in, nrows);
             if (st != FP4_OK) goto out;
             slab_reader_release(&sr, k);
@@ -362,6 +395,7 @@ out:
     }
     if (an) fp4_analysis_abort(an);
     free(rows);
+    free(kept);
     if (slab[1] != slab[0]) free(slab[1]);
     free(slab[0]);
     return st;
