@@ -28,8 +28,9 @@ struct fp4_h5file {
     fp4_chunk_ref *cur_refs; /* the stored chunks of the slab being read */
     int64_t cur_refs_cap;
     uint64_t cur_base;       /* HDF5's base address (the userblock): chunk addresses add it */
-    int cfd;                 /* the file for chunk reads (-1: not open, -2: cannot be) */
+    int cfd;                 /* the file for direct reads (-1: not open, -2: cannot be) */
     int64_t cfsize;
+    int64_t cur_direct; /* file offset of the kept dataset's contiguous data read directly, or -1 */
 };
 
 /* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
@@ -159,6 +160,7 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
     f->fid = fid;
     f->cur_dset = -1;
     f->cfd = -1;
+    f->cur_direct = -1;
     *out = f;
     return FP4_OK;
 }
@@ -172,6 +174,7 @@ static void h5io_drop_current(fp4_h5file *f)
     fp4_tensor_desc_free(&f->cur_info);
     free(f->cur_chunked);
     f->cur_chunked = NULL;
+    f->cur_direct = -1;
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -539,19 +542,24 @@ static fp4_status h5io_describe_named(fp4_h5file *f, const char *path, fp4_tenso
 
 /* Set up f->cur_chunked for the dataset kept open, or leave it NULL (HDF5 reads it: other
  * filters, partial edge chunks stored unfiltered, types we do not read raw). */
+/* Our own descriptor for direct reads (chunks, contiguous data): a regular file only (never
+ * blocks); opened on first use. */
+static void h5io_open_fd(fp4_h5file *f)
+{
+    if (f->cfd != -1) return;
+    struct stat sb;
+    int fd = open(f->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    f->cfd = fd >= 0 ? fd : -2;
+    f->cfsize = fd >= 0 ? (int64_t)sb.st_size : 0;
+}
+
 static void h5io_chunked_setup(fp4_h5file *f, hid_t d, const fp4_tensor_desc *in)
 {
-    if (f->cfd == -1) {
-        /* our own descriptor for chunk reads: a regular file only (never blocks) */
-        struct stat sb;
-        int fd = open(f->name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
-            close(fd);
-            fd = -1;
-        }
-        f->cfd = fd >= 0 ? fd : -2;
-        f->cfsize = fd >= 0 ? (int64_t)sb.st_size : 0;
-    }
+    h5io_open_fd(f);
     if (f->cfd < 0 || in->problem[0] || in->stored == FP4_STORED_OTHER || in->rank < 1 ||
         in->chunk_rank != in->rank || in->nelems <= 0 || in->rank > FP4_CHUNKED_MAX_RANK)
         return;
@@ -659,6 +667,113 @@ static fp4_status h5io_chunked_read(fp4_h5file *f, hid_t d, int dim, int64_t sta
     return fp4_chunked_read(c, dim, start, count, buf);
 }
 
+/* --- the direct contiguous path: a dataset without filters, stored in one run of bytes ----- */
+
+/* Where the dataset's data lies in the file when raw reads may bypass HDF5: contiguous layout,
+ * no filter, no external file, storage allocated, words we widen ourselves, a little-endian
+ * host; else -1 (HDF5
+ * reads it: compact, chunked, virtual, external, never written). H5Dget_offset counts from
+ * the file's start (a user block included). */
+static int64_t h5io_direct_offset(fp4_h5file *f, hid_t d, const fp4_tensor_desc *in)
+{
+    h5io_open_fd(f);
+    if (f->cfd < 0 || H5Tget_order(H5T_NATIVE_INT) != H5T_ORDER_LE || in->problem[0] ||
+        in->stored == FP4_STORED_OTHER || in->codec[0] ||
+        in->chunk_rank || in->nelems <= 0 || in->logical_bytes <= 0 ||
+        in->stored_bytes != in->logical_bytes ||
+        in->logical_bytes / in->nelems != fp4_stored_size(in->stored))
+        return -1;
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl < 0) {
+        fp4_error_clear();
+        return -1;
+    }
+    const bool plain = H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_external_count(dcpl) == 0 &&
+                       H5Pget_nfilters(dcpl) == 0;
+    H5Pclose(dcpl);
+    if (!plain) return -1;
+    haddr_t a = H5Dget_offset(d);
+    if (a == HADDR_UNDEF || a > (haddr_t)INT64_MAX) return -1;
+    return (int64_t)a;
+}
+
+/* pread exactly n bytes at off; a short read (the file shrank under us) is an error. */
+static fp4_status h5io_pread(fp4_h5file *f, const char *path, void *buf, size_t n, int64_t off)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(f->cfd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: read failed at byte %lld: %s", f->name, path,
+                             (long long)off, r < 0 ? strerror(errno) : "unexpected end of file");
+        p += r;
+        n -= (size_t)r;
+        off += r;
+    }
+    return FP4_OK;
+}
+
+/* The stored words of the slab, straight from the file (its bytes lie at cur_direct in
+ * row-major order), in host byte order: one run of bytes per index of the dimensions before
+ * `dim`. The data's end is checked against the file's size first: a truncated file is an
+ * error for this tensor naming it, never zeros. */
+static fp4_status h5io_read_direct(fp4_h5file *f, const char *path, const fp4_tensor_desc *in,
+                                   int dim, int64_t start, int64_t count, void *buf)
+{
+    struct stat sb;
+    if (fstat(f->cfd, &sb) != 0)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: cannot stat the file: %s", f->name, path,
+                         strerror(errno));
+    const int64_t w = fp4_stored_size(in->stored), off = f->cur_direct;
+    if (off > INT64_MAX - in->logical_bytes || off + in->logical_bytes > (int64_t)sb.st_size)
+        return fp4_error(FP4_ERR_INPUT,
+                         "%s: %s: truncated file: the data (bytes %lld to %lld) ends past the end "
+                         "of the file (%lld bytes)",
+                         f->name, path, (long long)off, (long long)off + in->logical_bytes,
+                         (long long)sb.st_size);
+    int64_t outer = 1, inner = w, extent = 1;
+    if (in->rank > 0) {
+        for (int i = 0; i < dim; i++) outer *= in->dims[i];
+        for (int i = dim + 1; i < in->rank; i++) inner *= in->dims[i];
+        extent = in->dims[dim];
+    }
+    const int64_t run = count * inner; /* bytes per run: all within logical_bytes */
+    unsigned char *out = buf;
+    if (outer == 1 || count == extent) {
+        FP4_TRY(h5io_pread(f, path, out, (size_t)(outer * run), off + start * inner));
+    } else {
+        for (int64_t o = 0; o < outer; o++)
+            FP4_TRY(h5io_pread(f, path, out + o * run, (size_t)run,
+                               off + (o * extent + start) * inner));
+    }
+    if (w > 1 && strcmp(in->byte_order, "be") == 0) { /* the host is little-endian */
+        const size_t n = (size_t)(outer * run / w);
+        if (w == 2)
+            for (size_t i = 0; i < n; i++) {
+                uint16_t v;
+                memcpy(&v, out + 2 * i, 2);
+                v = __builtin_bswap16(v);
+                memcpy(out + 2 * i, &v, 2);
+            }
+        else if (w == 4)
+            for (size_t i = 0; i < n; i++) {
+                uint32_t v;
+                memcpy(&v, out + 4 * i, 4);
+                v = __builtin_bswap32(v);
+                memcpy(out + 4 * i, &v, 4);
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                uint64_t v;
+                memcpy(&v, out + 8 * i, 8);
+                v = __builtin_bswap64(v);
+                memcpy(out + 8 * i, &v, 8);
+            }
+    }
+    return FP4_OK;
+}
+
 /* The dataset `path` (normalized), opened and described once and kept for the following
  * slabs (describing walks the chunk index for the stored size: not once per slab). */
 static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
@@ -694,6 +809,7 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
         return st;
     }
     h5io_chunked_setup(f, dd, &f->cur_info);
+    if (!f->cur_chunked) f->cur_direct = h5io_direct_offset(f, dd, &f->cur_info);
     *d = dd;
     *info = &f->cur_info;
     return FP4_OK;
@@ -732,6 +848,12 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
     if (f->cur_chunked && (mem_type == H5I_INVALID_HID ||
                            (mem_type == H5T_NATIVE_FLOAT && in->stored == FP4_STORED_F32))) {
         st = h5io_chunked_read(f, d, dim, start, count, buf);
+        goto out;
+    }
+    /* ... and of a contiguous dataset: straight from the file */
+    if (f->cur_direct >= 0 && (mem_type == H5I_INVALID_HID ||
+                               (mem_type == H5T_NATIVE_FLOAT && in->stored == FP4_STORED_F32))) {
+        st = h5io_read_direct(f, path, in, dim, start, count, buf);
         goto out;
     }
     fs = H5Dget_space(d);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -753,6 +754,91 @@ static void test_source_reads_equal_hdf5(void **state)
     fx_done(&fx, h);
 }
 
+
+/* Raw reads of contiguous datasets bypass HDF5 (pread at H5Dget_offset): a file with a user
+ * block (data offsets count from the file's start) reads as HDF5 reads it. */
+static void test_direct_read_with_userblock(void **state)
+{
+    (void)state;
+    fp4_h5_set_verbose(false);
+    char *dir = fp4t_tmpdir();
+    char file[4200];
+    snprintf(file, sizeof file, "%s/ub.h5", dir);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
+    assert_true(H5Pset_userblock(fcpl, 1024) >= 0);
+    hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+    assert_true(fid >= 0);
+    H5Pclose(fcpl);
+    uint16_t v[3 * 50];
+    for (int i = 0; i < 150; i++) v[i] = (uint16_t)(0x3c00 + 37 * i);
+    hid_t bf = mk_float(2, 15, 7, 8, 7, 127, H5T_ORDER_LE);
+    const hsize_t dims[2] = {3, 50};
+    put(fid, "w", bf, bf, 2, dims, NULL, false, -1, v);
+    H5Tclose(bf);
+    assert_true(H5Fclose(fid) >= 0);
+    fp4_h5file *h = NULL;
+    assert_int_equal(fp4_h5_open(file, &h), FP4_OK);
+    fp4_source *src = NULL;
+    assert_int_equal(fp4_source_open(file, &src), FP4_OK);
+    fp4_tensor_desc t;
+    assert_int_equal(fp4_source_describe(src, "w", &t), FP4_OK);
+    float ref[150], got[150];
+    assert_int_equal(fp4_h5_read_all(h, "w", ref), FP4_OK);
+    assert_int_equal(fp4_source_read_f32(src, &t, 0, 0, 3, got), FP4_OK);
+    assert_memory_equal(got, ref, sizeof ref);
+    assert_true(ref[0] == 0x1p-7f);
+    fp4_tensor_desc_free(&t);
+    fp4_source_close(src);
+    fp4_h5_close(h);
+    fp4t_rmtree(dir);
+}
+
+/* A contiguous dataset whose data is cut off by a truncated file: an error for that tensor,
+ * never zeros. HDF5 itself refuses to open a file shorter than its superblock says; with the
+ * superblock's end-of-file address lowered to match (a consistent-looking truncated file),
+ * HDF5 opens it and the direct read must find the data missing. */
+static void test_truncated_contiguous_is_error(void **state)
+{
+    (void)state;
+    fp4_h5_set_verbose(false);
+    char *dir = fp4t_tmpdir();
+    char file[4200];
+    snprintf(file, sizeof file, "%s/cut.h5", dir);
+    hid_t fid = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(fid >= 0);
+    static float v[64 * 64];
+    for (int i = 0; i < 64 * 64; i++) v[i] = 1.0f + (float)i;
+    const hsize_t dims[2] = {64, 64};
+    put(fid, "w", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 2, dims, NULL, false, -1, v);
+    assert_true(H5Fclose(fid) >= 0);
+    struct stat sb;
+    assert_int_equal(stat(file, &sb), 0);
+    const off_t cut = sb.st_size - 4096; /* half the data */
+    assert_int_equal(truncate(file, cut), 0);
+    /* superblock v0: the end-of-file address at byte 40 (little-endian, 8 bytes) */
+    FILE *fp = fopen(file, "r+b");
+    assert_non_null(fp);
+    unsigned char eof[8];
+    for (int i = 0; i < 8; i++) eof[i] = (unsigned char)((uint64_t)cut >> (8 * i));
+    assert_int_equal(fseek(fp, 40, SEEK_SET), 0);
+    assert_int_equal(fwrite(eof, 1, 8, fp), 8);
+    assert_int_equal(fclose(fp), 0);
+    fp4_source *src = NULL;
+    if (fp4_source_open(file, &src) == FP4_OK) {
+        fp4_tensor_desc t;
+        assert_int_equal(fp4_source_describe(src, "w", &t), FP4_OK);
+        static float got[64 * 64];
+        memset(got, 0, sizeof got);
+        fp4_error_clear();
+        assert_int_equal(fp4_source_read_f32(src, &t, 0, 0, 64, got), FP4_ERR_INPUT);
+        assert_non_null(strstr(fp4_last_error(), "truncated"));
+        assert_non_null(strstr(fp4_last_error(), "/w"));
+        fp4_tensor_desc_free(&t);
+        fp4_source_close(src);
+    }
+    fp4t_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -773,6 +859,8 @@ int main(void)
         cmocka_unit_test(test_select),
         cmocka_unit_test(test_select_dot_separators),
         cmocka_unit_test(test_source_reads_equal_hdf5),
+        cmocka_unit_test(test_direct_read_with_userblock),
+        cmocka_unit_test(test_truncated_contiguous_is_error),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_real_checkpoint_subset),
     };

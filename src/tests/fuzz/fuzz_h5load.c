@@ -1,7 +1,8 @@
-/* fuzz_h5load.c — libFuzzer target over HDF5 loading (h5io.c): the input bytes become a file
- * that is opened (as a tensor source and through h5io), walked and selected (all datasets, then a group pattern and a glob), every
- * dataset described and read in slabs as the analysis driver reads it, plus an out-of-range
- * slab and an attribute. Our code must not crash, leak or hang on any file; HDF5 itself is not
+/* fuzz_h5load.c — libFuzzer target over HDF5 loading (io/h5io.c): the input bytes become a file
+ * that is opened (as a tensor source and through h5io), walked and selected (all datasets, then
+ * a group pattern and a glob), every dataset described and read in slabs as the analysis driver
+ * reads it (converted by HDF5, and as stored words into buffers of their exact size: the direct
+ * reads of contiguous data), plus an out-of-range slab and an attribute. Our code must not crash, leak or hang on any file; HDF5 itself is not
  * instrumented (a crash inside the library is reported by scripts/fuzz_run.sh as HDF5's). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,6 +37,20 @@ static void fz_read_dataset(fp4_h5file *f, const fp4_tensor_desc *d)
     for (int64_t s = 0; s < extent && done < FZ_MAX_READ_ELEMS; s += per) {
         int64_t c = extent - s < per ? extent - s : per;
         if (fp4_h5_read_slab(f, d->name, 0, s, c, buf) != FP4_OK) break;
+        done += c * row;
+    }
+    /* The stored words (direct reads of contiguous data, HDF5's otherwise), 8 bytes a word at
+     * most: the same slabs into a buffer of exactly their size. */
+    done = 0;
+    for (int64_t s = 0; s < extent && done < FZ_MAX_READ_ELEMS; s += per) {
+        int64_t c = extent - s < per ? extent - s : per;
+        const int w = fp4_stored_size(d->stored);
+        if (w == 0) break;
+        unsigned char *exact = malloc((size_t)(c * row * w));
+        if (!exact) break;
+        fp4_status st = fp4_h5_read_slab_raw(f, d->name, 0, s, c, exact);
+        free(exact);
+        if (st != FP4_OK) break;
         done += c * row;
     }
     /* Past the end and a wrong dimension must be usage errors, not reads. */
