@@ -35,7 +35,10 @@ Fixtures (each a few KiB, libver='earliest' so the C library we link reads them)
                never.h5: /never (fill time never, never written), /null (NULL dataspace),
                /r32 (rank 32), /good;
                long.h5: /good, a dataset at a path of 4,500 characters (/l/AAA.../d) and one
-               at 1,100 characters (/g/BBB.../d, for globs)
+               at 1,100 characters (/g/BBB.../d, for globs);
+               badtype.h5: /good (f64), /bad (f32 whose datatype message names class 11,
+               which no HDF5 1.10 knows: it cannot be opened)
+  trunc.h5     300 contiguous f32 datasets /tNNN of 64x256 (20 MB), to be cut while read
   many.h5      10,000 tiny datasets /dNNNNN (f32, 32 values each): the per-tensor cost
 """
 import os
@@ -233,6 +236,21 @@ def links(path):
         for i in range(4):
             g = g.create_group("%02d" % i + "B" * 270)
         g.create_dataset("d", data=a)
+    with h5py.File(j("badtype.h5"), "w", libver="earliest") as f:
+        f.create_dataset("good", data=a.astype(np.float64))
+        f.create_dataset("bad", data=a)
+    b = bytearray(open(j("badtype.h5"), "rb").read())
+    at = b.find(b"\x11\x20\x1f\x00\x04\x00\x00\x00")  # version 1, class 1 (float), f32 LE
+    assert at > 0, "badtype.h5: datatype message not found"
+    b[at] = 0x1B
+    open(j("badtype.h5"), "wb").write(b)
+
+
+def trunc(path):
+    r = np.random.default_rng(7)
+    with h5py.File(path, "w", libver="earliest") as f:
+        for i in range(300):
+            f.create_dataset("t%03d" % i, data=r.standard_normal((64, 256)).astype(np.float32))
 
 
 def many(path):
@@ -243,9 +261,10 @@ def many(path):
 
 
 FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small,
-            "many.h5": many, "gemm.h5": gemm, "names.h5": names, "links": links}
+            "many.h5": many, "gemm.h5": gemm, "names.h5": names, "links": links,
+            "trunc.h5": trunc}
 # Made only when named (slow to write, or only one case needs them).
-ON_REQUEST = {"many.h5", "links"}
+ON_REQUEST = {"many.h5", "links", "trunc.h5"}
 
 
 def main():

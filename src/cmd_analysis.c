@@ -46,6 +46,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     int threads;
     if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)
         goto out;
+    fp4_source_set_allow_external(o.allow_external);
     /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
     fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
     fp4_chunked_set_memory(o.mem_limit / 2);

@@ -398,7 +398,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
                                           "rht-size", "rht-signs", "mx-rule", "weight-2d",
                                           "layers", "threads", "device", "rank-by",
-                                          "shard", NULL};
+                                          "shard", "allow-external", NULL};
     static const char *const by_recipe[] = {"rht", "rounding", "axis"};
     for (int i = 0; i < 3; i++)
         if (fp4_options_given(&opt, by_recipe[i]))
@@ -445,6 +445,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     if (fp4_options_given(&opt, "mx-rule") && opt.scale != FP4_SCALE_MXFP4)
         return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4)");
     fp4_source_set_verbose(opt.verbosity > 1);
+    fp4_source_set_allow_external(opt.allow_external);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
         return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");

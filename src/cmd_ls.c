@@ -15,7 +15,7 @@
 #include "version.h"
 
 const char fp4_usage_ls[] =
-    "usage: fp4diag ls [--json] [-q] [-v] FILE [SELECT...]\n"
+    "usage: fp4diag ls [--json] [--allow-external] [-q] [-v] FILE [SELECT...]\n"
     "\n"
     "List the datasets of an HDF5 file, a safetensors checkpoint (a file, an index .json or\n"
     "a directory of shards), an .npy or an .npz: full name, shape, on-disk type (f16, bf16,\n"
@@ -32,6 +32,8 @@ const char fp4_usage_ls[] =
     "\n"
     "options:\n"
     "  --json         print JSON instead of the table\n"
+    "  --allow-external  follow external links, external storage and virtual-dataset\n"
+    "                 sources outside FILE's directory tree (regular files only)\n"
     "  -q, --quiet    no table (the exit status says whether FILE and SELECT are readable)\n"
     "  -v, --verbose  the table (the default); -vv adds HDF5's own error stack\n"
     "  -h, --help     this text\n"
@@ -243,12 +245,13 @@ fp4_status cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"allow-external", no_argument, NULL, 'X'},
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false;
+    bool json = false, allow_external = false;
     int verbosity = 0; /* -q: -1; -v: +1 each (-vv: HDF5 error stack), as for the other commands */
     optind = 1;
     opterr = 0;
@@ -256,6 +259,7 @@ fp4_status cmd_ls(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
+        case 'X': allow_external = true; break;
         case 'q': verbosity = -1; break;
         case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
         case 'h': fputs(fp4_usage_ls, stdout); return FP4_OK;
@@ -271,6 +275,7 @@ fp4_status cmd_ls(int argc, char **argv)
     int nsel = argc - optind - 1;
 
     fp4_source_set_verbose(verbosity > 1);
+    fp4_source_set_allow_external(allow_external);
     fp4_source *f = NULL;
     fp4_tensor_desc *ds = NULL;
     int n = 0;

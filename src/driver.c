@@ -540,20 +540,21 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         const int i = run->assigned ? run->assigned[k] : k;
         const fp4_tensor_desc *info = &infos[i];
         progress(run, i, ninfos, info->name, false);
-        /* the source's verdicts. fp4_error builds each message, so that a long name keeps the
-         * reason at its end. A problem found before the filters were read (rank over
-         * FP4_MAX_RANK) is that problem, not an empty filter list. */
+        /* The source's verdicts: its `problem` when it has one (the class, a filter, a rank
+         * over FP4_MAX_RANK, a pointer refused, storage never written...), which it says
+         * best. fp4_error builds each message, so that a long name keeps the reason at its
+         * end. */
         fp4_status bad = FP4_OK;
-        if (!info->numeric && !info->problem[0]) /* else the source's own reason, below */
-            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->name,
-                            info->dtype);
-        else if (!info->codec_available && info->codec[0])
-            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: filter not available (%s)", file,
-                            info->name, info->codec);
-        else if (info->problem[0] || info->nelems < 0 || !info->codec_available)
+        if (info->problem[0] || info->nelems < 0)
             /* the dims must not reach the layout arithmetic */
             bad = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, info->name,
                             info->problem[0] ? info->problem : "size overflows 64 bits");
+        else if (!info->numeric)
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: not numeric (class %s)", file, info->name,
+                            info->dtype);
+        else if (!info->codec_available)
+            bad = fp4_error(FP4_ERR_INPUT, "%s: %s: filter not available (%s)", file,
+                            info->name, info->codec);
         if (bad != FP4_OK) {
             st = add_error(run, i, info->name, bad, fp4_last_error());
             if (st != FP4_OK) goto out;

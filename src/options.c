@@ -32,6 +32,7 @@ enum {
     OPT_JSON,
     OPT_RANK_BY,
     OPT_SHARD,
+    OPT_ALLOW_EXTERNAL,
     OPT_OUTPUT = 'o',
 };
 
@@ -57,6 +58,7 @@ static const struct option base_longopts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"rank-by", required_argument, NULL, OPT_RANK_BY},
     {"shard", required_argument, NULL, OPT_SHARD},
+    {"allow-external", no_argument, NULL, OPT_ALLOW_EXTERNAL},
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
@@ -290,6 +292,7 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
         else return fp4_error(FP4_ERR_USAGE, "--rank-by: '%s' is not gap, sqnr or delta", arg);
         return FP4_OK;
     case OPT_SHARD: return fp4_shard_parse(arg, &o->shard);
+    case OPT_ALLOW_EXTERNAL: o->allow_external = true; return FP4_OK;
     case OPT_OUTPUT:
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
         o->output = arg;

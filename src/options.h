@@ -54,6 +54,9 @@ typedef struct fp4_options {
     int64_t mem_limit;     /* --mem-limit SIZE in bytes (default 1 GiB) */
     int layers;            /* --layers K; 0 = not given */
     fp4_shard shard;       /* --shard I/N: share I of N of the selection (count 0: all) */
+    bool allow_external;   /* --allow-external: follow external links, external raw storage
+                              and virtual-dataset sources outside the input file's directory
+                              tree (still only to regular files) */
     int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
     bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
     const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (repeatable; into argv) */
@@ -164,6 +167,8 @@ const char *fp4_device_name(fp4_device d);
     "  --shard I/N         share I of N (0 <= I < N) of the selected tensors, balanced by\n"   \
     "                      element count; 'fp4diag merge' joins the N partial reports\n"
 #define FP4_OPTHELP_IO                                                                         \
+    "  --allow-external    follow external links, external storage and virtual-dataset\n"     \
+    "                      sources outside the file's directory (regular files only)\n"       \
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
     "  --json              the JSON report on stdout even when it is a terminal\n"            \

@@ -20,6 +20,12 @@
 struct fp4_h5file {
     hid_t fid;
     char *name;
+    char *root;       /* real directory of the file: pointers are followed only inside it */
+    int64_t open_size; /* the file's size when opened: a read after it shrank is an error */
+    hid_t lapl;       /* link access: external links checked by h5io_elink_cb */
+    hid_t lapl_dset;  /* dataset access for reading: the same, and external and virtual
+                         files resolved against the file's own directory (${ORIGIN}) */
+    char elink_why[160]; /* why h5io_elink_cb refused the latest external link */
     char *cur_path; /* the dataset kept open between slab reads, and its description */
     hid_t cur_dset;
     fp4_tensor_desc cur_info;
@@ -119,6 +125,11 @@ static char *h5io_normpath(const char *p)
     return d;
 }
 
+static char *h5io_dirname(const char *path);
+static herr_t h5io_elink_cb(const char *parent_file, const char *parent_group,
+                            const char *child_file, const char *child_object,
+                            unsigned *acc_flags, hid_t fapl, void *op_data);
+
 fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
 {
     *out = NULL;
@@ -158,6 +169,21 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
         return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", file);
     }
     f->fid = fid;
+    f->open_size = (int64_t)st.st_size;
+    char *real = realpath(file, NULL);
+    f->root = real ? h5io_dirname(real) : NULL;
+    free(real);
+    f->lapl = H5Pcreate(H5P_LINK_ACCESS);
+    f->lapl_dset = H5Pcreate(H5P_DATASET_ACCESS);
+    if (!f->root || f->lapl < 0 || f->lapl_dset < 0 ||
+        H5Pset_elink_cb(f->lapl, h5io_elink_cb, f) < 0 ||
+        H5Pset_elink_cb(f->lapl_dset, h5io_elink_cb, f) < 0 ||
+        H5Pset_efile_prefix(f->lapl_dset, "${ORIGIN}") < 0 ||
+        H5Pset_virtual_prefix(f->lapl_dset, "${ORIGIN}") < 0 ||
+        H5Pset_chunk_cache(f->lapl_dset, H5IO_CHUNK_CACHE_SLOTS, H5IO_CHUNK_CACHE_BYTES, 0.75) < 0) {
+        fp4_h5_close(f);
+        return fp4_error(FP4_ERR_INTERNAL, "%s: cannot set up HDF5 access properties", file);
+    }
     f->cur_dset = -1;
     f->cfd = -1;
     f->cur_direct = -1;
@@ -181,14 +207,322 @@ void fp4_h5_close(fp4_h5file *f)
 {
     if (!f) return;
     h5io_drop_current(f);
+    if (f->lapl > 0) H5Pclose(f->lapl);
+    if (f->lapl_dset > 0) H5Pclose(f->lapl_dset);
     H5Fclose(f->fid);
     if (f->cfd >= 0) close(f->cfd);
     free(f->cur_refs);
+    free(f->root);
     free(f->name);
     free(f);
 }
 
 const char *fp4_h5_filename(const fp4_h5file *f) { return f ? f->name : ""; }
+
+/* --- what a dataset points at: virtual-dataset sources, external raw files, external links --
+ * Each is followed only to a regular file (never a device or a FIFO: no hang, no foreign
+ * bytes), resolved against the pointing file's own directory as HDF5 resolves it, and only
+ * inside the directory tree of the file named on the command line unless --allow-external.
+ * Virtual datasets are read only when every source exists and the mapping has no cycle; all
+ * of it is checked before anything is read (a verdict is the dataset's `problem`). */
+
+static bool h5io_allow_external;
+
+void fp4_h5_set_allow_external(bool allow) { h5io_allow_external = allow; }
+
+/* Directory part of a path (malloc'd): "a/b.h5" -> "a", "b.h5" -> ".", "/b.h5" -> "/". */
+static char *h5io_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return h5io_strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, path, n), d[n] = '\0';
+    return d;
+}
+
+/* dir + "/" + name (malloc'd). */
+static char *h5io_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) snprintf(p, a + b + 2, "%s%s%s", dir, a && dir[a - 1] == '/' ? "" : "/", name);
+    return p;
+}
+
+/* Whether the real path p lies in the tree of the real directory root. */
+static bool h5io_inside(const char *p, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/') return true;
+    return strncmp(p, root, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
+/* The last component of a path, for short messages. */
+static const char *h5io_base(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s && s[1] ? s + 1 : p;
+}
+
+/* Check the file at `cand` as the target of a pointer: it must be a regular file, inside
+ * f->root (unless --allow-external), at least `need` bytes long (-1: no need), and, when
+ * hdf5, start with the HDF5 signature. "" in why when it may be followed. */
+static void h5io_check_file(const fp4_h5file *f, const char *shown, const char *cand, bool hdf5,
+                            int64_t need, char *why, size_t cap)
+{
+    why[0] = '\0';
+    struct stat sb;
+    if (stat(cand, &sb) != 0) {
+        snprintf(why, cap, "%s: %s", shown, errno == ENOENT ? "missing" : strerror(errno));
+        return;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        snprintf(why, cap, "%s is not a regular file (a device, FIFO or directory is never read)",
+                 shown);
+        return;
+    }
+    char *real = realpath(cand, NULL);
+    if (!real) {
+        snprintf(why, cap, "%s: %s", shown, strerror(errno));
+        return;
+    }
+    if (!h5io_allow_external && f->root && !h5io_inside(real, f->root))
+        snprintf(why, cap, "%s is outside the file's directory (--allow-external follows it)",
+                 shown);
+    free(real);
+    if (why[0]) return;
+    if (need >= 0 && (int64_t)sb.st_size < need) {
+        snprintf(why, cap, "%s holds %lld bytes, fewer than the %lld it should", shown,
+                 (long long)sb.st_size, (long long)need);
+        return;
+    }
+    if (hdf5) {
+        unsigned char sig[8] = {0};
+        int fd = open(cand, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        ssize_t k = fd >= 0 ? read(fd, sig, sizeof sig) : -1;
+        if (fd >= 0) close(fd);
+        if (k != 8 || memcmp(sig, "\211HDF\r\n\032\n", 8) != 0)
+            snprintf(why, cap, "%s is not an HDF5 file", shown);
+    }
+}
+
+/* Resolve `name` as HDF5 does for a virtual-dataset source or an external link of the file
+ * in directory `dir`: an absolute name as it is; a relative one under each directory of the
+ * prefix variable `env` (':'-separated), then `dir`, then the working directory; the first
+ * that exists is the one HDF5 opens. Returns that candidate (malloc'd) or NULL when none
+ * exists (then *missing) or out of memory. */
+static char *h5io_resolve(const char *dir, const char *name, const char *env, bool *missing)
+{
+    struct stat sb;
+    *missing = false;
+    if (name[0] == '/') {
+        if (stat(name, &sb) == 0) return h5io_strdup(name);
+        *missing = true;
+        return NULL;
+    }
+    const char *pre = env ? getenv(env) : NULL;
+    if (pre && pre[0]) {
+        char *all = h5io_strdup(pre);
+        if (!all) return NULL;
+        for (char *save = NULL, *d = strtok_r(all, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+            char *c = h5io_join(d, name);
+            if (c && stat(c, &sb) == 0) {
+                free(all);
+                return c;
+            }
+            free(c);
+        }
+        free(all);
+    }
+    char *c = h5io_join(dir, name);
+    if (c && stat(c, &sb) == 0) return c;
+    free(c);
+    if (stat(name, &sb) == 0) return h5io_strdup(name);
+    *missing = true;
+    return NULL;
+}
+
+/* The name of the file holding object `obj` (malloc'd; NULL when unknown). */
+static char *h5io_file_of(hid_t obj)
+{
+    ssize_t n = H5Fget_name(obj, NULL, 0);
+    if (n <= 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s && H5Fget_name(obj, s, (size_t)n + 1) < 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* The path of object `obj` in its file (malloc'd; NULL when unknown). */
+static char *h5io_obj_name(hid_t obj)
+{
+    ssize_t n = H5Iget_name(obj, NULL, 0);
+    if (n <= 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s && H5Iget_name(obj, s, (size_t)n + 1) < 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* External raw storage (H5Pset_external) of a dataset of `bytes` bytes in file `file`: each
+ * piece a regular file inside the tree, long enough for its part (a short file is not
+ * padded with zeros), sizes checked against overflow. */
+static void h5io_check_external(const fp4_h5file *f, const char *file, hid_t dcpl, int64_t bytes,
+                                char *why, size_t cap)
+{
+    why[0] = '\0';
+    int n = H5Pget_external_count(dcpl);
+    if (n <= 0) return;
+    char *dir = h5io_dirname(file);
+    int64_t left = bytes < 0 ? 0 : bytes;
+    for (int i = 0; i < n && !why[0] && dir; i++) {
+        char name[4096] = "";
+        off_t off = 0;
+        hsize_t size = 0;
+        if (H5Pget_external(dcpl, (unsigned)i, sizeof name, name, &off, &size) < 0) {
+            snprintf(why, cap, "external storage entry %d cannot be read", i);
+            break;
+        }
+        name[sizeof name - 1] = '\0';
+        const int64_t take = size == H5F_UNLIMITED || size > (hsize_t)left ? left : (int64_t)size;
+        int64_t need;
+        if (off < 0 || __builtin_add_overflow((int64_t)off, take, &need)) {
+            snprintf(why, cap, "external file %s: offset and size overflow", h5io_base(name));
+            break;
+        }
+        char *cand = name[0] == '/' ? h5io_strdup(name) : h5io_join(dir, name);
+        if (!cand) break;
+        char shown[96];
+        snprintf(shown, sizeof shown, "external file %s", h5io_base(name));
+        h5io_check_file(f, shown, cand, false, take > 0 ? need : -1, why, cap);
+        free(cand);
+        left -= take;
+    }
+    if (!why[0] && left > 0)
+        snprintf(why, cap, "external storage holds %lld bytes fewer than the dataset",
+                 (long long)left);
+    free(dir);
+}
+
+/* A source met while checking a virtual dataset: file identity and dataset name. */
+typedef struct h5io_vds_seen {
+    dev_t dev;
+    ino_t ino;
+    char *dset;
+} h5io_vds_seen;
+
+#define H5IO_VDS_DEPTH 8
+
+/* Check virtual dataset `dset` (name `path`) of file `file`: every source a regular HDF5 file
+ * inside the tree that exists, and no chain of sources coming back to a dataset already on
+ * the way (itself, two mapping each other); nested virtual sources are checked the same way,
+ * H5IO_VDS_DEPTH levels at most. */
+static void h5io_check_vds(const fp4_h5file *f, const char *file, hid_t dset, const char *path,
+                           h5io_vds_seen *seen, int depth, char *why, size_t cap)
+{
+    why[0] = '\0';
+    struct stat me;
+    if (stat(file, &me) != 0) {
+        snprintf(why, cap, "virtual dataset: %s: %s", h5io_base(file), strerror(errno));
+        return;
+    }
+    for (int i = 0; i < depth; i++)
+        if (seen[i].dev == me.st_dev && seen[i].ino == me.st_ino && !strcmp(seen[i].dset, path)) {
+            snprintf(why, cap, "virtual dataset: its sources lead back to %s (a cycle)", path);
+            return;
+        }
+    if (depth >= H5IO_VDS_DEPTH) {
+        snprintf(why, cap, "virtual dataset: sources nested deeper than %d levels", H5IO_VDS_DEPTH);
+        return;
+    }
+    seen[depth] = (h5io_vds_seen){me.st_dev, me.st_ino, (char *)path};
+    hid_t dcpl = H5Dget_create_plist(dset);
+    size_t n = 0;
+    if (dcpl < 0 || H5Pget_virtual_count(dcpl, &n) < 0) {
+        snprintf(why, cap, "virtual dataset: its mapping cannot be read");
+        if (dcpl >= 0) H5Pclose(dcpl);
+        return;
+    }
+    char *dir = h5io_dirname(file);
+    for (size_t i = 0; i < n && !why[0] && dir; i++) {
+        ssize_t fl = H5Pget_virtual_filename(dcpl, i, NULL, 0);
+        ssize_t dl = H5Pget_virtual_dsetname(dcpl, i, NULL, 0);
+        char *sf = fl >= 0 ? malloc((size_t)fl + 1) : NULL;
+        char *sd = dl >= 0 ? malloc((size_t)dl + 1) : NULL;
+        if (!sf || !sd || H5Pget_virtual_filename(dcpl, i, sf, (size_t)fl + 1) < 0 ||
+            H5Pget_virtual_dsetname(dcpl, i, sd, (size_t)dl + 1) < 0) {
+            snprintf(why, cap, "virtual dataset: source %zu cannot be read", i);
+        } else {
+            char *src = NULL;
+            bool missing = false;
+            if (!strcmp(sf, ".")) src = h5io_strdup(file);
+            else src = h5io_resolve(dir, sf, "HDF5_VDS_PREFIX", &missing);
+            char shown[96];
+            snprintf(shown, sizeof shown, "virtual dataset source %s", h5io_base(sf));
+            if (missing) snprintf(why, cap, "%s is missing", shown);
+            else if (src) h5io_check_file(f, shown, src, true, -1, why, cap);
+            if (src && !why[0]) {
+                /* the source dataset: missing, or itself virtual (checked in turn) */
+                /* names in the mapping are from the source file's root group */
+                hid_t sfid = strcmp(sf, ".") ? H5Fopen(src, H5F_ACC_RDONLY, H5P_DEFAULT)
+                                             : H5Iget_file_id(dset);
+                hid_t loc = sfid;
+                hid_t sdid = -1;
+                if (loc >= 0 && H5Lexists(loc, sd, f->lapl) > 0)
+                    sdid = H5Dopen2(loc, sd, f->lapl_dset); /* as every dataset is opened */
+                if (sdid < 0) {
+                    snprintf(why, cap, "%s: dataset %s is missing", shown, sd);
+                } else {
+                    hid_t sp = H5Dget_create_plist(sdid);
+                    if (sp >= 0 && H5Pget_layout(sp) == H5D_VIRTUAL) {
+                        char *sname = h5io_file_of(sdid), *spath = h5io_obj_name(sdid);
+                        h5io_check_vds(f, sname ? sname : src, sdid, spath ? spath : sd, seen,
+                                       depth + 1, why, cap);
+                        free(spath);
+                        free(sname);
+                    }
+                    if (sp >= 0) H5Pclose(sp);
+                    H5Dclose(sdid);
+                }
+                if (sfid >= 0) H5Fclose(sfid);
+            }
+            free(src);
+        }
+        free(sf);
+        free(sd);
+    }
+    free(dir);
+    H5Pclose(dcpl);
+}
+
+/* HDF5 calls this before it follows an external link: follow it only to a regular HDF5 file
+ * inside the tree (see above). */
+static herr_t h5io_elink_cb(const char *parent_file, const char *parent_group,
+                            const char *child_file, const char *child_object,
+                            unsigned *acc_flags, hid_t fapl, void *op_data)
+{
+    const fp4_h5file *f = op_data;
+    char *dir = h5io_dirname(parent_file);
+    bool missing = false;
+    char *cand = dir ? h5io_resolve(dir, child_file, "HDF5_EXT_PREFIX", &missing) : NULL;
+    char why[sizeof f->elink_why];
+    why[0] = '\0';
+    char shown[96];
+    snprintf(shown, sizeof shown, "external link target %s", h5io_base(child_file));
+    if (missing) snprintf(why, sizeof why, "%s is missing", shown);
+    else if (!cand) snprintf(why, sizeof why, "%s: out of memory", shown);
+    else h5io_check_file(f, shown, cand, true, -1, why, sizeof why);
+    free(cand);
+    free(dir);
+    if (!why[0]) return 0;
+    snprintf(((fp4_h5file *)f)->elink_why, sizeof f->elink_why, "%s", why);
+    return -1;
+}
 
 /* --- describing a dataset ---------------------------------------------------------------- */
 
@@ -356,29 +690,73 @@ static hid_t h5io_open_dset(fp4_h5file *f, const char *path, bool *is_group)
         *is_group = true;
         return -1;
     }
-    const char *p = path;
-    char part[4096];
-    while ((p = strchr(p + 1, '/')) != NULL) {
-        size_t n = (size_t)(p - path);
-        if (n >= sizeof part) return -1;
-        memcpy(part, path, n);
-        part[n] = '\0';
-        if (H5Lexists(f->fid, part, H5P_DEFAULT) <= 0) return -1;
+    f->elink_why[0] = '\0';
+    char *part = h5io_strdup(path); /* any length: no fixed buffer */
+    if (!part) return -1;
+    for (char *p = part; (p = strchr(p + 1, '/')) != NULL;) {
+        *p = '\0';
+        htri_t e = H5Lexists(f->fid, part, f->lapl);
+        *p = '/';
+        if (e <= 0) {
+            free(part);
+            return -1;
+        }
     }
-    if (H5Lexists(f->fid, path, H5P_DEFAULT) <= 0) return -1;
-    hid_t o = H5Oopen(f->fid, path, H5P_DEFAULT);
-    if (o < 0) return -1;
-    H5I_type_t it = H5Iget_type(o);
-    if (it == H5I_DATASET) return o;
-    if (it == H5I_GROUP) *is_group = true;
-    H5Oclose(o);
-    return -1;
+    free(part);
+    if (H5Lexists(f->fid, path, f->lapl) <= 0) return -1;
+    /* Datasets are opened with one access list everywhere (HDF5 refuses to open a dataset
+     * that is already open with other external-file or virtual-source prefixes). */
+    H5O_info_t oi;
+    if (H5Oget_info_by_name2(f->fid, path, &oi, H5O_INFO_BASIC, f->lapl) < 0) return -1;
+    if (oi.type == H5O_TYPE_GROUP) *is_group = true;
+    if (oi.type != H5O_TYPE_DATASET) return -1;
+    return H5Dopen2(f->fid, path, f->lapl_dset);
 }
 
 static fp4_status h5io_missing(fp4_h5file *f, const char *path, bool is_group)
 {
+    if (f->elink_why[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", f->name, path, f->elink_why);
     if (is_group) return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", f->name, path);
     return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", f->name, path);
+}
+
+/* What a dataset's values would be read from, checked before any read: a NULL dataspace has
+ * none; storage never written with no fill value (fill time "never") is uninitialised
+ * memory; virtual sources and external files as above. A verdict becomes `problem`. */
+static void h5io_describe_pointers(fp4_h5file *f, hid_t d, hid_t dcpl, H5S_class_t sc,
+                                   fp4_tensor_desc *info)
+{
+    if (info->problem[0]) return;
+    char why[sizeof info->problem];
+    why[0] = '\0';
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    if (sc == H5S_NULL) {
+        snprintf(why, sizeof why, "null dataspace: it holds no values");
+    } else if (layout == H5D_VIRTUAL) {
+        h5io_vds_seen seen[H5IO_VDS_DEPTH + 1];
+        char *file = h5io_file_of(d);
+        char *self = h5io_obj_name(d);
+        h5io_check_vds(f, file ? file : f->name, d, self ? self : info->name, seen, 0, why,
+                       sizeof why);
+        free(self);
+        free(file);
+    } else if (H5Pget_external_count(dcpl) > 0) {
+        char *file = h5io_file_of(d);
+        h5io_check_external(f, file ? file : f->name, dcpl, info->logical_bytes, why, sizeof why);
+        free(file);
+    } else if (info->nelems > 0) {
+        H5D_fill_time_t ft = H5D_FILL_TIME_IFSET;
+        H5D_fill_value_t fv = H5D_FILL_VALUE_DEFAULT;
+        H5D_space_status_t ss = H5D_SPACE_STATUS_ALLOCATED;
+        H5Pget_fill_time(dcpl, &ft);
+        H5Pfill_value_defined(dcpl, &fv);
+        H5Dget_space_status(d, &ss);
+        if (ss != H5D_SPACE_STATUS_ALLOCATED &&
+            (ft == H5D_FILL_TIME_NEVER || fv == H5D_FILL_VALUE_UNDEFINED))
+            snprintf(why, sizeof why, "never written, and no fill value is defined (fill time "
+                                      "never): its values would be uninitialised memory");
+    }
+    if (why[0]) snprintf(info->problem, sizeof info->problem, "%s", why);
 }
 
 /* Describe an open dataset; the only failure is out of memory or an unreadable header. */
@@ -436,6 +814,7 @@ static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_te
     h5io_describe_filters(dcpl, info);
     info->stored_bytes = (int64_t)H5Dget_storage_size(d);
     info->file_offset = -1; /* chunks, or HDF5 decides: not one plain range we report */
+    h5io_describe_pointers(f, d, dcpl, sc, info);
 out:
     if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);
@@ -470,11 +849,11 @@ static herr_t h5io_walk_cb(hid_t group, const char *name, const H5L_info_t *linf
 {
     h5io_walk *w = data;
     if (linfo->type != H5L_TYPE_HARD) return 0; /* soft/external links are not followed */
-    hid_t o = H5Oopen(group, name, H5P_DEFAULT);
-    if (o < 0) return 0;
-    bool is_dset = H5Iget_type(o) == H5I_DATASET;
-    H5Oclose(o);
-    if (!is_dset) return 0;
+    /* The object's type from its header, without decoding its messages: a dataset whose
+     * datatype this HDF5 cannot read is still listed (describing it gives the problem). */
+    H5O_info_t oi;
+    if (H5Oget_info_by_name2(group, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return 0;
+    if (oi.type != H5O_TYPE_DATASET) return 0;
     if (w->n == w->cap) {
         int cap = w->cap ? 2 * w->cap : 64;
         char **np = realloc(w->paths, (size_t)cap * sizeof *np);
@@ -529,6 +908,34 @@ static fp4_status h5io_describe_named(fp4_h5file *f, const char *path, fp4_tenso
     bool is_group = false;
     hid_t d = h5io_open_dset(f, path, &is_group);
     *kind = d >= 0 ? FP4_NAME_TENSOR : is_group ? FP4_NAME_GROUP : FP4_NAME_NONE;
+    if (d < 0 && f->elink_why[0]) {
+        /* an external link refused (a FIFO, a device, outside the tree): an entry saying so */
+        *kind = FP4_NAME_TENSOR;
+        if (!(out->name = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        snprintf(out->dtype, sizeof out->dtype, "unknown");
+        out->nelems = -1;
+        out->logical_bytes = -1;
+        out->stored_bytes = -1;
+        snprintf(out->problem, sizeof out->problem, "%s", f->elink_why);
+        return FP4_OK;
+    }
+    if (d < 0 && !is_group && H5Lexists(f->fid, path, f->lapl) > 0) {
+        /* it exists but does not open (a datatype or layout this HDF5 cannot decode) */
+        H5O_info_t oi;
+        if (H5Oget_info_by_name2(f->fid, path, &oi, H5O_INFO_BASIC, f->lapl) >= 0 &&
+            oi.type == H5O_TYPE_DATASET) {
+            char why[120];
+            if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "unknown reason");
+            *kind = FP4_NAME_TENSOR;
+            if (!(out->name = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            snprintf(out->dtype, sizeof out->dtype, "unknown");
+            out->nelems = -1;
+            out->logical_bytes = -1;
+            out->stored_bytes = -1;
+            snprintf(out->problem, sizeof out->problem, "this HDF5 cannot open it: %s", why);
+            return FP4_OK;
+        }
+    }
     fp4_status st = d < 0 ? h5io_missing(f, path, is_group) : h5io_describe(f, d, path, out);
     if (d >= 0) H5Dclose(d);
     return st;
@@ -789,10 +1196,7 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
     hid_t probe = h5io_open_dset(f, path, &is_group);
     if (probe < 0) return h5io_missing(f, path, is_group);
     H5Dclose(probe);
-    hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-    if (dapl >= 0) H5Pset_chunk_cache(dapl, H5IO_CHUNK_CACHE_SLOTS, H5IO_CHUNK_CACHE_BYTES, 0.75);
-    hid_t dd = H5Dopen2(f->fid, path, dapl >= 0 ? dapl : H5P_DEFAULT);
-    if (dapl >= 0) H5Pclose(dapl);
+    hid_t dd = H5Dopen2(f->fid, path, f->lapl_dset);
     if (dd < 0) {
         char why[160];
         if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt object header");
@@ -812,6 +1216,21 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
     if (!f->cur_chunked) f->cur_direct = h5io_direct_offset(f, dd, &f->cur_info);
     *d = dd;
     *info = &f->cur_info;
+    return FP4_OK;
+}
+
+/* HDF5 reads past the end of a file as zeros: a file cut short after it was opened (by
+ * another process) would give zeros for data. Checked after every read. */
+static fp4_status h5io_check_size(const fp4_h5file *f, const char *path)
+{
+    struct stat sb;
+    if (stat(f->name, &sb) != 0)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file went away while it was read: %s",
+                         f->name, path, strerror(errno));
+    if ((int64_t)sb.st_size < f->open_size)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file was truncated while it was read "
+                         "(%lld of %lld bytes left)", f->name, path, (long long)sb.st_size,
+                         (long long)f->open_size);
     return FP4_OK;
 }
 
@@ -900,6 +1319,8 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         char why[160];
         if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "corrupt data");
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: read failed: %s", f->name, path, why);
+    } else {
+        st = h5io_check_size(f, path);
     }
 out:
     if (raw_type_copy >= 0) H5Tclose(raw_type_copy);
@@ -951,11 +1372,11 @@ fp4_status fp4_h5_read_attr_double(fp4_h5file *f, const char *obj, const char *n
     if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_status st = FP4_OK;
     hid_t a = -1, t = -1, s = -1;
-    if (H5Aexists_by_name(f->fid, p, name, H5P_DEFAULT) <= 0) {
+    if (H5Aexists_by_name(f->fid, p, name, f->lapl) <= 0) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: no attribute '%s'", f->name, p, name);
         goto out;
     }
-    a = H5Aopen_by_name(f->fid, p, name, H5P_DEFAULT, H5P_DEFAULT);
+    a = H5Aopen_by_name(f->fid, p, name, H5P_DEFAULT, f->lapl);
     if (a >= 0) t = H5Aget_type(a);
     if (a >= 0) s = H5Aget_space(a);
     if (a < 0 || t < 0 || s < 0) {
@@ -1025,4 +1446,5 @@ const fp4_source_ops fp4_source_hdf5 = {
     .read_raw = h5src_read_raw,
     .read_f32 = h5src_read_f32,
     .set_verbose = fp4_h5_set_verbose,
+    .set_allow_external = fp4_h5_set_allow_external,
 };

@@ -21,6 +21,12 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out);
 void fp4_h5_close(fp4_h5file *f);
 const char *fp4_h5_filename(const fp4_h5file *f);
 
+/* Follow external links, external raw storage and virtual-dataset sources outside the
+ * directory tree of the file opened (--allow-external); by default only inside it. Either
+ * way only to regular files, resolved against the pointing file's own directory, checked
+ * before reading; a refused pointer makes the dataset's `problem` (an errors entry). */
+void fp4_h5_set_allow_external(bool allow);
+
 /* Turn HDF5's automatic error-stack printing on (verbose) or off (default). */
 void fp4_h5_set_verbose(bool verbose);
 

@@ -59,6 +59,13 @@ void fp4_source_set_verbose(bool verbose)
         if (fp4_source_table[i]->set_verbose) fp4_source_table[i]->set_verbose(verbose);
 }
 
+void fp4_source_set_allow_external(bool allow)
+{
+    for (int i = 0; i < fp4_source_count; i++)
+        if (fp4_source_table[i]->set_allow_external)
+            fp4_source_table[i]->set_allow_external(allow);
+}
+
 /* The format of `file` by its first bytes; the fallback (last entry) when none claims it or
  * the file cannot be read here (its open then says why). */
 static const fp4_source_ops *source_detect(const char *file)
@@ -163,16 +170,18 @@ static bool select_match_slash(const char *pat, const char *path)
         return true;
     if (fnmatch(pat, path, FNM_PATHNAME) == 0) return true;
     if (!strpbrk(pat, "*?[")) return false;
-    char buf[1024];
     const size_t len = strlen(path);
-    if (len >= sizeof buf) return false;
+    char *buf = malloc(len + 1); /* names of any length: no fixed buffer */
+    if (!buf) return false;
     memcpy(buf, path, len + 1);
-    for (size_t i = len; i-- > 1;) /* ancestors, deepest first */
+    bool hit = false;
+    for (size_t i = len; i-- > 1 && !hit;) /* ancestors, deepest first */
         if (buf[i] == '/') {
             buf[i] = '\0';
-            if (fnmatch(pat, buf, FNM_PATHNAME) == 0) return true;
+            hit = fnmatch(pat, buf, FNM_PATHNAME) == 0;
         }
-    return false;
+    free(buf);
+    return hit;
 }
 
 /* Whether `pat` selects `name`: the name itself, a group above it, or a glob matching the name
@@ -181,12 +190,17 @@ static bool select_match_slash(const char *pat, const char *path)
 bool fp4_select_matches(const char *pat, const char *name, const char *seps)
 {
     if (!seps[0] || (seps[0] == '/' && !seps[1])) return select_match_slash(pat, name);
-    char p2[1024], n2[1024];
     size_t lp = strlen(pat), ln = strlen(name);
-    if (lp >= sizeof p2 || ln >= sizeof n2) return strcmp(pat, name) == 0;
-    for (size_t i = 0; i <= lp; i++) p2[i] = pat[i] && strchr(seps, pat[i]) ? '/' : pat[i];
-    for (size_t i = 0; i <= ln; i++) n2[i] = name[i] && strchr(seps, name[i]) ? '/' : name[i];
-    return select_match_slash(p2, n2);
+    char *p2 = malloc(lp + 1), *n2 = malloc(ln + 1);
+    bool hit = false;
+    if (p2 && n2) {
+        for (size_t i = 0; i <= lp; i++) p2[i] = pat[i] && strchr(seps, pat[i]) ? '/' : pat[i];
+        for (size_t i = 0; i <= ln; i++) n2[i] = name[i] && strchr(seps, name[i]) ? '/' : name[i];
+        hit = select_match_slash(p2, n2);
+    }
+    free(p2);
+    free(n2);
+    return hit;
 }
 
 fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
@@ -299,6 +313,9 @@ fp4_status fp4_source_skip_reason(const fp4_source *s, const fp4_tensor_desc *t,
         }
     }
     if (all_tensors) return FP4_OK;
+    /* What is wrong with a tensor (a refused pointer, storage never written, a dataset that
+     * cannot be opened: dtype "unknown") is an error to report, never a reason to skip it. */
+    if (t->problem[0] && (t->numeric || !strcmp(t->dtype, "unknown"))) return FP4_OK;
     for (int j = 0; j < npatterns; j++) {
         char *p = select_normalize(s->ops, patterns[j]);
         if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");

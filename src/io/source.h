@@ -148,6 +148,10 @@ typedef struct fp4_source_ops {
     fp4_status (*metadata)(void *impl, char ***keys, char ***vals, int *n);
     /* Optional. Let the library print its own error stack (-vv) or keep it silent. */
     void (*set_verbose)(bool verbose);
+    /* Optional (formats whose files can point at other files). Follow such pointers outside
+     * the directory tree of the file opened (--allow-external); by default only inside it,
+     * and always only to regular files. */
+    void (*set_allow_external)(bool allow);
 } fp4_source_ops;
 
 /* The registry (source_reg.c): every format, HDF5 last (the fallback). */
@@ -172,10 +176,13 @@ void fp4_source_metadata_free(char **keys, char **vals, int n);
 /* Every format's library prints its own error stack (true, -vv) or stays silent (default). */
 void fp4_source_set_verbose(bool verbose);
 
+/* --allow-external for every format (see fp4_source_ops.set_allow_external). */
+void fp4_source_set_allow_external(bool allow);
+
 /* The selection grammar (SPEC §8), the same for every format. Each pattern is an exact tensor
  * name, a group/prefix (every tensor below it: the name continues with a separator), or a
  * glob on the full name (fnmatch: '*' does not cross a separator; a glob matching a group
- * selects every tensor below it; names over 1023 bytes are matched whole only); no patterns
+ * selects every tensor below it; names of any length); no patterns
  * = every tensor. A leading '/' is optional. Results in listing order, de-duplicated, every
  * one described (tensors that cannot be read included, with `problem` set). *out is freed
  * with fp4_tensor_desc_free_list. A pattern that matches nothing: FP4_ERR_INPUT
