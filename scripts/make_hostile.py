@@ -39,6 +39,8 @@ Fixtures (each a few KiB, libver='earliest' so the C library we link reads them)
                badtype.h5: /good (f64), /bad (f32 whose datatype message names class 11,
                which no HDF5 1.10 knows: it cannot be opened)
   trunc.h5     300 contiguous f32 datasets /tNNN of 64x256 (20 MB), to be cut while read
+  trunc_chunked.h5  the same values in chunks of 16x256 (shuffle+deflate: read from the
+               stored chunks by fp4diag's own reader), to be cut while read
   many.h5      10,000 tiny datasets /dNNNNN (f32, 32 values each): the per-tensor cost
 """
 import os
@@ -253,6 +255,15 @@ def trunc(path):
             f.create_dataset("t%03d" % i, data=r.standard_normal((64, 256)).astype(np.float32))
 
 
+def trunc_chunked(path):
+    r = np.random.default_rng(7)
+    with h5py.File(path, "w", libver="earliest") as f:
+        for i in range(300):
+            f.create_dataset("t%03d" % i, data=r.standard_normal((64, 256)).astype(np.float32),
+                             chunks=(16, 256), shuffle=True, compression="gzip",
+                             compression_opts=1)
+
+
 def many(path):
     with h5py.File(path, "w", libver="earliest") as f:
         a = np.linspace(-1, 1, 32, dtype=np.float32)
@@ -262,9 +273,9 @@ def many(path):
 
 FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small,
             "many.h5": many, "gemm.h5": gemm, "names.h5": names, "links": links,
-            "trunc.h5": trunc}
+            "trunc.h5": trunc, "trunc_chunked.h5": trunc_chunked}
 # Made only when named (slow to write, or only one case needs them).
-ON_REQUEST = {"many.h5", "links", "trunc.h5"}
+ON_REQUEST = {"many.h5", "links", "trunc.h5", "trunc_chunked.h5"}
 
 
 def main():

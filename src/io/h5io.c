@@ -1267,6 +1267,7 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
     if (f->cur_chunked && (mem_type == H5I_INVALID_HID ||
                            (mem_type == H5T_NATIVE_FLOAT && in->stored == FP4_STORED_F32))) {
         st = h5io_chunked_read(f, d, dim, start, count, buf);
+        if (st == FP4_OK) st = h5io_check_size(f, path); /* the chunk index read too */
         goto out;
     }
     /* ... and of a contiguous dataset: straight from the file */
@@ -1323,6 +1324,9 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         st = h5io_check_size(f, path);
     }
 out:
+    /* any read failure on a file that shrank meanwhile: say so (the cause, not its symptom:
+     * a chunk index or a chunk past the end) */
+    if (st == FP4_ERR_INPUT && in && h5io_check_size(f, path) != FP4_OK) st = FP4_ERR_INPUT;
     if (raw_type_copy >= 0) H5Tclose(raw_type_copy);
     if (raw_type >= 0) H5Tclose(raw_type);
     if (ms >= 0) H5Sclose(ms);
