@@ -720,6 +720,40 @@ static fp4_status h5io_missing(fp4_h5file *f, const char *path, bool is_group)
     return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", f->name, path);
 }
 
+/* The first chunk (row-major) of a partly written chunked dataset that was never written, as
+ * "chunk (r,c)" in buf ("" when none is found among the first 2^20). */
+static void h5io_first_unwritten(hid_t d, const fp4_tensor_desc *in, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (in->chunk_rank != in->rank || in->rank < 1) return;
+    int64_t grid[FP4_MAX_RANK], cells = 1;
+    for (int i = 0; i < in->rank; i++) {
+        if (in->chunk[i] < 1) return;
+        grid[i] = in->dims[i] / in->chunk[i] + (in->dims[i] % in->chunk[i] != 0);
+        if (grid[i] == 0) return;
+        cells = cells > ((int64_t)1 << 20) / grid[i] ? ((int64_t)1 << 20) : cells * grid[i];
+    }
+    for (int64_t k = 0; k < cells; k++) {
+        hsize_t off[FP4_MAX_RANK];
+        int64_t rem = k;
+        for (int i = in->rank - 1; i >= 0; i--) {
+            off[i] = (hsize_t)(rem % grid[i] * in->chunk[i]);
+            rem /= grid[i];
+        }
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info_by_coord(d, off, &mask, &addr, &size) < 0) return;
+        if (addr != HADDR_UNDEF && size > 0) continue;
+        size_t n = (size_t)snprintf(buf, cap, "chunk (");
+        for (int i = 0; i < in->rank && n < cap; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? "," : "",
+                                  (unsigned long long)off[i]);
+        if (n < cap) snprintf(buf + n, cap - n, ")");
+        return;
+    }
+}
+
 /* What a dataset's values would be read from, checked before any read: a NULL dataspace has
  * none; storage never written with no fill value (fill time "never") is uninitialised
  * memory; virtual sources and external files as above. A verdict becomes `problem`. */
@@ -751,10 +785,19 @@ static void h5io_describe_pointers(fp4_h5file *f, hid_t d, hid_t dcpl, H5S_class
         H5Pget_fill_time(dcpl, &ft);
         H5Pfill_value_defined(dcpl, &fv);
         H5Dget_space_status(d, &ss);
+        char where[96] = "";
         if (ss != H5D_SPACE_STATUS_ALLOCATED &&
-            (ft == H5D_FILL_TIME_NEVER || fv == H5D_FILL_VALUE_UNDEFINED))
-            snprintf(why, sizeof why, "never written, and no fill value is defined (fill time "
-                                      "never): its values would be uninitialised memory");
+            (ft == H5D_FILL_TIME_NEVER || fv == H5D_FILL_VALUE_UNDEFINED)) {
+            if (layout == H5D_CHUNKED && ss == H5D_SPACE_STATUS_PART_ALLOCATED)
+                h5io_first_unwritten(d, info, where, sizeof where);
+            if (where[0])
+                snprintf(why, sizeof why, "%s was never written and the dataset defines no fill "
+                         "value (fill time never): its values would be uninitialised memory",
+                         where);
+            else
+                snprintf(why, sizeof why, "never written, and no fill value is defined (fill "
+                         "time never): its values would be uninitialised memory");
+        }
     }
     if (why[0]) snprintf(info->problem, sizeof info->problem, "%s", why);
 }
@@ -925,7 +968,9 @@ static fp4_status h5io_describe_named(fp4_h5file *f, const char *path, fp4_tenso
         if (H5Oget_info_by_name2(f->fid, path, &oi, H5O_INFO_BASIC, f->lapl) >= 0 &&
             oi.type == H5O_TYPE_DATASET) {
             char why[120];
-            if (!h5io_why(why, sizeof why)[0]) snprintf(why, sizeof why, "unknown reason");
+            if (!h5io_why(why, sizeof why)[0])
+                snprintf(why, sizeof why, "its header cannot be decoded (a datatype or layout "
+                         "this HDF5 does not know, or a damaged message)");
             *kind = FP4_NAME_TENSOR;
             if (!(out->name = h5io_strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
             snprintf(out->dtype, sizeof out->dtype, "unknown");
