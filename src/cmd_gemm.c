@@ -333,6 +333,24 @@ static bool spec_layer_name(const operand_src src[3], char *buf, size_t n)
     return true;
 }
 
+/* The name of operand t of the layer in group grp, as the file's format spells it: rooted
+ * ("/blocks/0" + "/x"; the root group "/" gives "/x") or not ("model.layers.1.mlp" + "." + "x").
+ * malloc'd; NULL when out of memory. */
+static char *operand_name(const char *grp, bool rooted, char sep, fp4_gemm_tensor t)
+{
+    size_t gl = strlen(grp);
+    while (gl > 1 && grp[gl - 1] == '/') gl--;
+    const size_t len = gl + 8;
+    char *d = malloc(len);
+    if (!d) return NULL;
+    if (!rooted)
+        snprintf(d, len, "%.*s%c%s", (int)gl, grp, sep, fp4_gemm_tensor_name(t));
+    else
+        snprintf(d, len, "%s%.*s%s%s", grp[0] == '/' ? "" : "/", (int)gl, grp,
+                 gl == 1 && grp[0] == '/' ? "" : "/", fp4_gemm_tensor_name(t));
+    return d;
+}
+
 /* --shard: the operand elements of each group's layer (x, w, dy as far as they exist; 0 when
  * unreadable: the layer then fails in its own share), split by fp4_shard_assign. mine[] gets
  * this share's positions, ascending. */
@@ -345,20 +363,23 @@ static fp4_status shard_layers(const fp4_options *opt, char **groups, int ngroup
     if (!w || !owner) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_source *f = NULL;
     if (st == FP4_OK && !by_spec && fp4_source_open(opt->args[0], &f) != FP4_OK) fp4_error_clear();
+    const bool rooted = f ? fp4_source_format(f)->rooted : true;
+    const char sep = f ? fp4_source_format(f)->separators[0] : '/';
     for (int i = 0; st == FP4_OK && f && i < ngroups; i++)
-        for (int t = 0; t < 3; t++) {
-            char dset[1024];
-            int gl = (int)strlen(groups[i]);
-            while (gl > 0 && groups[i][gl - 1] == '/') gl--;
-            snprintf(dset, sizeof dset, "%.*s/%s", gl, groups[i],
-                     fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+        for (int t = 0; t < 3 && st == FP4_OK; t++) {
+            char *dset = operand_name(groups[i], rooted, sep, (fp4_gemm_tensor)t);
+            if (!dset) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                break;
+            }
             fp4_tensor_desc info;
             if (fp4_source_describe(f, dset, &info) != FP4_OK) {
                 fp4_error_clear();
-                continue;
+            } else {
+                if (info.nelems > 0) w[i] += info.nelems;
+                fp4_tensor_desc_free(&info);
             }
-            if (info.nelems > 0) w[i] += info.nelems;
-            fp4_tensor_desc_free(&info);
+            free(dset);
         }
     if (f) fp4_source_close(f);
     if (st == FP4_OK) st = fp4_shard_assign(w, ngroups, opt->shard.count, owner);
@@ -562,22 +583,12 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                 continue;
             }
             const char *grp = groups[i];
-            size_t gl = strlen(grp);
-            while (gl > 1 && grp[gl - 1] == '/') gl--;
-            size_t len = gl + 8;
             src[t].file = strdup(opt.args[0]);
-            src[t].dset = malloc(len);
+            src[t].dset = operand_name(grp, rooted, name_sep, (fp4_gemm_tensor)t);
             if (!src[t].file || !src[t].dset) {
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 break;
             }
-            if (!rooted) /* model.layers.1.mlp + "." + x */
-                snprintf(src[t].dset, len, "%.*s%c%s", (int)gl, grp, name_sep,
-                         fp4_gemm_tensor_name((fp4_gemm_tensor)t));
-            else
-                snprintf(src[t].dset, len, "%s%.*s%s%s", grp[0] == '/' ? "" : "/", (int)gl, grp,
-                         gl == 1 && grp[0] == '/' ? "" : "/",
-                         fp4_gemm_tensor_name((fp4_gemm_tensor)t));
             name = grp;
         }
         if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))
