@@ -5,10 +5,7 @@
 # errors entry kept, exit 3), gemm on
 # the GEMM file; to stdout, rank 0 alone prints one report. Skipped without an MPI build
 # (MPI=0), without mpirun, and under the sanitizer build (Open MPI's own allocations).
-set -u
-C=$PWD/testdata/gpt_ckpt_small.h5
-G=$PWD/testdata/gpt_gemm_small.h5
-[ -f "$C" ] && [ -f "$G" ] || { echo "no testdata"; exit 77; }
+. src/tests/cli/lib/parts.sh
 command -v mpirun >/dev/null 2>&1 || { echo "no mpirun (apt-get install openmpi-bin)"; exit 77; }
 ldd "$FP4DIAG" 2>/dev/null | grep -q libmpi || { echo "fp4diag built without MPI (MPI=0)"; exit 77; }
 ldd "$FP4DIAG" 2>/dev/null | grep -q libasan && { echo "sanitizer build: mpirun case skipped"; exit 77; }
@@ -16,31 +13,7 @@ python3 -c 'import h5py' 2>/dev/null || { echo "no python3 h5py"; exit 77; }
 # CI runs as root; Open MPI refuses root unless told
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none # containers without ptrace rights
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-python3 - "$tmp/mixed.h5" <<'PY' || fail "cannot write mixed.h5"
-import sys, h5py, numpy as np
-r = np.random.default_rng(5)
-with h5py.File(sys.argv[1], "w") as f:
-    f["a/w"] = r.standard_normal((64, 48)).astype(np.float32)
-    f["b/name"] = np.array([b"not a tensor"])
-    f["c/w"] = r.standard_normal((300,)).astype(np.float16)
-    f["d/w"] = r.standard_normal((32, 32, 4)).astype(np.float32)
-    f["ga/x"] = r.standard_normal((32, 48)).astype(np.float32)
-    f["ga/w"] = r.standard_normal((16, 48)).astype(np.float32)
-    f["ga/dy"] = r.standard_normal((32, 16)).astype(np.float32)
-    f["gb/x"] = r.standard_normal((32, 40)).astype(np.float32)  # in-features disagree
-    f["gb/w"] = r.standard_normal((16, 48)).astype(np.float32)
-    f["gb/dy"] = r.standard_normal((32, 16)).astype(np.float32)
-    f["gc/x"] = r.standard_normal((64, 32)).astype(np.float32)
-    f["gc/w"] = r.standard_normal((32, 32)).astype(np.float32)
-    f["gc/dy"] = r.standard_normal((64, 32)).astype(np.float32)
-PY
-same() {
-    grep -v '"seconds"' "$1" >"$tmp/x1"; grep -v '"seconds"' "$2" >"$tmp/x2"
-    cmp -s "$tmp/x1" "$tmp/x2" || { diff "$tmp/x1" "$tmp/x2" | head -20; fail "$3"; }
-}
+mixed_h5 "$tmp/mixed.h5" 5
 case_() { # case NAME EXPECTED_RC COMMAND ARGS...
     n=$1 want=$2; shift 2
     mkdir -p "$tmp/$n/one" "$tmp/$n/n2" "$tmp/$n/n3"

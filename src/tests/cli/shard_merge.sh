@@ -5,39 +5,11 @@
 # tensors the default selection skips (the skipped list kept) and with one that fails under
 # --all-tensors (its errors entry kept in place); the partial reports validate.
 # Missing, repeated and foreign parts exit 3 naming them, and write nothing.
-set -u
-C=$PWD/testdata/gpt_ckpt_small.h5
-G=$PWD/testdata/gpt_gemm_small.h5
-[ -f "$C" ] && [ -f "$G" ] || { echo "no testdata"; exit 77; }
+. src/tests/cli/lib/parts.sh
 python3 -c 'import jsonschema, h5py' 2>/dev/null || { echo "no python3 jsonschema/h5py"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
 SCHEMA=$PWD/schema/report.schema.json
 # a file with a string dataset between float tensors: its errors entry must keep its place
-python3 - "$tmp/mixed.h5" <<'PY' || fail "cannot write mixed.h5"
-import sys, h5py, numpy as np
-r = np.random.default_rng(3)
-with h5py.File(sys.argv[1], "w") as f:
-    f["a/w"] = r.standard_normal((64, 48)).astype(np.float32)
-    f["b/name"] = np.array([b"not a tensor"])
-    f["c/w"] = r.standard_normal((300,)).astype(np.float16)
-    f["d/w"] = r.standard_normal((32, 32, 4)).astype(np.float32)
-    f["e/w"] = r.standard_normal((8, 16)).astype(np.float64)
-    f["ga/x"] = r.standard_normal((32, 48)).astype(np.float32)
-    f["ga/w"] = r.standard_normal((16, 48)).astype(np.float32)
-    f["ga/dy"] = r.standard_normal((32, 16)).astype(np.float32)
-    f["gb/x"] = r.standard_normal((32, 40)).astype(np.float32)  # in-features disagree
-    f["gb/w"] = r.standard_normal((16, 48)).astype(np.float32)
-    f["gb/dy"] = r.standard_normal((32, 16)).astype(np.float32)
-    f["gc/x"] = r.standard_normal((64, 32)).astype(np.float32)
-    f["gc/w"] = r.standard_normal((32, 32)).astype(np.float32)
-    f["gc/dy"] = r.standard_normal((64, 32)).astype(np.float32)
-PY
-same() { # same A B: equal outside the "seconds" line
-    grep -v '"seconds"' "$1" >"$tmp/x1"; grep -v '"seconds"' "$2" >"$tmp/x2"
-    cmp -s "$tmp/x1" "$tmp/x2" || { diff "$tmp/x1" "$tmp/x2" | head -20; fail "$3"; }
-}
+mixed_h5 "$tmp/mixed.h5" 3 f64
 # case NAME EXPECTED_RC COMMAND ARGS...: one process, then 2 and 3 shares merged
 case_() {
     n=$1 want=$2; shift 2
