@@ -1,36 +1,20 @@
 #!/bin/sh
-# bench_scale.sh — scale check: a generated 8 GiB checkpoint (64 float32 datasets of 128 MiB,
-# in a temp dir, deleted afterwards) through `fp4diag sqnr --mem-limit 512M`; prints the wall
-# time, throughput and peak resident size (/usr/bin/time -v), and fails when the peak is not
-# under 1 GiB. Env: FP4DIAG, TMPDIR, SCALE_DATASETS (64), SCALE_MIB (128 per dataset).
+# bench_scale.sh — scale check: a generated 8 GiB checkpoint (scripts/make_scale_ckpt.py: 64
+# float32 datasets of 128 MiB, in a temp dir, deleted afterwards) through `fp4diag sqnr
+# --mem-limit 512M`; prints the wall time, throughput and peak resident size (/usr/bin/time -v),
+# and fails when the peak is not under 1 GiB. Env: FP4DIAG, TMPDIR, SCALE_DATASETS (64), SCALE_MIB (128 per dataset).
 set -eu
 cd "$(dirname "$0")/.."
 FP4DIAG=${FP4DIAG:-$PWD/fp4diag}
 N=${SCALE_DATASETS:-64}
 MIB=${SCALE_MIB:-128}
-need_kib=$(( (N * MIB + 1024) * 1024 ))
-base=${TMPDIR:-/tmp}
-avail_kib=$(df -Pk "$base" | awk 'NR == 2 {print $4}')
-if [ "$avail_kib" -lt "$need_kib" ]; then
-    echo "bench_scale: $base has $((avail_kib / 1024)) MiB free, needs $((need_kib / 1024)) MiB; skipped"
-    exit 77
-fi
 [ -x /usr/bin/time ] || { echo "bench_scale: /usr/bin/time (GNU time) is needed; skipped"; exit 77; }
-dir=$(mktemp -d "$base/fp4diag-scale-XXXXXX")
+dir=$(mktemp -d "${TMPDIR:-/tmp}/fp4diag-scale-XXXXXX")
 trap 'rm -rf -- "$dir"' EXIT INT TERM
 echo "bench_scale: writing $N x $MIB MiB float32 datasets to $dir"
-python3 - "$dir/ckpt.h5" "$N" "$MIB" <<'PY'
-import sys, h5py, numpy as np
-path, n, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-cols = 4096
-rows = mib * (1 << 20) // 4 // cols
-rng = np.random.default_rng(7)
-base = rng.standard_normal((rows, cols), dtype=np.float32)
-base[rng.random(base.shape) < 0.001] *= 20.0
-with h5py.File(path, "w") as f:
-    for i in range(n):
-        f.create_dataset(f"/layers/{i:02d}/weight", data=base * np.float32(1.0 + i / n))
-PY
+rc=0
+python3 scripts/make_scale_ckpt.py "$dir/ckpt.h5" "$N" "$MIB" f32 || rc=$?
+[ "$rc" -eq 0 ] || exit "$rc" # 77: too little free space
 size=$(stat -c %s "$dir/ckpt.h5")
 "$FP4DIAG" ls "$dir/ckpt.h5" >/dev/null  # warm the metadata
 /usr/bin/time -v "$FP4DIAG" sqnr "$dir/ckpt.h5" --mem-limit 512M -q -o "$dir/report.json" \

@@ -81,6 +81,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < FP4_ISA_COUNT; i++)
             if (fp4_engine_get((fp4_isa)i)) printf(" %s", fp4_isa_name((fp4_isa)i));
         printf(")\n");
+        printf("mpi: %s\n", fp4_world_built() ? "on (mpirun mode)" : "off (built without MPI)");
         return FP4_OK;
     }
     if (!strcmp(name, "help")) {
