@@ -77,6 +77,11 @@ int fp4k_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_l
 int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len,
                    int rht_n, const float *signs, float *tile_amax, void *stream);
 
+/* Stored 16-bit float words -> fp32: n words at `words` (IEEE f16, or bf16 when bf16 != 0;
+ * host byte order) into out[0..n), with the bits io/widen.c gives (exact; a NaN keeps its sign
+ * and has every other bit set). Both pointers 16-byte aligned (cudaErrorInvalidValue else). */
+int fp4k_widen16(const void *words, int bf16, float *out, int64_t n, void *stream);
+
 /* C (m x n, row-major) = A (m x k, row-major) * B (n x k, row-major)^T in fp64, cuBLAS dgemm.
  * handle: a cublasHandle_t made by fp4k_blas_create, which loads cuBLAS (dlopen of
  * libcublas.so.<major>) at its first call and returns -1 with fp4k_blas_last_error() set when

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend_impl.h"
+#include "io/widen.h"
 
 int fp4_cpu_count(void)
 {
@@ -87,17 +88,14 @@ fp4_status fp4_analysis_begin(fp4_backend *be, const fp4_qconfig *cfgs, int ncfg
 
 bool fp4_analysis_needs_amax(const fp4_analysis *an) { return an && an->needs_amax; }
 
-fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+static fp4_status amax_check(const fp4_analysis *an, int64_t nrows)
 {
-    if (!an->needs_amax) return FP4_OK;
     if (an->rows_fed > 0 || nrows < 0 || an->rows_amax + nrows > an->n_rows)
         return fp4_error(FP4_ERR_USAGE, "analysis: amax slab out of order");
-    FP4_TRY(an->be->ops->amax(an, rows, nrows));
-    an->rows_amax += nrows;
     return FP4_OK;
 }
 
-fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+static fp4_status feed_check(const fp4_analysis *an, int64_t nrows)
 {
     if (an->needs_amax && an->rows_amax != an->n_rows)
         return fp4_error(FP4_ERR_USAGE, "analysis: feed before the amax pass covered all rows");
@@ -108,7 +106,83 @@ fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
             if (an->cfgs[c].weight_2d)
                 return fp4_error(FP4_ERR_USAGE,
                                  "analysis: weight_2d needs slabs of a multiple of 16 rows");
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    if (!an->needs_amax) return FP4_OK;
+    FP4_TRY(amax_check(an, nrows));
+    FP4_TRY(an->be->ops->amax(an, rows, nrows));
+    an->rows_amax += nrows;
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    FP4_TRY(feed_check(an, nrows));
     FP4_TRY(an->be->ops->feed(an, rows, nrows));
+    an->rows_fed += nrows;
+    return FP4_OK;
+}
+
+bool fp4_backend_takes_words(const fp4_backend *be, fp4_words w)
+{
+    return be && be->ops->takes_words && be->ops->takes_words(be, w);
+}
+
+/* Words a backend does not take itself: widened here (io/widen.c) into fp32 rows. */
+static fp4_status words_widen(const fp4_analysis *an, const void *words, fp4_words w,
+                              int64_t nrows, float **out)
+{
+    const size_t n = (size_t)nrows * (size_t)an->row_len;
+    float *f = malloc(n ? n * sizeof *f : 1);
+    if (!f) return fp4_error(FP4_ERR_INTERNAL, "analysis: out of memory (%zu values)", n);
+    fp4_widen(w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16, false, words, f, n);
+    *out = f;
+    return FP4_OK;
+}
+
+static fp4_status words_kind(fp4_words w)
+{
+    if (w != FP4_WORDS_F16 && w != FP4_WORDS_BF16)
+        return fp4_error(FP4_ERR_USAGE, "analysis: unknown word kind %d", (int)w);
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows)
+{
+    FP4_TRY(words_kind(w));
+    if (!an->needs_amax) return FP4_OK;
+    FP4_TRY(amax_check(an, nrows));
+    if (an->be->ops->amax_words && fp4_backend_takes_words(an->be, w)) {
+        FP4_TRY(an->be->ops->amax_words(an, words, w, nrows));
+    } else {
+        float *f = NULL;
+        FP4_TRY(words_widen(an, words, w, nrows, &f));
+        fp4_status st = an->be->ops->amax(an, f, nrows);
+        free(f);
+        FP4_TRY(st);
+    }
+    an->rows_amax += nrows;
+    return FP4_OK;
+}
+
+fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows)
+{
+    FP4_TRY(words_kind(w));
+    FP4_TRY(feed_check(an, nrows));
+    if (an->be->ops->feed_words && fp4_backend_takes_words(an->be, w)) {
+        FP4_TRY(an->be->ops->feed_words(an, words, w, nrows));
+    } else {
+        float *f = NULL;
+        FP4_TRY(words_widen(an, words, w, nrows, &f));
+        fp4_status st = an->be->ops->feed(an, f, nrows);
+        free(f);
+        FP4_TRY(st);
+    }
     an->rows_fed += nrows;
     return FP4_OK;
 }

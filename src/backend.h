@@ -49,4 +49,22 @@ fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out);
 /* Free without results (error paths). */
 void fp4_analysis_abort(fp4_analysis *an);
 
+/* Stored 16-bit words in place of fp32 rows (host byte order; SPEC §8): IEEE f16 and bf16
+ * (sign 15, exponent 7..14, mantissa 0..6, bias 127), widened exactly as io/widen.h widens
+ * them. The CUDA backend uploads the words (half the bytes of fp32) and widens them on the
+ * device; a backend that does not take them itself widens them on the host first. */
+typedef enum fp4_words { FP4_WORDS_F16 = 1, FP4_WORDS_BF16 = 2 } fp4_words;
+
+/* Whether `be` takes words of kind w itself (then a caller reading a tensor stored so does
+ * better to hand it the stored words than fp32). */
+bool fp4_backend_takes_words(const fp4_backend *be, fp4_words w);
+
+/* fp4_analysis_amax / fp4_analysis_feed on nrows rows of row_len words of kind w: the same
+ * protocol, the same results as the fp32 rows the words widen to (bit for bit). FP4_ERR_USAGE
+ * for an unknown kind; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows);
+fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows);
+
 #endif

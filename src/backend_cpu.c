@@ -254,6 +254,19 @@ static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
     return FP4_OK;
 }
 
+/* The CPU takes fp32 (the reader widens on its own thread, in parallel with the analysis).
+ * FP4DIAG_CPU_WORDS=1 makes it ask for stored 16-bit words, widened by backend.c: a test hook
+ * that runs the driver's words path (the one the CUDA backend takes) where no GPU is. */
+static bool cpu_takes_words(const fp4_backend *be, fp4_words w)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("FP4DIAG_CPU_WORDS");
+        on = e && strcmp(e, "1") == 0;
+    }
+    return on;
+}
+
 static const fp4_backend_ops cpu_ops = {
     .name = "cpu",
     .close = cpu_close,
@@ -262,6 +275,7 @@ static const fp4_backend_ops cpu_ops = {
     .feed = cpu_feed,
     .end = cpu_end,
     .abort = cpu_abort,
+    .takes_words = cpu_takes_words,
 };
 
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out)

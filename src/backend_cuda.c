@@ -1,18 +1,40 @@
-/* backend_cuda.c — the host side of the CUDA engine behind backend.h: pinned staging buffers
- * and two slab slots so that the caller's next read, the H2D copy and the kernels overlap;
- * per-chunk fp64 partials come back and are merged in (row, chunk) order, as on the CPU.
- * Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c reports its absence). */
+/* backend_cuda.c — the host side of the CUDA engine behind backend.h: CUDA started on a thread
+ * of its own at open (context and staging buffers, while the caller reads its first tensor);
+ * pinned staging buffers reused across slabs and tensors, two slab slots so that the caller's
+ * next read, the H2D copy and the kernels overlap; stored f16/bf16 words uploaded as they are
+ * and widened on the device; per-chunk fp64 partials come back and are merged in (row, chunk)
+ * order, as on the CPU. Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c
+ * reports its absence). */
 #include "backend_impl.h"
 
 #ifdef FP4_HAVE_CUDA
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/widen.h"
 #include "kernels.h"
 
 #define NSLOT 2
+/* Elements per staging slot made at start-up (the driver's slabs are about 8 MiB of fp32);
+ * a larger slab grows them. */
+#define STAGE_INIT_ELEMS ((int64_t)2 << 20)
+
+/* The backend: the GPU it runs on, the start-up thread, and the staging buffers shared by its
+ * analyses (one at a time). */
+typedef struct cuda_be {
+    int dev;
+    pthread_t init_th;
+    bool init_running;
+    cudaError_t init_err;
+    const char *init_what;
+    void *h_stage[NSLOT];     /* pinned: fp32 rows or 16-bit words */
+    float *d_in[NSLOT];       /* fp32 rows on the device */
+    uint16_t *d_words[NSLOT]; /* words on the device, before widening */
+    int64_t cap;              /* elements per slot */
+} cuda_be;
 
 typedef struct cuda_cfg {
     fp4_qplan plan;
@@ -31,16 +53,16 @@ typedef struct cuda_cfg {
 
 typedef struct cuda_an {
     cuda_cfg *c;
+    bool ready;           /* the CUDA objects below exist (made at the first slab) */
     cudaStream_t stream;
-    float *h_in[NSLOT];   /* pinned staging */
-    float *d_in[NSLOT];
     cudaEvent_t done[NSLOT];
     bool pending[NSLOT];
-    int64_t rows_cap;
     float *d_tile;
     int64_t tile_cap;
     int slot;
     bool planned;
+    float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
+    int64_t wide_cap;
 } cuda_an;
 
 static fp4_status cuda_fail(cudaError_t e, const char *what)
@@ -76,12 +98,92 @@ void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *o)
     o->counted_len = p->counted_len;
 }
 
-static void cuda_close(fp4_backend *be) { free(be); }
+static void stage_free(cuda_be *cb)
+{
+    for (int s = 0; s < NSLOT; s++) {
+        cudaFreeHost(cb->h_stage[s]);
+        cudaFree(cb->d_in[s]);
+        cudaFree(cb->d_words[s]);
+        cb->h_stage[s] = NULL;
+        cb->d_in[s] = NULL;
+        cb->d_words[s] = NULL;
+    }
+    cb->cap = 0;
+}
+
+/* Staging for n elements per slot: pinned host bytes for fp32, device fp32 and words. */
+static cudaError_t stage_alloc(cuda_be *cb, int64_t n, const char **what)
+{
+    cudaError_t e = cudaSuccess;
+    for (int s = 0; s < NSLOT && e == cudaSuccess; s++) {
+        *what = "pinned alloc";
+        e = cudaHostAlloc(&cb->h_stage[s], (size_t)n * sizeof(float) + 16, cudaHostAllocDefault);
+        if (e == cudaSuccess) {
+            *what = "device alloc";
+            e = cudaMalloc((void **)&cb->d_in[s], (size_t)n * sizeof(float) + 16);
+        }
+        if (e == cudaSuccess) e = cudaMalloc((void **)&cb->d_words[s], (size_t)n * 2 + 16);
+    }
+    if (e == cudaSuccess) cb->cap = n;
+    return e;
+}
+
+/* The start-up thread: the context (the 0.2-0.5 s of a first CUDA call) and the staging
+ * buffers, while the caller opens its input and reads the first slab. */
+static void *cuda_init_main(void *arg)
+{
+    cuda_be *cb = arg;
+    cb->init_what = "set device";
+    cudaError_t e = cudaSetDevice(cb->dev);
+    if (e == cudaSuccess) {
+        cb->init_what = "context";
+        e = cudaFree(0);
+    }
+    if (e == cudaSuccess) e = stage_alloc(cb, STAGE_INIT_ELEMS, &cb->init_what);
+    if (e != cudaSuccess) cudaGetLastError();
+    cb->init_err = e;
+    return NULL;
+}
+
+/* Wait for the start-up thread (once) and make this thread use the backend's GPU. */
+static fp4_status cuda_ready(cuda_be *cb)
+{
+    if (cb->init_running) {
+        pthread_join(cb->init_th, NULL);
+        cb->init_running = false;
+    }
+    if (cb->init_err != cudaSuccess) return cuda_fail(cb->init_err, cb->init_what);
+    CU(cudaSetDevice(cb->dev), "set device");
+    return FP4_OK;
+}
+
+static void cuda_close(fp4_backend *be)
+{
+    cuda_be *cb = be->impl;
+    if (cb) {
+        if (cuda_ready(cb) == FP4_OK) stage_free(cb);
+        fp4_error_clear();
+        free(cb);
+    }
+    free(be);
+}
+
+static bool cuda_takes_words(const fp4_backend *be, fp4_words w)
+{
+    return w == FP4_WORDS_F16 || w == FP4_WORDS_BF16;
+}
 
 static void cuda_abort(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
     if (!ca) return;
+    free(ca->h_wide);
+    if (!ca->ready) {
+        free(ca->c);
+        free(ca);
+        an->impl = NULL;
+        return;
+    }
     if (ca->stream) cudaStreamSynchronize(ca->stream);
     for (int c = 0; ca->c && c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
@@ -93,11 +195,8 @@ static void cuda_abort(fp4_analysis *an)
             cudaFreeHost(cc->h_part[s]);
         }
     }
-    for (int s = 0; s < NSLOT; s++) {
-        cudaFreeHost(ca->h_in[s]);
-        cudaFree(ca->d_in[s]);
+    for (int s = 0; s < NSLOT; s++)
         if (ca->done[s]) cudaEventDestroy(ca->done[s]);
-    }
     cudaFree(ca->d_tile);
     if (ca->stream) cudaStreamDestroy(ca->stream);
     free(ca->c);
@@ -105,6 +204,8 @@ static void cuda_abort(fp4_analysis *an)
     an->impl = NULL;
 }
 
+/* No CUDA call here: the analysis is begun before its first slab is read, and CUDA may still
+ * be starting (cuda_init_main); the device objects come with the first slab (make_ready). */
 static fp4_status cuda_begin(fp4_analysis *an)
 {
     cuda_an *ca = calloc(1, sizeof *ca);
@@ -112,9 +213,6 @@ static fp4_status cuda_begin(fp4_analysis *an)
     an->impl = ca;
     ca->c = calloc((size_t)an->ncfg, sizeof *ca->c);
     if (!ca->c) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
-    CU(cudaStreamCreateWithFlags(&ca->stream, cudaStreamNonBlocking), "stream");
-    for (int s = 0; s < NSLOT; s++)
-        CU(cudaEventCreateWithFlags(&ca->done[s], cudaEventDisableTiming), "event");
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         const fp4_qconfig *cfg = &an->cfgs[c];
@@ -125,6 +223,22 @@ static fp4_status cuda_begin(fp4_analysis *an)
                 cc->amax_src = d;
                 break;
             }
+    }
+    return FP4_OK;
+}
+
+static fp4_status make_ready(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    if (ca->ready) return FP4_OK;
+    FP4_TRY(cuda_ready(an->be->impl));
+    ca->ready = true; /* from here cuda_abort frees what exists */
+    CU(cudaStreamCreateWithFlags(&ca->stream, cudaStreamNonBlocking), "stream");
+    for (int s = 0; s < NSLOT; s++)
+        CU(cudaEventCreateWithFlags(&ca->done[s], cudaEventDisableTiming), "event");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        const fp4_qconfig *cfg = &an->cfgs[c];
         CU(cudaMalloc((void **)&cc->d_amax, sizeof(float)), "malloc");
         CU(cudaMemsetAsync(cc->d_amax, 0, sizeof(float), ca->stream), "memset");
         CU(cudaMalloc((void **)&cc->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
@@ -140,48 +254,61 @@ static fp4_status cuda_begin(fp4_analysis *an)
     return FP4_OK;
 }
 
-/* Make room for nrows rows in both slots (pinned host + device). */
+/* Make room for nrows rows in both slots (the backend's staging, grown for a larger slab). */
 static fp4_status ensure_rows(fp4_analysis *an, int64_t nrows)
 {
     cuda_an *ca = an->impl;
-    if (nrows <= ca->rows_cap) return FP4_OK;
+    cuda_be *cb = an->be->impl;
+    const int64_t n = nrows * an->row_len;
+    if (n <= cb->cap) return FP4_OK;
     CU(cudaStreamSynchronize(ca->stream), "sync");
-    const size_t bytes = (size_t)nrows * (size_t)an->row_len * sizeof(float) + 16;
-    for (int s = 0; s < NSLOT; s++) {
-        cudaFreeHost(ca->h_in[s]);
-        cudaFree(ca->d_in[s]);
-        ca->h_in[s] = NULL;
-        ca->d_in[s] = NULL;
-        CU(cudaMallocHost((void **)&ca->h_in[s], bytes), "pinned alloc");
-        CU(cudaMalloc((void **)&ca->d_in[s], bytes), "device alloc");
+    stage_free(cb);
+    const char *what = "";
+    cudaError_t e = stage_alloc(cb, n, &what);
+    if (e != cudaSuccess) {
+        stage_free(cb);
+        return cuda_fail(e, what);
     }
-    ca->rows_cap = nrows;
     return FP4_OK;
 }
 
-/* Stage rows into the current slot and start their H2D copy. */
-static fp4_status stage(fp4_analysis *an, const float *rows, int64_t nrows, int *slot)
+/* Stage rows (fp32, or 16-bit words of kind w > 0) into the current slot: a copy into its
+ * pinned buffer, the H2D copy, and for words the widening on the device into d_in. */
+static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows, int *slot)
 {
     cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
     FP4_TRY(ensure_rows(an, nrows));
     const int s = ca->slot;
     ca->slot = (ca->slot + 1) % NSLOT;
     /* the slot's previous work must be done before its staging buffer is reused */
     CU(cudaEventSynchronize(ca->done[s]), "sync");
-    const size_t bytes = (size_t)nrows * (size_t)an->row_len * sizeof(float);
-    memcpy(ca->h_in[s], rows, bytes);
-    CU(cudaMemcpyAsync(ca->d_in[s], ca->h_in[s], bytes, cudaMemcpyHostToDevice, ca->stream),
-       "H2D");
+    const int64_t n = nrows * an->row_len;
+    const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
+    memcpy(cb->h_stage[s], data, bytes);
+    if (w) {
+        CU(cudaMemcpyAsync(cb->d_words[s], cb->h_stage[s], bytes, cudaMemcpyHostToDevice,
+                           ca->stream),
+           "H2D");
+        KU(fp4k_widen16(cb->d_words[s], w == FP4_WORDS_BF16, cb->d_in[s], n, ca->stream),
+           "widen kernel");
+    } else {
+        CU(cudaMemcpyAsync(cb->d_in[s], cb->h_stage[s], bytes, cudaMemcpyHostToDevice,
+                           ca->stream),
+           "H2D");
+    }
     *slot = s;
     return FP4_OK;
 }
 
-static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
 {
     cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
     int s;
     if (nrows <= 0) return FP4_OK;
-    FP4_TRY(stage(an, rows, nrows, &s));
+    FP4_TRY(make_ready(an));
+    FP4_TRY(stage(an, rows, w, nrows, &s));
     for (int c = 0; c < an->ncfg; c++) {
         const fp4_qconfig *cfg = &an->cfgs[c];
         cuda_cfg *cc = &ca->c[c];
@@ -189,11 +316,22 @@ static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
         const int n = cfg->rht ? cfg->rht->n : 0;
         const int64_t P = n ? (an->row_len + n - 1) / n * n
                             : (an->row_len + 15) / 16 * 16;
-        KU(fp4k_amax(ca->d_in[s], nrows, an->row_len, P, n, cc->d_signs, cc->d_amax, ca->stream),
+        KU(fp4k_amax(cb->d_in[s], nrows, an->row_len, P, n, cc->d_signs, cc->d_amax, ca->stream),
            "amax kernel");
     }
     CU(cudaEventRecord(ca->done[s], ca->stream), "event");
     return FP4_OK;
+}
+
+static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return amax_any(an, rows, 0, nrows);
+}
+
+static fp4_status cuda_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                  int64_t nrows)
+{
+    return amax_any(an, words, (int)w, nrows);
 }
 
 /* Merge the partials of slot s (its kernels done) into each config's ordered sums. */
@@ -216,6 +354,7 @@ static fp4_status drain(fp4_analysis *an, int s)
 static fp4_status cuda_plan(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
+    FP4_TRY(make_ready(an));
     CU(cudaStreamSynchronize(ca->stream), "sync");
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
@@ -231,22 +370,48 @@ static fp4_status cuda_plan(fp4_analysis *an)
     return FP4_OK;
 }
 
-static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+/* fp32 rows of a words slab on the host (the host-reference configs need them). */
+static fp4_status host_rows(fp4_analysis *an, const void *data, int w, int64_t nrows,
+                            const float **rows)
 {
     cuda_an *ca = an->impl;
+    if (!w) {
+        *rows = data;
+        return FP4_OK;
+    }
+    const int64_t n = nrows * an->row_len;
+    if (n > ca->wide_cap) {
+        free(ca->h_wide);
+        ca->wide_cap = 0;
+        ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
+        if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        ca->wide_cap = n;
+    }
+    fp4_widen(w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16, false, data, ca->h_wide,
+              (size_t)n);
+    *rows = ca->h_wide;
+    return FP4_OK;
+}
+
+static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
     if (!ca->planned) FP4_TRY(cuda_plan(an));
     if (nrows <= 0) return FP4_OK;
     const int64_t row0 = an->rows_fed;
     /* configs the kernel does not cover: the host reference, in slab order */
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
-        if (!cc->device)
-            FP4_TRY(fp4_quantize_rows(&an->cfgs[c], cc->plan.tensor_amax, rows, row0, nrows,
-                                      an->row_len, NULL, &cc->acc));
+        if (cc->device) continue;
+        const float *rows = NULL;
+        FP4_TRY(host_rows(an, data, w, nrows, &rows));
+        FP4_TRY(fp4_quantize_rows(&an->cfgs[c], cc->plan.tensor_amax, rows, row0, nrows,
+                                  an->row_len, NULL, &cc->acc));
     }
     int s = ca->slot;
     FP4_TRY(drain(an, s)); /* the slot about to be reused: merge its partials first */
-    FP4_TRY(stage(an, rows, nrows, &s));
+    FP4_TRY(stage(an, data, w, nrows, &s));
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
@@ -275,11 +440,11 @@ static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
                 CU(cudaMalloc((void **)&ca->d_tile, (size_t)nt * sizeof(float)), "device alloc");
                 ca->tile_cap = nt;
             }
-            KU(fp4k_tile_amax(ca->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
+            KU(fp4k_tile_amax(cb->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
                               cc->d_signs, ca->d_tile, ca->stream),
                "tile amax kernel");
         }
-        KU(fp4k_quantize(&cc->kc, ca->d_in[s], row0, nrows, cc->d_signs,
+        KU(fp4k_quantize(&cc->kc, cb->d_in[s], row0, nrows, cc->d_signs,
                          cc->kc.weight_2d ? ca->d_tile : NULL, cc->d_part[s], cc->d_counts, NULL,
                          NULL, ca->stream),
            "quantize kernel");
@@ -292,6 +457,17 @@ static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     CU(cudaEventRecord(ca->done[s], ca->stream), "event");
     ca->pending[s] = true;
     return FP4_OK;
+}
+
+static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return feed_any(an, rows, 0, nrows);
+}
+
+static fp4_status cuda_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                  int64_t nrows)
+{
+    return feed_any(an, words, (int)w, nrows);
 }
 
 static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
@@ -339,6 +515,9 @@ static const fp4_backend_ops cuda_ops = {
     .feed = cuda_feed,
     .end = cuda_end,
     .abort = cuda_abort,
+    .takes_words = cuda_takes_words,
+    .amax_words = cuda_amax_words,
+    .feed_words = cuda_feed_words,
 };
 
 fp4_status fp4_cuda_backend_open(fp4_backend **out)
@@ -354,10 +533,27 @@ fp4_status fp4_cuda_backend_open(fp4_backend **out)
         return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
                          cudaGetErrorString(e));
     }
+    /* the GPU this thread was given (mpirun: world.c picks local rank mod GPUs), else 0;
+     * cudaGetDevice makes no context */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        cudaGetLastError();
+        dev = 0;
+    }
     fp4_backend *be = calloc(1, sizeof *be);
-    if (!be) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    cuda_be *cb = calloc(1, sizeof *cb);
+    if (!be || !cb) {
+        free(be);
+        free(cb);
+        return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    }
+    cb->dev = dev;
     be->ops = &cuda_ops;
     be->threads = 1;
+    be->impl = cb;
+    /* without the thread, CUDA starts at the first slab (same results, no overlap) */
+    cb->init_running = pthread_create(&cb->init_th, NULL, cuda_init_main, cb) == 0;
+    if (!cb->init_running) cuda_init_main(cb);
     *out = be;
     return FP4_OK;
 }

@@ -22,6 +22,11 @@ typedef struct fp4_backend_ops {
     fp4_status (*amax)(fp4_analysis *an, const float *rows, int64_t nrows);
     fp4_status (*feed)(fp4_analysis *an, const float *rows, int64_t nrows);
     fp4_status (*end)(fp4_analysis *an, fp4_metrics *out); /* unfinished metrics */
+    /* Optional: words this backend takes itself (backend.h fp4_words), and the two passes on
+     * them; without, backend.c widens on the host and calls amax/feed. */
+    bool (*takes_words)(const fp4_backend *be, fp4_words w);
+    fp4_status (*amax_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
+    fp4_status (*feed_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
     void (*abort)(fp4_analysis *an);                       /* free an->impl */
 } fp4_backend_ops;
 

@@ -131,14 +131,49 @@ typedef struct slab_reader {
     const fp4_tensor_desc *t;
     int dim;
     int64_t total, count_max;
-    float *buf[2];
-    float *direct;      /* when set, slab k is read straight to direct + its first element */
+    int words;          /* 0: fp32 (fp4_source_read_f32); else the stored 16-bit words as
+                           they are (fp4_source_read_raw), fp4_words of that kind */
+    unsigned char *buf[2];
+    unsigned char *direct; /* when set, slab k is read straight to direct + its first element */
     int64_t stride;     /* elements per index of dim (for direct) */
     int64_t start[2], cnt[2];
     bool full[2], stop;
     fp4_status st;     /* first read failure; its detail below (fp4_error is per thread) */
     char err[FP4_ERROR_MAX];
 } slab_reader;
+
+/* Bytes of one element as read: a stored 16-bit word, or fp32. */
+static size_t elem_size(int words) { return words ? 2 : sizeof(float); }
+
+static fp4_status read_slab(fp4_source *src, const fp4_tensor_desc *t, int dim, int64_t start,
+                            int64_t cnt, int words, void *buf)
+{
+    return words ? fp4_source_read_raw(src, t, dim, start, cnt, buf)
+                 : fp4_source_read_f32(src, t, dim, start, cnt, buf);
+}
+
+/* One slab of rows, fp32 or words, into the amax pass or the quantization pass. */
+static fp4_status pass_rows(fp4_analysis *an, bool amax, const void *in, int words,
+                            int64_t nrows)
+{
+    if (words)
+        return amax ? fp4_analysis_amax_words(an, in, (fp4_words)words, nrows)
+                    : fp4_analysis_feed_words(an, in, (fp4_words)words, nrows);
+    return amax ? fp4_analysis_amax(an, in, nrows) : fp4_analysis_feed(an, in, nrows);
+}
+
+/* Whether to hand the backend t's stored words instead of fp32 (a backend that widens them
+ * itself: the CUDA one uploads half the bytes), and of which kind: f16 and bf16 read raw,
+ * rows that need no transposition. 0: fp32. */
+static int words_for(fp4_source *src, const fp4_backend *be, const fp4_tensor_desc *t,
+                     bool need_transpose)
+{
+    if (need_transpose || !fp4_source_widens(src, t)) return 0;
+    const fp4_words w = t->stored == FP4_STORED_BF16  ? FP4_WORDS_BF16
+                        : t->stored == FP4_STORED_F16 ? FP4_WORDS_F16
+                                                      : (fp4_words)0;
+    return w && fp4_backend_takes_words(be, w) ? (int)w : 0;
+}
 
 static void *slab_reader_main(void *arg)
 {
@@ -153,8 +188,8 @@ static void *slab_reader_main(void *arg)
         if (stop) break;
         const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
         fp4_error_clear();
-        if (sr->direct) sr->buf[i] = sr->direct + start * sr->stride;
-        fp4_status st = fp4_source_read_f32(sr->src, sr->t, sr->dim, start, cnt, sr->buf[i]);
+        if (sr->direct) sr->buf[i] = sr->direct + start * sr->stride * elem_size(sr->words);
+        fp4_status st = read_slab(sr->src, sr->t, sr->dim, start, cnt, sr->words, sr->buf[i]);
         pthread_mutex_lock(&sr->mu);
         if (st != FP4_OK) {
             sr->st = st;
@@ -181,7 +216,8 @@ static fp4_status slab_reader_start(slab_reader *sr)
 }
 
 /* Wait for slab k (buffer k & 1). A read failure is re-recorded on this thread. */
-static fp4_status slab_reader_wait(slab_reader *sr, int64_t k, const float **buf, int64_t *cnt)
+static fp4_status slab_reader_wait(slab_reader *sr, int64_t k, const unsigned char **buf,
+                                   int64_t *cnt)
 {
     const int i = (int)(k & 1);
     pthread_mutex_lock(&sr->mu);
@@ -283,7 +319,10 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     }
     int64_t buf_elems = rank <= 1 ? (rank == 0 ? 1 : info->dims[0]) : count_max * L.outer_stride;
     bool need_transpose = rank >= 2 && axis != rank - 1;
-    float *slab[2] = {NULL, NULL}, *rows = NULL, *kept = NULL;
+    const int words = words_for(src, be, info, need_transpose);
+    const size_t esz = elem_size(words);
+    unsigned char *slab[2] = {NULL, NULL}, *kept = NULL;
+    float *rows = NULL;
     const int nbuf = total > count_max ? 2 : 1;
     fp4_analysis *an = NULL;
     fp4_status st = FP4_OK;
@@ -304,11 +343,11 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics);
     const bool slab_bufs = !keep || need_transpose;
     for (int i = 0; i < nbuf && slab_bufs; i++)
-        slab[i] = malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *slab[i]);
+        slab[i] = malloc((size_t)(buf_elems ? buf_elems : 1) * esz);
     if (nbuf == 1) slab[1] = slab[0];
     rows = need_transpose && !keep ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows)
                                    : NULL;
-    if (keep) kept = malloc((size_t)info->nelems * sizeof *kept);
+    if (keep) kept = malloc((size_t)info->nelems * esz);
     if (!tr->metrics || (slab_bufs && (!slab[0] || !slab[1])) || (need_transpose && !keep && !rows) ||
         (keep && !kept)) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", file,
@@ -322,18 +361,19 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     if (nbuf == 1 && L.n_rows > 0 && L.row_len > 0) {
         /* The whole tensor is one slab: read it here, once for both passes. A reader thread
          * would only add its start-up per tensor (10,000 small tensors: most of the run). */
-        st = fp4_source_read_f32(src, info, L.slab_dim, 0, total, slab[0]);
+        st = read_slab(src, info, L.slab_dim, 0, total, words, slab[0]);
         if (st != FP4_OK) goto out;
-        const float *in = slab[0];
+        const void *in = slab[0];
         if (need_transpose) {
-            fp4_slab_to_rows(slab[0], rows, info->dims, rank, axis, L.slab_dim, total);
+            fp4_slab_to_rows((const float *)(void *)slab[0], rows, info->dims, rank, axis,
+                             L.slab_dim, total);
             in = rows;
         }
         const int64_t nrows = rank <= 1 ? 1 : total * L.rows_per_index;
         run->bytes_read += (rank <= 1 ? buf_elems : total * L.outer_stride) *
                            (int64_t)sizeof(float);
-        if (passes == 2) st = fp4_analysis_amax(an, in, nrows);
-        if (st == FP4_OK) st = fp4_analysis_feed(an, in, nrows);
+        if (passes == 2) st = pass_rows(an, true, in, words, nrows);
+        if (st == FP4_OK) st = pass_rows(an, false, in, words, nrows);
         if (st != FP4_OK) goto out;
         passes = 0;
     }
@@ -344,14 +384,14 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
             for (int64_t k = 0; k * count_max < total && st == FP4_OK; k++) {
                 const int64_t cnt = total - k * count_max < count_max ? total - k * count_max
                                                                         : count_max;
-                st = fp4_analysis_feed(an, kept + k * count_max * L.outer_stride,
-                                       cnt * L.rows_per_index);
+                st = pass_rows(an, false, kept + (size_t)(k * count_max * L.outer_stride) * esz,
+                               words, cnt * L.rows_per_index);
             }
             if (st != FP4_OK) goto out;
             continue;
         }
         sr = (slab_reader){.src = src, .t = info, .dim = L.slab_dim, .total = total,
-                           .count_max = count_max, .buf = {slab[0], slab[1]},
+                           .count_max = count_max, .words = words, .buf = {slab[0], slab[1]},
                            .direct = keep && !need_transpose ? kept : NULL,
                            .stride = L.outer_stride};
         pthread_mutex_init(&sr.mu, NULL);
@@ -364,19 +404,22 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
         }
         reading = true;
         for (int64_t k = 0; k * count_max < total; k++) {
-            const float *buf = NULL;
+            const unsigned char *buf = NULL;
             int64_t cnt = 0;
             st = slab_reader_wait(&sr, k, &buf, &cnt);
             if (st != FP4_OK) goto out;
             int64_t nread = rank <= 1 ? buf_elems : cnt * L.outer_stride;
             run->bytes_read += nread * (int64_t)sizeof(float);
-            /* kept: this slab's rows go to their place in the whole tensor's rows */
-            float *const to = keep ? kept + k * count_max * L.outer_stride : rows;
+            /* kept: this slab's rows go to their place in the whole tensor's rows (words
+             * never need the transposition) */
+            float *const to = keep ? (float *)(void *)kept + k * count_max * L.outer_stride
+                                   : rows;
             if (need_transpose)
-                fp4_slab_to_rows(buf, to, info->dims, rank, axis, L.slab_dim, cnt);
+                fp4_slab_to_rows((const float *)(const void *)buf, to, info->dims, rank, axis,
+                                 L.slab_dim, cnt);
             int64_t nrows = rank <= 1 ? 1 : cnt * L.rows_per_index;
-            const float *in = need_transpose ? to : buf;
-            st = amax_pass ? fp4_analysis_amax(an, in, nrows) : fp4_analysis_feed(an, in, nrows);
+            const void *in = need_transpose ? (const void *)to : (const void *)buf;
+            st = pass_rows(an, amax_pass, in, words, nrows);
             if (st != FP4_OK) goto out;
             slab_reader_release(&sr, k);
         }

@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "backend_impl.h"
+#include "io/widen.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"
@@ -302,6 +303,155 @@ static void test_codes_scales_parity(void **state)
 #endif
 }
 
+/* Stored-word rows of R x L1: bf16 from data1's top halves, f16 from patterns of every class
+ * (normal, subnormal, zero, inf, NaN with payloads, both signs). */
+static uint16_t wbf[R * L1], wf16[R * L1];
+
+static void fill_words(void)
+{
+    uint32_t x = 99;
+    for (int i = 0; i < R * L1; i++) {
+        uint32_t u;
+        memcpy(&u, &data1[i], 4);
+        wbf[i] = (uint16_t)(u >> 16);
+        x = x * 1664525u + 1013904223u;
+        /* exponents 1..22 mostly (magnitudes ~2^-14..2^7), some subnormals and zeros */
+        const uint32_t e = (x >> 24) % 40;
+        uint32_t h = (x >> 8) & 0x83ffu;
+        h |= (e < 22 ? e + 1 : e < 30 ? 0 : 14) << 10;
+        wf16[i] = (uint16_t)h;
+    }
+    const uint16_t sp[] = {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x0001, 0x8001, 0x03ff, 0x8000};
+    const uint16_t sb[] = {0x7f80, 0xff80, 0x7f81, 0xffc0, 0x7fff, 0x0001, 0x8001, 0x007f, 0x8000};
+    for (int k = 0; k < 9; k++) {
+        wf16[(11 + 4 * k) * L1 + 7 * k] = sp[k];
+        wbf[(11 + 4 * k) * L1 + 7 * k] = sb[k];
+    }
+}
+
+static void run_words(fp4_backend *be, const fp4_qconfig *cfgs, int n, const uint16_t *w,
+                      fp4_words kind, int64_t slab, fp4_metrics *out)
+{
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, cfgs, n, R, L1, &an), FP4_OK);
+    if (fp4_analysis_needs_amax(an))
+        for (int64_t r = 0; r < R; r += slab)
+            assert_int_equal(fp4_analysis_amax_words(an, w + r * L1, kind,
+                                                     r + slab <= R ? slab : R - r),
+                             FP4_OK);
+    for (int64_t r = 0; r < R; r += slab)
+        assert_int_equal(fp4_analysis_feed_words(an, w + r * L1, kind, r + slab <= R ? slab : R - r),
+                         FP4_OK);
+    assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
+}
+
+/* Analyses fed stored words give what the fp32 rows they widen to give: on the CPU (widened on
+ * the host by backend.c) and on the GPU (uploaded and widened on the device) bit for bit, and
+ * the GPU within the parity of test_metrics_parity of the CPU. Without a GPU: the CPU part. */
+static void test_words_parity(void **state)
+{
+    (void)state;
+    static fp4_qconfig cfgs[512];
+    const int n = make_configs(cfgs, 512);
+    fill_words();
+    static float wide[R * L1];
+    fp4_metrics *ref = calloc((size_t)n, sizeof *ref), *got = calloc((size_t)n, sizeof *got);
+    assert_true(ref && got);
+    fp4_backend *cpu, *gpu = NULL;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 0, &cpu), FP4_OK);
+    assert_false(fp4_backend_takes_words(cpu, FP4_WORDS_BF16));
+    if (gpu_present()) {
+        assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &gpu), FP4_OK);
+        assert_true(fp4_backend_takes_words(gpu, FP4_WORDS_BF16));
+        assert_true(fp4_backend_takes_words(gpu, FP4_WORDS_F16));
+    }
+    int exact = 0, total = 0;
+    for (int k = 0; k < 2; k++) {
+        const fp4_words kind = k ? FP4_WORDS_F16 : FP4_WORDS_BF16;
+        const uint16_t *w = k ? wf16 : wbf;
+        assert_true(fp4_widen(k ? FP4_STORED_F16 : FP4_STORED_BF16, false, w, wide, R * L1));
+        run_backend(cpu, cfgs, n, wide, R, L1, R, ref);
+        run_words(cpu, cfgs, n, w, kind, 16, got);
+        for (int c = 0; c < n; c++) {
+            int ex = 0;
+            compare_metrics(&ref[c], &got[c], k ? "cpu f16 words" : "cpu bf16 words", &ex);
+            if (!ex) fail_msg("config %d: cpu words vs fp32: sums differ", c);
+        }
+        if (!gpu) continue;
+        fp4_metrics *g32 = calloc((size_t)n, sizeof *g32);
+        assert_non_null(g32);
+        run_backend(gpu, cfgs, n, wide, R, L1, 16, g32);
+        run_words(gpu, cfgs, n, w, kind, 16, got);
+        for (int c = 0; c < n; c++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s words config %d", k ? "f16" : "bf16", c);
+            int ex = 0;
+            compare_metrics(&g32[c], &got[c], what, &ex);
+            if (!ex) fail_msg("%s: gpu words vs gpu fp32: sums differ", what);
+            compare_metrics(&ref[c], &got[c], what, &exact);
+            total++;
+        }
+        free(g32);
+    }
+    if (gpu)
+        print_message("[ INFO     ] words: %d configs x bf16, f16: gpu words == gpu fp32 bit for "
+                      "bit; vs cpu %d of %d bit-identical in every sum\n", n, exact, total);
+    else
+        print_message("[ SKIP     ] no CUDA GPU here: words checked on the CPU backend only\n");
+    fp4_backend_close(cpu);
+    if (gpu) fp4_backend_close(gpu);
+    free(ref);
+    free(got);
+}
+
+/* The device widening: every bf16 and f16 pattern gives io/widen.c's bits (host order; and
+ * big-endian words swapped by the host give the same), also at a length not a multiple of 8. */
+static void test_widen16_device(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+#ifdef FP4_HAVE_CUDA
+    enum { N = 65536 + 5 };
+    uint16_t *h = malloc(N * 2), *hs = malloc(N * 2);
+    float *ref = malloc(N * 4), *refs = malloc(N * 4), *got = malloc(N * 4);
+    assert_true(h && hs && ref && refs && got);
+    for (int i = 0; i < N; i++) {
+        h[i] = (uint16_t)(i * 40503u); /* every pattern once in the first 65536 (odd multiplier) */
+        hs[i] = __builtin_bswap16(h[i]);
+    }
+    void *dw;
+    float *dout;
+    assert_int_equal(cudaMalloc(&dw, N * 2), 0);
+    assert_int_equal(cudaMalloc((void **)&dout, N * 4), 0);
+    assert_int_equal(cudaMemcpy(dw, h, N * 2, cudaMemcpyHostToDevice), 0);
+    for (int bf = 0; bf < 2; bf++) {
+        const fp4_stored st = bf ? FP4_STORED_BF16 : FP4_STORED_F16;
+        assert_true(fp4_widen(st, false, h, ref, N));
+        assert_true(fp4_widen(st, true, hs, refs, N));
+        assert_int_equal(cudaMemset(dout, 0x5a, N * 4), 0);
+        assert_int_equal(fp4k_widen16(dw, bf, dout, N, NULL), 0);
+        assert_int_equal(cudaMemcpy(got, dout, N * 4, cudaMemcpyDeviceToHost), 0);
+        for (int i = 0; i < N; i++) {
+            uint32_t a, b, c;
+            memcpy(&a, &ref[i], 4);
+            memcpy(&b, &got[i], 4);
+            memcpy(&c, &refs[i], 4);
+            if (a != b || a != c)
+                fail_msg("%s 0x%04x: host 0x%08x, device 0x%08x, swapped host 0x%08x",
+                         bf ? "bf16" : "f16", h[i], a, b, c);
+        }
+    }
+    print_message("[ INFO     ] device widening: all 65,536 f16 and bf16 patterns as io/widen.c\n");
+    cudaFree(dw);
+    cudaFree(dout);
+    free(h);
+    free(hs);
+    free(ref);
+    free(refs);
+    free(got);
+#endif
+}
+
 /* --device cuda never falls back silently: without a GPU it is FP4_ERR_DEVICE. */
 static void test_cuda_requested(void **state)
 {
@@ -328,6 +478,8 @@ int main(void)
         cmocka_unit_test(test_cuda_requested),
         cmocka_unit_test(test_codes_scales_parity),
         cmocka_unit_test(test_metrics_parity),
+        cmocka_unit_test(test_widen16_device),
+        cmocka_unit_test(test_words_parity),
     };
     return cmocka_run_group_tests_name("gpu_parity", tests, setup, NULL);
 }
