@@ -126,6 +126,16 @@ fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     return FP4_OK;
 }
 
+void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes)
+{
+    if (be && p && be->ops->host_register) be->ops->host_register(be, p, bytes);
+}
+
+void fp4_backend_host_unregister(fp4_backend *be, void *p)
+{
+    if (be && p && be->ops->host_unregister) be->ops->host_unregister(be, p);
+}
+
 bool fp4_backend_takes_words(const fp4_backend *be, fp4_words w)
 {
     return be && be->ops->takes_words && be->ops->takes_words(be, w);

@@ -5,6 +5,7 @@
 #define FP4_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "metrics.h"
@@ -48,6 +49,14 @@ fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
 fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out);
 /* Free without results (error paths). */
 void fp4_analysis_abort(fp4_analysis *an);
+
+/* A hint: rows handed to analyses of `be` from [p, p + bytes) are not changed until the
+ * analysis they were handed to has ended (fp4_analysis_end or _abort), so the backend may copy
+ * them later, straight from there (CUDA: the range is pinned with cudaHostRegister at its first
+ * use, and copied without staging). Unregister before the memory is freed. Results never
+ * depend on it; no effect on the CPU backend. One range at a time (a new one replaces it). */
+void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes);
+void fp4_backend_host_unregister(fp4_backend *be, void *p);
 
 /* Stored 16-bit words in place of fp32 rows (host byte order; SPEC §8): IEEE f16 and bf16
  * (sign 15, exponent 7..14, mantissa 0..6, bias 127), widened exactly as io/widen.h widens

@@ -34,6 +34,10 @@ typedef struct cuda_be {
     float *d_in[NSLOT];       /* fp32 rows on the device */
     uint16_t *d_words[NSLOT]; /* words on the device, before widening */
     int64_t cap;              /* elements per slot */
+    /* the caller's stable range (fp4_backend_host_register), pinned at its first use */
+    unsigned char *reg;
+    size_t reg_bytes;
+    int reg_state;            /* 0: not yet pinned, 1: pinned, -1: pinning failed (staged) */
 } cuda_be;
 
 typedef struct cuda_cfg {
@@ -157,15 +161,60 @@ static fp4_status cuda_ready(cuda_be *cb)
     return FP4_OK;
 }
 
+static void cuda_host_unregister(fp4_backend *be, void *p);
+
 static void cuda_close(fp4_backend *be)
 {
     cuda_be *cb = be->impl;
     if (cb) {
-        if (cuda_ready(cb) == FP4_OK) stage_free(cb);
+        if (cuda_ready(cb) == FP4_OK) {
+            if (cb->reg) cuda_host_unregister(be, cb->reg);
+            stage_free(cb);
+        }
         fp4_error_clear();
         free(cb);
     }
     free(be);
+}
+
+static void cuda_host_unregister(fp4_backend *be, void *p)
+{
+    cuda_be *cb = be->impl;
+    if (!cb->reg || cb->reg != p) return;
+    if (cb->reg_state == 1) {
+        cudaHostUnregister(cb->reg);
+        cudaGetLastError();
+    }
+    cb->reg = NULL;
+    cb->reg_bytes = 0;
+    cb->reg_state = 0;
+}
+
+static void cuda_host_register(fp4_backend *be, void *p, size_t bytes)
+{
+    cuda_be *cb = be->impl;
+    if (cb->reg) cuda_host_unregister(be, cb->reg);
+    cb->reg = p;
+    cb->reg_bytes = bytes;
+    cb->reg_state = 0;
+}
+
+/* Whether [data, data + bytes) lies in the registered range, pinned (now, at its first use,
+ * after CUDA started): then it is copied from there, with no staging. */
+static bool in_pinned(cuda_be *cb, const void *data, size_t bytes)
+{
+    const unsigned char *d = data;
+    if (!cb->reg || d < cb->reg || bytes > cb->reg_bytes ||
+        (size_t)(d - cb->reg) > cb->reg_bytes - bytes)
+        return false;
+    if (cb->reg_state == 0) {
+        cb->reg_state = cudaHostRegister(cb->reg, cb->reg_bytes, cudaHostRegisterDefault) ==
+                                cudaSuccess
+                            ? 1
+                            : -1;
+        if (cb->reg_state < 0) cudaGetLastError(); /* staged as any other memory */
+    }
+    return cb->reg_state == 1;
 }
 
 static bool cuda_takes_words(const fp4_backend *be, fp4_words w)
@@ -285,16 +334,19 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     CU(cudaEventSynchronize(ca->done[s]), "sync");
     const int64_t n = nrows * an->row_len;
     const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
-    memcpy(cb->h_stage[s], data, bytes);
+    /* from the caller's pinned, stable rows directly; else through the slot's staging */
+    const void *from = data;
+    if (!in_pinned(cb, data, bytes)) {
+        memcpy(cb->h_stage[s], data, bytes);
+        from = cb->h_stage[s];
+    }
     if (w) {
-        CU(cudaMemcpyAsync(cb->d_words[s], cb->h_stage[s], bytes, cudaMemcpyHostToDevice,
-                           ca->stream),
+        CU(cudaMemcpyAsync(cb->d_words[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
            "H2D");
         KU(fp4k_widen16(cb->d_words[s], w == FP4_WORDS_BF16, cb->d_in[s], n, ca->stream),
            "widen kernel");
     } else {
-        CU(cudaMemcpyAsync(cb->d_in[s], cb->h_stage[s], bytes, cudaMemcpyHostToDevice,
-                           ca->stream),
+        CU(cudaMemcpyAsync(cb->d_in[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
            "H2D");
     }
     *slot = s;
@@ -518,6 +570,8 @@ static const fp4_backend_ops cuda_ops = {
     .takes_words = cuda_takes_words,
     .amax_words = cuda_amax_words,
     .feed_words = cuda_feed_words,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
 };
 
 fp4_status fp4_cuda_backend_open(fp4_backend **out)

@@ -27,6 +27,9 @@ typedef struct fp4_backend_ops {
     bool (*takes_words)(const fp4_backend *be, fp4_words w);
     fp4_status (*amax_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
     fp4_status (*feed_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
+    /* Optional: fp4_backend_host_register / _unregister. */
+    void (*host_register)(fp4_backend *be, void *p, size_t bytes);
+    void (*host_unregister)(fp4_backend *be, void *p);
     void (*abort)(fp4_analysis *an);                       /* free an->impl */
 } fp4_backend_ops;
 

@@ -133,11 +133,14 @@ typedef struct slab_reader {
     int64_t total, count_max;
     int words;          /* 0: fp32 (fp4_source_read_f32); else the stored 16-bit words as
                            they are (fp4_source_read_raw), fp4_words of that kind */
-    unsigned char *buf[2];
-    unsigned char *direct; /* when set, slab k is read straight to direct + its first element */
+    unsigned char *buf[2]; /* slab k in buf[k & 1], read once slab k - 2 is released */
+    unsigned char *direct; /* when set, slab k is read straight to its place from direct on:
+                              no buffer is reused, so the reader runs ahead of the analysis
+                              (the first tensor's read overlaps the backend's start-up) */
     int64_t stride;     /* elements per index of dim (for direct) */
-    int64_t start[2], cnt[2];
-    bool full[2], stop;
+    int64_t nread;      /* slabs read (published under mu) */
+    int64_t nreleased;  /* slabs the analysis is done with */
+    bool stop;
     fp4_status st;     /* first read failure; its detail below (fp4_error is per thread) */
     char err[FP4_ERROR_MAX];
 } slab_reader;
@@ -175,29 +178,35 @@ static int words_for(fp4_source *src, const fp4_backend *be, const fp4_tensor_de
     return w && fp4_backend_takes_words(be, w) ? (int)w : 0;
 }
 
+/* Where slab k goes. */
+static unsigned char *slab_place(const slab_reader *sr, int64_t k)
+{
+    if (sr->direct)
+        return sr->direct + (size_t)(k * sr->count_max * sr->stride) * elem_size(sr->words);
+    return sr->buf[k & 1];
+}
+
 static void *slab_reader_main(void *arg)
 {
     slab_reader *sr = arg;
     int64_t k = 0;
     for (int64_t start = 0; start < sr->total; start += sr->count_max, k++) {
-        const int i = (int)(k & 1);
         pthread_mutex_lock(&sr->mu);
-        while (sr->full[i] && !sr->stop) pthread_cond_wait(&sr->cv, &sr->mu);
+        while (!sr->direct && k - sr->nreleased >= 2 && !sr->stop)
+            pthread_cond_wait(&sr->cv, &sr->mu);
         const bool stop = sr->stop;
         pthread_mutex_unlock(&sr->mu);
         if (stop) break;
         const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
         fp4_error_clear();
-        if (sr->direct) sr->buf[i] = sr->direct + start * sr->stride * elem_size(sr->words);
-        fp4_status st = read_slab(sr->src, sr->t, sr->dim, start, cnt, sr->words, sr->buf[i]);
+        fp4_status st = read_slab(sr->src, sr->t, sr->dim, start, cnt, sr->words,
+                                  slab_place(sr, k));
         pthread_mutex_lock(&sr->mu);
         if (st != FP4_OK) {
             sr->st = st;
             snprintf(sr->err, sizeof sr->err, "%s", fp4_last_error());
         }
-        sr->start[i] = start;
-        sr->cnt[i] = cnt;
-        sr->full[i] = true;
+        sr->nread = k + 1;
         pthread_cond_broadcast(&sr->cv);
         pthread_mutex_unlock(&sr->mu);
         if (st != FP4_OK) break;
@@ -207,7 +216,8 @@ static void *slab_reader_main(void *arg)
 
 static fp4_status slab_reader_start(slab_reader *sr)
 {
-    sr->full[0] = sr->full[1] = sr->stop = false;
+    sr->nread = sr->nreleased = 0;
+    sr->stop = false;
     sr->st = FP4_OK;
     sr->err[0] = '\0';
     if (pthread_create(&sr->th, NULL, slab_reader_main, sr) != 0)
@@ -215,25 +225,26 @@ static fp4_status slab_reader_start(slab_reader *sr)
     return FP4_OK;
 }
 
-/* Wait for slab k (buffer k & 1). A read failure is re-recorded on this thread. */
+/* Wait for slab k (slabs are waited for in order). A read failure is re-recorded on this
+ * thread. */
 static fp4_status slab_reader_wait(slab_reader *sr, int64_t k, const unsigned char **buf,
                                    int64_t *cnt)
 {
-    const int i = (int)(k & 1);
     pthread_mutex_lock(&sr->mu);
-    while (!sr->full[i]) pthread_cond_wait(&sr->cv, &sr->mu);
+    while (sr->nread <= k && sr->st == FP4_OK) pthread_cond_wait(&sr->cv, &sr->mu);
     fp4_status st = sr->st;
     pthread_mutex_unlock(&sr->mu);
     if (st != FP4_OK) return fp4_error(st, "%s", sr->err);
-    *buf = sr->buf[i];
-    *cnt = sr->cnt[i];
+    *buf = slab_place(sr, k);
+    const int64_t start = k * sr->count_max;
+    *cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
     return FP4_OK;
 }
 
 static void slab_reader_release(slab_reader *sr, int64_t k)
 {
     pthread_mutex_lock(&sr->mu);
-    sr->full[k & 1] = false;
+    sr->nreleased = k + 1;
     pthread_cond_broadcast(&sr->cv);
     pthread_mutex_unlock(&sr->mu);
 }
@@ -247,11 +258,40 @@ static void slab_reader_join(slab_reader *sr)
     pthread_join(sr->th, NULL);
 }
 
+/* The buffer of the kept rows (one read per tensor), kept from tensor to tensor while they
+ * use one of a size --mem-limit allows them: no page faults each time, and registered once
+ * with the backend (fp4_backend_host_register: the GPU copies straight from it). */
+typedef struct kept_buf {
+    unsigned char *p;
+    size_t cap;
+} kept_buf;
+
+static void kept_buf_free(kept_buf *kb, fp4_backend *be)
+{
+    if (kb->p) fp4_backend_host_unregister(be, kb->p);
+    free(kb->p);
+    kb->p = NULL;
+    kb->cap = 0;
+}
+
+/* A buffer of at least `need` bytes and at most `most` (the tensor's share of --mem-limit);
+ * NULL when out of memory. */
+static unsigned char *kept_buf_get(kept_buf *kb, fp4_backend *be, size_t need, size_t most)
+{
+    if (kb->p && kb->cap >= need && kb->cap <= most) return kb->p;
+    kept_buf_free(kb, be);
+    kb->p = malloc(need ? need : 1);
+    if (!kb->p) return NULL;
+    kb->cap = need;
+    fp4_backend_host_register(be, kb->p, need ? need : 1);
+    return kb->p;
+}
+
 /* Analyse one numeric tensor. Failures of this tensor only are returned as FP4_ERR_INPUT /
  * FP4_ERR_USAGE with the detail recorded; the caller turns them into error entries. */
 static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
                                  const fp4_tensor_desc *info, int tindex, fp4_tensor_result *tr,
-                                 fp4_qconfig *cfgs)
+                                 fp4_qconfig *cfgs, kept_buf *kb)
 {
     const fp4_options *o = run->opt;
     const char *file = run->file;
@@ -338,6 +378,11 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
         for (int c = 0; c < run->ncfg; c++) two = two || fp4_needs_tensor_amax(&cfgs[c]);
         const int64_t extra = need_transpose ? 2 * buf_elems : 0;
         keep = two && info->nelems <= (o->mem_limit / (int64_t)sizeof(float)) - extra;
+        if (keep) {
+            const size_t most = (size_t)((o->mem_limit / (int64_t)sizeof(float) - extra) *
+                                         (int64_t)sizeof(float));
+            kept = kept_buf_get(kb, be, (size_t)info->nelems * esz, most);
+        }
     }
 
     tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics);
@@ -347,7 +392,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
     if (nbuf == 1) slab[1] = slab[0];
     rows = need_transpose && !keep ? malloc((size_t)(buf_elems ? buf_elems : 1) * sizeof *rows)
                                    : NULL;
-    if (keep) kept = malloc((size_t)info->nelems * esz);
+    if (!keep) kept_buf_free(kb, be); /* this tensor's buffers stay within --mem-limit */
     if (!tr->metrics || (slab_bufs && (!slab[0] || !slab[1])) || (need_transpose && !keep && !rows) ||
         (keep && !kept)) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", file,
@@ -438,7 +483,6 @@ out:
     }
     if (an) fp4_analysis_abort(an);
     free(rows);
-    free(kept);
     if (slab[1] != slab[0]) free(slab[1]);
     free(slab[0]);
     return st;
@@ -509,6 +553,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     double t0 = now_seconds();
     fp4_source *src = NULL;
     fp4_backend *be = NULL;
+    kept_buf kb = {NULL, 0};
     fp4_tensor_desc *infos = NULL;
     int ninfos = 0;
     fp4_qconfig *cfgs_t = NULL;
@@ -525,11 +570,13 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
     st = fp4_options_configs(opt, run->cfgs, cap, &run->ncfg);
     if (st != FP4_OK) goto out;
 
+    /* the backend first: CUDA starts on a thread of its own (backend_cuda.c) while the file
+     * is opened, listed and its first tensor read */
+    st = fp4_backend_open(opt->device, opt->threads, &be);
+    if (st != FP4_OK) goto out;
     st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
     st = fp4_source_select(src, patterns, npatterns, &infos, &ninfos);
-    if (st != FP4_OK) goto out;
-    st = fp4_backend_open(opt->device, opt->threads, &be);
     if (st != FP4_OK) goto out;
     snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
 
@@ -606,7 +653,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         fp4_tensor_result *tr = &run->tensors[run->ntensors];
         memset(tr, 0, sizeof *tr);
         fp4_error_clear();
-        fp4_status ts = analyse_tensor(run, be, src, info, i, tr, cfgs_t);
+        fp4_status ts = analyse_tensor(run, be, src, info, i, tr, cfgs_t, &kb);
         if (ts == FP4_ERR_INPUT || ts == FP4_ERR_USAGE) {
             free(tr->metrics);
             tr->metrics = NULL;
@@ -634,6 +681,8 @@ out:
     progress(run, 0, 0, "", true);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
     free(cfgs_t);
+    if (be) kept_buf_free(&kb, be);
+    free(kb.p); /* no backend: never registered */
     if (be) fp4_backend_close(be);
     if (src) fp4_source_close(src);
     run->seconds = now_seconds() - t0;
