@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """plot_verdict.py — the answer of a report's `verdict` section in one figure, from an sqnr,
 bias, buckets or rht report. Left: the pooled SQNR of each format and RHT setting over the
-selection, with α and B15 on each bar and the winner marked with its margin over the runner-up.
+selection, with α and B15 on each bar and the winner marked with its margin over the runner-up
+(the best format giving other values; int4 and e1m2 are one grid and are marked together).
 Right: the tensors in the verdict's ranking order (the top 20 unless --top says otherwise), each
 drawn from its worst to its best format's SQNR, so the length of the line is the gap between
 them and its colours say which format wins and which loses there (open markers: with RHT), e.g.
@@ -159,7 +160,9 @@ def main():
         ax.text(max(val, left) if val == val else left, y, "  " + txt, va="center",
                 fontsize=8, fontweight="bold" if is_win else None)
     ax.set_yticks(ys)
-    ax.set_yticklabels([cfg_label(c) + (" ★" if win and same_cfg(c, win) else "")
+    same = [x for x in (win.get("same_values") or [])]
+    ax.set_yticklabels([cfg_label(c) + (" ★" if win and same_cfg(c, win) else
+                                        " (= ★)" if any(same_cfg(c, x) for x in same) else "")
                         for c in configs], fontsize=9)
     ax.set_xlim(left, hi + 0.75 * (hi - left))  # room for the text right of the bars
     ax.set_xlabel("pooled SQNR over the selection (dB)")
@@ -169,9 +172,16 @@ def main():
     if win:
         m = win.get("margin_db")
         wcfg = next((c for c in configs if same_cfg(c, win)), win)  # with its block
+        ru = win.get("runner_up")
+        rcfg = next((c for c in configs if same_cfg(c, ru)), ru) if ru else None
+        nxt = f"over {cfg_label(rcfg)}" if rcfg else "over the next"
         head += f"\nwinner: {cfg_label(wcfg)}" + \
-            ("" if m is None else f", by {m:.2f} dB over the next" if m >= 0.005 else
-             ", tied with the next (margin under 0.005 dB)")
+            ("" if m is None else f", by {m:.2f} dB {nxt}" if m >= 0.005 else
+             f", tied with {cfg_label(rcfg) if rcfg else 'the next'} (margin under 0.005 dB)")
+        same = win.get("same_values") or []
+        if same:  # one grid under two names (int4 and e1m2): the same values, no margin
+            head += "; the same values: " + ", ".join(
+                cfg_label(next((c for c in configs if same_cfg(c, x)), x)) for x in same)
     fr.set_title(ax, head, 10, legend=fig.get_figwidth() / 2)
     # right: the ranking, worst -> best SQNR per tensor
     if shown:

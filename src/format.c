@@ -2,6 +2,7 @@
  * The magnitudes here must equal common.h's switch (test_format checks every entry). */
 #include "format.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,4 +97,16 @@ int fp4_format_levels(fp4_format f, float levels[8], float *g_max)
     for (int i = k; i < 8; i++) levels[i] = levels[k - 1];
     if (g_max) *g_max = levels[k - 1];
     return k;
+}
+
+bool fp4_format_same_grid(fp4_format a, fp4_format b)
+{
+    float la[8], lb[8], ga, gb;
+    int na = fp4_format_levels(a, la, &ga), nb = fp4_format_levels(b, lb, &gb);
+    if (na == 0 || na != nb || !(ga > 0.0f) || !(gb > 0.0f)) return false;
+    int k;
+    if (frexpf(gb / ga, &k) != 0.5f) return false; /* the ratio is not a power of two */
+    for (int i = 0; i < na; i++)
+        if (ldexpf(la[i], k - 1) != lb[i]) return false;
+    return true;
 }

@@ -3,6 +3,7 @@
 #ifndef FP4_FORMAT_H
 #define FP4_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "status.h"
@@ -47,5 +48,10 @@ void fp4_format_name(fp4_format f, char *buf, size_t n);
 /* The levels of f (ascending, levels[0] == 0) into levels[0..8); returns their number (8, or
  * fewer for e2m1:max=M). *g_max receives the largest level. */
 int fp4_format_levels(fp4_format f, float levels[8], float *g_max);
+
+/* Whether a and b are the same grid up to a power-of-two factor (as many levels, each of b
+ * equal to the same level of a times 2^k): then every amax-based scale mode gives identical
+ * dequantized values under either (SPEC §2: e1m2 and int4). True for a == b. */
+bool fp4_format_same_grid(fp4_format a, fp4_format b);
 
 #endif

@@ -99,6 +99,21 @@ int64_t fp4_padded_len(const fp4_qconfig *cfg, int64_t row_len)
     return (row_len + g - 1) / g * g;
 }
 
+bool fp4_qconfig_same_values(const fp4_qconfig *a, const fp4_qconfig *b)
+{
+    if (!fp4_format_same_grid(a->format, b->format) || a->scale != b->scale ||
+        a->block != b->block || a->rounding != b->rounding || a->mx_rule != b->mx_rule ||
+        a->weight_2d != b->weight_2d || (a->rht == NULL) != (b->rht == NULL))
+        return false;
+    if (a->rounding == FP4_ROUND_SR &&
+        (a->sr_bits != b->sr_bits || a->seed != b->seed || a->stream != b->stream))
+        return false;
+    if (a->rht && a->rht != b->rht &&
+        (a->rht->n != b->rht->n || memcmp(a->rht->s, b->rht->s, sizeof(float) * (size_t)a->rht->n)))
+        return false;
+    return true;
+}
+
 bool fp4_needs_tensor_amax(const fp4_qconfig *cfg)
 {
     return cfg->scale == FP4_SCALE_NVFP4 || cfg->scale == FP4_SCALE_TENSOR;

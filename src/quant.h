@@ -62,6 +62,12 @@ fp4_status fp4_qconfig_check(fp4_qconfig *cfg);
 /* row_len rounded up to a multiple of the block and of the RHT size. */
 int64_t fp4_padded_len(const fp4_qconfig *cfg, int64_t row_len);
 
+/* Whether a and b give identical dequantized values for every input (SPEC §2): the same grid
+ * up to a power of two (fp4_format_same_grid: e1m2 and int4), and the same scale mode, block,
+ * rounding (SR bits, seed and stream), MX rule, weight_2d and RHT (off on both, or the same
+ * size and signs). A config is the same as itself. */
+bool fp4_qconfig_same_values(const fp4_qconfig *a, const fp4_qconfig *b);
+
 /* Whether this config needs the tensor amax (nvfp4, tensor) before pass 2. */
 bool fp4_needs_tensor_amax(const fp4_qconfig *cfg);
 

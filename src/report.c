@@ -232,9 +232,9 @@ static bool sqnr_ok(const fp4_metrics *m)
 
 static fp4_rank_by rank_key_by; /* qsort has no context argument */
 
-static double rank_key(const verdict_row *r)
+static double rank_key(const verdict_row *r, fp4_rank_by by)
 {
-    switch (rank_key_by) {
+    switch (by) {
     case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
     case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
     case FP4_RANK_GAP: break;
@@ -242,15 +242,22 @@ static double rank_key(const verdict_row *r)
     return -r->gap_db;                                  /* largest gap first */
 }
 
+/* By rank_key_by; its ties by the other keys (gap, then sqnr, then delta), so that the order
+ * does not hang on the order a file lists its tensors in (one config: every gap is 0); what
+ * still ties (equal numbers throughout), and tensors without a finite SQNR (last), in tensor
+ * order. */
 static int rank_cmp(const void *pa, const void *pb)
 {
     const verdict_row *a = pa, *b = pb;
     if (a->ok != b->ok) return a->ok ? -1 : 1; /* tensors without a finite SQNR last */
     if (a->ok) {
-        double ka = rank_key(a), kb = rank_key(b);
-        bool na = isnan(ka), nb = isnan(kb);
-        if (na != nb) return na ? 1 : -1;
-        if (!na && ka != kb) return ka < kb ? -1 : 1;
+        const fp4_rank_by keys[4] = {rank_key_by, FP4_RANK_GAP, FP4_RANK_SQNR, FP4_RANK_DELTA};
+        for (int i = 0; i < 4; i++) {
+            double ka = rank_key(a, keys[i]), kb = rank_key(b, keys[i]);
+            bool na = isnan(ka), nb = isnan(kb);
+            if (na != nb) return na ? 1 : -1;
+            if (!na && ka != kb) return ka < kb ? -1 : 1;
+        }
     }
     return (a->t > b->t) - (a->t < b->t); /* ties: tensor order */
 }
@@ -284,21 +291,44 @@ static verdict_row *verdict_rank(const fp4_run *run)
     return rows;
 }
 
-/* The config with the highest pooled SQNR (-1 when none is finite) and the runner-up (-1). */
+/* The config with the highest pooled SQNR (-1 when none is finite; ties: the first in config
+ * order) and the runner-up: the best config whose dequantized values differ from the winner's
+ * (-1 when none has a finite SQNR). A config giving the same values (fp4_qconfig_same_values:
+ * e1m2 and int4 under the same scales and RHT) has the same SQNR, so a margin over it would
+ * always be 0: it is named beside the winner instead (verdict_same). */
 static int verdict_winner(const fp4_run *run, int *runner)
 {
     int w = -1, r = -1;
-    for (int c = 0; c < run->ncfg; c++) {
-        if (!sqnr_ok(&run->pooled[c])) continue;
-        if (w < 0 || run->pooled[c].sqnr_db > run->pooled[w].sqnr_db) {
-            r = w;
+    for (int c = 0; c < run->ncfg; c++)
+        if (sqnr_ok(&run->pooled[c]) &&
+            (w < 0 || run->pooled[c].sqnr_db > run->pooled[w].sqnr_db))
             w = c;
-        } else if (r < 0 || run->pooled[c].sqnr_db > run->pooled[r].sqnr_db) {
+    for (int c = 0; w >= 0 && c < run->ncfg; c++)
+        if (sqnr_ok(&run->pooled[c]) && !fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]) &&
+            (r < 0 || run->pooled[c].sqnr_db > run->pooled[r].sqnr_db))
             r = c;
-        }
-    }
     *runner = r;
     return w;
+}
+
+/* Whether config c is another name for the winner w's quantizer (same dequantized values). */
+static bool verdict_same(const fp4_run *run, int w, int c)
+{
+    return c != w && fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]);
+}
+
+/* {format, scale, rht} of config c, with its pooled SQNR when with_sqnr. */
+static cJSON *verdict_cfg(const fp4_run *run, int c, bool with_sqnr)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char f[32];
+    format_name(run->cfgs[c].format, f, sizeof f);
+    cJSON_AddStringToObject(o, "format", f);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(run->cfgs[c].scale));
+    cJSON_AddBoolToObject(o, "rht", run->cfgs[c].rht != NULL);
+    if (with_sqnr) num(o, "sqnr_db", run->pooled[c].sqnr_db);
+    return o;
 }
 
 static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
@@ -351,6 +381,11 @@ static void add_verdict(cJSON *root, const fp4_run *run)
             num(o, "sqnr_db", run->pooled[w].sqnr_db);
             num(o, "margin_db",
                 runner >= 0 ? run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db : NAN);
+            if (runner >= 0) cJSON_AddItemToObject(o, "runner_up", verdict_cfg(run, runner, true));
+            else cJSON_AddNullToObject(o, "runner_up");
+            cJSON *same = cJSON_AddArrayToObject(o, "same_values");
+            for (int c = 0; same && c < run->ncfg; c++)
+                if (verdict_same(run, w, c)) cJSON_AddItemToArray(same, verdict_cfg(run, c, false));
         }
     }
     cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
@@ -758,16 +793,23 @@ static void verdict_table(FILE *out, const fp4_run *run)
     if (w >= 0) {
         char lab[48], lab2[48];
         cfg_label(lab, sizeof lab, &run->cfgs[w]);
+        fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
         if (runner >= 0) {
             cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
-            fprintf(out, "  winner: %s (%s scales), %+.3f dB over %s (%s scales)\n", lab,
-                    fp4_scale_name(run->cfgs[w].scale),
+            fprintf(out, ", %+.3f dB over %s (%s scales)",
                     run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db, lab2,
                     fp4_scale_name(run->cfgs[runner].scale));
         } else {
-            fprintf(out, "  winner: %s (%s scales), the only config with a finite SQNR\n", lab,
-                    fp4_scale_name(run->cfgs[w].scale));
+            fprintf(out, ", no other config with a finite SQNR and other values");
         }
+        int nsame = 0;
+        for (int c = 0; c < run->ncfg; c++) {
+            if (!verdict_same(run, w, c)) continue;
+            cfg_label(lab2, sizeof lab2, &run->cfgs[c]);
+            fprintf(out, "%s%s", nsame++ ? ", " : "; ", lab2);
+        }
+        if (nsame) fprintf(out, " give%s the same values (same grid)", nsame == 1 ? "s" : "");
+        fputc('\n', out);
     }
     verdict_row *rows = verdict_rank(run);
     if (!rows) return;

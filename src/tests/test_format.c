@@ -88,6 +88,23 @@ static void test_levels_capped(void **state)
     assert_int_equal(fp4c_grid_make(FP4C_E2M1, 4).emax, 2);
 }
 
+/* fp4_format_same_grid: among every grid and ablation cap, only e1m2 ~ int4 (and each grid
+ * with itself) are one grid up to a power of two (SPEC §2). */
+static void test_same_grid(void **state)
+{
+    (void)state;
+    fp4_format all[FP4_FMT_COUNT + 3];
+    int n = 0;
+    for (int i = 0; i < FP4_FMT_COUNT; i++) all[n++] = (fp4_format){(fp4_format_id)i, 0};
+    for (int m = 2; m <= 4; m++) all[n++] = (fp4_format){FP4_FMT_E2M1, m};
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            bool want = i == j || (all[i].id == FP4_FMT_E1M2 && all[j].id == FP4_FMT_INT4) ||
+                        (all[i].id == FP4_FMT_INT4 && all[j].id == FP4_FMT_E1M2);
+            assert_int_equal(fp4_format_same_grid(all[i], all[j]), want);
+        }
+}
+
 /* Every midpoint of every grid: ties go to the even index; just off the tie, nearest. */
 static void test_rtne_every_tie(void **state)
 {
@@ -207,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_table_matches_common),
         cmocka_unit_test(test_parse_and_names),
         cmocka_unit_test(test_levels_capped),
+        cmocka_unit_test(test_same_grid),
         cmocka_unit_test(test_rtne_every_tie),
         cmocka_unit_test(test_rtne_closed_forms),
         cmocka_unit_test(test_e2m1_bins_saturation_negzero),

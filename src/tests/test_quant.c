@@ -397,6 +397,17 @@ static void test_e1m2_equals_int4(void **state)
                              FP4_OK);
             assert_memory_equal(da, db, sizeof(float) * (size_t)(R * P));
             assert_memory_equal(ca, cb, (size_t)(R * P));
+            /* the verdict's "same values" predicate says so; a changed RHT, grid or scale not */
+            assert_true(fp4_qconfig_same_values(&a, &b) && fp4_qconfig_same_values(&b, &a));
+            fp4_qconfig c = b;
+            c.rht = a.rht ? NULL : &sg;
+            assert_false(fp4_qconfig_same_values(&a, &c));
+            c = b;
+            c.format.id = FP4_FMT_E2M1;
+            assert_false(fp4_qconfig_same_values(&a, &c));
+            c = b;
+            c.scale = (fp4_scale_mode)((s + 1) % FP4_SCALE_COUNT);
+            assert_false(fp4_qconfig_same_values(&a, &c));
             free(da);
             free(db);
             free(ca);

@@ -1,6 +1,7 @@
 /* test_report.c — the report writer (whole-or-absent files, direct writes to pipes and devices,
  * write errors) and the JSON of a hand-built run (identity fields, nulls with statuses,
- * rht_delta, compound shrinkage, errors). */
+ * rht_delta, compound shrinkage, errors); the verdict's margin over the best config with
+ * other values and its tie order. */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -290,6 +291,117 @@ static void test_analysis_json(void **state)
     free(text);
 }
 
+/* The verdict (report.c): the winner's margin is over the best config whose dequantized values
+ * differ. e1m2 and int4 are one grid (SPEC §2): int4+rht is named beside the winner
+ * e1m2+rht in same_values, and the margin is over e1m2 without RHT (0.4 dB), never 0 dB over
+ * int4+rht. Ranking ties (one gap for all) are broken by the best SQNR, not by tensor order. */
+static void test_verdict_margin_and_ties(void **state)
+{
+    (void)state;
+    fp4_options o;
+    fp4_options_default(&o, "e2m1,e1m2,int4", FP4_RHT_BOTH);
+    char *av[] = {"rht", "f.h5", NULL};
+    assert_int_equal(fp4_options_parse(&o, 2, av, NULL), FP4_OK);
+    fp4_run run;
+    memset(&run, 0, sizeof run);
+    run.opt = &o;
+    run.file = "f.h5";
+    fp4_qconfig cfgs[8];
+    assert_int_equal(fp4_options_configs(&o, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(run.ncfg, 6);
+    run.cfgs = cfgs;
+    /* config order: e2m1, e2m1+rht, e1m2, e1m2+rht, int4, int4+rht */
+    const fp4_format_id fid[6] = {FP4_FMT_E2M1, FP4_FMT_E2M1, FP4_FMT_E1M2,
+                                  FP4_FMT_E1M2, FP4_FMT_INT4, FP4_FMT_INT4};
+    for (int c = 0; c < 6; c++) {
+        assert_int_equal(cfgs[c].format.id, fid[c]);
+        assert_int_equal(cfgs[c].rht != NULL, c % 2);
+    }
+    const double pooled_db[6] = {20.0, 20.5, 21.0, 21.4, 21.0, 21.4};
+    /* tensors: /a every config 22 dB (gap 0), /b every config 20 dB (gap 0), /c a gap of 2 */
+    const double tens_db[3][6] = {{22, 22, 22, 22, 22, 22},
+                                  {20, 20, 20, 20, 20, 20},
+                                  {19, 20, 21, 21, 21, 21}};
+    fp4_metrics tm[3][6], pooled[6];
+    fp4_tensor_result tr[3];
+    char *ds[] = {"/a", "/b", "/c"};
+    memset(tr, 0, sizeof tr);
+    for (int t = 0; t < 3; t++) {
+        for (int c = 0; c < 6; c++) fake_metrics(&tm[t][c], tens_db[t][c], 0.99);
+        tr[t].info.name = ds[t];
+        tr[t].info.rank = 2;
+        tr[t].info.dims[0] = tr[t].info.dims[1] = 4;
+        snprintf(tr[t].info.dtype, sizeof tr[t].info.dtype, "f32");
+        tr[t].axis = 1;
+        tr[t].metrics = tm[t];
+        tr[t].index = t;
+    }
+    for (int c = 0; c < 6; c++) fake_metrics(&pooled[c], pooled_db[c], 0.99);
+    run.datasets = ds;
+    run.ndatasets = 3;
+    run.tensors = tr;
+    run.ntensors = 3;
+    run.pooled = pooled;
+    snprintf(run.device, sizeof run.device, "cpu");
+
+    char *text = fp4_report_analysis_json("rht", 2, av, &run);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *v = item(root, "verdict"), *w = item(v, "winner");
+    assert_string_equal(item(w, "format")->valuestring, "e1m2");
+    assert_true(cJSON_IsTrue(item(w, "rht")));
+    assert_float_equal(item(w, "margin_db")->valuedouble, 0.4, 1e-12);
+    cJSON *ru = item(w, "runner_up");
+    assert_string_equal(item(ru, "format")->valuestring, "e1m2");
+    assert_true(cJSON_IsFalse(item(ru, "rht")));
+    assert_float_equal(item(ru, "sqnr_db")->valuedouble, 21.0, 0);
+    cJSON *same = item(w, "same_values");
+    assert_int_equal(cJSON_GetArraySize(same), 1);
+    assert_string_equal(item(cJSON_GetArrayItem(same, 0), "format")->valuestring, "int4");
+    assert_true(cJSON_IsTrue(item(cJSON_GetArrayItem(same, 0), "rht")));
+    cJSON *rk = item(v, "ranking");
+    assert_int_equal(cJSON_GetArraySize(rk), 3);
+    assert_string_equal(item(cJSON_GetArrayItem(rk, 0), "tensor")->valuestring, "/c");
+    assert_string_equal(item(cJSON_GetArrayItem(rk, 1), "tensor")->valuestring, "/b");
+    assert_string_equal(item(cJSON_GetArrayItem(rk, 2), "tensor")->valuestring, "/a");
+    cJSON_Delete(root);
+    free(text);
+
+    /* the table says the same */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fp4_report_table(f, "rht", &run);
+    fclose(f);
+    assert_non_null(strstr(buf, "winner: e1m2+rht (fp32 scales), +0.400 dB over e1m2 (fp32 "
+                                "scales); int4+rht gives the same values (same grid)\n"));
+    free(buf);
+
+    /* only one grid under two names: no runner-up, no margin */
+    fp4_options o2;
+    fp4_options_default(&o2, "e1m2,int4", FP4_RHT_OFF);
+    char *av2[] = {"sqnr", "f.h5", NULL};
+    assert_int_equal(fp4_options_parse(&o2, 2, av2, NULL), FP4_OK);
+    run.opt = &o2;
+    assert_int_equal(fp4_options_configs(&o2, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(run.ncfg, 2);
+    for (int t = 0; t < 3; t++) tr[t].metrics = tm[t] + 2; /* the e1m2 pair: equal values */
+    run.pooled = pooled + 2;
+    pooled[3] = pooled[2];
+    text = fp4_report_analysis_json("sqnr", 2, av2, &run);
+    assert_non_null(text);
+    root = cJSON_Parse(text);
+    w = item(item(root, "verdict"), "winner");
+    assert_string_equal(item(w, "format")->valuestring, "e1m2");
+    assert_true(cJSON_IsNull(item(w, "margin_db")));
+    assert_true(cJSON_IsNull(item(w, "runner_up")));
+    assert_int_equal(cJSON_GetArraySize(item(w, "same_values")), 1);
+    cJSON_Delete(root);
+    free(text);
+}
+
 static void test_grid_json(void **state)
 {
     (void)state;
@@ -326,7 +438,7 @@ int main(void)
         cmocka_unit_test(test_write_new_and_replace), cmocka_unit_test(test_write_through_symlink),
         cmocka_unit_test(test_write_missing_dir),     cmocka_unit_test(test_write_dev_full),
         cmocka_unit_test(test_write_fifo),            cmocka_unit_test(test_analysis_json),
-        cmocka_unit_test(test_grid_json),
+        cmocka_unit_test(test_grid_json),             cmocka_unit_test(test_verdict_margin_and_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

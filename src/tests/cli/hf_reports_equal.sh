@@ -2,9 +2,9 @@
 # hf_reports_equal.sh — the shared GPT checkpoint written by the reference writers
 # (scripts/make_hf_testdata.py: safetensors with bf16 kept, two shards + index, .npz stored
 # and deflated) gives reports equal to the HDF5 checkpoint's bit for bit, for sqnr, bias,
-# buckets and rht (names mapped, input fields aside: argv, input, tensor dtype); tensors in the
-# index's order; `ls` lists every tensor with shard and offset; a glob and a prefix select
-# across the '.'-separated names; gemm finds its groups and operands in such names.
+# buckets and rht (names mapped, input fields aside: argv, input, tensor dtype), the verdict's
+# ranking in the same order; tensors in the index's order; `ls` lists every tensor with shard
+# and offset; a glob and a prefix select across the '.'-separated names; gemm finds its groups and operands in such names.
 set -u
 python3 -c 'import safetensors, numpy, h5py' 2>/dev/null || { echo "no python3 safetensors"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -22,6 +22,11 @@ for cmd in "sqnr --scale nvfp4 --all-tensors" "bias --all-tensors" "buckets --fo
 import json, sys
 names = dict(l.rstrip("\n").split("\t") for l in open(sys.argv[1]))
 a, b = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+# the verdict ranks the tensors in the same order whatever order the file lists them in (ties
+# of one key are broken by the others: with one format every gap is 0)
+ra, rb = ([names.get(x["tensor"], x["tensor"]) for x in r["verdict"]["ranking"]] for r in (a, b))
+if ra != rb:
+    sys.exit("%s: verdict ranking differs: %s vs %s" % (sys.argv[4], ra[:3], rb[:3]))
 for r in (a, b):
     # input fields, and the verdict (a ranking derived from them, stored types included)
     for k in ("argv", "input", "timing", "verdict"):

@@ -1,10 +1,11 @@
 #!/bin/sh
 # verdict.sh — every analysis report carries a verdict: one entry per config (config order) with
 # the pooled SQNR, alpha and B15 of summary.results; the winner is the highest pooled SQNR and
-# its margin the gap to the runner-up; the ranking holds every tensor ordered by --rank-by (gap:
-# largest best-minus-worst gap first; sqnr: lowest best SQNR first; delta: largest |delta|
-# first), each tensor's best/worst/gap recomputed here from its results. The table ends with
-# the verdict (top 10). gemm: pooled SQNR and eta per path, the worst path, layers ranked.
+# its margin the gap to the runner-up, the best config with other values (int4 beside e1m2 is
+# listed in same_values, not taken as a 0 dB runner-up); the ranking holds every tensor ordered
+# by --rank-by (gap: largest best-minus-worst gap first; sqnr: lowest best SQNR first; delta:
+# largest |delta| first; ties by the other keys, then tensor order), each tensor's
+# best/worst/gap recomputed here from its results. The table ends with the verdict (top 10). gemm: pooled SQNR and eta per path, the worst path, layers ranked.
 # compare accepts reports with a verdict. Reports validate against the schema.
 set -u
 F=testdata/gpt_ckpt_small.h5
@@ -30,14 +31,24 @@ fin = [c for c in v["configs"] if c["sqnr_db"] is not None]
 best = max(fin, key=lambda c: c["sqnr_db"])
 w = v["winner"]
 assert w["sqnr_db"] == best["sqnr_db"]
-second = sorted((c["sqnr_db"] for c in fin), reverse=True)[1]
-assert abs(w["margin_db"] - (w["sqnr_db"] - second)) < 1e-12
+# the runner-up: the best config with other values (int4 and e1m2 are one grid: same_values)
+key = lambda c: (c["format"], c["scale"], c["rht"])
+same = {key(c) for c in w["same_values"]}
+grid = {"e1m2": "e1m2", "int4": "e1m2"}
+assert same == {key(c) for c in fin if key(c) != key(w) and grid.get(c["format"], c["format"]) ==
+                grid.get(w["format"]) and c["rht"] == w["rht"]}, same
+others = [c for c in fin if key(c) != key(w) and key(c) not in same]
+ru = max(others, key=lambda c: c["sqnr_db"])
+assert key(w["runner_up"]) == key(ru) and w["runner_up"]["sqnr_db"] == ru["sqnr_db"]
+assert abs(w["margin_db"] - (w["sqnr_db"] - ru["sqnr_db"])) < 1e-12
 rows = []
 for i, t in enumerate(r["tensors"]):
     ok = [x for x in t["results"] if x["sqnr_db"] is not None]
     b = max(ok, key=lambda x: x["sqnr_db"]); lo = min(ok, key=lambda x: x["sqnr_db"])
     rows.append((i, t["name"], b["sqnr_db"], b["sqnr_db"] - lo["sqnr_db"], b["delta"]))
-key = {"gap": lambda x: (-x[3], x[0]), "sqnr": lambda x: (x[2], x[0]), "delta": lambda x: (-abs(x[4]), x[0])}[by]
+# ties of the key: the other keys (gap, sqnr, delta), then tensor order
+k3 = {"gap": lambda x: -x[3], "sqnr": lambda x: x[2], "delta": lambda x: -abs(x[4])}
+key = lambda x: (k3[by](x), k3["gap"](x), k3["sqnr"](x), k3["delta"](x), x[0])
 want = [x[1] for x in sorted(rows, key=key)]
 got = [x["tensor"] for x in v["ranking"]]
 assert got == want, (got[:5], want[:5])
@@ -53,6 +64,10 @@ python3 -c 'import jsonschema' 2>/dev/null &&
 "$FP4DIAG" sqnr "$F" --all-tensors -v -o "$tmp/t.json" 2>"$tmp/table" || fail "table run"
 grep -q "^verdict (pooled over 23 tensors)" "$tmp/table" || { cat "$tmp/table"; fail "no verdict in the table"; }
 grep -q "winner: " "$tmp/table" || fail "no winner line"
+# e1m2 wins on this checkpoint; int4 is its grid under another name: named, not a 0 dB margin
+grep -q "^  winner: e1m2 (fp32 scales), +[0-9.]* dB over e2m1 (fp32 scales); int4 gives the same values (same grid)$" \
+    "$tmp/table" || { grep winner "$tmp/table"; fail "winner line: margin not over another grid"; }
+grep -q "+0.000 dB" "$tmp/table" && fail "a 0 dB margin in the table"
 grep -q "(10 of 23; all in the JSON)" "$tmp/table" || fail "not the top 10"
 "$FP4DIAG" sqnr "$F" --rank-by size -q 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--rank-by size: not a usage error"
