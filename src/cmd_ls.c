@@ -21,7 +21,8 @@ const char fp4_usage_ls[] =
     "a directory of shards), an .npy or an .npz: full name, shape, on-disk type (f16, bf16,\n"
     "f32, f64, f8_e4m3, f8_e5m2, i8..u64, float(1,e,m,bias) for other custom floats; ' be'\n"
     "marks big-endian), chunk shape, filters, logical size and stored size; for safetensors and\n"
-    "NumPy files the byte offset and the shard (or .npz member), then the file's metadata. A\n"
+    "NumPy files the byte offset and the shard (or .npz member), then the file's metadata\n"
+    "(safetensors __metadata__) and a sharded checkpoint's index metadata (total_size). A\n"
     "dataset fp4diag cannot read (string, compound, opaque class; a filter not available\n"
     "here; BOOL, F8_E8M0, packed 4/6-bit types) is listed with a note saying why.\n"
     "\n"
@@ -169,10 +170,10 @@ static cJSON *ls_json_dims(int rank, const int64_t *dims)
 /* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
  * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
  * filters_available, logical_bytes, stored_bytes, offset, shard, problem, widening}], metadata: {key:
- * value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
+ * value}, index_metadata: {key: the index's JSON value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
  * range of the file (HDF5), shard null for a one-file source. */
 static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
-                      int nm)
+                      int nm, char **ik, char **iv, int ni)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -186,6 +187,11 @@ static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_
     cJSON_AddStringToObject(root, "file", file);
     cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
     for (int i = 0; meta && i < nm; i++) cJSON_AddStringToObject(meta, mk[i], mv[i]);
+    cJSON *imeta = cJSON_AddObjectToObject(root, "index_metadata");
+    for (int i = 0; imeta && i < ni; i++) {
+        cJSON *v = cJSON_Parse(iv[i]); /* the index's own JSON value */
+        cJSON_AddItemToObject(imeta, ik[i], v ? v : cJSON_CreateString(iv[i]));
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "datasets");
     for (int i = 0; arr && i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
@@ -280,13 +286,14 @@ fp4_status cmd_ls(int argc, char **argv)
     fp4_tensor_desc *ds = NULL;
     int n = 0;
     FP4_TRY(fp4_source_open(file, &f));
-    char **mk = NULL, **mv = NULL;
-    int nm = 0;
+    char **mk = NULL, **mv = NULL, **ik = NULL, **iv = NULL;
+    int nm = 0, ni = 0;
     fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
     if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
+    if (st == FP4_OK) st = fp4_source_index_metadata(f, &ik, &iv, &ni);
     if (st == FP4_OK) {
         if (json) {
-            cJSON *doc = ls_json(file, f, ds, n, mk, mv, nm);
+            cJSON *doc = ls_json(file, f, ds, n, mk, mv, nm, ik, iv, ni);
             if (doc) fp4_json_make_valid(doc);
             char *text = doc ? cJSON_Print(doc) : NULL;
             if (text)
@@ -305,6 +312,17 @@ fp4_status cmd_ls(int argc, char **argv)
                 free(k);
                 free(v);
             }
+            for (int i = 0; st == FP4_OK && i < ni; i++) {
+                cJSON *j = cJSON_Parse(iv[i]); /* a string shown without its quotes */
+                const char *raw = cJSON_IsString(j) ? j->valuestring : iv[i];
+                char *k = fp4_text_escape(ik[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                char *v = fp4_text_escape(raw, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                if (k && v) printf("%s  %s: %s\n", i ? "" : "index metadata\n", k, v);
+                else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                free(k);
+                free(v);
+                cJSON_Delete(j);
+            }
         }
     }
     if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
@@ -312,6 +330,7 @@ fp4_status cmd_ls(int argc, char **argv)
                        errno == EPIPE ? "the reading end of the pipe was closed"
                                       : strerror(errno));
     fp4_source_metadata_free(mk, mv, nm);
+    fp4_source_metadata_free(ik, iv, ni);
     fp4_tensor_desc_free_list(ds, n);
     fp4_source_close(f);
     return st;

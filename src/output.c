@@ -1,5 +1,5 @@
 /* output.c — the one place a report is written (SPEC §9): -o checked before the run reads
- * anything (not an input, not a directory, writable), then a regular file replaced whole
+ * anything (not an input nor a file an input reads, not a directory, writable), then a regular file replaced whole
  * (temporary file + fsync + rename) or a pipe/terminal/character device written directly. */
 #include "output.h"
 
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io/source.h"
 
 typedef enum out_kind { OUT_NONE = 0, OUT_NEW, OUT_REGULAR, OUT_DIRECT } out_kind;
 
@@ -94,6 +95,31 @@ static fp4_status open_direct(const char *path, bool fifo, int *fd)
     return FP4_OK;
 }
 
+/* FP4_ERR_USAGE when the existing -o (path, stat sb) is the input, or a file reading it reads:
+ * an entry of an input directory, a shard named by a safetensors index (fp4_source_input_files). */
+static fp4_status not_an_input(const char *path, const struct stat *sb, const char *input)
+{
+    char **files = NULL;
+    int n = 0;
+    FP4_TRY(fp4_source_input_files(input, &files, &n));
+    fp4_status st = FP4_OK;
+    for (int k = 0; k < n && st == FP4_OK; k++) {
+        struct stat ib;
+        if (stat(files[k], &ib) != 0 || ib.st_dev != sb->st_dev || ib.st_ino != sb->st_ino)
+            continue;
+        if (k == 0)
+            st = fp4_error(FP4_ERR_USAGE, "-o %s is the input %s: the report would overwrite it; "
+                                          "choose another output file",
+                           path, input);
+        else
+            st = fp4_error(FP4_ERR_USAGE, "-o %s is %s, read as part of the input %s: the "
+                                          "report would overwrite it; choose another output file",
+                           path, files[k], input);
+    }
+    fp4_source_files_free(files, n);
+    return st;
+}
+
 fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int ninputs)
 {
     fp4_output_forget();
@@ -119,14 +145,8 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
         target = strdup(path);
         if (!target) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     } else {
-        for (int i = 0; i < ninputs; i++) {
-            struct stat ib;
-            if (inputs[i] && stat(inputs[i], &ib) == 0 && ib.st_dev == sb.st_dev &&
-                ib.st_ino == sb.st_ino)
-                return fp4_error(FP4_ERR_USAGE, "-o %s is the input %s: the report would "
-                                                "overwrite it; choose another output file",
-                                 path, inputs[i]);
-        }
+        for (int i = 0; i < ninputs; i++)
+            if (inputs[i]) FP4_TRY(not_an_input(path, &sb, inputs[i]));
         if (S_ISDIR(sb.st_mode))
             return fp4_error(FP4_ERR_INPUT, "-o %s: is a directory; give a file name "
                                             "(-o %s/report.json)",

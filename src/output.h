@@ -13,6 +13,9 @@
  *   FP4_ERR_USAGE  "-o PATH is the input FILE ..." when PATH resolves (symlinks, hard links,
  *                  /proc/self/cwd/...: same st_dev and st_ino) to any of inputs[0..ninputs)
  *                  (an input that does not exist is skipped: it cannot be overwritten);
+ *                  "-o PATH is F, read as part of the input FILE ..." when it resolves to a
+ *                  file reading an input reads: an entry of an input directory, a shard
+ *                  named by a safetensors index (fp4_source_input_files);
  *                  a block device, socket or other special file;
  *   FP4_ERR_INPUT  "-o PATH: is a directory"; the directory of a new file missing or not
  *                  writable; an existing regular file that is read-only (no write bit in its

@@ -706,8 +706,43 @@ static void cfg_label(char *buf, size_t n, const fp4_qconfig *c)
     snprintf(buf, n, "%s%s", f, c->rht ? "+rht" : "");
 }
 
+/* The tensor-name column of the tables: at least 32 columns, wider for the longest name shown
+ * (names such as model.layers.10.self_attn.qkv_proj.weight), at most 96 (a longer name runs
+ * past it). Widths count UTF-8 characters of the escaped name, not bytes. */
+enum { NAME_COLS_MIN = 32, NAME_COLS_MAX = 96 };
+
+static int text_columns(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int name_width(const fp4_run *run)
+{
+    int w = NAME_COLS_MIN;
+    for (int t = 0; t < run->ntensors; t++) {
+        const char *nm = run->tensors[t].info.name ? run->tensors[t].info.name : "";
+        char *shown = fp4_text_escape(nm, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        int c = text_columns(shown ? shown : nm);
+        free(shown);
+        if (c > w) w = c < NAME_COLS_MAX ? c : NAME_COLS_MAX;
+    }
+    return w;
+}
+
+/* name (escaped: control characters and invalid UTF-8 shown as \xNN), padded to w columns. */
+static void put_name(FILE *out, const char *name, int w)
+{
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    const char *s = shown ? shown : name;
+    fputs(s, out);
+    for (int c = text_columns(s); c < w; c++) fputc(' ', out);
+    free(shown);
+}
+
 static void table_row(FILE *out, const char *command, const char *name, const fp4_qconfig *c,
-                      const fp4_metrics *m)
+                      const fp4_metrics *m, int w)
 {
     char lab[48], sq[24], a[24], b15[24], x1[24], x2[24];
     cfg_label(lab, sizeof lab, c);
@@ -724,19 +759,17 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
         fmt_num(x1, sizeof x1, m->nmse, "%.3e");
         snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
     }
-    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
     /* non-finite inputs are marked on the row: they are counted, not quantized */
     char nf[64] = "";
     if (m->nan || m->inf)
         snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
                  (unsigned long long)m->nan, (unsigned long long)m->inf);
-    fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s%s\n", shown ? shown : name, lab, sq, a, b15,
-            x1, x2, nf);
-    free(shown);
+    put_name(out, name, w);
+    fprintf(out, " %-12s %9s %9s %7s %11s %11s%s\n", lab, sq, a, b15, x1, x2, nf);
 }
 
 static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
-                            const fp4_metrics *mp, const fp4_metrics *mr)
+                            const fp4_metrics *mp, const fp4_metrics *mr, int w)
 {
     fp4_rht_delta d;
     fp4_rht_delta_compute(mp, mr, &d);
@@ -747,15 +780,13 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
     fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
     fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
     fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
-    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-    fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", shown ? shown : name, f, sp, sr, ds, da,
-            db);
-    free(shown);
+    put_name(out, name, w);
+    fprintf(out, " %-8s %9s %9s %8s %9s %8s\n", f, sp, sr, ds, da, db);
 }
 
 /* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
  * summary "compound"), on a line under its pooled row. */
-static void table_compound_row(FILE *out, const fp4_run *run, int c)
+static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
 {
     int k = run->opt->layers;
     if (k <= 0) return;
@@ -769,13 +800,13 @@ static void table_compound_row(FILE *out, const fp4_run *run, int c)
     cfg_label(lab, sizeof lab, &run->cfgs[c]);
     fmt_num(a, sizeof a, prod, "%.5f");
     fmt_num(b, sizeof b, expo, "%.5f");
-    fprintf(out, "%-32s %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n",
-            "  (compound)", lab, k, a, b);
+    put_name(out, "  (compound)", w);
+    fprintf(out, " %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n", lab, k, a, b);
 }
 
 /* The verdict under the table: pooled SQNR, alpha and B15 per config, the winner with its
  * margin, and the top 10 tensors of the ranking (the JSON holds all of them). */
-static void verdict_table(FILE *out, const fp4_run *run)
+static void verdict_table(FILE *out, const fp4_run *run, int nw)
 {
     if (run->ntensors <= 0 || run->ncfg <= 0) return;
     fprintf(out, "\nverdict (pooled over %d tensor%s):\n", run->ntensors,
@@ -821,19 +852,18 @@ static void verdict_table(FILE *out, const fp4_run *run)
     for (int i = 0; i < top; i++) {
         const verdict_row *r = &rows[i];
         const fp4_tensor_result *tr = &run->tensors[r->t];
-        char *shown = fp4_text_escape(tr->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-        const char *nm = shown ? shown : tr->info.name;
+        fputs("  ", out);
+        put_name(out, tr->info.name ? tr->info.name : "", nw);
         if (!r->ok) {
-            fprintf(out, "  %-32s no finite SQNR\n", nm);
+            fprintf(out, " no finite SQNR\n");
         } else {
             char lb[48], lw[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
             cfg_label(lw, sizeof lw, &run->cfgs[r->worst]);
-            fprintf(out, "  %-32s best %-10s %7.3f  worst %-10s %7.3f  gap %6.3f dB  delta %+.5f\n",
-                    nm, lb, tr->metrics[r->best].sqnr_db, lw, tr->metrics[r->worst].sqnr_db,
+            fprintf(out, " best %-10s %7.3f  worst %-10s %7.3f  gap %6.3f dB  delta %+.5f\n",
+                    lb, tr->metrics[r->best].sqnr_db, lw, tr->metrics[r->worst].sqnr_db,
                     r->gap_db, r->delta);
         }
-        free(shown);
     }
     free(rows);
 }
@@ -841,33 +871,36 @@ static void verdict_table(FILE *out, const fp4_run *run)
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
+    int w = name_width(run);
     if (rht) {
-        fprintf(out, "%-32s %-8s %9s %9s %8s %9s %8s\n", "tensor", "format", "SQNR", "SQNR+rht",
-                "dSQNR", "d_alpha", "dB15");
+        put_name(out, "tensor", w);
+        fprintf(out, " %-8s %9s %9s %8s %9s %8s\n", "format", "SQNR", "SQNR+rht", "dSQNR",
+                "d_alpha", "dB15");
         for (int t = 0; t < run->ntensors; t++)
             for (int p = 0; p < run->npairs; p++) {
                 int a = run->pairs[p].plain, b = run->pairs[p].rotated;
                 table_delta_row(out, run->tensors[t].info.name, &run->cfgs[a],
-                                &run->tensors[t].metrics[a], &run->tensors[t].metrics[b]);
+                                &run->tensors[t].metrics[a], &run->tensors[t].metrics[b], w);
             }
         for (int p = 0; p < run->npairs; p++) {
             int a = run->pairs[p].plain, b = run->pairs[p].rotated;
-            table_delta_row(out, "(pooled)", &run->cfgs[a], &run->pooled[a], &run->pooled[b]);
+            table_delta_row(out, "(pooled)", &run->cfgs[a], &run->pooled[a], &run->pooled[b], w);
         }
     } else {
         const char *x1 = !strcmp(command, "bias") ? "delta"
                          : !strcmp(command, "buckets") ? "B8" : "NMSE";
         const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
                          : !strcmp(command, "buckets") ? "saturated" : "elements";
-        fprintf(out, "%-32s %-12s %9s %9s %7s %11s %11s\n", "tensor", "format", "SQNR_dB",
-                "alpha", "B15", x1, x2);
+        put_name(out, "tensor", w);
+        fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15", x1,
+                x2);
         for (int t = 0; t < run->ntensors; t++)
             for (int c = 0; c < run->ncfg; c++)
                 table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
-                          &run->tensors[t].metrics[c]);
+                          &run->tensors[t].metrics[c], w);
         for (int c = 0; c < run->ncfg; c++) {
-            table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c]);
-            table_compound_row(out, run, c);
+            table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c], w);
+            table_compound_row(out, run, c, w);
         }
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
@@ -884,7 +917,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
                             : "");
         }
     }
-    verdict_table(out, run);
+    verdict_table(out, run, w);
     if (run->nskipped > 0) {
         /* one line: how many, the first few with their reasons, how to include them */
         fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", run->nskipped,

@@ -15,6 +15,7 @@ static int64_t g_memory;  /* decoding memory bound, bytes (0: none) */
 static int g_threads;     /* 0: OpenMP's default */
 
 void fp4_chunked_set_memory(int64_t bytes) { g_memory = bytes > 0 ? bytes : 0; }
+int64_t fp4_chunked_memory(void) { return g_memory; }
 void fp4_chunked_set_threads(int threads) { g_threads = threads > 0 ? threads : 0; }
 
 static int ref_cmp(const void *a, const void *b)

@@ -1,17 +1,22 @@
 /* io/npy.c — the NumPy tensor source: one .npy file (one tensor, named after the file) or an
  * .npz archive (one tensor per .npy member, in the archive's order). Files are mapped
- * read-only; .npy data and stored .npz members are read straight from the mapping, a deflated
- * member is inflated whole (libdeflate) when first read and kept until another one is. */
+ * read-only; .npy data and stored .npz members are read straight from the mapping. A deflated
+ * member's header is read by inflating only its first bytes (zlib); its data is inflated whole
+ * (libdeflate) when first read, and kept until another one is, only when it fits the decoding
+ * memory --mem-limit leaves (fp4_chunked_memory); a larger one is the tensor's error, by name. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libdeflate.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "io/chunked.h"
 #include "io/npy_parse.h"
 #include "io/rawconv.h"
 #include "io/source.h"
@@ -22,6 +27,7 @@ typedef struct npy_member {
     bool parsed;           /* hdr/problem filled */
     fp4_npy_header hdr;
     char problem[192];     /* why it cannot be read (a bad header, not an .npy, ...) */
+    char refused[192];     /* a readable array not read here (too large to inflate), or "" */
 } npy_member;
 
 typedef struct npy_src {
@@ -240,21 +246,66 @@ static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len)
     return s->buf;
 }
 
+/* The first min(usize, cap) bytes of deflated member z inflated into buf (zlib, raw deflate,
+ * stopping there); *got the count. False when the stream is corrupt before that. */
+static bool inflate_prefix(const npy_src *s, const fp4_zip_member *z, uint8_t *buf, size_t cap,
+                           size_t *got)
+{
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) return false;
+    zs.next_in = (Bytef *)(s->map + z->data_offset);
+    zs.avail_in = z->csize > UINT_MAX ? UINT_MAX : (uInt)z->csize;
+    zs.next_out = buf;
+    zs.avail_out = (uInt)cap;
+    int r = Z_OK;
+    while (zs.avail_out > 0 && r == Z_OK) r = inflate(&zs, Z_SYNC_FLUSH);
+    *got = cap - zs.avail_out;
+    inflateEnd(&zs);
+    return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && zs.avail_out == 0);
+}
+
 static void npy_parse_member(npy_src *s, int i)
 {
     npy_member *m = &s->m[i];
     if (m->parsed) return;
     m->parsed = true;
-    const char *zname = s->zip[m->zi].name;
+    const fp4_zip_member *z = &s->zip[m->zi];
+    const char *zname = z->name;
     size_t zl = strlen(zname);
     if (zl < 4 || strcmp(zname + zl - 4, ".npy") != 0) {
         snprintf(m->problem, sizeof m->problem, "zip member is not an .npy array");
         return;
     }
-    uint64_t len;
-    const uint8_t *b = npy_bytes(s, i, &len);
-    if (!b) return;
-    if (fp4_npy_parse(zname, b, len, &m->hdr) != FP4_OK) {
+    fp4_status st;
+    if (z->method == 8 && !z->problem[0]) { /* the header from the first bytes only */
+        enum { HEAD = 1 << 20 };            /* an .npy header longer than 1 MiB is refused */
+        size_t cap = z->usize < HEAD ? (size_t)z->usize : HEAD, got = 0;
+        uint8_t *head = malloc(cap ? cap : 1);
+        if (!head) {
+            snprintf(m->problem, sizeof m->problem, "out of memory reading its header");
+            return;
+        }
+        if (!inflate_prefix(s, z, head, cap, &got)) {
+            free(head);
+            snprintf(m->problem, sizeof m->problem, "deflated zip member is corrupt");
+            return;
+        }
+        st = fp4_npy_parse_prefix(zname, head, got, z->usize, &m->hdr);
+        free(head);
+        int64_t budget = fp4_chunked_memory();
+        if (st == FP4_OK && budget > 0 && z->usize > (uint64_t)budget)
+            snprintf(m->refused, sizeof m->refused,
+                     "deflated member inflates to %llu bytes, over the %lld of --mem-limit for "
+                     "decoding (half); raise --mem-limit or save with numpy.savez",
+                     (unsigned long long)z->usize, (long long)budget);
+    } else {
+        uint64_t len;
+        const uint8_t *b = npy_bytes(s, i, &len);
+        if (!b) return;
+        st = fp4_npy_parse(zname, b, len, &m->hdr);
+    }
+    if (st != FP4_OK) {
         snprintf(m->problem, sizeof m->problem, "%s", fp4_last_error());
         memset(&m->hdr, 0, sizeof m->hdr);
     }
@@ -272,29 +323,6 @@ static fp4_raw npy_raw(const fp4_npy_header *h)
         return h->itemsize == 1 ? FP4_RAW_U8 : h->itemsize == 2 ? FP4_RAW_U16
                : h->itemsize == 4 ? FP4_RAW_U32 : FP4_RAW_U64;
     default: return FP4_RAW_NONE;
-    }
-}
-
-static const char *const npy_dtype_names[FP4_RAW_COUNT] = {
-    [FP4_RAW_F16] = "f16", [FP4_RAW_F32] = "f32", [FP4_RAW_F64] = "f64", [FP4_RAW_I8] = "i8",
-    [FP4_RAW_U8] = "u8",   [FP4_RAW_I16] = "i16", [FP4_RAW_U16] = "u16", [FP4_RAW_I32] = "i32",
-    [FP4_RAW_U32] = "u32", [FP4_RAW_I64] = "i64", [FP4_RAW_U64] = "u64"};
-
-static fp4_stored npy_stored(fp4_raw k)
-{
-    switch (k) {
-    case FP4_RAW_F16: return FP4_STORED_F16;
-    case FP4_RAW_F32: return FP4_STORED_F32;
-    case FP4_RAW_F64: return FP4_STORED_F64;
-    case FP4_RAW_I8: return FP4_STORED_I8;
-    case FP4_RAW_U8: return FP4_STORED_U8;
-    case FP4_RAW_I16: return FP4_STORED_I16;
-    case FP4_RAW_U16: return FP4_STORED_U16;
-    case FP4_RAW_I32: return FP4_STORED_I32;
-    case FP4_RAW_U32: return FP4_STORED_U32;
-    case FP4_RAW_I64: return FP4_STORED_I64;
-    case FP4_RAW_U64: return FP4_STORED_U64;
-    default: return FP4_STORED_OTHER;
     }
 }
 
@@ -329,10 +357,10 @@ static fp4_status npy_describe(void *impl, const char *name, fp4_tensor_desc *ou
     for (int d = 0; d < h->rank; d++) out->dims[d] = h->dims[d];
     out->nelems = m->problem[0] ? 0 : h->nelems;
     fp4_raw k = m->problem[0] ? FP4_RAW_NONE : npy_raw(h);
-    snprintf(out->dtype, sizeof out->dtype, "%s", k ? npy_dtype_names[k] : h->descr);
+    snprintf(out->dtype, sizeof out->dtype, "%s", k ? fp4_raw_name(k) : h->descr);
     snprintf(out->byte_order, sizeof out->byte_order, "%s",
              h->itemsize > 1 && k ? (h->big_endian ? "be" : "le") : "");
-    out->stored = npy_stored(k);
+    out->stored = fp4_raw_stored(k);
     out->numeric = k != FP4_RAW_NONE;
     out->exact_fp32 = fp4_raw_exact(k);
     out->codec_available = true;
@@ -344,6 +372,7 @@ static fp4_status npy_describe(void *impl, const char *name, fp4_tensor_desc *ou
     if (m->zi >= 0) snprintf(out->part, sizeof out->part, "%s", s->zip[m->zi].name);
     if (m->problem[0]) snprintf(out->problem, sizeof out->problem, "%.159s", m->problem);
     else if (h->problem[0]) snprintf(out->problem, sizeof out->problem, "%.159s", h->problem);
+    else if (m->refused[0]) snprintf(out->problem, sizeof out->problem, "%.159s", m->refused);
     return FP4_OK;
 }
 
@@ -356,14 +385,10 @@ static fp4_status npy_read(void *impl, const fp4_tensor_desc *d, int dim, int64_
     npy_member *m = &s->m[i];
     npy_parse_member(s, i);
     const fp4_npy_header *h = &m->hdr;
-    if (m->problem[0] || h->problem[0])
+    if (m->problem[0] || h->problem[0] || m->refused[0])
         return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name,
-                         m->problem[0] ? m->problem : h->problem);
-    int64_t ext = h->rank == 0 ? 1 : h->dims[dim < h->rank ? dim : 0];
-    if (dim < 0 || (dim >= h->rank && !(h->rank == 0 && dim == 0)) || start < 0 || count < 0 ||
-        start > ext || count > ext - start)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: slab [%lld, +%lld) along dimension %d is out "
-                         "of range", s->file, d->name, (long long)start, (long long)count, dim);
+                         m->problem[0] ? m->problem : h->problem[0] ? h->problem : m->refused);
+    FP4_TRY(fp4_raw_slab_check(s->file, d->name, h->rank, h->dims, dim, start, count));
     if (h->nelems == 0 || count == 0) return FP4_OK;
     uint64_t len;
     const uint8_t *b = npy_bytes(s, i, &len);

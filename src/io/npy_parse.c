@@ -144,7 +144,14 @@ static void npy_descr(fp4_npy_header *h)
 fp4_status fp4_npy_parse(const char *file, const uint8_t *buf, uint64_t size,
                          fp4_npy_header *out)
 {
+    return fp4_npy_parse_prefix(file, buf, size, size, out);
+}
+
+fp4_status fp4_npy_parse_prefix(const char *file, const uint8_t *buf, uint64_t have,
+                                uint64_t total, fp4_npy_header *out)
+{
     memset(out, 0, sizeof *out);
+    uint64_t size = have < total ? have : total; /* the bytes the header may be read from */
     if (!fp4_npy_probe(buf, size))
         return fp4_error(FP4_ERR_INPUT, "%s: not a .npy file (no \\x93NUMPY magic)", file);
     if (size < 10) return fp4_error(FP4_ERR_INPUT, "%s: .npy header truncated", file);
@@ -237,10 +244,10 @@ fp4_status fp4_npy_parse(const char *file, const uint8_t *buf, uint64_t size,
         if (n > UINT64_MAX / (uint64_t)out->itemsize)
             return fp4_error(FP4_ERR_INPUT, "%s: .npy data size overflows 64 bits", file);
         out->data_bytes = n * (uint64_t)out->itemsize;
-        if (out->data_bytes > size - out->data_offset)
+        if (out->data_bytes > total - out->data_offset)
             return fp4_error(FP4_ERR_INPUT, "%s: .npy data truncated: the shape needs %llu bytes, "
                              "%llu follow the header", file, (unsigned long long)out->data_bytes,
-                             (unsigned long long)(size - out->data_offset));
+                             (unsigned long long)(total - out->data_offset));
     }
     return FP4_OK;
 bad:

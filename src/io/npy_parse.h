@@ -39,6 +39,13 @@ typedef struct fp4_npy_header {
 fp4_status fp4_npy_parse(const char *file, const uint8_t *buf, uint64_t size,
                          fp4_npy_header *out);
 
+/* The same, from the first `have` bytes of an .npy of `total` bytes (a deflated .npz member
+ * inflated only as far as its header): the header must lie inside buf[0..have), the data
+ * size is checked against total. fp4_npy_parse(f, b, n, o) is fp4_npy_parse_prefix(f, b, n,
+ * n, o). */
+fp4_status fp4_npy_parse_prefix(const char *file, const uint8_t *buf, uint64_t have,
+                                uint64_t total, fp4_npy_header *out);
+
 /* One member of a zip archive, from its central directory and local header. */
 typedef struct fp4_zip_member {
     char *name;               /* as stored (owned), valid UTF-8 without NUL */

@@ -6,6 +6,47 @@
 
 #include "io/widen_f8.h"
 
+const char *fp4_raw_name(fp4_raw k)
+{
+    static const char *const n[FP4_RAW_COUNT] = {
+        [FP4_RAW_F16] = "f16", [FP4_RAW_BF16] = "bf16", [FP4_RAW_F32] = "f32",
+        [FP4_RAW_F64] = "f64", [FP4_RAW_I8] = "i8",     [FP4_RAW_U8] = "u8",
+        [FP4_RAW_I16] = "i16", [FP4_RAW_U16] = "u16",   [FP4_RAW_I32] = "i32",
+        [FP4_RAW_U32] = "u32", [FP4_RAW_I64] = "i64",   [FP4_RAW_U64] = "u64",
+        [FP4_RAW_F8_E4M3] = "f8_e4m3", [FP4_RAW_F8_E5M2] = "f8_e5m2"};
+    return k > FP4_RAW_NONE && k < FP4_RAW_COUNT ? n[k] : "";
+}
+
+fp4_stored fp4_raw_stored(fp4_raw k)
+{
+    switch (k) {
+    case FP4_RAW_F16: return FP4_STORED_F16;
+    case FP4_RAW_BF16: return FP4_STORED_BF16;
+    case FP4_RAW_F32: return FP4_STORED_F32;
+    case FP4_RAW_F64: return FP4_STORED_F64;
+    case FP4_RAW_I8: return FP4_STORED_I8;
+    case FP4_RAW_U8: return FP4_STORED_U8;
+    case FP4_RAW_I16: return FP4_STORED_I16;
+    case FP4_RAW_U16: return FP4_STORED_U16;
+    case FP4_RAW_I32: return FP4_STORED_I32;
+    case FP4_RAW_U32: return FP4_STORED_U32;
+    case FP4_RAW_I64: return FP4_STORED_I64;
+    case FP4_RAW_U64: return FP4_STORED_U64;
+    default: return FP4_STORED_OTHER; /* F8: widened by read_f32 */
+    }
+}
+
+fp4_status fp4_raw_slab_check(const char *file, const char *name, int rank, const int64_t *dims,
+                              int dim, int64_t start, int64_t count)
+{
+    int64_t ext = rank == 0 ? 1 : dims[dim >= 0 && dim < rank ? dim : 0];
+    if (dim < 0 || (dim >= rank && !(rank == 0 && dim == 0)) || start < 0 || count < 0 ||
+        start > ext || count > ext - start)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: slab [%lld, +%lld) along dimension %d is out "
+                         "of range", file, name, (long long)start, (long long)count, dim);
+    return FP4_OK;
+}
+
 int fp4_raw_size(fp4_raw k)
 {
     switch (k) {

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "io/source.h"
+#include "status.h"
+
 typedef enum fp4_raw {
     FP4_RAW_NONE = 0,
     FP4_RAW_F16, FP4_RAW_BF16, FP4_RAW_F32, FP4_RAW_F64,
@@ -15,6 +18,19 @@ typedef enum fp4_raw {
     FP4_RAW_F8_E4M3, FP4_RAW_F8_E5M2,
     FP4_RAW_COUNT
 } fp4_raw;
+
+/* The type's name as `ls` and reports spell it: "f16", "bf16", "f32", "f64", "i8".."u64",
+ * "f8_e4m3", "f8_e5m2"; "" for FP4_RAW_NONE. */
+const char *fp4_raw_name(fp4_raw k);
+/* The stored word our own widening (io/widen.h) takes; FP4_STORED_OTHER for F8 (widened by
+ * the source's read_f32) and FP4_RAW_NONE. */
+fp4_stored fp4_raw_stored(fp4_raw k);
+
+/* The range check of every slab read (fp4_source_ops.read_raw): FP4_OK when [start,
+ * start+count) along `dim` lies inside a tensor of `rank` dims (a scalar: dim 0, extent 1);
+ * else FP4_ERR_USAGE "FILE: NAME: slab [START, +COUNT) along dimension DIM is out of range". */
+fp4_status fp4_raw_slab_check(const char *file, const char *name, int rank, const int64_t *dims,
+                              int dim, int64_t start, int64_t count);
 
 /* Bytes per word (0 for FP4_RAW_NONE). */
 int fp4_raw_size(fp4_raw k);

@@ -34,6 +34,7 @@ typedef struct st_src {
     st_entry *list;  /* listing order: the index's, else file by file in data order */
     int n;
     st_entry *by_name; /* the same, sorted by name */
+    fp4_st_index imeta; /* only its metadata fields: the index's "metadata" */
 } st_src;
 
 /* ---- probing ---------------------------------------------------------------------------- */
@@ -132,6 +133,7 @@ static void st_close(void *impl)
     free(s->files);
     free(s->list);
     free(s->by_name);
+    fp4_st_index_free(&s->imeta);
     free(s->file);
     free(s);
 }
@@ -210,6 +212,12 @@ static fp4_status st_open_index(st_src *s, const char *index)
     fp4_status st = fp4_st_index_parse(index, buf, len, &ix);
     free(buf);
     if (st != FP4_OK) return st;
+    fp4_st_index_free(&s->imeta);
+    s->imeta.meta_keys = ix.meta_keys; /* kept for index_metadata */
+    s->imeta.meta_vals = ix.meta_vals;
+    s->imeta.nmeta = ix.nmeta;
+    ix.meta_keys = ix.meta_vals = NULL;
+    ix.nmeta = 0;
     char *dir = dir_of(index);
     st_entry *all = NULL;
     int nall = 0;
@@ -452,36 +460,6 @@ static fp4_raw st_raw(fp4_st_dtype t)
     }
 }
 
-static const char *raw_dtype_name(fp4_raw k)
-{
-    static const char *const n[FP4_RAW_COUNT] = {
-        [FP4_RAW_F16] = "f16", [FP4_RAW_BF16] = "bf16", [FP4_RAW_F32] = "f32",
-        [FP4_RAW_F64] = "f64", [FP4_RAW_I8] = "i8",     [FP4_RAW_U8] = "u8",
-        [FP4_RAW_I16] = "i16", [FP4_RAW_U16] = "u16",   [FP4_RAW_I32] = "i32",
-        [FP4_RAW_U32] = "u32", [FP4_RAW_I64] = "i64",   [FP4_RAW_U64] = "u64",
-        [FP4_RAW_F8_E4M3] = "f8_e4m3", [FP4_RAW_F8_E5M2] = "f8_e5m2"};
-    return k > FP4_RAW_NONE && k < FP4_RAW_COUNT ? n[k] : "";
-}
-
-static fp4_stored raw_stored(fp4_raw k)
-{
-    switch (k) {
-    case FP4_RAW_F16: return FP4_STORED_F16;
-    case FP4_RAW_BF16: return FP4_STORED_BF16;
-    case FP4_RAW_F32: return FP4_STORED_F32;
-    case FP4_RAW_F64: return FP4_STORED_F64;
-    case FP4_RAW_I8: return FP4_STORED_I8;
-    case FP4_RAW_U8: return FP4_STORED_U8;
-    case FP4_RAW_I16: return FP4_STORED_I16;
-    case FP4_RAW_U16: return FP4_STORED_U16;
-    case FP4_RAW_I32: return FP4_STORED_I32;
-    case FP4_RAW_U32: return FP4_STORED_U32;
-    case FP4_RAW_I64: return FP4_STORED_I64;
-    case FP4_RAW_U64: return FP4_STORED_U64;
-    default: return FP4_STORED_OTHER; /* F8: widened by read_f32 */
-    }
-}
-
 /* Whether `name` is a component prefix of some tensor's name (a group). */
 static bool st_is_group(const st_src *s, const char *name, const char *seps)
 {
@@ -517,10 +495,10 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
     for (int i = 0; i < out->rank; i++) out->dims[i] = t->dims[i];
     out->nelems = t->nelems;
     fp4_raw k = t->problem[0] ? FP4_RAW_NONE : st_raw(t->type);
-    snprintf(out->dtype, sizeof out->dtype, "%s", k ? raw_dtype_name(k) : t->dtype);
+    snprintf(out->dtype, sizeof out->dtype, "%s", k ? fp4_raw_name(k) : t->dtype);
     snprintf(out->byte_order, sizeof out->byte_order, "%s",
              fp4_st_dtype_bits(t->type) > 8 ? "le" : "");
-    out->stored = raw_stored(k);
+    out->stored = fp4_raw_stored(k);
     out->numeric = k != FP4_RAW_NONE;
     out->exact_fp32 = fp4_raw_exact(k);
     out->codec_available = true;
@@ -545,11 +523,7 @@ static fp4_status st_slab_args(st_src *s, const fp4_tensor_desc *d, int dim, int
     *t = &(*f)->h.t[e->t];
     if ((*t)->problem[0])
         return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name, (*t)->problem);
-    int64_t ext = (*t)->rank == 0 ? 1 : (*t)->dims[dim < (*t)->rank ? dim : 0];
-    if (dim < 0 || (dim >= (*t)->rank && !((*t)->rank == 0 && dim == 0)) || start < 0 ||
-        count < 0 || start > ext || count > ext - start)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: slab [%lld, +%lld) along dimension %d is out "
-                         "of range", s->file, d->name, (long long)start, (long long)count, dim);
+    FP4_TRY(fp4_raw_slab_check(s->file, d->name, (*t)->rank, (*t)->dims, dim, start, count));
     return FP4_OK;
 }
 
@@ -585,7 +559,7 @@ static const void *st_view(void *impl, const fp4_tensor_desc *d)
     if (!e) return NULL;
     const st_file *f = &s->files[e->f];
     const fp4_st_tensor *t = &f->h.t[e->t];
-    if (t->problem[0] || raw_stored(st_raw(t->type)) == FP4_STORED_OTHER) return NULL;
+    if (t->problem[0] || fp4_raw_stored(st_raw(t->type)) == FP4_STORED_OTHER) return NULL;
     return f->map + f->h.data_start + t->begin;
 }
 
@@ -626,6 +600,87 @@ oom:
     return fp4_error(FP4_ERR_INTERNAL, "out of memory");
 }
 
+/* The shards an index names (the index given, or the one index of a directory), as paths
+ * beside the index; nothing for a plain .safetensors file or a directory of them (those are
+ * its own entries). Only the index is read. */
+static fp4_status st_files(const char *path, char ***files, int *n)
+{
+    *files = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return FP4_OK;
+    char *index = NULL;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        int ni = 0;
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (ends_with(e->d_name, ".safetensors.index.json") && ni++ == 0)
+                index = path_join(path, e->d_name);
+        if (d) closedir(d);
+        if (ni != 1) { /* none, or several: the open refuses it */
+            free(index);
+            return FP4_OK;
+        }
+    } else if (S_ISREG(sb.st_mode)) {
+        unsigned char head[4096];
+        size_t k = 0;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t r;
+            while (k < sizeof head && (r = read(fd, head + k, sizeof head - k)) > 0) k += (size_t)r;
+            close(fd);
+        }
+        if (!st_probe_index(head, k)) return FP4_OK;
+        index = strdup(path);
+    }
+    if (!index) return S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)
+                           ? fp4_error(FP4_ERR_INTERNAL, "out of memory") : FP4_OK;
+    char *buf = NULL, *dir = NULL;
+    size_t len = 0;
+    fp4_st_index ix = {0};
+    fp4_status st = slurp(index, &buf, &len);
+    if (st == FP4_OK) st = fp4_st_index_parse(index, buf, len, &ix);
+    free(buf);
+    if (st == FP4_OK && !(dir = dir_of(index))) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    if (st == FP4_OK && !(*files = calloc((size_t)ix.nshards + 1, sizeof **files)))
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < ix.nshards; i++) {
+        if (!((*files)[i] = path_join(dir, ix.shards[i])))
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        else *n = i + 1;
+    }
+    fp4_st_index_free(&ix);
+    free(dir);
+    free(index);
+    if (st != FP4_OK) {
+        for (int i = 0; i < *n; i++) free((*files)[i]);
+        free(*files);
+        *files = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
+static fp4_status st_index_metadata(void *impl, char ***keys, char ***vals, int *n)
+{
+    st_src *s = impl;
+    *keys = calloc((size_t)s->imeta.nmeta + 1, sizeof **keys);
+    *vals = calloc((size_t)s->imeta.nmeta + 1, sizeof **vals);
+    *n = 0;
+    bool ok = *keys && *vals;
+    for (int i = 0; ok && i < s->imeta.nmeta; i++) {
+        (*keys)[i] = strdup(s->imeta.meta_keys[i]);
+        (*vals)[i] = strdup(s->imeta.meta_vals[i]);
+        *n = i + 1;
+        ok = (*keys)[i] && (*vals)[i];
+    }
+    if (ok) return FP4_OK;
+    fp4_source_metadata_free(*keys, *vals, *n);
+    *keys = *vals = NULL;
+    *n = 0;
+    return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+}
+
 const fp4_source_ops fp4_source_safetensors = {
     .name = "safetensors",
     .separators = "./",
@@ -640,4 +695,6 @@ const fp4_source_ops fp4_source_safetensors = {
     .read_f32 = st_read_f32,
     .view = st_view,
     .metadata = st_metadata,
+    .files = st_files,
+    .index_metadata = st_index_metadata,
 };

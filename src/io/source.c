@@ -5,6 +5,7 @@
 
 #include "io/widen.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -112,12 +113,91 @@ fp4_status fp4_source_open(const char *file, fp4_source **out)
     return FP4_OK;
 }
 
+/* Append a copy of p to the growing list (*files, *n, *cap). */
+static bool files_add(char ***files, int *n, int *cap, char *p)
+{
+    if (!p) return false;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        char **a = realloc(*files, (size_t)nc * sizeof *a);
+        if (!a) {
+            free(p);
+            return false;
+        }
+        *files = a;
+        *cap = nc;
+    }
+    (*files)[(*n)++] = p;
+    return true;
+}
+
+static char *join2(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
+    return p;
+}
+
+fp4_status fp4_source_input_files(const char *path, char ***files, int *n)
+{
+    *files = NULL;
+    *n = 0;
+    int cap = 0;
+    bool ok = files_add(files, n, &cap, strdup(path));
+    const fp4_source_ops *ops = source_detect(path);
+    struct stat sb;
+    /* a directory a format reads (a sharded checkpoint's folder): every entry; one that no
+     * format claims is no source (its open says so) and none of its files is read */
+    if (ok && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode) && ops->probe_dir &&
+        ops->probe_dir(path)) {
+        DIR *d = opendir(path);
+        for (struct dirent *e; ok && d && (e = readdir(d));)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                ok = files_add(files, n, &cap, join2(path, e->d_name));
+        if (d) closedir(d);
+    }
+    if (ok && ops->files) {
+        char **more = NULL;
+        int nm = 0;
+        if (ops->files(path, &more, &nm) != FP4_OK) {
+            fp4_error_clear(); /* a bad index: its open says so */
+            nm = 0;
+        }
+        for (int i = 0; i < nm; i++) {
+            if (ok) ok = files_add(files, n, &cap, more[i]);
+            else free(more[i]);
+        }
+        free(more);
+    }
+    if (!ok) {
+        fp4_source_files_free(*files, *n);
+        *files = NULL;
+        *n = 0;
+        return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", path);
+    }
+    return FP4_OK;
+}
+
+void fp4_source_files_free(char **files, int n)
+{
+    for (int i = 0; i < n; i++) free(files[i]);
+    free(files);
+}
+
 void fp4_source_close(fp4_source *s)
 {
     if (!s) return;
     s->ops->close(s->impl);
     free(s->file);
     free(s);
+}
+
+fp4_status fp4_source_index_metadata(fp4_source *s, char ***keys, char ***vals, int *n)
+{
+    *keys = *vals = NULL;
+    *n = 0;
+    return s->ops->index_metadata ? s->ops->index_metadata(s->impl, keys, vals, n) : FP4_OK;
 }
 
 fp4_status fp4_source_metadata(fp4_source *s, char ***keys, char ***vals, int *n)

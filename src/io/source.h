@@ -146,6 +146,13 @@ typedef struct fp4_source_ops {
     /* Optional. The file's free-form metadata as key/value strings in the file's order
      * (safetensors' __metadata__); *keys and *vals are malloc'd arrays of malloc'd strings. */
     fp4_status (*metadata)(void *impl, char ***keys, char ***vals, int *n);
+    /* Optional. A sharded checkpoint's index "metadata" ({"total_size": ...}) in its order,
+     * each value as unformatted JSON text; as `metadata` otherwise. */
+    fp4_status (*index_metadata)(void *impl, char ***keys, char ***vals, int *n);
+    /* Optional. The other files an open of `path` (a file or directory this format claims)
+     * would read, found without reading tensor data: a sharded checkpoint's shards named by
+     * its index. *files is a malloc'd array of malloc'd paths (none: *n = 0). */
+    fp4_status (*files)(const char *path, char ***files, int *n);
     /* Optional. Let the library print its own error stack (-vv) or keep it silent. */
     void (*set_verbose)(bool verbose);
     /* Optional (formats whose files can point at other files). Follow such pointers outside
@@ -172,6 +179,19 @@ const fp4_source_ops *fp4_source_format(const fp4_source *s);
  * with fp4_source_metadata_free. */
 fp4_status fp4_source_metadata(fp4_source *s, char ***keys, char ***vals, int *n);
 void fp4_source_metadata_free(char **keys, char **vals, int n);
+
+/* The index metadata of a sharded source (see fp4_source_ops.index_metadata; values are JSON
+ * text); none (*n = 0) for others. Free with fp4_source_metadata_free. */
+fp4_status fp4_source_index_metadata(fp4_source *s, char ***keys, char ***vals, int *n);
+
+/* Every file that reading the input `path` may read, for the check that -o is none of them
+ * (SPEC §9): `path` itself; for a directory a format reads (probe_dir) every entry directly
+ * in it; and what the format's `files` names (the shards of a safetensors index, given or
+ * found in the directory). An index that cannot be parsed adds nothing (opening it gives the error).
+ * *files is malloc'd with malloc'd paths (free with fp4_source_files_free); FP4_ERR_INTERNAL
+ * only when out of memory. */
+fp4_status fp4_source_input_files(const char *path, char ***files, int *n);
+void fp4_source_files_free(char **files, int n);
 
 /* Every format's library prints its own error stack (true, -vv) or stays silent (default). */
 void fp4_source_set_verbose(bool verbose);

@@ -455,6 +455,12 @@ void fp4_st_index_free(fp4_st_index *ix)
     if (!ix) return;
     for (int i = 0; i < ix->n; i++) free(ix->names[i]);
     for (int i = 0; i < ix->nshards; i++) free(ix->shards[i]);
+    for (int i = 0; i < ix->nmeta; i++) {
+        free(ix->meta_keys[i]);
+        cJSON_free(ix->meta_vals[i]);
+    }
+    free(ix->meta_keys);
+    free(ix->meta_vals);
     free(ix->names);
     free(ix->shard);
     free(ix->shards);
@@ -530,9 +536,28 @@ fp4_status fp4_st_index_parse(const char *file, const char *buf, size_t size, fp
     }
     bool oom;
     const char *dup = first_duplicate(out->names, out->n, &oom);
-    if (oom || dup)
+    if (oom || dup) {
         st = oom ? fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", file)
                  : fp4_error(FP4_ERR_INPUT, "%s: weight_map: tensor %s appears twice", file, dup);
+        goto out;
+    }
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+    int nm = cJSON_IsObject(md) ? cJSON_GetArraySize(md) : 0;
+    out->meta_keys = calloc((size_t)nm + 1, sizeof *out->meta_keys);
+    out->meta_vals = calloc((size_t)nm + 1, sizeof *out->meta_vals);
+    if (!out->meta_keys || !out->meta_vals) {
+        st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the index", file);
+        goto out;
+    }
+    for (const cJSON *m = nm ? md->child : NULL; m; m = m->next) {
+        out->meta_keys[out->nmeta] = strdup(m->string ? m->string : "");
+        out->meta_vals[out->nmeta] = cJSON_PrintUnformatted(m);
+        out->nmeta++;
+        if (!out->meta_keys[out->nmeta - 1] || !out->meta_vals[out->nmeta - 1]) {
+            st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the index", file);
+            goto out;
+        }
+    }
 out:
     cJSON_Delete(j);
     if (st != FP4_OK) fp4_st_index_free(out);

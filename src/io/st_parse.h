@@ -81,11 +81,15 @@ typedef struct fp4_st_index {
     int n;
     char **shards;            /* distinct shard file names, in order of first appearance */
     int nshards;
+    char **meta_keys;         /* the index's "metadata" object in its order (owned) ... */
+    char **meta_vals;         /* ... each value as unformatted JSON text ("1718272", "\"pt\"") */
+    int nmeta;
 } fp4_st_index;
 
 /* Parse an index file's JSON (buf[0..size), need not be NUL-terminated): an object with
  * "weight_map", an object mapping each tensor name to a shard file name (a string, relative,
- * no ".." component, no NUL); "metadata" optional and not checked. Duplicate tensor names are
+ * no ".." component, no NUL); "metadata" optional, any JSON object (kept as JSON text; a
+ * "metadata" that is not an object is ignored). Duplicate tensor names are
  * refused. FP4_ERR_INPUT "FILE: <what is wrong>". */
 fp4_status fp4_st_index_parse(const char *file, const char *buf, size_t size, fp4_st_index *out);
 void fp4_st_index_free(fp4_st_index *ix);

@@ -1,6 +1,6 @@
 /* test_npy_parse.c — .npy headers (io/npy_parse.c) as numpy writes them (versions 1.0-3.0,
  * both byte orders, Fortran order, scalars), the types refused with their reason, hostile
- * headers; the zip directory of .npz archives (stored members, zip64 end records, damage). */
+ * headers, a header read from a prefix; the zip directory of .npz archives (stored members, zip64 end records, damage). */
 #include "testutil.h"
 
 #include "io/npy_parse.h"
@@ -84,6 +84,27 @@ static void expect_problem(const char *descr, const char *want)
     if (st != FP4_OK || !strstr(h.problem, want))
         fail_msg("descr %s: status %d (%s), problem '%s', wanted '%s'", descr, st,
                  fp4_last_error(), h.problem, want);
+    free(b);
+}
+
+/* The header from a prefix of the .npy (a deflated member inflated only so far): the header
+ * must lie inside the prefix, the data size is checked against the whole. */
+static void test_npy_prefix(void **state)
+{
+    (void)state;
+    uint64_t size;
+    fp4_npy_header h;
+    uint8_t *b = npy_image(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", 48,
+                           &size);
+    assert_int_equal(size, 176);
+    assert_int_equal(fp4_npy_parse_prefix("a.npy", b, 128, size, &h), FP4_OK); /* header only */
+    assert_int_equal(h.data_offset, 128);
+    assert_int_equal(h.data_bytes, 48);
+    assert_int_equal(fp4_npy_parse_prefix("a.npy", b, 127, size, &h), FP4_ERR_INPUT); /* cut */
+    assert_non_null(strstr(fp4_last_error(), "runs past the end"));
+    assert_int_equal(fp4_npy_parse_prefix("a.npy", b, 128, size - 1, &h), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "data truncated"));
+    assert_int_equal(fp4_npy_parse_prefix("a.npy", b, size + 100, size, &h), FP4_OK);
     free(b);
 }
 
@@ -291,7 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_npy_good),   cmocka_unit_test(test_npy_problems),
         cmocka_unit_test(test_npy_hostile), cmocka_unit_test(test_zip_list),
-        cmocka_unit_test(test_zip_hostile),
+        cmocka_unit_test(test_zip_hostile), cmocka_unit_test(test_npy_prefix),
     };
     return cmocka_run_group_tests_name("npy_parse", tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
 # and deflated) gives reports equal to the HDF5 checkpoint's bit for bit, for sqnr, bias,
 # buckets and rht (names mapped, input fields aside: argv, input, tensor dtype), the verdict's
 # ranking in the same order; tensors in the index's order; `ls` lists every tensor with shard
-# and offset; a glob and a prefix select across the '.'-separated names; gemm finds its groups and operands in such names.
+# and offset, type and size as the files say, and the files' and index's metadata; a glob and
+# a prefix select across the '.'-separated names; the -v tables' name column fits these names;
+# gemm finds its groups and operands in such names.
 set -u
 python3 -c 'import safetensors, numpy, h5py' 2>/dev/null || { echo "no python3 safetensors"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -88,6 +90,51 @@ n=$(grep -c '^model\.layers\.[0-9]*\.mlp\.\(up\|down\)_proj\.weight ' "$tmp/ls1"
 grep -q '^model\.layers\.5\.self_attn\.o_proj\.weight ' "$tmp/ls2" && ! grep -q '^model\.layers\.0' "$tmp/ls2" &&
     ! grep -q '^model\.norm' "$tmp/ls2" || { echo "prefix selected:"; cat "$tmp/ls2"; fail=1; }
 grep -q 'model-00002-of-00002.safetensors' "$tmp/ls2" || { echo "ls shows no shard:"; cat "$tmp/ls2"; fail=1; }
+# ls: name, shape, stored type, bytes, offset in the file and shard as the files say; the
+# shards' __metadata__ and the index's metadata, in the table and in --json
+"$FP4DIAG" ls --json "$tmp/sharded" >"$tmp/ls.json" || exit 1
+"$FP4DIAG" ls "$tmp/sharded" >"$tmp/ls.txt" || exit 1
+python3 - "$tmp/ls.json" "$tmp/ls.txt" "$tmp/sharded" <<'PY' || fail=1
+import json, os, struct, sys
+d, txt, sd = json.load(open(sys.argv[1])), open(sys.argv[2]).read(), sys.argv[3]
+ix = json.load(open(os.path.join(sd, "model.safetensors.index.json")))
+head = txt.splitlines()[0].split()
+assert head[:2] == ["name", "shape"] and head[-2:] == ["offset", "shard"] and "dtype" in head, head
+want = {}
+for shard in sorted(set(ix["weight_map"].values())):
+    raw = open(os.path.join(sd, shard), "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    h = json.loads(raw[8:8 + n])
+    assert d["metadata"] == h.get("__metadata__", {}), (d["metadata"], h.get("__metadata__"))
+    for k, v in h.items():
+        if k != "__metadata__":
+            want[k] = (v["shape"], v["dtype"].lower(), v["data_offsets"][1] - v["data_offsets"][0],
+                       8 + n + v["data_offsets"][0], shard)
+got = {t["name"]: (t["shape"], t["dtype"], t["stored_bytes"], t["offset"], t["shard"]) for t in d["datasets"]}
+assert got == want, [(k, got.get(k), want[k]) for k in want if got.get(k) != want[k]][:3]
+assert d["index_metadata"] == ix["metadata"], (d["index_metadata"], ix["metadata"])
+lines = txt.splitlines()
+i = lines.index("index metadata")
+assert lines[i + 1] == "  total_size: %d" % ix["metadata"]["total_size"], lines[i:]
+assert "metadata" in lines and "  format: pt" in lines, lines[-6:]
+for name, (shape, dt, nb, off, shard) in want.items():
+    row = next(l.split() for l in lines if l.split() and l.split()[0] == name)
+    assert row[1] == "x".join(map(str, shape)) and row[2] == dt and row[-2] == str(off) and row[-1] == shard, row
+PY
+# -v: the tables' name column is as wide as the longest name (the HF names pass 32 columns)
+"$FP4DIAG" rht "$tmp/sharded" -v -o "$tmp/v.json" 2>"$tmp/v.txt" || exit 1
+"$FP4DIAG" sqnr "$tmp/sharded" -v -o "$tmp/v.json" 2>>"$tmp/v.txt" || exit 1
+python3 - "$tmp/v.txt" <<'PY' || fail=1
+import sys
+col = None
+for l in open(sys.argv[1]).read().splitlines():
+    if l.startswith("tensor "):
+        col = l.index("format")
+    elif col and (l.startswith("model.") or l.startswith("(pooled)")):
+        assert l[col - 1] == " " and l[col] != " " and l[:col].rstrip() == l.split()[0], (col, l)
+    elif l.startswith("  model."):  # the verdict's ranking: "best" in one column
+        assert l.index(" best ") == 2 + max(32, max(len(x.split()[0]) for x in open(sys.argv[1]) if x.startswith("model."))), l
+PY
 "$FP4DIAG" ls "$tmp/model.npz" model.norm.weight >"$tmp/ls3" || exit 1
 [ "$(grep -c '^model' "$tmp/ls3")" -eq 1 ] || { cat "$tmp/ls3"; fail=1; }
 # gemm: the GEMM operands under '.'-separated names; the groups holding a 'w' found as for

@@ -6,17 +6,7 @@
 # `sqnr --rht both` report and refuses one without RHT pairs (exit 3); tick labels never shrink
 # under 6 pt; a report's skipped tensors are counted on the figure; `make install-scripts`
 # installs the scripts and fp4diag-plot-* commands that run.
-set -u
-if ! python3 -c 'import matplotlib, numpy' 2>/dev/null; then
-    echo "skip: python3 with matplotlib and numpy is not installed (scripts/install-deps.sh)"
-    exit 77
-fi
-F=testdata/gpt_gemm_small.h5
-[ -f "$F" ] || { echo "skip: no $F"; exit 77; }
-T=$(mktemp -d) || exit 2
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
+. src/tests/cli/lib/plots.sh
 
 for s in scripts/plot_*.py; do
     python3 "$s" --help >"$T/help" 2>&1 || fail "$s --help exits non-zero"

@@ -3,15 +3,8 @@
 # plot_depth.py orders embeddings first and head/final norm last; past 30 tensors plot_sqnr.py
 # and plot_depth.py stay at most 16 in wide (labels thinned, not shrunk, past what fits); where e1m2 and int4 coincide the legend says
 # "e1m2 = int4"; plot_rht.py's x label says "by depth" only for /blocks/N/ names.
-set -u
-python3 -c 'import matplotlib, numpy' 2>/dev/null || { echo "no matplotlib"; exit 77; }
-F=testdata/gpt_gemm_small.h5
-[ -f "$F" ] || { echo "no $F"; exit 77; }
-T=$(mktemp -d) || exit 2
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-printf 'svg.fonttype: none\n' >"$T/matplotlibrc"
-export MATPLOTLIBRC="$T/matplotlibrc" # SVG text stays text, so legends can be grepped
+. src/tests/cli/lib/plots.sh
+plots_svg_text # SVG text stays text, so it can be grepped
 "$FP4DIAG" gemm "$F" /qkv -q >"$T/ufp4.json" || fail "gemm ufp4"
 "$FP4DIAG" gemm "$F" /qkv -q --recipe e2m1 >"$T/e2m1.json" || fail "gemm e2m1"
 python3 scripts/plot_gemm.py "$T/ufp4.json" "$T/e2m1.json" --out "$T/g.svg" || fail "plot_gemm two reports"

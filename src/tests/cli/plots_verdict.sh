@@ -6,19 +6,8 @@
 # the layers; a report without a verdict, or a verdict without its per-config/per-path list,
 # exits 3 with a line saying why; when this fp4diag writes verdicts itself, its own report
 # renders too.
-set -u
-if ! python3 -c 'import matplotlib, numpy' 2>/dev/null; then
-    echo "skip: python3 with matplotlib and numpy is not installed (scripts/install-deps.sh)"
-    exit 77
-fi
-F=testdata/gpt_gemm_small.h5
-[ -f "$F" ] || { echo "skip: no $F"; exit 77; }
-T=$(mktemp -d) || exit 2
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-is_png() { [ -s "$1" ] && [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; }
-printf 'svg.fonttype: none\n' >"$T/matplotlibrc"
-export MATPLOTLIBRC="$T/matplotlibrc" # SVG text stays text
+. src/tests/cli/lib/plots.sh
+plots_svg_text # SVG text stays text, so it can be grepped
 
 "$FP4DIAG" sqnr "$F" --rht both -q -o "$T/r.json" || fail "sqnr --rht both"
 python3 - "$T/r.json" "$T/v.json" <<'PY' || fail "making the hand-made verdict"
