@@ -338,6 +338,7 @@ static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
     char f[32];
     format_name(c->format, f, sizeof f);
     cJSON_AddStringToObject(o, "format", f);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(c->scale));
     cJSON_AddBoolToObject(o, "rht", c->rht != NULL);
     num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
     return o;
@@ -699,11 +700,17 @@ static void fmt_sqnr(char *buf, size_t n, const fp4_metrics *m)
     else snprintf(buf, n, "%s", m->sqnr_status == FP4_SQNR_EXACT ? "exact" : "zero");
 }
 
+/* Whether the table being printed holds configs of several scale modes (--format
+ * nvfp4,mxfp4,e1m2): then a config's label names its scale. Set by fp4_report_table, which
+ * prints from one thread. */
+static bool label_scales;
+
 static void cfg_label(char *buf, size_t n, const fp4_qconfig *c)
 {
     char f[32];
     format_name(c->format, f, sizeof f);
-    snprintf(buf, n, "%s%s", f, c->rht ? "+rht" : "");
+    if (label_scales) snprintf(buf, n, "%s/%s%s", f, fp4_scale_name(c->scale), c->rht ? "+rht" : "");
+    else snprintf(buf, n, "%s%s", f, c->rht ? "+rht" : "");
 }
 
 /* The tensor-name column of the tables: at least 32 columns, wider for the longest name shown
@@ -774,14 +781,14 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
     fp4_rht_delta d;
     fp4_rht_delta_compute(mp, mr, &d);
     char f[32], sp[24], sr[24], ds[24], da[24], db[24];
-    format_name(c->format, f, sizeof f);
+    cfg_label(f, sizeof f, c); /* the plain config of the pair: its format (and scale) */
     fmt_sqnr(sp, sizeof sp, mp);
     fmt_sqnr(sr, sizeof sr, mr);
     fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
     fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
     fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
     put_name(out, name, w);
-    fprintf(out, " %-8s %9s %9s %8s %9s %8s\n", f, sp, sr, ds, da, db);
+    fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, f, sp, sr, ds, da, db);
 }
 
 /* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
@@ -872,10 +879,12 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
     int w = name_width(run);
+    label_scales = false;
+    for (int c = 1; c < run->ncfg; c++) label_scales |= run->cfgs[c].scale != run->cfgs[0].scale;
     if (rht) {
         put_name(out, "tensor", w);
-        fprintf(out, " %-8s %9s %9s %8s %9s %8s\n", "format", "SQNR", "SQNR+rht", "dSQNR",
-                "d_alpha", "dB15");
+        fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
+                "SQNR+rht", "dSQNR", "d_alpha", "dB15");
         for (int t = 0; t < run->ntensors; t++)
             for (int p = 0; p < run->npairs; p++) {
                 int a = run->pairs[p].plain, b = run->pairs[p].rotated;

@@ -69,6 +69,17 @@ grep -q "^  winner: e1m2 (fp32 scales), +[0-9.]* dB over e2m1 (fp32 scales); int
     "$tmp/table" || { grep winner "$tmp/table"; fail "winner line: margin not over another grid"; }
 grep -q "+0.000 dB" "$tmp/table" && fail "a 0 dB margin in the table"
 grep -q "(10 of 23; all in the JSON)" "$tmp/table" || fail "not the top 10"
+# several scale modes in one run (--format nvfp4,mxfp4,e1m2): every label names its scale, in
+# the rows and the verdict; the JSON picks carry it
+"$FP4DIAG" sqnr "$F" --format nvfp4,mxfp4,e1m2 -v -o "$tmp/m.json" 2>"$tmp/mtable" || fail "mixed scales"
+grep -q "^/blocks/0/fc1/weight  *e2m1/nvfp4 " "$tmp/mtable" && grep -q "^/blocks/0/fc1/weight  *e2m1/mxfp4 " "$tmp/mtable" &&
+    grep -q "^  /blocks/.* best e1m2/fp32 .* worst e2m1/mxfp4 " "$tmp/mtable" ||
+    { cat "$tmp/mtable"; fail "mixed scales: labels do not name the scale"; }
+python3 - "$tmp/m.json" <<'PY' || fail "mixed scales: the ranking's picks have no scale"
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]
+assert {(x["worst"]["format"], x["worst"]["scale"]) for x in v["ranking"]} == {("e2m1", "mxfp4")}, v["ranking"][0]
+PY
 "$FP4DIAG" sqnr "$F" --rank-by size -q 2>"$tmp/err"
 [ $? -eq 2 ] || fail "--rank-by size: not a usage error"
 # gemm
