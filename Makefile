@@ -102,9 +102,12 @@ $(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
 
 # The CPU engine (src/engine/): no contraction, said explicitly (every variant must give the
 # reference's bits), and let the vectorizer if-convert float selects (value-safe: no
-# reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md)
+# reassociation, contraction or finite-math assumptions; see docs/cpu-perf.md). Every build of
+# the engine takes ENGINE_CFLAGS: this one, SAN=1, the fuzz build (clang contracts by default)
+# and the aarch64 cross build.
+ENGINE_CFLAGS := -ffp-contract=off -fno-trapping-math
 ENGINE_OBJS := $(filter $(BUILD)/engine/%,$(LIB_OBJS))
-$(ENGINE_OBJS): CFLAGS += -ffp-contract=off -fno-trapping-math
+$(ENGINE_OBJS): CFLAGS += $(ENGINE_CFLAGS)
 # io/widen.c: plain loops over stored words, on every read: vectorised at -O3 (exact integer
 # and float conversions; no value-changing flags)
 $(BUILD)/io/widen.o: CFLAGS += -O3
@@ -231,6 +234,8 @@ $(FUZZ_BUILD)/%.o: src/%.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
+$(filter $(FUZZ_BUILD)/engine/%,$(FUZZ_OBJS)): FUZZ_CFLAGS += $(ENGINE_CFLAGS)
+
 $(FUZZ_BUILD)/libfp4.a: $(FUZZ_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
@@ -259,7 +264,7 @@ CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/quant.c src/for
 $(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CROSS_CC) -O2 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp \
-	    -ffp-contract=off -fno-trapping-math -Wall -Wextra -Werror -Wno-unused-parameter \
+	    $(ENGINE_CFLAGS) -Wall -Wextra -Werror -Wno-unused-parameter \
 	    -Isrc -Ikernels -o $@ scripts/bench_engine.c $(CROSS_SRCS) -lm
 
 check-aarch64: $(BUILD)/bench_engine

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"

@@ -13,6 +13,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "engine/engine.h"
+
 static const char *const path_names[FP4_GEMM_NPATHS] = {"fprop", "dgrad", "wgrad"};
 static const char *const tensor_names[3] = {"x", "w", "dy"};
 static const char *const recipe_names[4] = {"ufp4", "e2m1", "custom", "nvfp4"};

@@ -1,7 +1,7 @@
 /* engine.c — the CPU engine's variants table and dispatch (runtime CPU features, the
  * FP4DIAG_ISA override), the grouped-row cache, row preparation, input counts, the per-unit
  * quantizer that routes each row to a variant's kernel or ref.c, and fp4_quantize_rows /
- * fp4_amax_rows (quant.h) on top of it. */
+ * fp4_amax_rows (engine.h) on top of it. */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>

@@ -113,6 +113,42 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
                              float *scratch, float *deq, uint8_t *codes, uint8_t *scales,
                              fp4_metrics *partials, fp4_grpcache *gc, int gc_row);
 
+/* ---- whole tensors on the active variant (the scalar reference's numbers) ----------------- */
+/* Optional outputs of fp4_quantize_rows; any pointer may be NULL.
+ *   deq:    n_rows x padded_len fp32, dequantized (in the rotated domain when cfg->rht)
+ *   codes:  n_rows x padded_len, one 4-bit code per byte, (sign << 3) | magnitude code
+ *   scales: n_rows x (padded_len / block) block-scale bytes (E4M3 for nvfp4, E8M0 for mxfp4,
+ *           0 for fp32/tensor) */
+typedef struct fp4_qout {
+    float *deq;
+    uint8_t *codes;
+    uint8_t *scales;
+} fp4_qout;
+
+/* Rotate (if cfg->rht), scale, round and decode n_rows rows of row_len fp32
+ * values (in, row stride row_len) on the active variant, with the scalar reference's (ref.c)
+ * bits. row0 is the global index of the first row: SR counters use
+ * element index (row0 + r) * padded_len + j. tensor_amax is the amax of the whole (rotated)
+ * tensor when fp4_needs_tensor_amax(cfg), else ignored. With weight_2d, n_rows must be a
+ * multiple of 16 except for the tensor's last rows. Accumulates into *m when non-NULL.
+ * Determinism (SPEC §7): the fixed partition is the chunk = up to FP4_CHUNK_BLOCKS consecutive
+ * blocks of one row. Each fp64 sum of a block (Σx², Σ(x̂−x)², Σx̂x, Σx̂², the signed error and
+ * the per-level error sums) starts at 0 and runs over the block's elements in order; block
+ * sums are added to the chunk partial (starting at 0) in block order; chunk partials are
+ * merged into *m in (row, chunk) order (fp4_metrics_merge). Integer counts are exact. Units
+ * (rows, or 16-row tile rows with weight_2d) run on OpenMP threads (omp_get_max_threads());
+ * the result is the same for any thread count and any split of the rows into calls made in
+ * order, and the GPU reproduces it.
+ * Errors: FP4_ERR_USAGE for an invalid (or unchecked) config; FP4_ERR_INTERNAL out of memory. */
+fp4_status fp4_quantize_rows(const fp4_qconfig *cfg, float tensor_amax, const float *in,
+                             int64_t row0, int64_t n_rows, int64_t row_len, fp4_qout *out,
+                             fp4_metrics *m);
+
+/* Tensor amax of rows as cfg sees them (after RHT when cfg->rht): max |v| over finite values,
+ * folded into *amax (start it at 0). */
+void fp4_amax_rows(const fp4_qconfig *cfg, const float *in, int64_t n_rows, int64_t row_len,
+                   float *amax);
+
 /* Max |v| over finite values of one row as cfg sees it (rotated when cfg->rht). */
 float fp4_amax_row(const fp4_qconfig *cfg, const float *row, int64_t row_len);
 

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "backend.h"
+#include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "common.h"
+#include "engine/engine.h"
 #include "format.h"
 #include "metrics.h"
 #include "quant.h"

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "backend.h"
+#include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"

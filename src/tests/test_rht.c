@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "common.h"
+#include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"

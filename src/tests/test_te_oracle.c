@@ -7,6 +7,7 @@
 #include <hdf5.h>
 #include <math.h>
 
+#include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
 #include "rht.h"
