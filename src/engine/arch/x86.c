@@ -9,8 +9,32 @@
 #define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 #define RNE_IMM (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) /* explicit, not MXCSR */
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
+/* The 8x8 tile of elements j0..j0+7 of the 8 blocks at v (block length B) transposed in
+ * registers (unpack, shuffle, lane permute) instead of 64 strided scalar loads: c[i] holds
+ * element j0 + i of blocks 0..7. Shared by load_avx2 and load_avx512. */
+FP4_AVX2 static inline __attribute__((always_inline)) void tile8_transpose(const float *v, int B,
+                                                                            int j0, __m256 c[8])
+{
+    __m256 r[8], t[8], u[8];
+    for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
+    for (int b = 0; b < 8; b += 2) {
+        t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
+        t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns (0|4), (1|5), (2|6), (3|7) */
+        u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+        u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+        u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+        u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+        c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+    }
+}
+
 /* group_load_body for block sizes that are multiples of 8, on AVX2: 8x8 tiles transposed in
- * registers (as load_avx512) and the same column-order scan with vector masks. */
+ * registers (tile8_transpose) and the same column-order scan with vector masks. */
 FP4_AVX2 static void load_avx2(LOAD_ARGS)
 {
     if (B % 8) {
@@ -22,22 +46,8 @@ FP4_AVX2 static void load_avx2(LOAD_ARGS)
     __m256 a = _mm256_setzero_ps(), nf = a;
     __m256 k = a; /* int32 lanes, blended as floats (bit moves only) */
     for (int j0 = 0; j0 < B; j0 += 8) {
-        __m256 r[8], t[8], u[8], c[8];
-        for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
-        for (int b = 0; b < 8; b += 2) {
-            t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
-            t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
-        }
-        for (int h = 0; h < 8; h += 4) {
-            u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-            u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-            u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-            u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-        }
-        for (int i = 0; i < 4; i++) {
-            c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-            c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-        }
+        __m256 c[8];
+        tile8_transpose(v, B, j0, c);
         for (int i = 0; i < 8; i++) {
             const int j = j0 + i;
             _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
@@ -54,8 +64,8 @@ FP4_AVX2 static void load_avx2(LOAD_ARGS)
     _mm256_storeu_si256((__m256i *)(void *)bad, _mm256_castps_si256(nf));
 }
 /* group_load_body for block sizes that are multiples of 8: 8x8 tiles transposed in registers
- * (unpack, shuffle, lane permute) instead of 64 strided scalar loads; the same T, and the
- * same amax / first index / non-finite flags, from the same column-order scan. */
+ * (tile8_transpose); the same T, and the same amax / first index / non-finite flags, from the
+ * same column-order scan, with mask registers. */
 FP4_AVX512 static void load_avx512(LOAD_ARGS)
 {
     if (B % 8) {
@@ -68,22 +78,8 @@ FP4_AVX512 static void load_avx512(LOAD_ARGS)
     __m256i k = _mm256_setzero_si256();
     __mmask8 nf = 0;
     for (int j0 = 0; j0 < B; j0 += 8) {
-        __m256 r[8], t[8], u[8], c[8];
-        for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
-        for (int b = 0; b < 8; b += 2) {
-            t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
-            t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
-        }
-        for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns (0|4), (1|5), (2|6), (3|7) */
-            u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
-            u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
-            u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
-            u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
-        }
-        for (int i = 0; i < 4; i++) {
-            c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-            c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-        }
+        __m256 c[8];
+        tile8_transpose(v, B, j0, c);
         for (int i = 0; i < 8; i++) {
             const int j = j0 + i;
             _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
