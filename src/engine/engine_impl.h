@@ -406,9 +406,11 @@ group_merge(const grp_acc *ap, const float *am, const int32_t *bad, int nb, cons
 
 typedef void (*group_fn)(GROUP_ARGS);
 /* a whole row of groups (the chunk partials pr of the row, counts into n); Tb, W: scratch */
-typedef void (*row_fn)(const fp4_qplan *p, const float *v, const grp_in *row,
-                       const float *tamax, uint8_t *scales, fp4_metrics *pr, grp_cnt *n,
-                       float *Tb, float *W);
+#define ROW_ARGS                                                                                \
+    const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax, uint8_t *scales, \
+        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W
+#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
+typedef void (*row_fn)(ROW_ARGS);
 
 /* One variant: the per-group body (group_quant), the group loader, the whole-row kernel (or
  * NULL: group by group), the RHT implementation fp4_qplan_prep uses, and whether this CPU

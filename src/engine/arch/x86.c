@@ -11,22 +11,28 @@
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 /* The 8x8 tile of elements j0..j0+7 of the 8 blocks at v (block length B) transposed in
  * registers (unpack, shuffle, lane permute) instead of 64 strided scalar loads: c[i] holds
- * element j0 + i of blocks 0..7. Shared by load_avx2 and load_avx512. */
+ * element j0 + i of blocks 0..7. Shared by load_avx2 and load_avx512. The loops here and over
+ * c[] in the loaders are unrolled (pragma) so that the arrays live in registers: rolled, gcc
+ * -O2 kept r, t, u and c on the stack, a store and a reload per step. */
 FP4_AVX2 static inline __attribute__((always_inline)) void tile8_transpose(const float *v, int B,
                                                                             int j0, __m256 c[8])
 {
     __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
     for (int b = 0; b < 8; b++) r[b] = _mm256_loadu_ps(v + (int64_t)b * B + j0);
+#pragma GCC unroll 8
     for (int b = 0; b < 8; b += 2) {
         t[b] = _mm256_unpacklo_ps(r[b], r[b + 1]);
         t[b + 1] = _mm256_unpackhi_ps(r[b], r[b + 1]);
     }
+#pragma GCC unroll 8
     for (int h = 0; h < 8; h += 4) { /* rows h..h+3: columns (0|4), (1|5), (2|6), (3|7) */
         u[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
         u[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
         u[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
         u[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < 4; i++) {
         c[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
         c[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
@@ -48,6 +54,7 @@ FP4_AVX2 static void load_avx2(LOAD_ARGS)
     for (int j0 = 0; j0 < B; j0 += 8) {
         __m256 c[8];
         tile8_transpose(v, B, j0, c);
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             const int j = j0 + i;
             _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
@@ -80,6 +87,7 @@ FP4_AVX512 static void load_avx512(LOAD_ARGS)
     for (int j0 = 0; j0 < B; j0 += 8) {
         __m256 c[8];
         tile8_transpose(v, B, j0, c);
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             const int j = j0 + i;
             _mm256_storeu_ps(T + (int64_t)j * GRP, c[i]);
@@ -473,10 +481,6 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
     pr->scale_underflow_blocks += nuf;
 }
 
-#define ROW_ARGS                                                                                \
-    const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax, uint8_t *scales, \
-        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W
-#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
 FP4_AVX512 static void row_avx512(ROW_ARGS)
 {
     switch (p->grid.kind) {
