@@ -1,7 +1,8 @@
 /* bench_engine.c — developer micro-benchmark and bit-identity check of the CPU engine through
  * backend.h: `bench_engine check` prints a hash of the raw metrics of many configs on fixed
- * data (compare before/after an engine change; `check-quick` the small shapes only, the same
- * lines; the variant is FP4DIAG_ISA's or the widest); `bench_engine time [MiB] [threads]` times one
+ * data, and a line over block sizes 2..1024 (compare before/after an engine change;
+ * `check-quick` the small shapes and the block line only, the same lines; the variant is
+ * FP4DIAG_ISA's or the widest); `bench_engine time [MiB] [threads]` times one
  * config, six (e2m1,e1m2,int4 x RHT off/on), e2m1 + RHT, and e2m1 under nvfp4 and mxfp4
  * scales; `bench_engine rht [reps]` times fp4_rht_forward's variants (plain C, AVX2,
  * AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096 (L2-resident, as in
@@ -162,6 +163,53 @@ int main(int argc, char **argv)
             }
             printf("shape %lldx%lld configs %d: all %016llx single %016llx ref %016llx%s\n",
                    (long long)R, (long long)L, n, (unsigned long long)h0,
+                   (unsigned long long)h1, (unsigned long long)h,
+                   h0 == h1 && h1 == h ? "" : "  MISMATCH");
+            free(x);
+        }
+        /* block sizes the list above lacks (2..1024: partial vectors and loader tiles of the
+         * grouped kernels, long blocks), fp32 scales, every format, RHT off and on, on rows
+         * that end in a partial group */
+        const int blocks[] = {2, 4, 8, 128, 1024};
+        int nbc = 0;
+        for (int f = 0; f < 5; f++)
+            for (int b = 0; b < 5; b++)
+                for (int r = 0; r < 2; r++) {
+                    fp4_qconfig c;
+                    fp4_qconfig_default(&c);
+                    c.format = fmts[f];
+                    c.block = blocks[b];
+                    c.rht = r ? &s16 : NULL;
+                    if (fp4_qconfig_check(&c) == FP4_OK) cfgs[nbc++] = c;
+                }
+        {
+            const int64_t R = 3, L = 2100;
+            float *x = malloc((size_t)(R * L) * sizeof *x);
+            fill(x, R * L, 1);
+            fp4_metrics o1;
+            if (run(be, cfgs, nbc, x, R, L, 2, out)) return 1;
+            h = 1469598103934665603ull;
+            for (int c = 0; c < nbc; c++) hash_metrics(&out[c]);
+            const uint64_t h0 = h;
+            h = 1469598103934665603ull;
+            for (int c = 0; c < nbc; c++) {
+                if (run(be, &cfgs[c], 1, x, R, L, 1, &o1)) return 1;
+                hash_metrics(&o1);
+            }
+            const uint64_t h1 = h;
+            /* the scalar reference (ref.c: a deq output takes that path) */
+            h = 1469598103934665603ull;
+            float *deq = malloc((size_t)(R * (L + 1024)) * sizeof *deq);
+            for (int c = 0; c < nbc; c++) {
+                fp4_qout qo = {deq, NULL, NULL};
+                fp4_metrics_init(&o1);
+                if (fp4_quantize_rows(&cfgs[c], 0.0f, x, 0, R, L, &qo, &o1)) return 1;
+                fp4_metrics_finish(&o1);
+                hash_metrics(&o1);
+            }
+            free(deq);
+            printf("blocks %lldx%lld configs %d: all %016llx single %016llx ref %016llx%s\n",
+                   (long long)R, (long long)L, nbc, (unsigned long long)h0,
                    (unsigned long long)h1, (unsigned long long)h,
                    h0 == h1 && h1 == h ? "" : "  MISMATCH");
             free(x);
