@@ -141,6 +141,12 @@ $(BUILD)/bench_%: scripts/bench_%.c $(BUILD)/libfp4.a $(HDRS) | $(BUILD)
 bench: fp4diag $(BUILD)/bench_read
 	@python3 scripts/bench_cpu.py $(BENCH_FLAGS)
 
+# bench-bundle: make bench for another x86-64 machine (the GPU machine's host) without the
+# source tree or the libraries: $(BUILD)/bench-bundle.tar.xz (scripts/bench_bundle.sh says how
+# to run it); BENCH_BASE=DIR (a built checkout of an older commit) adds its engine for an A/B
+bench-bundle: fp4diag $(BUILD)/bench_read $(BUILD)/bench_engine
+	@sh scripts/bench_bundle.sh $(BUILD)/bench-bundle.tar.xz $(BENCH_BASE)
+
 # end to end on float32, f16, bf16, bf16+gzip (and safetensors) files against h5py and, with
 # torch + CUDA, a PyTorch script; BENCH_E2E_ARGS e.g. "--mib 1024" on the GPU machine
 bench-e2e: fp4diag
@@ -179,7 +185,7 @@ install-scripts:
 clean:
 	rm -rf build build-san build-fuzz build-aarch64 fp4diag
 
-.PHONY: all tests check demo bench bench-e2e bench-gpu regress install install-scripts clean
+.PHONY: all tests check demo bench bench-bundle bench-e2e bench-gpu regress install install-scripts clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
 #   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12

@@ -14,10 +14,15 @@ in one run (median of BENCH_REPEATS, default 3):
 Targets (2-core machine): one <= 2x read, six <= 4x read, numpy >= 50x one.
 The CPU engine's variant that ran is printed (`fp4diag --version`, FP4DIAG_ISA); with --all-isa
 `one` and `six` also run once per variant this CPU runs (FP4DIAG_ISA=...), one row each.
-Env: BENCH_REPEATS, BENCH_NUMPY_REPEATS (default 1), BENCH_MIB (default 256), FP4DIAG, TMPDIR.
+Each row also gives the median CPU time (user + system, all threads) and its ratio to read8's,
+which a loaded machine disturbs less than wall time.
+Env: BENCH_REPEATS, BENCH_NUMPY_REPEATS (default 1), BENCH_MIB (default 256), FP4DIAG and
+BENCH_READ (the binaries, default ./fp4diag and build/bench_read: scripts/bench_bundle.sh runs
+this from a folder without the source tree), TMPDIR.
 """
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,7 +35,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FP4DIAG = os.environ.get("FP4DIAG", os.path.join(ROOT, "fp4diag"))
-READER = os.path.join(ROOT, "build", "bench_read")
+READER = os.environ.get("BENCH_READ", os.path.join(ROOT, "build", "bench_read"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 NP_REPEATS = int(os.environ.get("BENCH_NUMPY_REPEATS", "1"))
 MIB = int(os.environ.get("BENCH_MIB", "256"))
@@ -52,10 +57,18 @@ def make_data(path):
     return rows
 
 
-def timed(cmd, env=None):
+CPU = {}  # run name -> CPU seconds (user + system) of each timed run
+
+
+def timed(cmd, env=None, name=None):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t0
+    w = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if name:
+        CPU.setdefault(name, []).append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return w
 
 
 def e2m1_numpy(path, rows):
@@ -120,14 +133,14 @@ def main():
         for v in per_isa:
             t[f"one-{v}"], t[f"six-{v}"] = [], []
         for _ in range(REPEATS):
-            t["read"].append(timed(read))
-            t["read8"].append(timed(read8))
-            t["one"].append(timed(one))
-            t["six"].append(timed(six))
+            t["read"].append(timed(read, name="read"))
+            t["read8"].append(timed(read8, name="read8"))
+            t["one"].append(timed(one, name="one"))
+            t["six"].append(timed(six, name="six"))
             for v in per_isa:  # interleaved with the rest: the same load for every variant
                 env = dict(os.environ, FP4DIAG_ISA=v)
-                t[f"one-{v}"].append(timed(one, env))
-                t[f"six-{v}"].append(timed(six, env))
+                t[f"one-{v}"].append(timed(one, env, f"one-{v}"))
+                t[f"six-{v}"].append(timed(six, env, f"six-{v}"))
         np_t = []
         for _ in range(NP_REPEATS):
             t0 = time.perf_counter()
@@ -154,7 +167,9 @@ def main():
           f"after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}"
           + ("  (machine shared with other jobs: timings are pessimistic)"
              if max(load0[0], load1[0]) > 0.5 * (os.cpu_count() or 1) else ""))
-    print(f"{'run':<12}{'seconds':>9}{'x read':>9}{'x read8':>9}{'GB/s':>8}  target")
+    cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    print(f"{'run':<12}{'seconds':>9}{'x read':>9}{'x read8':>9}{'GB/s':>8}{'cpu s':>8}"
+          f"{'x read8':>8}  target")
     rows_out = [("read", "plain read, whole dataset (fp4_h5_read_slab)", None),
                 ("read8", "the same read in 8 MiB slabs, buffer reused", None),
                 ("one", "sqnr e2m1 fp32, 1 analysis", 2.0),
@@ -166,8 +181,10 @@ def main():
     for k, label, tgt in rows_out:
         ratio = med[k] / base
         tg = f"<= {tgt:.0f}x {'ok' if ratio <= tgt else 'MISSED'}" if tgt else ""
+        c = (f"{cpu[k]:8.3f}{cpu[k] / cpu['read8']:8.2f}" if k in cpu and cpu["read8"] > 0
+             else f"{'':16}")
         print(f"{k:<12}{med[k]:9.3f}{ratio:9.2f}{med[k] / med['read8']:9.2f}"
-              f"{size / med[k] / 1e9:8.2f}  {tg}  {label}")
+              f"{size / med[k] / 1e9:8.2f}{c}  {tg}  {label}")
     sp = med["numpy"] / med["one"]
     print(f"numpy / one = {sp:.0f}x (target >= 50x {'ok' if sp >= 50 else 'MISSED'}); "
           f"fp4diag vs numpy SQNR {r['sqnr_db']:.6f} / {sq:.6f} dB, alpha, histogram: "
