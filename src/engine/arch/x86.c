@@ -493,9 +493,10 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
 /* ---- avx2: whole rows --------------------------------------------------------------------
  * row_avx512's structure for AVX2 (8 lanes of fp32, the fp64 sums as two 4-lane halves): per
  * group of GRP blocks the grouped-row cache's copy (or a load), the block parameters, one
- * pass over the elements for the five sums, a count pass that turns the stored indices into
- * per-level lane masks by byte compares (histogram and level counts as popcounts, exact), a
- * second pass for the eight level sums, then the block-order merge (group_merge). The same
+ * pass over the elements for the five sums, a count pass over the stored indices by byte
+ * compares (histogram and level counts as popcounts, exact), a second pass for the eight
+ * level sums (one compare of the stored index per level), then the block-order merge
+ * (group_merge). The same
  * numbers as group_body (every sum is the same sequence of the same fp64 operations), in form:
  *  - q read from qcum[ix] and the RTNE index in closed form per grid kind, as row_avx512
  *    (see group_avx512_body for why these are the same values);
@@ -516,13 +517,6 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
 {
     return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
 }
-
-/* 4-bit lane mask -> four 64-bit lane masks */
-static const int64_t lane4_mask[16][4] __attribute__((aligned(32))) = {
-    {0, 0, 0, 0},    {-1, 0, 0, 0},    {0, -1, 0, 0},    {-1, -1, 0, 0},
-    {0, 0, -1, 0},   {-1, 0, -1, 0},   {0, -1, -1, 0},   {-1, -1, -1, 0},
-    {0, 0, 0, -1},   {-1, 0, 0, -1},   {0, -1, 0, -1},   {-1, -1, 0, -1},
-    {0, 0, -1, -1},  {-1, 0, -1, -1},  {0, -1, -1, -1},  {-1, -1, -1, -1}};
 
 FP4_AVX2 static inline __attribute__((always_inline)) void
 group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
@@ -611,8 +605,8 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
         const __m256d q0 = _mm256_mul_pd(dax, vrs);                                             \
         const __m256d r = _mm256_fnmadd_pd(q0, vse, dax);                                       \
         const __m256d qt = _mm256_fmadd_pd(r, vrs, q0);                                         \
-        const __m256d el = _mm256_sub_pd(_mm256_cvtps_pd(H(q)), qt);                           \
-        serr = _mm256_add_pd(serr, _mm256_and_pd(el, l64));                                    \
+        const __m256d el = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(H(q)), qt), l64);       \
+        serr = _mm256_add_pd(serr, el);                                                         \
         _mm256_storeu_pd(E + (int64_t)j * GRP + 4 * (h), el);                                   \
     } while (0)
         AVX2_HALF(0, lo_ps, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0);
@@ -628,7 +622,6 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
         cm[j] = lm[j] = negb[j] = 0;
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), _mm256_setzero_si256());
     }
-    uint8_t lk[8][GRP_MAX_BLOCK + 4];
     uint64_t tot[8] = {0}, ng[8] = {0}, nl[8] = {0};
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int j0 = 0; j0 < Bp; j0 += 4) {
@@ -644,7 +637,6 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
             const uint32_t eq = (uint32_t)_mm256_movemask_epi8(
                 _mm256_cmpeq_epi8(by, _mm256_set1_epi8((char)i)));
             const uint32_t kc = eq & c32, kl = kc & l32;
-            memcpy(&lk[i][j0], &kl, sizeof kl);
             tot[i] += (uint64_t)__builtin_popcount(kc);
             ng[i] += (uint64_t)__builtin_popcount(kc & n32);
             nl[i] += (uint64_t)__builtin_popcount(kl);
@@ -656,16 +648,21 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
         n->lvl[i] += (int64_t)nl[i];
     }
     /* Level error sums, second pass, one half of the lanes at a time (8 accumulators): lane b
-     * adds element j's term to level ix's sum, j in order (the first pass's order). */
+     * adds element j's term to level ix's sum, j in order (the first pass's order). E holds
+     * the terms already masked to the level statistics' lanes (+0.0 elsewhere, the identity
+     * on these sums, as group_body adds), so a level's lanes are one compare of the stored
+     * index with the level. */
     for (int h = 0; h < 2; h++) {
         __m256d ls0 = _mm256_setzero_pd(), ls1 = ls0, ls2 = ls0, ls3 = ls0, ls4 = ls0, ls5 = ls0,
                 ls6 = ls0, ls7 = ls0;
         const int sh = 4 * h;
         for (int j = 0; j < B; j++) {
             const __m256d el = _mm256_loadu_pd(E + (int64_t)j * GRP + sh);
+            const __m256i ix64 = _mm256_cvtepi32_epi64(
+                _mm_loadu_si128((const __m128i *)(const void *)(IX + (int64_t)j * GRP + sh)));
 #define LVL(i, ls)                                                                              \
-    ls = _mm256_add_pd(ls, _mm256_and_pd(el, _mm256_load_pd((const double *)(const void *)      \
-                                                                lane4_mask[(lk[i][j] >> sh) & 15])))
+    ls = _mm256_add_pd(                                                                         \
+        ls, _mm256_and_pd(el, _mm256_castsi256_pd(_mm256_cmpeq_epi64(ix64, _mm256_set1_epi64x(i)))))
             LVL(0, ls0);
             LVL(1, ls1);
             LVL(2, ls2);
