@@ -40,12 +40,14 @@ export FP4DIAG="$here/fp4diag" BENCH_READ="$here/bench_read"
 uname -m; grep -m1 'model name' /proc/cpuinfo; nproc
 python3 "$here/bench_cpu.py" "$@" || echo "bench_cpu.py failed: $?"
 isas=$("$here/fp4diag" --version | sed -n 's/.*(this CPU runs: \([^);]*\).*/\1/p')
-echo "== bench_engine time 64 1 (one thread; seconds), per variant${isas:+: $isas}"
+echo "== bench_engine time 64 1 (one thread; thread CPU seconds, wall where named), per variant${isas:+: $isas}"
 for r in 1 2 3; do
     for v in $isas; do
         FP4DIAG_ISA=$v "$here/bench_engine" time 64 1 | sed "s/^/$v /"
         if [ -x "$here/bench_engine.base" ] && [ "$v" = avx512 ]; then
-            "$here/bench_engine.base" time 64 1 | sed "s/^/base /"
+            # the base times wall clock: so does this pair (an idle host: the same)
+            BENCH_WALL=1 FP4DIAG_ISA=$v "$here/bench_engine" time 64 1 | sed "s/^/$v-wall /"
+            "$here/bench_engine.base" time 64 1 | sed "s/^/base-wall /"
         fi
     done
 done

@@ -4,7 +4,7 @@
  * `check-quick` the small shapes and the block line only, the same lines; the variant is
  * FP4DIAG_ISA's or the widest); `bench_engine time [MiB] [threads]` times one
  * config, six (e2m1,e1m2,int4 x RHT off/on), e2m1 + RHT, and e2m1 under nvfp4 and mxfp4
- * scales (wall time; with threads 1 the thread's CPU time); `bench_engine rht [reps]` times fp4_rht_forward's variants (plain C, AVX2,
+ * scales (wall time; with threads 1 the thread's CPU time unless BENCH_WALL is set); `bench_engine rht [reps]` times fp4_rht_forward's variants (plain C, AVX2,
  * AVX-512, dispatch) for n = 16..256, in place on 64 rows of 4096 (L2-resident, as in
  * fp4_qplan_prep), medians over interleaved repetitions. Not a test; built
  * by `make build/bench_engine`. */
@@ -263,7 +263,7 @@ int main(int argc, char **argv)
     /* time */
     int64_t mib = argc > 2 ? atoll(argv[2]) : 64;
     int threads = argc > 3 ? atoi(argv[3]) : 0;
-    if (threads == 1) clock_id = CLOCK_THREAD_CPUTIME_ID;
+    if (threads == 1 && !getenv("BENCH_WALL")) clock_id = CLOCK_THREAD_CPUTIME_ID;
     const int64_t L = 4096, R = mib * 1024 * 1024 / 4 / L;
     float *x = malloc((size_t)(R * L) * sizeof *x);
     fill(x, R * L, 0);
@@ -300,7 +300,7 @@ int main(int argc, char **argv)
         double t5 = now();
         printf("%lld MiB, %s threads%s: one %.4f s (%.2f ns/elem), six %.4f s, rht-one %.4f s, "
                "nvfp4 %.4f s, mxfp4 %.4f s  sqnr %.4f\n", (long long)mib,
-               threads ? argv[3] : "all", threads == 1 ? " (thread CPU time)" : "", t1 - t0, (t1 - t0) * 1e9 / (double)(R * L), t2 - t1,
+               threads ? argv[3] : "all", clock_id == CLOCK_THREAD_CPUTIME_ID ? " (thread CPU time)" : "", t1 - t0, (t1 - t0) * 1e9 / (double)(R * L), t2 - t1,
                t3 - t2, t4 - t3, t5 - t4, out[0].sqnr_db);
     }
     fp4_backend_close(be);
