@@ -42,6 +42,12 @@ Fixtures (each a few KiB, libver='earliest' so the C library we link reads them)
   trunc_chunked.h5  the same values in chunks of 16x256 (shuffle+deflate: read from the
                stored chunks by fp4diag's own reader), to be cut while read
   many.h5      10,000 tiny datasets /dNNNNN (f32, 32 values each): the per-tensor cost
+  sparse.h5    never-written storage (fill value 0): /big (f32 2^26 x 2^14 = 4 TiB, chunks
+               of 16 x 16384 = 1 MiB, only the first stored, holding /small's values);
+               /small (16 x 16384); /mid (512 x 2048, chunks 64 x 256, 3 of 64 stored) and
+               /mid_full (the same values, every chunk written); /late (256 x 1024
+               contiguous, never written: late allocation) and /late_full (its zeros
+               written); /fill (as /mid with fill value 1.5) and /fill_full
 """
 import os
 import sys
@@ -264,6 +270,28 @@ def trunc_chunked(path):
                              compression_opts=1)
 
 
+def sparse(path):
+    r = np.random.default_rng(11)
+    small = r.standard_normal((16, 16384)).astype(np.float32)
+    mid = np.zeros((512, 2048), np.float32)
+    with h5py.File(path, "w", libver="earliest") as f:
+        big = f.create_dataset("big", shape=(2**26, 2**14), dtype="f4", chunks=(16, 16384),
+                               compression="gzip", compression_opts=1)
+        big[0:16] = small
+        f.create_dataset("small", data=small)
+        for name, fill in (("mid", None), ("fill", 1.5)):
+            m = f.create_dataset(name, shape=mid.shape, dtype="f4", chunks=(64, 256),
+                                 compression="gzip", fillvalue=fill)
+            full = np.full(mid.shape, fill or 0.0, np.float32)
+            for br, bc in ((0, 1), (3, 5), (3, 1)):
+                v = (r.standard_t(4, size=(64, 256)) * 0.02).astype(np.float32)
+                m[br * 64:(br + 1) * 64, bc * 256:(bc + 1) * 256] = v
+                full[br * 64:(br + 1) * 64, bc * 256:(bc + 1) * 256] = v
+            f.create_dataset(name + "_full", data=full, chunks=(64, 256), compression="gzip")
+        f.create_dataset("late", shape=(256, 1024), dtype="f4")
+        f.create_dataset("late_full", data=np.zeros((256, 1024), np.float32))
+
+
 def many(path):
     with h5py.File(path, "w", libver="earliest") as f:
         a = np.linspace(-1, 1, 32, dtype=np.float32)
@@ -273,9 +301,9 @@ def many(path):
 
 FIXTURES = {"values.h5": values, "shapes.h5": shapes, "mixed.h5": mixed, "small.h5": small,
             "many.h5": many, "gemm.h5": gemm, "names.h5": names, "links": links,
-            "trunc.h5": trunc, "trunc_chunked.h5": trunc_chunked}
+            "trunc.h5": trunc, "trunc_chunked.h5": trunc_chunked, "sparse.h5": sparse}
 # Made only when named (slow to write, or only one case needs them).
-ON_REQUEST = {"many.h5", "links", "trunc.h5", "trunc_chunked.h5"}
+ON_REQUEST = {"many.h5", "links", "trunc.h5", "trunc_chunked.h5", "sparse.h5"}
 
 
 def main():

@@ -126,6 +126,41 @@ fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     return FP4_OK;
 }
 
+fp4_status fp4_analysis_amax_zero(fp4_analysis *an, int64_t nrows)
+{
+    if (!an->needs_amax) return FP4_OK;
+    FP4_TRY(amax_check(an, nrows));
+    an->rows_amax += nrows; /* |0| leaves every amax (>= 0, after any rotation) as it is */
+    return FP4_OK;
+}
+
+/* Rows of zeros fed from one zero buffer of about 1M values (whole groups of 16 rows). */
+#define ZERO_FEED_ELEMS ((int64_t)1 << 20)
+
+fp4_status fp4_analysis_feed_zero(fp4_analysis *an, int64_t nrows)
+{
+    FP4_TRY(feed_check(an, nrows));
+    if (an->be->ops->feed_zero) {
+        FP4_TRY(an->be->ops->feed_zero(an, nrows));
+        an->rows_fed += nrows;
+        return FP4_OK;
+    }
+    int64_t per = an->row_len ? ZERO_FEED_ELEMS / an->row_len : nrows;
+    per = per < 16 ? 16 : per / 16 * 16;
+    if (per > nrows) per = nrows;
+    float *z = calloc((size_t)(per * an->row_len) + 1, sizeof *z);
+    if (!z) return fp4_error(FP4_ERR_INTERNAL, "analysis: out of memory");
+    fp4_status st = FP4_OK;
+    for (int64_t done = 0; done < nrows && st == FP4_OK;) {
+        const int64_t n = nrows - done < per ? nrows - done : per;
+        st = an->be->ops->feed(an, z, n);
+        if (st == FP4_OK) an->rows_fed += n;
+        done += n;
+    }
+    free(z);
+    return st;
+}
+
 void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes)
 {
     if (be && p && be->ops->host_register) be->ops->host_register(be, p, bytes);

@@ -36,6 +36,8 @@ typedef struct cpu_an {
                            NULLs when rows are too long (CPU_GRPCACHE_MAX_BYTES) */
     int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
     int64_t batch_rows;
+    fp4_metrics *zero16, *zero1; /* [ncfg] the counts 16 / 1 rows of zeros add (cpu_feed_zero) */
+    bool zero_moves;    /* zeros moved an fp64 sum (never expected): zero rows are fed */
 } cpu_an;
 
 static void cpu_close(fp4_backend *be) { free(be); }
@@ -52,6 +54,8 @@ static void cpu_abort(fp4_analysis *an)
         if (ca->gc) fp4_grpcache_free(ca->gc[t]);
     }
     free(ca->gc);
+    free(ca->zero16);
+    free(ca->zero1);
     free(ca->prep);
     free(ca->order);
     for (int c = 0; ca->sums && c < an->ncfg; c++) free(ca->sums[c]);
@@ -149,6 +153,9 @@ static fp4_status cpu_plan(fp4_analysis *an)
     int64_t per_row = 0;
     for (int c = 0; c < n; c++) per_row += (int64_t)ca->plans[c].nchunk * (int64_t)sizeof(fp4_fsums);
     if (per_row > 0 && br > CPU_BATCH_SUMS_BYTES / per_row) br = CPU_BATCH_SUMS_BYTES / per_row;
+    /* and no larger than the tensor: a small tensor allocates small sums (10,000 tiny tensors
+     * allocated 8 MiB each, most of their time under ASan) */
+    if (br > an->n_rows) br = an->n_rows;
     br = (br + 15) / 16 * 16;
     if (br < 16) br = 16;
     ca->batch_rows = br;
@@ -240,6 +247,106 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     return FP4_OK;
 }
 
+/* Rows of zeros (never-written storage). A block of zeros quantizes to zeros whatever its
+ * place, scale, rotation or rounding (SR included), so every fp64 sum gains +0 (x + 0 == x:
+ * nothing to add) and the counts are the same for each row: those of 16 zero rows (a tile
+ * group under weight_2d) and of one, measured once per tensor by cpu_feed on zero rows that
+ * belong to the run, then multiplied. Should zeros ever move a sum, every zero row is fed. */
+static fp4_status cpu_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta)
+{
+    cpu_an *ca = an->impl;
+    const int n = an->ncfg, T = an->be->threads;
+    float *z = calloc((size_t)(k * an->row_len) + 1, sizeof *z);
+    fp4_metrics *before = calloc((size_t)n, sizeof *before);
+    fp4_fsums *s0 = calloc((size_t)n, sizeof *s0);
+    fp4_status st = FP4_OK;
+    if (!z || !before || !s0) st = fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    for (int c = 0; st == FP4_OK && c < n; c++) {
+        fp4_metrics_init(&before[c]);
+        for (int t = 0; t < T; t++)
+            fp4_metrics_merge_counts(&before[c], &ca->cnt[(size_t)t * (size_t)n + (size_t)c]);
+        fp4_fsums_of(&ca->acc[c], &s0[c]);
+    }
+    if (st == FP4_OK) st = cpu_feed(an, z, k);
+    for (int c = 0; st == FP4_OK && delta && c < n; c++) {
+        fp4_fsums s1;
+        fp4_fsums_of(&ca->acc[c], &s1);
+        if (memcmp(&s1, &s0[c], sizeof s1) != 0) ca->zero_moves = true;
+        fp4_metrics after;
+        fp4_metrics_init(&after);
+        for (int t = 0; t < T; t++)
+            fp4_metrics_merge_counts(&after, &ca->cnt[(size_t)t * (size_t)n + (size_t)c]);
+        fp4_metrics_init(&delta[c]);
+        fp4_metrics_add_count_delta(&delta[c], &after, &before[c], 1);
+    }
+    free(z);
+    free(before);
+    free(s0);
+    return st;
+}
+
+static fp4_status cpu_feed_zero(fp4_analysis *an, int64_t nrows)
+{
+    cpu_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cpu_plan(an));
+    const int n = an->ncfg;
+    bool two_d = false;
+    for (int c = 0; c < n; c++) two_d = two_d || an->cfgs[c].weight_2d;
+    const int64_t row0 = an->rows_fed;
+    int64_t left = nrows;
+    if (left >= 16 && !ca->zero_moves) { /* whole groups of 16 (rows_fed is 16-aligned) */
+        if (!ca->zero16) {
+            if (!(ca->zero16 = calloc((size_t)n, sizeof *ca->zero16)))
+                return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+            FP4_TRY(cpu_zero_rows(an, 16, ca->zero16));
+            left -= 16;
+            an->rows_fed += 16; /* cpu_feed places rows from rows_fed */
+        }
+        if (!ca->zero_moves) {
+            const int64_t q = left / 16;
+            for (int c = 0; c < n; c++)
+                fp4_metrics_add_count_delta(&ca->cnt[c], &ca->zero16[c],
+                                            &(fp4_metrics){0}, (uint64_t)q);
+            left -= q * 16;
+        }
+    }
+    if (left > 0 && !two_d && !ca->zero_moves) { /* single rows: every row alike */
+        if (!ca->zero1) {
+            if (!(ca->zero1 = calloc((size_t)n, sizeof *ca->zero1))) {
+                an->rows_fed = row0;
+                return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+            }
+            fp4_status st = cpu_zero_rows(an, 1, ca->zero1);
+            if (st != FP4_OK) {
+                an->rows_fed = row0;
+                return st;
+            }
+            left -= 1;
+            an->rows_fed += 1;
+        }
+        if (!ca->zero_moves) {
+            for (int c = 0; c < n; c++)
+                fp4_metrics_add_count_delta(&ca->cnt[c], &ca->zero1[c], &(fp4_metrics){0},
+                                            (uint64_t)left);
+            left = 0;
+        }
+    }
+    /* the rest fed: a weight_2d tail of under 16 rows (the tensor's end), or every zero row
+     * should zeros ever move a sum; in pieces of whole 16-row groups */
+    an->rows_fed = row0 + (nrows - left);
+    fp4_status st = FP4_OK;
+    while (left > 0 && st == FP4_OK) {
+        int64_t per = an->row_len ? ((int64_t)1 << 20) / an->row_len / 16 * 16 : left;
+        if (per < 16) per = 16;
+        const int64_t k = left < per ? left : per;
+        st = cpu_zero_rows(an, k, NULL);
+        an->rows_fed += k;
+        left -= k;
+    }
+    an->rows_fed = row0; /* backend.c adds nrows */
+    return st;
+}
+
 static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
 {
     cpu_an *ca = an->impl;
@@ -273,6 +380,7 @@ static const fp4_backend_ops cpu_ops = {
     .begin = cpu_begin,
     .amax = cpu_amax,
     .feed = cpu_feed,
+    .feed_zero = cpu_feed_zero,
     .end = cpu_end,
     .abort = cpu_abort,
     .takes_words = cpu_takes_words,

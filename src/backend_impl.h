@@ -21,6 +21,9 @@ typedef struct fp4_backend_ops {
     fp4_status (*begin)(fp4_analysis *an);
     fp4_status (*amax)(fp4_analysis *an, const float *rows, int64_t nrows);
     fp4_status (*feed)(fp4_analysis *an, const float *rows, int64_t nrows);
+    /* Optional: nrows rows of +0.0 (never-written storage) without a buffer; backend.c
+     * feeds a zero buffer through `feed` when absent */
+    fp4_status (*feed_zero)(fp4_analysis *an, int64_t nrows);
     fp4_status (*end)(fp4_analysis *an, fp4_metrics *out); /* unfinished metrics */
     /* Optional: words this backend takes itself (backend.h fp4_words), and the two passes on
      * them; without, backend.c widens on the host and calls amax/feed. */

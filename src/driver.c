@@ -140,6 +140,10 @@ typedef struct slab_reader {
     int64_t stride;     /* elements per index of dim (for direct) */
     int64_t nread;      /* slabs read (published under mu) */
     int64_t nreleased;  /* slabs the analysis is done with */
+    bool skip_zero;     /* ask the source for slabs of never-written zeros: not read */
+    int64_t *zb, *ze;   /* runs of such slabs [zb[i], ze[i]) in slab numbers, in order: the
+                           reader appends (under mu), the analysis takes them from zhead */
+    int64_t nz, zcap, zhead;
     bool stop;
     fp4_status st;     /* first read failure; its detail below (fp4_error is per thread) */
     char err[FP4_ERROR_MAX];
@@ -186,30 +190,72 @@ static unsigned char *slab_place(const slab_reader *sr, int64_t k)
     return sr->buf[k & 1];
 }
 
+/* The end (a slab number) of the run of never-written zero slabs beginning at slab k, or 0
+ * when slab k is not one. The run grows in doubling steps of whole slabs: a 4 TiB tensor with
+ * 1 MiB stored is a few lookups. */
+static int64_t zero_run(slab_reader *sr, int64_t k)
+{
+    const int64_t nslabs = (sr->total + sr->count_max - 1) / sr->count_max;
+    const int64_t start = k * sr->count_max;
+    const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
+    if (!sr->skip_zero || !fp4_source_zero_fill(sr->src, sr->t, sr->dim, start, cnt)) return 0;
+    int64_t end = k + 1;
+    for (int64_t step = 1; end < nslabs;) {
+        const int64_t m = nslabs - end < step ? nslabs - end : step;
+        const int64_t s0 = end * sr->count_max;
+        const int64_t s1 = end + m < nslabs ? (end + m) * sr->count_max : sr->total;
+        if (fp4_source_zero_fill(sr->src, sr->t, sr->dim, s0, s1 - s0)) {
+            end += m;
+            step = step > nslabs ? step : 2 * step;
+        } else if (step > 1) {
+            step = 1;
+        } else {
+            break;
+        }
+    }
+    return end;
+}
+
 static void *slab_reader_main(void *arg)
 {
     slab_reader *sr = arg;
-    int64_t k = 0;
-    for (int64_t start = 0; start < sr->total; start += sr->count_max, k++) {
+    for (int64_t k = 0; k * sr->count_max < sr->total;) {
         pthread_mutex_lock(&sr->mu);
         while (!sr->direct && k - sr->nreleased >= 2 && !sr->stop)
             pthread_cond_wait(&sr->cv, &sr->mu);
         const bool stop = sr->stop;
         pthread_mutex_unlock(&sr->mu);
         if (stop) break;
+        const int64_t start = k * sr->count_max;
         const int64_t cnt = sr->total - start < sr->count_max ? sr->total - start : sr->count_max;
         fp4_error_clear();
-        fp4_status st = read_slab(sr->src, sr->t, sr->dim, start, cnt, sr->words,
-                                  slab_place(sr, k));
+        const int64_t zend = zero_run(sr, k);
+        fp4_status st = zend ? FP4_OK
+                             : read_slab(sr->src, sr->t, sr->dim, start, cnt, sr->words,
+                                         slab_place(sr, k));
         pthread_mutex_lock(&sr->mu);
+        if (zend && sr->nz == sr->zcap) {
+            const int64_t cap = sr->zcap ? 2 * sr->zcap : 16;
+            int64_t *b = realloc(sr->zb, (size_t)cap * sizeof *b);
+            if (b) sr->zb = b;
+            int64_t *e = b ? realloc(sr->ze, (size_t)cap * sizeof *e) : NULL;
+            if (e) sr->ze = e;
+            if (b && e) sr->zcap = cap;
+            else st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", sr->t->name);
+        }
+        if (zend && st == FP4_OK) {
+            sr->zb[sr->nz] = k;
+            sr->ze[sr->nz++] = zend;
+        }
         if (st != FP4_OK) {
             sr->st = st;
             snprintf(sr->err, sizeof sr->err, "%s", fp4_last_error());
         }
-        sr->nread = k + 1;
+        sr->nread = zend ? zend : k + 1;
         pthread_cond_broadcast(&sr->cv);
         pthread_mutex_unlock(&sr->mu);
         if (st != FP4_OK) break;
+        k = zend ? zend : k + 1;
     }
     return NULL;
 }
@@ -226,13 +272,16 @@ static fp4_status slab_reader_start(slab_reader *sr)
 }
 
 /* Wait for slab k (slabs are waited for in order). A read failure is re-recorded on this
- * thread. */
+ * thread. *zend: the end of a run of never-written zero slabs beginning at k (nothing was
+ * read for them), else 0. */
 static fp4_status slab_reader_wait(slab_reader *sr, int64_t k, const unsigned char **buf,
-                                   int64_t *cnt)
+                                   int64_t *cnt, int64_t *zend)
 {
     pthread_mutex_lock(&sr->mu);
     while (sr->nread <= k && sr->st == FP4_OK) pthread_cond_wait(&sr->cv, &sr->mu);
     fp4_status st = sr->st;
+    *zend = 0;
+    if (sr->zhead < sr->nz && sr->zb[sr->zhead] == k) *zend = sr->ze[sr->zhead++];
     pthread_mutex_unlock(&sr->mu);
     if (st != FP4_OK) return fp4_error(st, "%s", sr->err);
     *buf = slab_place(sr, k);
@@ -256,6 +305,9 @@ static void slab_reader_join(slab_reader *sr)
     pthread_cond_broadcast(&sr->cv);
     pthread_mutex_unlock(&sr->mu);
     pthread_join(sr->th, NULL);
+    free(sr->zb);
+    free(sr->ze);
+    sr->zb = sr->ze = NULL;
 }
 
 /* The buffer of the kept rows (one read per tensor), kept from tensor to tensor while they
@@ -435,10 +487,12 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
             if (st != FP4_OK) goto out;
             continue;
         }
+        /* never-written zeros are accounted for, not read, when the rows are not kept (a
+         * slab of them is whole rows of 0.0, transposed or not) */
         sr = (slab_reader){.src = src, .t = info, .dim = L.slab_dim, .total = total,
                            .count_max = count_max, .words = words, .buf = {slab[0], slab[1]},
                            .direct = keep && !need_transpose ? kept : NULL,
-                           .stride = L.outer_stride};
+                           .stride = L.outer_stride, .skip_zero = !keep};
         pthread_mutex_init(&sr.mu, NULL);
         pthread_cond_init(&sr.cv, NULL);
         st = slab_reader_start(&sr);
@@ -450,9 +504,18 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_source *src,
         reading = true;
         for (int64_t k = 0; k * count_max < total; k++) {
             const unsigned char *buf = NULL;
-            int64_t cnt = 0;
-            st = slab_reader_wait(&sr, k, &buf, &cnt);
+            int64_t cnt = 0, zend = 0;
+            st = slab_reader_wait(&sr, k, &buf, &cnt, &zend);
             if (st != FP4_OK) goto out;
+            if (zend) { /* slabs k .. zend-1: zeros, not read */
+                const int64_t last = zend * count_max < total ? zend * count_max : total;
+                const int64_t nz = rank <= 1 ? 1 : (last - k * count_max) * L.rows_per_index;
+                st = amax_pass ? fp4_analysis_amax_zero(an, nz) : fp4_analysis_feed_zero(an, nz);
+                if (st != FP4_OK) goto out;
+                k = zend - 1;
+                slab_reader_release(&sr, k);
+                continue;
+            }
             int64_t nread = rank <= 1 ? buf_elems : cnt * L.outer_stride;
             run->bytes_read += nread * (int64_t)sizeof(float);
             /* kept: this slab's rows go to their place in the whole tensor's rows (words

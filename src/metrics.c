@@ -47,6 +47,27 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
     if (src->tensor_amax > dst->tensor_amax) dst->tensor_amax = src->tensor_amax;
 }
 
+void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
+                                 const fp4_metrics *before, uint64_t k)
+{
+#define D(f) dst->f += k * (after->f - before->f)
+    D(signed_err_n);
+    for (int i = 0; i < 8; i++) D(level_count[i]);
+    for (int i = 0; i < 16; i++) D(hist[i]);
+    D(elements);
+    D(padded);
+    D(zero);
+    D(nan);
+    D(inf);
+    D(saturated);
+    D(clipped);
+    D(blocks);
+    D(zero_blocks);
+    D(scale_underflow_blocks);
+    D(nonfinite_blocks);
+#undef D
+}
+
 /* exp(entropy) / K of counts c[0..k) */
 static double bucket_ratio(const uint64_t *c, int k)
 {

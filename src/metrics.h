@@ -78,6 +78,11 @@ static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
 /* dst += src for the integer counts and the amax only (order-free). */
 void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
 
+/* dst += k * (after - before) for the integer counts only (after >= before field by field:
+ * the counts some rows added, repeated k times). */
+void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
+                                 const fp4_metrics *before, uint64_t k);
+
 /* Compute the derived fields from the raw sums. Σx² = 0: status zero_signal, nmse/sqnr/alpha/
  * delta NaN; Σ(x̂−x)² = 0 < Σx²: status exact, sqnr +Inf. Undefined means/ratios are NaN
  * (mean_signed_error with no samples, bucket ratios of an empty histogram). */

@@ -53,6 +53,8 @@ fp4_status fp4_chunked_prepare(fp4_chunked *c)
     if (cb > (size_t)INT64_MAX / 4)
         return fp4_error(FP4_ERR_INPUT, "%s: %s: the chunk size overflows", c->file, c->name);
     c->chunk_bytes = cb;
+    c->fill_zero = c->fill_defined;
+    for (size_t i = 0; i < c->elem_size && c->fill_zero; i++) c->fill_zero = c->fill[i] == 0;
     if (c->nrefs > 0) qsort(c->refs, (size_t)c->nrefs, sizeof *c->refs, ref_cmp);
     for (int64_t i = 0; i < c->nrefs; i++) {
         if (c->refs[i].lin < 0 || c->refs[i].lin >= cells)
@@ -161,6 +163,8 @@ static void place(const fp4_chunked *c, const slab_geom *g, const unsigned char 
         if (src) {
             memcpy(dst, src + (size_t)so * es, run * es);
             if (c->swap) swap_words(dst, run, es);
+        } else if (c->fill_zero) {
+            memset(dst, 0, run * es);
         } else {
             for (size_t i = 0; i < run; i++) memcpy(dst + i * es, fill, es);
         }

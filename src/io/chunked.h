@@ -37,6 +37,7 @@ typedef struct fp4_chunked {
     fp4_pipeline pipeline;
     bool fill_defined; /* false: a never-written chunk is an error (no defined value) */
     unsigned char fill[16]; /* the fill value's stored word (file byte order) */
+    bool fill_zero;    /* set by fp4_chunked_prepare: fill_defined and every byte 0 */
     fp4_chunk_ref *refs;    /* the stored chunks (owned by the caller); sorted by prepare */
     int64_t nrefs;
     /* set by fp4_chunked_prepare */

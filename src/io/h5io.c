@@ -37,7 +37,14 @@ struct fp4_h5file {
     int cfd;                 /* the file for direct reads (-1: not open, -2: cannot be) */
     int64_t cfsize;
     int64_t cur_direct; /* file offset of the kept dataset's contiguous data read directly, or -1 */
+    /* never-written storage of the dataset kept open (h5src_zero_fill), along zf_dim */
+    int zf_state;            /* H5IO_ZF_* */
+    int zf_dim;
+    int64_t *zf_bands;       /* sorted chunk indices along zf_dim holding a stored chunk */
+    int64_t zf_nbands;
 };
+
+enum { H5IO_ZF_UNKNOWN = 0, H5IO_ZF_NONE, H5IO_ZF_ALL, H5IO_ZF_BANDS };
 
 /* Chunk cache for the dataset kept open: enough for a row of large chunks, and bounded. */
 #define H5IO_CHUNK_CACHE_BYTES ((size_t)16 << 20)
@@ -201,6 +208,10 @@ static void h5io_drop_current(fp4_h5file *f)
     free(f->cur_chunked);
     f->cur_chunked = NULL;
     f->cur_direct = -1;
+    free(f->zf_bands);
+    f->zf_bands = NULL;
+    f->zf_nbands = 0;
+    f->zf_state = H5IO_ZF_UNKNOWN;
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -1264,6 +1275,118 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
     return FP4_OK;
 }
 
+/* --- never-written storage (fp4_source_ops.zero_fill) ----------------------------------------
+ * A chunk never written, or contiguous storage never allocated, reads as the fill value. When
+ * that is zero, a slab lying wholly in it is 0.0 throughout: the driver accounts for it
+ * without reading it (a 4 TiB dataset with 1 MiB stored). The stored chunks are listed only
+ * when few: HDF5 1.10 finds chunk i by walking its index from the start. */
+#define H5IO_ZF_MAX_CHUNKS 4096
+
+static int h5io_cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void h5io_zf_setup(fp4_h5file *f, hid_t d, const fp4_tensor_desc *in, int dim)
+{
+    f->zf_state = H5IO_ZF_NONE;
+    f->zf_dim = dim;
+    free(f->zf_bands);
+    f->zf_bands = NULL;
+    f->zf_nbands = 0;
+    if (in->problem[0] || in->nelems <= 0 || in->rank < 1 || dim < 0 || dim >= in->rank) return;
+    hid_t dcpl = H5Dget_create_plist(d), t = -1, fs = -1;
+    unsigned char fill[64];
+    if (dcpl < 0) return;
+    const H5D_layout_t lay = H5Pget_layout(dcpl);
+    H5D_fill_value_t fv = H5D_FILL_VALUE_UNDEFINED;
+    H5D_fill_time_t ft = H5D_FILL_TIME_NEVER;
+    H5D_space_status_t ss = H5D_SPACE_STATUS_ERROR;
+    if ((lay != H5D_CHUNKED && lay != H5D_CONTIGUOUS) || H5Pget_external_count(dcpl) != 0 ||
+        H5Pfill_value_defined(dcpl, &fv) < 0 || fv == H5D_FILL_VALUE_UNDEFINED ||
+        H5Pget_fill_time(dcpl, &ft) < 0 || ft == H5D_FILL_TIME_NEVER ||
+        H5Dget_space_status(d, &ss) < 0)
+        goto out;
+    if (fv == H5D_FILL_VALUE_USER_DEFINED) { /* the fill value's bytes as stored: all 0? */
+        t = H5Dget_type(d);
+        const size_t es = t >= 0 ? H5Tget_size(t) : 0;
+        if (es < 1 || es > sizeof fill || H5Pget_fill_value(dcpl, t, fill) < 0) goto out;
+        for (size_t i = 0; i < es; i++)
+            if (fill[i]) goto out;
+    }
+    if (lay == H5D_CONTIGUOUS) {
+        if (ss == H5D_SPACE_STATUS_NOT_ALLOCATED) f->zf_state = H5IO_ZF_ALL;
+        goto out;
+    }
+    if (in->chunk_rank != in->rank || in->chunk[dim] < 1) goto out;
+    hsize_t n = 0;
+    fs = H5Dget_space(d);
+    if (fs < 0 || H5Dget_num_chunks(d, fs, &n) < 0) goto out;
+    if (n == 0) {
+        f->zf_state = H5IO_ZF_ALL;
+        goto out;
+    }
+    /* dense (most chunks stored: nothing worth skipping) or too many to list */
+    int64_t cells = 1;
+    for (int i = 0; i < in->rank && cells <= INT64_MAX / 4; i++) {
+        const int64_t g = in->dims[i] / in->chunk[i] + (in->dims[i] % in->chunk[i] != 0);
+        cells = g > 0 && cells > INT64_MAX / 4 / g ? INT64_MAX / 4 : cells * g;
+    }
+    if (n > H5IO_ZF_MAX_CHUNKS || (int64_t)n * 2 > cells) goto out;
+    if (!(f->zf_bands = malloc((size_t)n * sizeof *f->zf_bands))) goto out;
+    for (hsize_t i = 0; i < n; i++) {
+        hsize_t off[H5S_MAX_RANK];
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info(d, fs, i, off, &mask, &addr, &size) < 0) {
+            free(f->zf_bands);
+            f->zf_bands = NULL;
+            goto out;
+        }
+        f->zf_bands[i] = (int64_t)(off[dim] / (hsize_t)in->chunk[dim]);
+    }
+    qsort(f->zf_bands, (size_t)n, sizeof *f->zf_bands, h5io_cmp_i64);
+    f->zf_nbands = (int64_t)n;
+    f->zf_state = H5IO_ZF_BANDS;
+out:
+    if (fs >= 0) H5Sclose(fs);
+    if (t >= 0) H5Tclose(t);
+    H5Pclose(dcpl);
+    fp4_error_clear();
+}
+
+static bool h5src_zero_fill(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                            int64_t count)
+{
+    fp4_h5file *f = impl;
+    h5io_init();
+    char *path = h5io_normpath(t->name);
+    const fp4_tensor_desc *in = NULL;
+    hid_t d = -1;
+    bool zero = false;
+    if (path && h5io_current(f, path, &d, &in) == FP4_OK && in->rank >= 1 && dim >= 0 &&
+        dim < in->rank && start >= 0 && count > 0 && start <= in->dims[dim] - count) {
+        if (f->zf_state == H5IO_ZF_UNKNOWN || f->zf_dim != dim) h5io_zf_setup(f, d, in, dim);
+        if (f->zf_state == H5IO_ZF_ALL) {
+            zero = true;
+        } else if (f->zf_state == H5IO_ZF_BANDS) {
+            const int64_t c = in->chunk[dim], b0 = start / c, b1 = (start + count - 1) / c;
+            int64_t lo = 0, hi = f->zf_nbands; /* the first stored band >= b0 */
+            while (lo < hi) {
+                const int64_t mid = lo + (hi - lo) / 2;
+                if (f->zf_bands[mid] < b0) lo = mid + 1;
+                else hi = mid;
+            }
+            zero = lo == f->zf_nbands || f->zf_bands[lo] > b1;
+        }
+    }
+    fp4_error_clear();
+    free(path);
+    return zero;
+}
+
 /* HDF5 reads past the end of a file as zeros: a file cut short after it was opened (by
  * another process) would give zeros for data. Checked after every read. */
 static fp4_status h5io_check_size(const fp4_h5file *f, const char *path)
@@ -1496,4 +1619,5 @@ const fp4_source_ops fp4_source_hdf5 = {
     .read_f32 = h5src_read_f32,
     .set_verbose = fp4_h5_set_verbose,
     .set_allow_external = fp4_h5_set_allow_external,
+    .zero_fill = h5src_zero_fill,
 };

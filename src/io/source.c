@@ -483,3 +483,10 @@ fp4_status fp4_source_read_raw(fp4_source *s, const fp4_tensor_desc *t, int dim,
                          t->dtype);
     return s->ops->read_raw(s->impl, t, dim, start, count, buf);
 }
+
+bool fp4_source_zero_fill(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                          int64_t count)
+{
+    if (t->problem[0] || !s->ops->zero_fill || count <= 0) return false;
+    return s->ops->zero_fill(s->impl, t, dim, start, count);
+}

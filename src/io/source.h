@@ -159,6 +159,12 @@ typedef struct fp4_source_ops {
      * the directory tree of the file opened (--allow-external); by default only inside it,
      * and always only to regular files. */
     void (*set_allow_external)(bool allow);
+    /* Optional. Whether every value of the slab [start, start+count) along dim lies in
+     * storage never written whose fill value is zero (every byte 0): the slab then reads as
+     * 0.0 throughout and need not be read. false when unknown. Cheap per call (what is stored
+     * is looked up once per tensor). */
+    bool (*zero_fill)(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                      int64_t count);
 } fp4_source_ops;
 
 /* The registry (source_reg.c): every format, HDF5 last (the fallback). */
@@ -244,6 +250,11 @@ fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim,
  * than through the format library's conversion (the slower fallback for layouts we do not
  * know: `ls -v` names the path). */
 bool fp4_source_widens(const fp4_source *s, const fp4_tensor_desc *t);
+
+/* Whether the slab reads as 0.0 throughout without being read: never-written storage with a
+ * zero fill value (see fp4_source_ops.zero_fill); false when unknown or not so. */
+bool fp4_source_zero_fill(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
+                          int64_t count);
 
 /* The slab's stored words in host order (see fp4_source_ops.read_raw). FP4_ERR_INPUT when the
  * format cannot give them (FP4_STORED_OTHER). */

@@ -177,6 +177,80 @@ static void test_many_short_rows_span_batches(void **state)
     free(x);
 }
 
+/* Rows of zeros given as fp4_analysis_amax_zero/feed_zero (never-written storage: the CPU
+ * backend counts them without analysing them) give fp4_quantize_rows' bits on the same rows
+ * written out, for every config family (SR, RHT, weight_2d, mxfp4, tensor scale), runs of
+ * zeros in the middle and at the end (a weight_2d tail under 16 rows), short and unaligned
+ * runs without weight_2d, several runs per tensor (counts measured once), 1 and 3 threads. */
+static void zero_rows_case(const fp4_qconfig *cf, int nc, const int64_t (*runs)[2], int nruns,
+                           int64_t slab)
+{
+    float *x = malloc(sizeof data);
+    assert_non_null(x);
+    memcpy(x, data, sizeof data);
+    for (int k = 0; k < nruns; k++)
+        memset(x + runs[k][0] * L, 0, (size_t)(runs[k][1] - runs[k][0]) * L * sizeof *x);
+    fp4_metrics ref[NCFG], got[NCFG];
+    for (int c = 0; c < nc; c++) {
+        float a = 0.0f;
+        fp4_amax_rows(&cf[c], x, R, L, &a);
+        fp4_metrics_init(&ref[c]);
+        assert_int_equal(fp4_quantize_rows(&cf[c], a, x, 0, R, L, NULL, &ref[c]), FP4_OK);
+        fp4_metrics_finish(&ref[c]);
+    }
+    for (int th = 1; th <= 3; th += 2) {
+        fp4_backend *be;
+        fp4_analysis *an;
+        assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, th, &be), FP4_OK);
+        assert_int_equal(fp4_analysis_begin(be, cf, nc, R, L, &an), FP4_OK);
+        for (int pass = fp4_analysis_needs_amax(an) ? 0 : 1; pass < 2; pass++) {
+            for (int64_t r = 0; r < R;) {
+                int k = 0;
+                while (k < nruns && !(runs[k][0] <= r && r < runs[k][1])) k++;
+                int64_t n;
+                fp4_status st;
+                if (k < nruns) { /* a run of zeros: given without values, in slabs */
+                    n = runs[k][1] - r < slab ? runs[k][1] - r : slab;
+                    st = pass ? fp4_analysis_feed_zero(an, n) : fp4_analysis_amax_zero(an, n);
+                } else {
+                    n = 1;
+                    while (r + n < R && n < slab) {
+                        int z = 0;
+                        for (int j = 0; j < nruns; j++) z |= runs[j][0] == r + n;
+                        if (z) break;
+                        n++;
+                    }
+                    st = pass ? fp4_analysis_feed(an, x + r * L, n)
+                              : fp4_analysis_amax(an, x + r * L, n);
+                }
+                assert_int_equal(st, FP4_OK);
+                r += n;
+            }
+        }
+        assert_int_equal(fp4_analysis_end(an, got), FP4_OK);
+        for (int c = 0; c < nc; c++) assert_memory_equal(&got[c], &ref[c], sizeof ref[c]);
+        fp4_backend_close(be);
+    }
+    free(x);
+}
+
+static void test_zero_rows(void **state)
+{
+    (void)state;
+    /* every config (weight_2d among them): runs and slabs of whole 16-row groups, a tail */
+    const int64_t aligned[][2] = {{32, 96}, {112, 128}, {144, 200}};
+    zero_rows_case(cfgs, NCFG, aligned, 3, 48);
+    zero_rows_case(cfgs, NCFG, aligned, 3, 16);
+    /* no weight_2d: short and unaligned runs, odd slabs */
+    fp4_qconfig flat[NCFG];
+    int nf = 0;
+    for (int c = 0; c < NCFG; c++)
+        if (!cfgs[c].weight_2d) flat[nf++] = cfgs[c];
+    const int64_t odd[][2] = {{0, 5}, {33, 70}, {71, 72}, {101, 150}, {190, 200}};
+    zero_rows_case(flat, nf, odd, 5, 7);
+    zero_rows_case(flat, nf, odd, 5, 200);
+}
+
 static void test_protocol_errors(void **state)
 {
     (void)state;
@@ -214,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_equals_reference_any_threads_any_slab),
         cmocka_unit_test(test_omp_set_num_threads),
         cmocka_unit_test(test_many_short_rows_span_batches),
+        cmocka_unit_test(test_zero_rows),
         cmocka_unit_test(test_protocol_errors),
     };
     return cmocka_run_group_tests_name("backend", tests, setup, NULL);
