@@ -56,7 +56,7 @@ fp4_status fp4_chunked_prepare(fp4_chunked *c);
  * bound). Set once from --mem-limit before reading; process-wide. */
 void fp4_chunked_set_memory(int64_t bytes);
 /* The bound set by fp4_chunked_set_memory (0: none); other whole-unit decoders (a deflated
- * .npz member) hold to it too. */
+ * .npz member, a chunk the HDF5 library decodes: io/h5io.c) hold to it too. */
 int64_t fp4_chunked_memory(void);
 
 /* Threads decoding at once (0: OpenMP's default). Process-wide. */

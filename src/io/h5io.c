@@ -42,6 +42,8 @@ struct fp4_h5file {
     int zf_dim;
     int64_t *zf_bands;       /* sorted chunk indices along zf_dim holding a stored chunk */
     int64_t zf_nbands;
+    int64_t cur_lib_chunk;   /* bytes of one decoded chunk of the dataset kept open, when it
+                                is chunked (HDF5 decodes it when io/chunked.c does not) */
 };
 
 enum { H5IO_ZF_UNKNOWN = 0, H5IO_ZF_NONE, H5IO_ZF_ALL, H5IO_ZF_BANDS };
@@ -212,6 +214,7 @@ static void h5io_drop_current(fp4_h5file *f)
     f->zf_bands = NULL;
     f->zf_nbands = 0;
     f->zf_state = H5IO_ZF_UNKNOWN;
+    f->cur_lib_chunk = 0;
 }
 
 void fp4_h5_close(fp4_h5file *f)
@@ -1237,6 +1240,45 @@ static fp4_status h5io_read_direct(fp4_h5file *f, const char *path, const fp4_te
     return FP4_OK;
 }
 
+/* A chunked dataset when HDF5 decodes it (filters we do not decode: scaleoffset, nbit, szip,
+ * plugins; layouts we do not read raw): one decoded chunk is f->cur_lib_chunk bytes, refused
+ * against --mem-limit before reading (h5io_read). A chunk larger than the default chunk cache
+ * would be decoded again for every slab that meets it: the dataset is reopened with a cache
+ * holding one band of chunks (or at least one chunk) when --mem-limit allows. Reads through
+ * io/chunked.c are bounded there instead. */
+static void h5io_lib_chunks(fp4_h5file *f, const char *path, hid_t *dd)
+{
+    const fp4_tensor_desc *in = &f->cur_info;
+    if (in->chunk_rank < 1 || in->chunk_rank != in->rank || in->nelems <= 0) return;
+    hid_t t = H5Dget_type(*dd);
+    int64_t cb = t >= 0 ? (int64_t)H5Tget_size(t) : 0, band = 1;
+    if (t >= 0) H5Tclose(t);
+    for (int i = 0; i < in->rank && cb > 0; i++) {
+        const int64_t c = in->chunk[i] < 1 ? 1 : in->chunk[i];
+        cb = cb > INT64_MAX / 4 / c ? INT64_MAX / 4 : cb * c;
+        const int64_t g = in->dims[i] / c + (in->dims[i] % c != 0);
+        if (i > 0) band = g > 0 && band > INT64_MAX / g ? INT64_MAX : band * (g > 0 ? g : 1);
+    }
+    if (cb <= 0) return;
+    f->cur_lib_chunk = cb;
+    const int64_t budget = fp4_chunked_memory();
+    if (cb <= (int64_t)H5IO_CHUNK_CACHE_BYTES || (budget && 2 * cb > budget)) return;
+    int64_t want = band > INT64_MAX / cb ? INT64_MAX : band * cb;
+    const int64_t cap = budget ? budget / 2 : ((int64_t)1 << 30);
+    if (want > cap) want = cap > cb ? cap : cb;
+    hid_t dapl = H5Pcopy(f->lapl_dset);
+    hid_t nd = -1;
+    if (dapl >= 0 && H5Pset_chunk_cache(dapl, H5IO_CHUNK_CACHE_SLOTS, (size_t)want, 0.75) >= 0)
+        nd = H5Dopen2(f->fid, path, dapl);
+    if (dapl >= 0) H5Pclose(dapl);
+    if (nd >= 0) {
+        H5Dclose(*dd);
+        *dd = nd;
+        f->cur_dset = nd;
+    }
+    fp4_error_clear();
+}
+
 /* The dataset `path` (normalized), opened and described once and kept for the following
  * slabs (describing walks the chunk index for the stored size: not once per slab). */
 static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
@@ -1270,6 +1312,7 @@ static fp4_status h5io_current(fp4_h5file *f, const char *path, hid_t *d,
     }
     h5io_chunked_setup(f, dd, &f->cur_info);
     if (!f->cur_chunked) f->cur_direct = h5io_direct_offset(f, dd, &f->cur_info);
+    h5io_lib_chunks(f, path, &dd);
     *d = dd;
     *info = &f->cur_info;
     return FP4_OK;
@@ -1442,6 +1485,17 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
     if (f->cur_direct >= 0 && (mem_type == H5I_INVALID_HID ||
                                (mem_type == H5T_NATIVE_FLOAT && in->stored == FP4_STORED_F32))) {
         st = h5io_read_direct(f, path, in, dim, start, count, buf);
+        goto out;
+    }
+    /* HDF5 decodes a whole chunk at a time: --mem-limit decides before it starts */
+    if (f->cur_lib_chunk && fp4_chunked_memory() &&
+        2 * f->cur_lib_chunk > fp4_chunked_memory()) {
+        st = fp4_error(FP4_ERR_INPUT,
+                       "%s: %s: decoding a chunk of %lld bytes through the HDF5 library needs "
+                       "about %lld bytes, more than --mem-limit allows (%lld bytes; a chunk is "
+                       "decoded whole); raise --mem-limit",
+                       f->name, path, (long long)f->cur_lib_chunk,
+                       (long long)(2 * f->cur_lib_chunk), (long long)fp4_chunked_memory());
         goto out;
     }
     fs = H5Dget_space(d);
