@@ -52,6 +52,8 @@ for d in ("/sof", "/be64"):
     m = errs[d]
     assert d in m and "HDF5 library" in m and "--mem-limit" in m and "4194304 bytes" in m, m
 PY
-"$FP4DIAG" sqnr "$tmp/lib.h5" --mem-limit 64M -q -o "$tmp/r.json" ||
+sel=""
+[ "${FP4T_SLOW:-0}" = 1 ] && sel=/sof # under ASan and valgrind: one of the two
+"$FP4DIAG" sqnr "$tmp/lib.h5" $sel --mem-limit 64M -q -o "$tmp/r.json" ||
     { echo "lib.h5 under 64M: exit $?"; exit 1; }
 exit 0
