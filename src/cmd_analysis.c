@@ -42,6 +42,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         goto out;
     }
     fp4_source_set_verbose(o.verbosity > 1);
+    fp4_source_set_notes(o.verbosity > 0);
     fp4_world w; /* under mpirun: this rank's share, one report from rank 0 */
     int threads;
     if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)

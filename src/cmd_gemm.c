@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "gemm.h"
 #include "gemm_blas.h"
+#include "io/chunked.h"
 #include "io/source.h"
 #include "options.h"
 #include "output.h"
@@ -51,6 +52,8 @@ const char fp4_usage_gemm[] =
     "\n"
     "quantizer options (as for sqnr):\n" FP4_OPTHELP_SCALE FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
     "  --threads N         CPU threads for quantizing and BLAS (default 0 = all cores)\n"
+    "  --mem-limit SIZE    working memory for decoding compressed chunks: bytes, 512M, 1G\n"
+    "                      (default 1G); the operands themselves are held whole as fp32\n"
     "  --shard I/N         share I of N (0 <= I < N) of the layers, balanced by element\n"
     "                      count; 'fp4diag merge' joins the N partial reports\n"
     "  --device D          where the fp64 products run: cpu (CBLAS), cuda (cuBLAS; exit 4\n"
@@ -419,7 +422,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     static const char *const allowed[] = {"format", "scale", "block", "sr-bits", "seed",
                                           "rht-size", "rht-signs", "mx-rule", "weight-2d",
                                           "layers", "threads", "device", "rank-by",
-                                          "shard", "allow-external", NULL};
+                                          "shard", "allow-external", "mem-limit", NULL};
     static const char *const by_recipe[] = {"rht", "rounding", "axis"};
     for (int i = 0; i < 3; i++)
         if (fp4_options_given(&opt, by_recipe[i]))
@@ -467,6 +470,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4)");
     fp4_source_set_verbose(opt.verbosity > 1);
     fp4_source_set_allow_external(opt.allow_external);
+    fp4_source_set_notes(opt.verbosity > 0);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
         return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");
@@ -520,6 +524,9 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         openblas_set_num_threads(nthreads);
         omp_set_num_threads(nthreads);
     }
+    /* chunk decoding (io/chunked.c): the same threads, its working memory within --mem-limit */
+    fp4_chunked_set_threads(nthreads > 0 ? nthreads : omp_get_max_threads());
+    fp4_chunked_set_memory(opt.mem_limit);
     fp4_dgemm *products = NULL;
     FP4_TRY(fp4_dgemm_open(opt.device, &products));
     gc.products = products;

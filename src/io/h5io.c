@@ -651,6 +651,32 @@ static void h5io_append(char *buf, size_t cap, const char *s)
     buf[n + k] = '\0';
 }
 
+/* A filter's name as ls shows it: deflate(level), shuffle, fletcher32, szip, nbit,
+ * scaleoffset, or a registered third-party filter by the name the file gives and its id. */
+static void h5io_filter_name(H5Z_filter_t id, size_t ncd, const unsigned *cd, const char *fname,
+                             char *one, size_t cap)
+{
+    switch (id) {
+    case H5Z_FILTER_DEFLATE: snprintf(one, cap, "deflate(%u)", ncd ? cd[0] : 0u); break;
+    case H5Z_FILTER_SHUFFLE: snprintf(one, cap, "shuffle"); break;
+    case H5Z_FILTER_FLETCHER32: snprintf(one, cap, "fletcher32"); break;
+    case H5Z_FILTER_SZIP: snprintf(one, cap, "szip"); break;
+    case H5Z_FILTER_NBIT: snprintf(one, cap, "nbit"); break;
+    case H5Z_FILTER_SCALEOFFSET: snprintf(one, cap, "scaleoffset"); break;
+    default: {
+        /* Registered third-party filters: keep the name the file gives, and the id. */
+        char clean[64];
+        size_t k = 0;
+        for (const char *p = fname; *p && k + 1 < sizeof clean; p++)
+            if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
+                clean[k++] = *p;
+        clean[k] = '\0';
+        snprintf(one, cap, "%s(#%d)", k ? clean : "filter", (int)id);
+    }
+    }
+}
+
 /* Filters of the pipeline, in order, and whether each can decode here. */
 static void h5io_describe_filters(hid_t dcpl, fp4_tensor_desc *info)
 {
@@ -664,25 +690,7 @@ static void h5io_describe_filters(hid_t dcpl, fp4_tensor_desc *info)
         H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname,
                                          fname, &config);
         char one[96];
-        switch (id) {
-        case H5Z_FILTER_DEFLATE: snprintf(one, sizeof one, "deflate(%u)", ncd ? cd[0] : 0u); break;
-        case H5Z_FILTER_SHUFFLE: snprintf(one, sizeof one, "shuffle"); break;
-        case H5Z_FILTER_FLETCHER32: snprintf(one, sizeof one, "fletcher32"); break;
-        case H5Z_FILTER_SZIP: snprintf(one, sizeof one, "szip"); break;
-        case H5Z_FILTER_NBIT: snprintf(one, sizeof one, "nbit"); break;
-        case H5Z_FILTER_SCALEOFFSET: snprintf(one, sizeof one, "scaleoffset"); break;
-        default: {
-            /* Registered third-party filters: keep the name the file gives, and the id. */
-            char clean[64];
-            size_t k = 0;
-            for (const char *p = fname; *p && k + 1 < sizeof clean; p++)
-                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
-                    clean[k++] = *p;
-            clean[k] = '\0';
-            snprintf(one, sizeof one, "%s(#%d)", k ? clean : "filter", (int)id);
-        }
-        }
+        h5io_filter_name(id, ncd, cd, fname, one, sizeof one);
         h5io_append(info->codec, sizeof info->codec, one);
         unsigned fconf = 0;
         bool avail = id >= 0 && H5Zfilter_avail(id) > 0 && H5Zget_filter_info(id, &fconf) >= 0 &&
@@ -1042,11 +1050,24 @@ static void h5io_chunked_setup(fp4_h5file *f, hid_t d, const fp4_tensor_desc *in
     for (int i = 0; i < nf; i++) {
         unsigned flags = 0, cd[8] = {0};
         size_t ncd = 8;
-        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, 0, NULL, NULL);
+        char fname[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)i, &flags, &ncd, cd, sizeof fname,
+                                         fname, NULL);
         c->pipeline.f[i].id = (int)id;
         c->pipeline.f[i].param = id == H5Z_FILTER_SHUFFLE && ncd >= 1 ? cd[0] : 0;
-        if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32)
+        if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32) {
+            if (fp4_source_notes()) { /* -v: the slower path, and why */
+                char one[96], *shown = NULL;
+                h5io_filter_name(id, ncd, cd, fname, one, sizeof one);
+                char line[FP4_ERROR_MAX];
+                snprintf(line, sizeof line, "%s: %s: read through HDF5: filter %s is not decoded "
+                         "here", f->name, f->cur_path, one);
+                shown = fp4_text_escape(line, FP4_ESC_CONTROL, NULL);
+                fprintf(stderr, "fp4diag: note: %s\n", shown ? shown : line);
+                free(shown);
+            }
             goto out;
+        }
     }
     t = H5Dget_type(d);
     size_t es = t >= 0 ? H5Tget_size(t) : 0;

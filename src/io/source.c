@@ -54,6 +54,12 @@ void fp4_tensor_desc_free_list(fp4_tensor_desc *list, int n)
     free(list);
 }
 
+static bool source_notes;
+
+void fp4_source_set_notes(bool on) { source_notes = on; }
+
+bool fp4_source_notes(void) { return source_notes; }
+
 void fp4_source_set_verbose(bool verbose)
 {
     for (int i = 0; i < fp4_source_count; i++)

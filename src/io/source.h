@@ -204,6 +204,10 @@ void fp4_source_set_verbose(bool verbose);
 
 /* --allow-external for every format (see fp4_source_ops.set_allow_external). */
 void fp4_source_set_allow_external(bool allow);
+/* -v: sources say on stderr when a tensor is read by a slower path ("FILE: DSET: read through
+ * HDF5: filter szip is not decoded here"); off by default. */
+void fp4_source_set_notes(bool on);
+bool fp4_source_notes(void);
 
 /* The selection grammar (SPEC §8), the same for every format. Each pattern is an exact tensor
  * name, a group/prefix (every tensor below it: the name continues with a separator), or a

@@ -14,7 +14,9 @@ grep -q "one format, default e2m1" "$tmp/h" || fail "no 'one format, default e2m
 [ "$(grep -c -- '--layers' "$tmp/h")" -eq 1 ] || fail "--layers listed more than once"
 grep -q "cuda (cuBLAS" "$tmp/h" || fail "gemm help does not say cuda runs cuBLAS"
 grep -q "quantized on the CPU either way" "$tmp/h" || fail "help does not say where quantizing runs"
-grep -q -- '--mem-limit' "$tmp/h" && fail "gemm help lists --mem-limit (unused)"
+# --mem-limit bounds the chunk decoder's memory (gemm_mem_limit.sh), and says so
+grep -q -- '--mem-limit SIZE    working memory for decoding compressed chunks' "$tmp/h" ||
+    fail "gemm help does not say what --mem-limit bounds"
 F=testdata/gpt_gemm_small.h5
 if [ -f "$F" ]; then
     "$FP4DIAG" gemm "$F" --device cpu -q -o "$tmp/cpu.json" || fail "gemm --device cpu exit $?"
