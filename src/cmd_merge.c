@@ -63,7 +63,10 @@ fp4_status cmd_merge(int argc, char **argv)
                                    ? stderr
                                    : NULL,
                                &res);
-    if (st == FP4_OK) st = fp4_output_write(o.output, res.text, strlen(res.text));
+    if (st == FP4_OK && fp4_report_quiet_terminal(o.output, o.json, o.verbosity))
+        fp4_report_quiet_note(); /* -q on a terminal: no JSON flood */
+    else if (st == FP4_OK)
+        st = fp4_output_write(o.output, res.text, strlen(res.text));
     if (st == FP4_OK && res.nerrors > 0)
         st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
                                       "first: %s",

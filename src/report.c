@@ -955,6 +955,16 @@ bool fp4_report_terminal_first(const fp4_options *o)
     return !o->output && !o->json && o->verbosity >= 0 && isatty(STDOUT_FILENO);
 }
 
+bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity)
+{
+    return !output && !json && verbosity < 0 && isatty(STDOUT_FILENO);
+}
+
+void fp4_report_quiet_note(void)
+{
+    fputs("fp4diag: -q on a terminal: no report written (-o FILE or --json writes it)\n", stderr);
+}
+
 fp4_status fp4_report_terminal_note(void)
 {
     fputs("(the JSON report: -o FILE, or --json for standard output)\n", stdout);
@@ -968,6 +978,10 @@ fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const
     if (fp4_report_terminal_first(run->opt)) {
         fp4_report_table(stdout, command, run);
         return fp4_report_terminal_note();
+    }
+    if (fp4_report_quiet_terminal(run->opt->output, run->opt->json, run->opt->verbosity)) {
+        fp4_report_quiet_note();
+        return FP4_OK;
     }
     char *text = fp4_report_analysis_json(command, argc, argv, run);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
@@ -1045,26 +1059,39 @@ char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int
     return t;
 }
 
-fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
-                           const char *output, bool table, bool quiet)
+static void grid_table(FILE *out, const fp4_format *formats, int nformats)
 {
-    char *text = fp4_report_grid_json(argc, argv, formats, nformats);
-    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
-    fp4_status st = fp4_output_write(output, text, strlen(text));
-    free(text);
-    if (st != FP4_OK || quiet || !(table || isatty(STDERR_FILENO))) return st;
     for (int i = 0; i < nformats; i++) {
         char name[32];
         format_name(formats[i], name, sizeof name);
         fp4_level_geom g[8];
         int nl = fp4_level_geometry(formats[i], g);
-        fprintf(stderr, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
+        fprintf(out, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
                 "bin", "bias");
         for (int k = 0; k < nl && k < 8; k++)
-            fprintf(stderr, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
+            fprintf(out, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
                     g[k].left, g[k].right, k % 2 == 0 ? '[' : '(', g[k].q - g[k].left,
                     g[k].q + g[k].right, k % 2 == 0 || k == nl - 1 ? ']' : ')',
                     g[k].analytic_bias);
     }
+}
+
+fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
+                           const char *output, bool json, int verbosity)
+{
+    if (!output && !json && isatty(STDOUT_FILENO)) { /* terminal first, as the analyses */
+        if (verbosity < 0) {
+            fp4_report_quiet_note();
+            return FP4_OK;
+        }
+        grid_table(stdout, formats, nformats);
+        return fp4_report_terminal_note();
+    }
+    char *text = fp4_report_grid_json(argc, argv, formats, nformats);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    fp4_status st = fp4_output_write(output, text, strlen(text));
+    free(text);
+    if (st != FP4_OK || verbosity < 0 || !(verbosity > 0 || isatty(STDERR_FILENO))) return st;
+    grid_table(stderr, formats, nformats);
     return FP4_OK;
 }

@@ -28,6 +28,13 @@ fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const
 bool fp4_report_terminal_first(const fp4_options *o);
 fp4_status fp4_report_terminal_note(void);
 
+/* Quiet on a terminal: -q, stdout a terminal, no -o, no --json (output and json as the
+ * command has them). Nothing goes to stdout then: no table, no JSON flooding the terminal;
+ * fp4_report_quiet_note says on stderr, in one line, that no report was written and how to
+ * get one. */
+bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity);
+void fp4_report_quiet_note(void);
+
 /* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
 char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
 
@@ -47,10 +54,12 @@ fp4_status fp4_status_from_name(const char *name);
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run);
 
 /* The `grid` report: levels, bin edges, half-widths and analytic bias of each format
- * (SPEC §2, §5), written to `output` (NULL = stdout); table on stderr when a terminal or
- * `table`. */
+ * (SPEC §2, §5), written to `output` (NULL = stdout). Terminal first as the analyses: stdout a
+ * terminal, no -o, no --json (`json`) and verbosity >= 0 -> the table on stdout in place of the
+ * JSON; -q there -> nothing on stdout (fp4_report_quiet_note). Otherwise the JSON, and the
+ * table on stderr when it is a terminal or verbosity > 0 (never when verbosity < 0). */
 fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
-                           const char *output, bool table, bool quiet);
+                           const char *output, bool json, int verbosity);
 char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats);
 
 /* Names and paths come from files and command lines and need not be valid UTF-8, which JSON

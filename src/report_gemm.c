@@ -556,6 +556,10 @@ fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
         fp4_report_gemm_table(stdout, run);
         return fp4_report_terminal_note();
     }
+    if (fp4_report_quiet_terminal(run->opt->output, run->opt->json, run->opt->verbosity)) {
+        fp4_report_quiet_note();
+        return FP4_OK;
+    }
     char *text = fp4_report_gemm_json(argc, argv, run);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
     size_t len = strlen(text);

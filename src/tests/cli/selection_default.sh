@@ -5,7 +5,7 @@
 # tensors exactly; a tensor named exactly runs whatever its rank; --all-tensors brings back
 # every numeric tensor (non-numeric ones are errors again); --exclude GLOB (repeatable) takes
 # tensors out of any selection. Terminal first: on a terminal with no -o the table goes to
-# stdout with one line on how to get the JSON; --json forces JSON; -q gives the JSON.
+# stdout with one line on how to get the JSON; --json forces JSON (-q: tty_quiet.sh).
 set -u
 F=testdata/gpt_ckpt_small.h5
 [ -f "$F" ] || { echo "no $F"; exit 77; }

@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (o.threads > 2 || o.threads <= 0) o.threads = 2;
         o.verbosity = -1;
         if (!strcmp(cmd, "grid")) {
-            (void)fp4_report_grid(argc, argv, o.formats, o.nformats, fz_out, false, true);
+            (void)fp4_report_grid(argc, argv, o.formats, o.nformats, fz_out, false, -1);
         } else if (o.nargs >= 1 && o.device != FP4_DEVICE_CUDA) {
             fp4_run run;
             st = fp4_run_analysis(&o, fz_fixture, (const char *const *)(o.args + 1), o.nargs - 1,
