@@ -20,7 +20,7 @@
 #include "world.h"
 
 const char fp4_usage_gemm[] =
-    "usage: fp4diag gemm [OPTIONS] FILE GROUP...\n"
+    "usage: fp4diag gemm [OPTIONS] FILE [GROUP...]\n"
     "       fp4diag gemm [OPTIONS] --x FILE:/DSET --w FILE:/DSET --dy FILE:/DSET\n"
     "\n"
     "Output SQNR of the three training GEMMs of a linear layer y = x w^T under a 4-bit\n"
@@ -473,7 +473,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     fp4_source_set_notes(opt.verbosity > 0);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
-        return fp4_error(FP4_ERR_USAGE, "give either FILE GROUP... or --x/--w/--dy, not both");
+        return fp4_error(FP4_ERR_USAGE, "give either FILE [GROUP...] or --x/--w/--dy, not both");
     if (!by_spec && opt.nargs < 1)
         return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag gemm --help'");
 

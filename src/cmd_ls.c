@@ -143,7 +143,9 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
     fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], "name", w[1], "shape", w[2],
             "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored");
     if (offsets) fprintf(out, "  %*s", w[6], "offset");
-    if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, "shard");
+    /* an .npz names the archive member holding the tensor; safetensors its shard file */
+    const char *part_head = strcmp(fp4_source_format(src)->name, "npy") ? "shard" : "member";
+    if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, part_head);
     fprintf(out, "%s\n", notes ? "  note" : "");
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];

@@ -47,7 +47,8 @@ fp4_status fp4_format_parse(const char *s, fp4_format *out)
         return FP4_OK;
     }
     return fp4_error(FP4_ERR_USAGE, "unknown format '%s' (known: e2m1, e1m2, int4, e3m0, "
-                                    "e2m1:max=M)", s);
+                                    "e2m1:max=M; nvfp4, mxfp4: e2m1 with those scales)",
+                     s);
 }
 
 fp4_status fp4_format_parse_list(const char *s, fp4_format *out, int cap, int *n)

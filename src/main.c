@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         return FP4_OK;
     }
     if (!strcmp(name, "help")) {
-        if (argc < 3) {
+        if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")) {
             print_help(stdout);
             return FP4_OK;
         }

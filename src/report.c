@@ -818,15 +818,28 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     if (run->ntensors <= 0 || run->ncfg <= 0) return;
     fprintf(out, "\nverdict (pooled over %d tensor%s):\n", run->ntensors,
             run->ntensors == 1 ? "" : "s");
+    /* label columns as wide as the longest label (e2m1/nvfp4+rht), never narrower than before */
+    int lw = 0;
+    bool mixed = false;
+    for (int c = 0; c < run->ncfg; c++) {
+        char lab[48];
+        cfg_label(lab, sizeof lab, &run->cfgs[c]);
+        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+        if (run->cfgs[c].scale != run->cfgs[0].scale) mixed = true;
+    }
+    int lw_list = lw > 12 ? lw : 12, lw_rank = lw > 10 ? lw : 10;
     for (int c = 0; c < run->ncfg; c++) {
         char lab[48], sq[24], a[24], b[24];
         cfg_label(lab, sizeof lab, &run->cfgs[c]);
         fmt_sqnr(sq, sizeof sq, &run->pooled[c]);
         fmt_num(a, sizeof a, run->pooled[c].alpha, "%.5f");
         fmt_num(b, sizeof b, run->pooled[c].bucket_ratio_15, "%.4f");
-        fprintf(out, "  %-12s %-6s SQNR %9s dB  alpha %s  B15 %s\n", lab,
+        fprintf(out, "  %-*s %-6s SQNR %9s dB  alpha %s  B15 %s\n", lw_list, lab,
                 fp4_scale_name(run->cfgs[c].scale), sq, a, b);
     }
+    if (mixed)
+        fprintf(out, "  note: the configs use different scales (see the scale column): a gap "
+                     "mixes grid and scale\n");
     int runner, w = verdict_winner(run, &runner);
     if (w >= 0) {
         char lab[48], lab2[48];
@@ -864,15 +877,19 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
         if (!r->ok) {
             fprintf(out, " no finite SQNR\n");
         } else {
-            char lb[48], lw[48];
+            char lb[48], lwst[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
-            cfg_label(lw, sizeof lw, &run->cfgs[r->worst]);
-            fprintf(out, " best %-10s %7.3f  worst %-10s %7.3f  gap %6.3f dB  delta %+.5f\n",
-                    lb, tr->metrics[r->best].sqnr_db, lw, tr->metrics[r->worst].sqnr_db,
-                    r->gap_db, r->delta);
+            cfg_label(lwst, sizeof lwst, &run->cfgs[r->worst]);
+            fprintf(out, " best %-*s %7.3f  worst %-*s %7.3f  gap %6.3f dB  delta %+.5f\n",
+                    lw_rank, lb, tr->metrics[r->best].sqnr_db, lw_rank, lwst,
+                    tr->metrics[r->worst].sqnr_db, r->gap_db, r->delta);
         }
     }
     free(rows);
+    fputs("  alpha = <q(x),x>/<x,x> (below 1: the format shrinks the tensor); delta = 1 - alpha of "
+          "the best config;\n  B15 = effective use of the 15 signed codes (1: all used "
+          "equally; SPEC 5)\n",
+          out);
 }
 
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)

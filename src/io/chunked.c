@@ -328,8 +328,9 @@ fp4_status fp4_chunked_read(const fp4_chunked *c, int dim, int64_t start, int64_
             coords_text(c, clo, where, sizeof where);
             return fp4_error(FP4_ERR_INPUT,
                              "%s: %s: %s: decoding a chunk of %zu bytes needs %zu bytes of "
-                             "working memory, more than --mem-limit allows (%lld bytes; a "
-                             "chunk is decoded whole); raise --mem-limit",
+                             "working memory, more than the half of --mem-limit kept for "
+                             "decoding (%lld bytes; the other half holds the slabs; a chunk "
+                             "is decoded whole); raise --mem-limit",
                              c->file, c->name, where, c->chunk_bytes, per, (long long)g_memory);
         }
         int64_t fit = g_memory / (int64_t)per;

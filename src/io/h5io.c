@@ -150,9 +150,9 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
         return fp4_error(FP4_ERR_INPUT, "%s: %s", file, strerror(errno));
     }
     if (S_ISDIR(st.st_mode))
-        return fp4_error(FP4_ERR_INPUT, "%s: is a directory, not an HDF5 file", file);
+        return fp4_error(FP4_ERR_INPUT, "%s: is a directory, not an HDF5, safetensors or NumPy checkpoint", file);
     if (!S_ISREG(st.st_mode))
-        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5 file", file);
+        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5, safetensors or NumPy file", file);
     int fd = open(file, O_RDONLY);
     if (fd < 0) {
         if (errno == EACCES) return fp4_error(FP4_ERR_INPUT, "%s: permission denied", file);
@@ -164,7 +164,7 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
 #else
     htri_t ok = H5Fis_hdf5(file);
 #endif
-    if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5 file", file);
+    if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5, safetensors or NumPy file", file);
     hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (fid < 0) {
         char why[160];
@@ -1513,8 +1513,9 @@ static fp4_status h5io_read(fp4_h5file *f, const char *path_in, int dim, int64_t
         2 * f->cur_lib_chunk > fp4_chunked_memory()) {
         st = fp4_error(FP4_ERR_INPUT,
                        "%s: %s: decoding a chunk of %lld bytes through the HDF5 library needs "
-                       "about %lld bytes, more than --mem-limit allows (%lld bytes; a chunk is "
-                       "decoded whole); raise --mem-limit",
+                       "about %lld bytes, more than the half of --mem-limit kept for decoding (%lld "
+                       "bytes; the other half holds the slabs; a chunk is decoded whole); raise "
+                       "--mem-limit",
                        f->name, path, (long long)f->cur_lib_chunk,
                        (long long)(2 * f->cur_lib_chunk), (long long)fp4_chunked_memory());
         goto out;

@@ -1,0 +1,29 @@
+#!/bin/sh
+# usage_messages.sh — messages a first run meets name what fp4diag reads and accepts: a file
+# no format claims is "not an HDF5, safetensors or NumPy file"; an unknown --format lists the
+# nvfp4/mxfp4 names too; `fp4diag help --help` (and -h) prints the general help; a chunk over
+# --mem-limit is said to be over the half of it kept for decoding.
+set -u
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+printf '# not a checkpoint\n' >"$tmp/notes.md"
+"$FP4DIAG" sqnr "$tmp/notes.md" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 3 ] || fail "sqnr on a text file: exit $rc"
+grep -q "notes.md: not an HDF5, safetensors or NumPy file" "$tmp/err" || { cat "$tmp/err"; fail "message"; }
+"$FP4DIAG" sqnr "$tmp/notes.md" --format nvfp5 >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 2 ] || fail "--format nvfp5: exit $rc"
+grep -q "nvfp4, mxfp4" "$tmp/err" || { cat "$tmp/err"; fail "--format nvfp5: aliases not listed"; }
+for h in --help -h; do
+    "$FP4DIAG" help $h >"$tmp/out" 2>"$tmp/err" || fail "help $h: exit $?"
+    [ ! -s "$tmp/err" ] || fail "help $h: stderr"
+    "$FP4DIAG" --help >"$tmp/ref" 2>&1
+    cmp -s "$tmp/out" "$tmp/ref" || fail "help $h differs from --help"
+done
+F=testdata/gpt_ckpt_small.h5
+if [ -f "$F" ]; then
+    "$FP4DIAG" sqnr "$F" /blocks/0/fc1/weight --mem-limit 1K -q -o "$tmp/r.json" 2>"$tmp/err"
+    grep -q "half of --mem-limit kept for decoding (512 bytes; the other half holds the slabs" \
+        "$tmp/err" || { cat "$tmp/err"; fail "--mem-limit 1K: the halving not explained"; }
+fi
+exit 0
