@@ -265,10 +265,12 @@ fuzz:
 CROSS_CC ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
 CROSS_BUILD := build-aarch64
-# The engine's files and the CPU backend; --gc-sections drops what bench_engine never reaches
-# (backend.c's widening of stored words for a backend that takes them, which needs io/).
+# The engine's files and the CPU backend with the widening of stored words it does itself
+# (io/widen.c, and io/source.c for fp4_stored_size); --gc-sections drops what bench_engine
+# never reaches (the rest of source.c, which needs the other io/ files).
 CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/quant.c src/format.c src/rht.c \
-              src/metrics.c src/status.c src/backend.c src/backend_cpu.c
+              src/metrics.c src/status.c src/backend.c src/backend_cpu.c src/io/widen.c \
+              src/io/source.c
 $(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CROSS_CC) -O2 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp \

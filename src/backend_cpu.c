@@ -1,11 +1,13 @@
 /* backend_cpu.c — the CPU (OpenMP) engine behind backend.h: a parallel pass-1 amax, then one
- * pass over each slab that feeds every config; per-chunk fp64 sums are kept and merged in
- * (row, chunk) order, so results equal fp4_quantize_rows for any thread count or slab split. */
+ * pass over each slab that feeds every config, on fp32 rows or on stored f16/bf16 words widened
+ * a group at a time; per-chunk fp64 sums are kept and merged in (row, chunk) order, so results
+ * equal fp4_quantize_rows for any thread count or slab split. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_impl.h"
+#include "io/widen.h"
 
 /* rows per work batch: bounds the per-chunk partials kept before the ordered merge (4M
  * elements: ~100 KiB of sums per config per 1M; few barriers). Groups of 16 rows are handed
@@ -21,6 +23,12 @@
  * config, as before. */
 #define CPU_GRPCACHE_MAX_BYTES ((int64_t)4 << 20)
 
+/* The amax pass works on pieces of about this many values: whole rows when they are shorter
+ * (several rows a piece), else parts of a row that begin at a multiple of this (a multiple of
+ * every RHT size, 16..256: a rotated group never straddles two pieces). A piece of stored
+ * words is widened into a per-thread buffer of this size (64 KiB, in cache). */
+#define CPU_AMAX_PIECE ((int64_t)1 << 14)
+
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
     fp4_qplan *plans;   /* [ncfg], made at the first feed */
@@ -35,6 +43,11 @@ typedef struct cpu_an {
     fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout, or
                            NULLs when rows are too long (CPU_GRPCACHE_MAX_BYTES) */
     int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
+    float **wide;       /* [threads] a group's (16 x row_len) or an amax piece's rows widened
+                           from stored words; NULL until words are fed */
+    int64_t wide_floats;
+    float *amax_loc;    /* [threads * ncfg] the amax pass's per-thread maxima */
+    int *own;           /* [ncfg] the configs the amax pass computes (one per rotation) */
     int64_t batch_rows;
     fp4_metrics *zero16, *zero1; /* [ncfg] the counts 16 / 1 rows of zeros add (cpu_feed_zero) */
     bool zero_moves;    /* zeros moved an fp64 sum (never expected): zero rows are fed */
@@ -52,7 +65,11 @@ static void cpu_abort(fp4_analysis *an)
         if (ca->upart) free(ca->upart[t]);
         if (ca->prep) free(ca->prep[t]);
         if (ca->gc) fp4_grpcache_free(ca->gc[t]);
+        if (ca->wide) free(ca->wide[t]);
     }
+    free(ca->wide);
+    free(ca->amax_loc);
+    free(ca->own);
     free(ca->gc);
     free(ca->zero16);
     free(ca->zero1);
@@ -86,38 +103,122 @@ static fp4_status cpu_begin(fp4_analysis *an)
     ca->prep = calloc((size_t)T, sizeof *ca->prep);
     ca->order = calloc((size_t)n, sizeof *ca->order);
     ca->gc = calloc((size_t)T, sizeof *ca->gc);
+    ca->wide = calloc((size_t)T, sizeof *ca->wide);
+    ca->amax_loc = calloc((size_t)n * (size_t)T, sizeof *ca->amax_loc);
+    ca->own = calloc((size_t)n, sizeof *ca->own);
     if (!ca->amax || !ca->plans || !ca->acc || !ca->cnt || !ca->scratch || !ca->upart ||
-        !ca->sums || !ca->prep || !ca->order || !ca->gc) {
+        !ca->sums || !ca->prep || !ca->order || !ca->gc || !ca->wide || !ca->amax_loc ||
+        !ca->own) {
         cpu_abort(an);
         return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
     return FP4_OK;
 }
 
-static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+/* The stored form of words of kind w (0: fp32 rows, nothing to widen). */
+static fp4_stored words_stored(fp4_words w)
+{
+    return w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16;
+}
+
+/* Per-thread buffers for k widened floats (kept for the analysis, grown when needed). */
+static fp4_status wide_room(fp4_analysis *an, int64_t k)
 {
     cpu_an *ca = an->impl;
+    if (k <= ca->wide_floats) return FP4_OK;
+    for (int t = 0; t < an->be->threads; t++) {
+        free(ca->wide[t]);
+        ca->wide[t] = malloc((size_t)k * sizeof(float) + 1);
+        if (!ca->wide[t]) {
+            ca->wide_floats = 0;
+            return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory (%lld values)",
+                             (long long)k);
+        }
+    }
+    ca->wide_floats = k;
+    return FP4_OK;
+}
+
+/* The amax pass on fp32 rows (w == 0) or stored words of kind w: pieces of rows
+ * (CPU_AMAX_PIECE) run in parallel, a piece of words widened once for every config. A tensor
+ * amax is a max over finite |v| (rotated groups of whole rows): exact, so neither the pieces
+ * nor the threads change a bit of it. Configs with the same rotation share one amax. */
+static fp4_status cpu_amax_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
+{
+    cpu_an *ca = an->impl;
+    const int n = an->ncfg, T = an->be->threads;
     const int64_t L = an->row_len;
-    for (int c = 0; c < an->ncfg; c++) {
+    if (nrows <= 0 || L <= 0) return FP4_OK;
+    int *own = ca->own, nown = 0; /* the configs that compute an amax of their own */
+    for (int c = 0; c < n; c++) {
         const fp4_qconfig *cfg = &an->cfgs[c];
         if (!fp4_needs_tensor_amax(cfg)) continue;
-        int same = -1; /* configs with the same rotation share the amax */
-        for (int d = 0; d < c && same < 0; d++)
-            if (fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == cfg->rht) same = d;
-        if (same >= 0) {
-            ca->amax[c] = ca->amax[same];
-            continue;
+        bool same = false;
+        for (int d = 0; d < c && !same; d++)
+            same = fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == cfg->rht;
+        if (same) continue;
+        own[nown++] = c;
+    }
+    if (!nown) return FP4_OK;
+    /* pieces: R whole rows each (rows up to CPU_AMAX_PIECE), or ppr parts of each row */
+    const int64_t R = L <= CPU_AMAX_PIECE ? CPU_AMAX_PIECE / L : 1;
+    const int64_t ppr = L <= CPU_AMAX_PIECE ? 1 : (L + CPU_AMAX_PIECE - 1) / CPU_AMAX_PIECE;
+    const int64_t npieces = L <= CPU_AMAX_PIECE ? (nrows + R - 1) / R : nrows * ppr;
+    if (w) FP4_TRY(wide_room(an, L <= CPU_AMAX_PIECE ? R * L : CPU_AMAX_PIECE));
+    for (int i = 0; i < T * nown; i++) ca->amax_loc[i] = 0.0f;
+    const fp4_stored ws = words_stored((fp4_words)w);
+/* a small slab: no team to wake */
+#pragma omp parallel for schedule(dynamic, 4) num_threads(T) if (npieces > 1 && nrows * L > 65536)
+    for (int64_t q = 0; q < npieces; q++) {
+        const int t = omp_get_thread_num();
+        int64_t off, len, nr; /* first value, values per row, rows */
+        if (L <= CPU_AMAX_PIECE) {
+            off = q * R * L;
+            nr = nrows - q * R < R ? nrows - q * R : R;
+            len = L;
+        } else {
+            const int64_t j0 = q % ppr * CPU_AMAX_PIECE;
+            off = q / ppr * L + j0;
+            nr = 1;
+            len = L - j0 < CPU_AMAX_PIECE ? L - j0 : CPU_AMAX_PIECE;
         }
-        float a = ca->amax[c];
-#pragma omp parallel for schedule(static) num_threads(an->be->threads) reduction(max : a) \
-    if (nrows > 16)
-        for (int64_t r = 0; r < nrows; r++) {
-            float v = fp4_amax_row(cfg, rows + r * L, L);
-            if (v > a) a = v;
+        const float *v = (const float *)rows + off;
+        if (w) {
+            fp4_widen(ws, false, (const uint16_t *)rows + off, ca->wide[t], (size_t)(nr * len));
+            v = ca->wide[t];
         }
-        ca->amax[c] = a;
+        float *loc = ca->amax_loc + (size_t)t * (size_t)nown;
+        for (int k = 0; k < nown; k++)
+            for (int64_t r = 0; r < nr; r++) {
+                const float a = fp4_amax_row(&an->cfgs[own[k]], v + r * len, len);
+                if (a > loc[k]) loc[k] = a;
+            }
+    }
+    for (int k = 0; k < nown; k++)
+        for (int t = 0; t < T; t++) {
+            const float a = ca->amax_loc[(size_t)t * (size_t)nown + (size_t)k];
+            if (a > ca->amax[own[k]]) ca->amax[own[k]] = a;
+        }
+    for (int c = 0; c < n; c++) { /* the configs that share an amax */
+        if (!fp4_needs_tensor_amax(&an->cfgs[c])) continue;
+        for (int d = 0; d < c; d++)
+            if (fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == an->cfgs[c].rht) {
+                ca->amax[c] = ca->amax[d];
+                break;
+            }
     }
     return FP4_OK;
+}
+
+static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return cpu_amax_any(an, rows, 0, nrows);
+}
+
+static fp4_status cpu_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                 int64_t nrows)
+{
+    return cpu_amax_any(an, words, (int)w, nrows);
 }
 
 /* Whether two plans prepare (pad, rotate) rows to the same bits. */
@@ -186,12 +287,17 @@ static fp4_status cpu_plan(fp4_analysis *an)
     return FP4_OK;
 }
 
-static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+/* The quantization pass on fp32 rows (w == 0) or stored words of kind w: a group of 16 rows
+ * of words is widened (io/widen.c, the bits the reader's fp32 would have) into the thread's
+ * buffer, in cache, and then runs exactly the fp32 code. */
+static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
 {
     cpu_an *ca = an->impl;
     if (!ca->planned) FP4_TRY(cpu_plan(an));
     const int n = an->ncfg, T = an->be->threads;
     const int64_t L = an->row_len;
+    const fp4_stored ws = words_stored((fp4_words)w);
+    if (w) FP4_TRY(wide_room(an, (nrows < 16 ? nrows : 16) * L));
     for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
         const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
         const int64_t ngroups = (bn + 15) / 16;
@@ -201,7 +307,12 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
             const int t = omp_get_thread_num();
             const int64_t r0 = g * 16; /* within the batch */
             const int gr = (int)(r0 + 16 <= bn ? 16 : bn - r0);
-            const float *in = rows + (b0 + r0) * L;
+            const float *in = (const float *)rows + (b0 + r0) * L;
+            if (w) {
+                fp4_widen(ws, false, (const uint16_t *)rows + (b0 + r0) * L, ca->wide[t],
+                          (size_t)(gr * L));
+                in = ca->wide[t];
+            }
             /* input counts once per row, shared by every config */
             fp4_metrics ic;
             fp4_metrics_init(&ic);
@@ -245,6 +356,17 @@ static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
         }
     }
     return FP4_OK;
+}
+
+static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return cpu_feed_any(an, rows, 0, nrows);
+}
+
+static fp4_status cpu_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                 int64_t nrows)
+{
+    return cpu_feed_any(an, words, (int)w, nrows);
 }
 
 /* Rows of zeros (never-written storage). A block of zeros quantizes to zeros whatever its
@@ -361,17 +483,18 @@ static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
     return FP4_OK;
 }
 
-/* The CPU takes fp32 (the reader widens on its own thread, in parallel with the analysis).
- * FP4DIAG_CPU_WORDS=1 makes it ask for stored 16-bit words, widened by backend.c: a test hook
- * that runs the driver's words path (the one the CUDA backend takes) where no GPU is. */
+/* The CPU takes stored f16 and bf16 words (half the bytes read, kept and faulted in) and
+ * widens them itself, a group at a time (cpu_feed_any, cpu_amax_any). FP4DIAG_CPU_WORDS=0
+ * makes it take fp32 widened by the reader instead: a test hook that compares both paths on
+ * one file. */
 static bool cpu_takes_words(const fp4_backend *be, fp4_words w)
 {
     static int on = -1;
     if (on < 0) {
         const char *e = getenv("FP4DIAG_CPU_WORDS");
-        on = e && strcmp(e, "1") == 0;
+        on = !(e && strcmp(e, "0") == 0);
     }
-    return on;
+    return on && (w == FP4_WORDS_F16 || w == FP4_WORDS_BF16);
 }
 
 static const fp4_backend_ops cpu_ops = {
@@ -384,6 +507,8 @@ static const fp4_backend_ops cpu_ops = {
     .end = cpu_end,
     .abort = cpu_abort,
     .takes_words = cpu_takes_words,
+    .amax_words = cpu_amax_words,
+    .feed_words = cpu_feed_words,
 };
 
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out)

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "backend.h"
+#include "io/widen.h"
 #include "engine/engine.h"
 #include "metrics.h"
 #include "quant.h"
@@ -234,6 +235,95 @@ static void zero_rows_case(const fp4_qconfig *cf, int nc, const int64_t (*runs)[
     free(x);
 }
 
+/* Stored 16-bit words (fp4_analysis_amax_words / feed_words: the CPU backend widens each row
+ * group itself) give fp4_quantize_rows' bits on the fp32 rows io/widen.c makes of them: bf16
+ * and f16 with NaN payloads of both signs, infinities, subnormals and -0, every config family
+ * (RHT, weight_2d, SR, mxfp4, tensor scale), 1-3 threads, slabs of 16, 48 and all rows, a run
+ * of zero rows given as amax_zero/feed_zero, and rows longer than the amax pass's piece (one
+ * row split between threads). */
+static void words_case(int64_t WR, int64_t WL, const fp4_qconfig *cf, int nc, fp4_words kind,
+                       uint64_t seed)
+{
+    const size_t nv = (size_t)(WR * WL);
+    uint16_t *w = malloc(nv * sizeof *w);
+    float *x = malloc(nv * sizeof *x);
+    fp4_metrics *ref = calloc((size_t)nc, sizeof *ref), *got = calloc((size_t)nc, sizeof *got);
+    assert_true(w && x && ref && got);
+    const bool bf = kind == FP4_WORDS_BF16;
+    for (size_t i = 0; i < nv; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const uint32_t r = (uint32_t)(seed >> 32);
+        /* exponents around 1.0, some tiny (subnormal) and some large */
+        const uint32_t e = r % 64 < 3 ? 0 : (bf ? 120 : 10) + (r >> 8) % 12;
+        w[i] = bf ? (uint16_t)((r & 0x8000u) | e << 7 | ((r >> 16) & 0x7fu))
+                  : (uint16_t)((r & 0x8000u) | e << 10 | ((r >> 16) & 0x3ffu));
+    }
+    const uint16_t sb[] = {0x7f80, 0xff80, 0x7f81, 0xffc0, 0x7fff, 0x0001, 0x8001, 0x007f, 0x8000,
+                           0x7f7f, 0xff7f};
+    const uint16_t sh[] = {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x0001, 0x8001, 0x03ff, 0x8000,
+                           0x7bff, 0xfbff};
+    /* long rows: the largest value in a row's third amax piece, where a piece that began off
+     * a rotation group's boundary would change the rotated amax (the specials' largest finite
+     * values left out) */
+    const bool big = WR > 2 && WL > 32868;
+    for (int k = 0; k < (big ? 9 : 11); k++)
+        w[((size_t)(3 + 7 * k) * 131u) % nv] = bf ? sb[k] : sh[k];
+    if (big) w[2 * WL + 32868] = bf ? 0x4600 : 0x7000; /* 8192 */
+    const bool zrun = WR >= 48; /* rows 32..47: zeros, given without values when slab is 16 */
+    if (zrun) memset(w + 32 * WL, 0, (size_t)(16 * WL) * sizeof *w);
+    assert_true(fp4_widen(bf ? FP4_STORED_BF16 : FP4_STORED_F16, false, w, x, nv));
+    for (int c = 0; c < nc; c++) {
+        float a = 0.0f;
+        fp4_amax_rows(&cf[c], x, WR, WL, &a);
+        fp4_metrics_init(&ref[c]);
+        assert_int_equal(fp4_quantize_rows(&cf[c], a, x, 0, WR, WL, NULL, &ref[c]), FP4_OK);
+        fp4_metrics_finish(&ref[c]);
+    }
+    const int64_t slabs[] = {WR, 16, 48};
+    for (int th = 1; th <= 3; th++)
+        for (int si = 0; si < 3; si++) {
+            const int64_t slab = slabs[si];
+            fp4_backend *be;
+            fp4_analysis *an;
+            assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, th, &be), FP4_OK);
+            if (!getenv("FP4DIAG_CPU_WORDS")) assert_true(fp4_backend_takes_words(be, kind));
+            assert_int_equal(fp4_analysis_begin(be, cf, nc, WR, WL, &an), FP4_OK);
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t r = 0; r < WR; r += slab) {
+                    const int64_t n = WR - r < slab ? WR - r : slab;
+                    fp4_status st;
+                    if (zrun && slab == 16 && r == 32)
+                        st = pass ? fp4_analysis_feed_zero(an, n) : fp4_analysis_amax_zero(an, n);
+                    else
+                        st = pass ? fp4_analysis_feed_words(an, w + r * WL, kind, n)
+                                  : fp4_analysis_amax_words(an, w + r * WL, kind, n);
+                    assert_int_equal(st, FP4_OK);
+                }
+            assert_int_equal(fp4_analysis_end(an, got), FP4_OK);
+            for (int c = 0; c < nc; c++)
+                if (memcmp(&got[c], &ref[c], sizeof ref[c]) != 0)
+                    fail_msg("%s words, config %d, %d threads, slab %lld: not fp32's bits",
+                             bf ? "bf16" : "f16", c, th, (long long)slab);
+            fp4_backend_close(be);
+        }
+    assert_true(ref[0].nan > 0 && ref[0].inf > 0);
+    free(w);
+    free(x);
+    free(ref);
+    free(got);
+}
+
+static void test_words_equal_fp32(void **state)
+{
+    (void)state;
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_BF16, 5);
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_F16, 6);
+    /* rows of 40000: three amax pieces per row (16384, 16384, 7232) */
+    const fp4_qconfig lc[] = {cfgs[0], cfgs[1], cfgs[3], cfgs[5], cfgs[9]};
+    words_case(5, 40000, lc, 5, FP4_WORDS_BF16, 7);
+    words_case(5, 40000, lc, 5, FP4_WORDS_F16, 8);
+}
+
 static void test_zero_rows(void **state)
 {
     (void)state;
@@ -289,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_omp_set_num_threads),
         cmocka_unit_test(test_many_short_rows_span_batches),
         cmocka_unit_test(test_zero_rows),
+        cmocka_unit_test(test_words_equal_fp32),
         cmocka_unit_test(test_protocol_errors),
     };
     return cmocka_run_group_tests_name("backend", tests, setup, NULL);

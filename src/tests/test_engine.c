@@ -5,6 +5,7 @@
  * FP4DIAG_ISA names. */
 #include "testutil.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "backend.h"
@@ -193,6 +194,42 @@ static void test_variants_equal_reference(void **state)
     free(got);
 }
 
+/* The amax pass's known answers (fp4_amax_row): max |x| over finite values only; NaN of
+ * either sign and ±Inf skipped, -0 gives +0 (bits 0), subnormals and FLT_MAX kept, at every
+ * position of rows of every length 1..70 (vector bodies and tails); with RHT a group holding
+ * a NaN is all NaN (nothing counted) and a partial last group is zero-padded. */
+static void test_amax_known_answers(void **state)
+{
+    (void)state;
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    const float nonfin[] = {-0.0f, NAN, -NAN, INFINITY, -INFINITY, -0.0f};
+    float a = fp4_amax_row(&c, nonfin, 6);
+    assert_int_equal(fp4c_f2u(a), 0u);
+    const float mixed[] = {1.5f, -3.0f, NAN, -INFINITY, 2.0f, -0.0f};
+    assert_true(fp4_amax_row(&c, mixed, 6) == 3.0f);
+    const float sub[] = {-1e-45f, 1e-40f, -0.0f, NAN};
+    assert_int_equal(fp4c_f2u(fp4_amax_row(&c, sub, 4)), fp4c_f2u(1e-40f));
+    const float big[] = {INFINITY, -FLT_MAX, NAN, 1.0f};
+    assert_true(fp4_amax_row(&c, big, 4) == FLT_MAX);
+    float x[70];
+    for (int n = 1; n <= 70; n++)
+        for (int p = 0; p < n; p++) {
+            for (int j = 0; j < n; j++) x[j] = (j % 3 == 0) ? -0.5f : (j % 3 == 1) ? NAN : INFINITY;
+            x[p] = -7.0f;
+            if (p + 1 < n) x[p + 1] = -INFINITY;
+            assert_true(fp4_amax_row(&c, x, n) == 7.0f);
+        }
+    fp4_rht_signs sg;
+    assert_int_equal(fp4_rht_signs_make("te", 16, &sg), FP4_OK);
+    c.rht = &sg;
+    float r[20] = {0};
+    r[0] = NAN;
+    assert_int_equal(fp4c_f2u(fp4_amax_row(&c, r, 16)), 0u);
+    r[16] = 8.0f; /* the last group [8, 0, 0, 0] padded to 16: every rotated value ±8/4 */
+    assert_true(fp4_amax_row(&c, r, 20) == 2.0f);
+}
+
 /* The reference can fail the comparison: a metric the reference computes differently (one
  * ulp on one block's input) changes the bits compared above. */
 static void test_comparison_can_fail(void **state)
@@ -247,6 +284,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_and_names),
         cmocka_unit_test(test_comparison_can_fail),
+        cmocka_unit_test(test_amax_known_answers),
         cmocka_unit_test(test_variants_equal_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # sqnr_words.sh — the driver's stored-words path (f16/bf16 words handed to a backend that
-# widens them itself, as the CUDA backend does on the device) gives the report of the fp32 path
-# bit for bit: FP4DIAG_CPU_WORDS=1 makes the CPU backend take words (widened in backend.c).
+# widens them itself: the CPU backend a group at a time, the CUDA one on the device) gives the
+# report of the fp32 path bit for bit: FP4DIAG_CPU_WORDS=0 makes the CPU backend take fp32
+# widened by the reader instead.
 # bf16 contiguous and gzip-chunked, f16 little- and big-endian, rank 1 and 0, one slab and
 # several, one read and two (--mem-limit), tensor amax, weight_2d, and axis 0 (fp32 path).
 set -u
@@ -39,9 +40,10 @@ P
 for args in "--scale nvfp4" "--format all --rht both --all-tensors" "--scale nvfp4 --weight-2d" \
     "--scale tensor --mem-limit 6M" "--axis 0 --scale nvfp4 --format e2m1,int4"; do
     # shellcheck disable=SC2086
-    "$FP4DIAG" sqnr "$tmp/t.h5" $args -q -o "$tmp/f32.json" 2>"$tmp/e1"; rc1=$?
+    FP4DIAG_CPU_WORDS=0 "$FP4DIAG" sqnr "$tmp/t.h5" $args -q -o "$tmp/f32.json" 2>"$tmp/e1"
+    rc1=$?
     # shellcheck disable=SC2086
-    FP4DIAG_CPU_WORDS=1 "$FP4DIAG" sqnr "$tmp/t.h5" $args -q -o "$tmp/words.json" 2>"$tmp/e2"
+    "$FP4DIAG" sqnr "$tmp/t.h5" $args -q -o "$tmp/words.json" 2>"$tmp/e2"
     rc2=$?
     [ $rc1 -eq $rc2 ] || fail "$args: exit $rc1 vs $rc2: $(cat "$tmp/e1" "$tmp/e2")"
     python3 - "$tmp/f32.json" "$tmp/words.json" "$args" <<'P' || fail "$args"
