@@ -139,6 +139,25 @@ static fp4_status wide_room(fp4_analysis *an, int64_t k)
     return FP4_OK;
 }
 
+/* Max |v| over the finite values of n stored words of kind w, as the fp32 their widening
+ * gives: on the words themselves, since widening (exact, monotonic) keeps the order of finite
+ * magnitudes; NaN and infinities skipped, -0 as +0 (fp4_amax_row's rule, its bits). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static float words_amax(int w, const uint16_t *x, int64_t n)
+{
+    const uint16_t lim = w == FP4_WORDS_BF16 ? 0x7f80u : 0x7c00u; /* the infinity's bits */
+    uint16_t m = 0;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; j++) {
+        const uint16_t u = x[j] & 0x7fffu;
+        const uint16_t f = u < lim ? u : 0u;
+        m = f > m ? f : m;
+    }
+    return fp4c_u2f(w == FP4_WORDS_BF16 ? (uint32_t)m << 16 : fp4_f16_bits_to_f32_bits(m));
+}
+
 /* The amax pass on fp32 rows (w == 0) or stored words of kind w: pieces of rows
  * (CPU_AMAX_PIECE) run in parallel, a piece of words widened once for every config. A tensor
  * amax is a max over finite |v| (rotated groups of whole rows): exact, so neither the pieces
@@ -182,17 +201,28 @@ static fp4_status cpu_amax_any(fp4_analysis *an, const void *rows, int w, int64_
             nr = 1;
             len = L - j0 < CPU_AMAX_PIECE ? L - j0 : CPU_AMAX_PIECE;
         }
-        const float *v = (const float *)rows + off;
-        if (w) {
-            fp4_widen(ws, false, (const uint16_t *)rows + off, ca->wide[t], (size_t)(nr * len));
-            v = ca->wide[t];
-        }
+        const float *v = w ? NULL : (const float *)rows + off;
         float *loc = ca->amax_loc + (size_t)t * (size_t)nown;
-        for (int k = 0; k < nown; k++)
-            for (int64_t r = 0; r < nr; r++) {
-                const float a = fp4_amax_row(&an->cfgs[own[k]], v + r * len, len);
-                if (a > loc[k]) loc[k] = a;
+        for (int k = 0; k < nown; k++) {
+            const fp4_qconfig *cfg = &an->cfgs[own[k]];
+            float a;
+            if (!cfg->rht) { /* the piece's values in one run, words without widening */
+                a = w ? words_amax(w, (const uint16_t *)rows + off, nr * len)
+                      : fp4_amax_row(cfg, v, nr * len);
+            } else {
+                if (!v) { /* rotated values need the floats: widened once per piece */
+                    fp4_widen(ws, false, (const uint16_t *)rows + off, ca->wide[t],
+                              (size_t)(nr * len));
+                    v = ca->wide[t];
+                }
+                a = 0.0f;
+                for (int64_t r = 0; r < nr; r++) {
+                    const float b = fp4_amax_row(cfg, v + r * len, len);
+                    if (b > a) a = b;
+                }
             }
+            if (a > loc[k]) loc[k] = a;
+        }
     }
     for (int k = 0; k < nown; k++)
         for (int t = 0; t < T; t++) {

@@ -237,12 +237,13 @@ static void zero_rows_case(const fp4_qconfig *cf, int nc, const int64_t (*runs)[
 
 /* Stored 16-bit words (fp4_analysis_amax_words / feed_words: the CPU backend widens each row
  * group itself) give fp4_quantize_rows' bits on the fp32 rows io/widen.c makes of them: bf16
- * and f16 with NaN payloads of both signs, infinities, subnormals and -0, every config family
+ * and f16 with NaN payloads of both signs, infinities, subnormals (also a tensor of nothing
+ * else, whose amax is one) and -0, every config family
  * (RHT, weight_2d, SR, mxfp4, tensor scale), 1-3 threads, slabs of 16, 48 and all rows, a run
  * of zero rows given as amax_zero/feed_zero, and rows longer than the amax pass's piece (one
  * row split between threads). */
 static void words_case(int64_t WR, int64_t WL, const fp4_qconfig *cf, int nc, fp4_words kind,
-                       uint64_t seed)
+                       uint64_t seed, bool tiny)
 {
     const size_t nv = (size_t)(WR * WL);
     uint16_t *w = malloc(nv * sizeof *w);
@@ -254,7 +255,7 @@ static void words_case(int64_t WR, int64_t WL, const fp4_qconfig *cf, int nc, fp
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         const uint32_t r = (uint32_t)(seed >> 32);
         /* exponents around 1.0, some tiny (subnormal) and some large */
-        const uint32_t e = r % 64 < 3 ? 0 : (bf ? 120 : 10) + (r >> 8) % 12;
+        const uint32_t e = r % 64 < 3 || tiny ? 0 : (bf ? 120 : 10) + (r >> 8) % 12;
         w[i] = bf ? (uint16_t)((r & 0x8000u) | e << 7 | ((r >> 16) & 0x7fu))
                   : (uint16_t)((r & 0x8000u) | e << 10 | ((r >> 16) & 0x3ffu));
     }
@@ -263,10 +264,10 @@ static void words_case(int64_t WR, int64_t WL, const fp4_qconfig *cf, int nc, fp
     const uint16_t sh[] = {0x7c00, 0xfc00, 0x7c01, 0xfe00, 0x7fff, 0x0001, 0x8001, 0x03ff, 0x8000,
                            0x7bff, 0xfbff};
     /* long rows: the largest value in a row's third amax piece, where a piece that began off
-     * a rotation group's boundary would change the rotated amax (the specials' largest finite
-     * values left out) */
+     * a rotation group's boundary would change the rotated amax; tiny: every finite value
+     * subnormal (the specials' largest finite values left out of both) */
     const bool big = WR > 2 && WL > 32868;
-    for (int k = 0; k < (big ? 9 : 11); k++)
+    for (int k = 0; k < (big || tiny ? 9 : 11); k++)
         w[((size_t)(3 + 7 * k) * 131u) % nv] = bf ? sb[k] : sh[k];
     if (big) w[2 * WL + 32868] = bf ? 0x4600 : 0x7000; /* 8192 */
     const bool zrun = WR >= 48; /* rows 32..47: zeros, given without values when slab is 16 */
@@ -316,12 +317,14 @@ static void words_case(int64_t WR, int64_t WL, const fp4_qconfig *cf, int nc, fp
 static void test_words_equal_fp32(void **state)
 {
     (void)state;
-    words_case(R, L, cfgs, NCFG, FP4_WORDS_BF16, 5);
-    words_case(R, L, cfgs, NCFG, FP4_WORDS_F16, 6);
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_BF16, 5, false);
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_F16, 6, false);
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_BF16, 9, true);
+    words_case(R, L, cfgs, NCFG, FP4_WORDS_F16, 10, true);
     /* rows of 40000: three amax pieces per row (16384, 16384, 7232) */
     const fp4_qconfig lc[] = {cfgs[0], cfgs[1], cfgs[3], cfgs[5], cfgs[9]};
-    words_case(5, 40000, lc, 5, FP4_WORDS_BF16, 7);
-    words_case(5, 40000, lc, 5, FP4_WORDS_F16, 8);
+    words_case(5, 40000, lc, 5, FP4_WORDS_BF16, 7, false);
+    words_case(5, 40000, lc, 5, FP4_WORDS_F16, 8, false);
 }
 
 static void test_zero_rows(void **state)
