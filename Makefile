@@ -269,8 +269,8 @@ CROSS_BUILD := build-aarch64
 # (io/widen.c, and io/source.c for fp4_stored_size); --gc-sections drops what bench_engine
 # never reaches (the rest of source.c, which needs the other io/ files).
 CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/quant.c src/format.c src/rht.c \
-              src/metrics.c src/status.c src/backend.c src/backend_cpu.c src/io/widen.c \
-              src/io/source.c
+              src/metrics.c src/status.c src/trace.c src/backend.c src/backend_cpu.c \
+              src/io/widen.c src/io/source.c
 $(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CROSS_CC) -O2 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp \

@@ -9,6 +9,7 @@
 
 #include "backend_impl.h"
 #include "io/widen.h"
+#include "trace.h"
 
 int fp4_cpu_count(void)
 {
@@ -28,7 +29,16 @@ void fp4_threads_cap_default(void)
     if (omp_get_max_threads() > n) omp_set_num_threads(n);
 }
 
+static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out);
+
 fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
+{
+    fp4_status st = backend_open(dev, threads, out);
+    if (st == FP4_OK) fp4_trace("backend open: %s, %d threads", (*out)->ops->name, (*out)->threads);
+    return st;
+}
+
+static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out)
 {
     *out = NULL;
     if (threads < 0) return fp4_error(FP4_ERR_USAGE, "threads %d: must be >= 0", threads);
@@ -53,7 +63,9 @@ fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
 
 void fp4_backend_close(fp4_backend *be)
 {
-    if (be) be->ops->close(be);
+    if (!be) return;
+    be->ops->close(be);
+    fp4_trace("backend closed");
 }
 
 const char *fp4_backend_name(const fp4_backend *be) { return be ? be->ops->name : "none"; }
@@ -82,11 +94,27 @@ fp4_status fp4_analysis_begin(fp4_backend *be, const fp4_qconfig *cfgs, int ncfg
         free(an);
         return st;
     }
+    fp4_trace("tensor begin: %lld x %lld, %d configs", (long long)n_rows, (long long)row_len, ncfg);
     *out = an;
     return FP4_OK;
 }
 
 bool fp4_analysis_needs_amax(const fp4_analysis *an) { return an && an->needs_amax; }
+
+/* FP4DIAG_TRACE: a pass's first slab and its end (2: every slab). */
+static void trace_progress(const fp4_analysis *an, bool amax, int64_t nrows)
+{
+    if (!fp4_trace_on()) return;
+    const int64_t done = amax ? an->rows_amax : an->rows_fed;
+    static int level = -1;
+    if (level < 0) {
+        const char *e = getenv("FP4DIAG_TRACE");
+        level = e ? atoi(e) : 1;
+    }
+    if (done == an->n_rows || done == nrows || level > 1)
+        fp4_trace("%s: %lld of %lld rows%s", amax ? "amax" : "feed", (long long)done,
+                  (long long)an->n_rows, done == an->n_rows ? " (pass done)" : "");
+}
 
 static fp4_status amax_check(const fp4_analysis *an, int64_t nrows)
 {
@@ -115,6 +143,7 @@ fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows)
     FP4_TRY(amax_check(an, nrows));
     FP4_TRY(an->be->ops->amax(an, rows, nrows));
     an->rows_amax += nrows;
+    trace_progress(an, true, nrows);
     return FP4_OK;
 }
 
@@ -123,6 +152,7 @@ fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
     FP4_TRY(feed_check(an, nrows));
     FP4_TRY(an->be->ops->feed(an, rows, nrows));
     an->rows_fed += nrows;
+    trace_progress(an, false, nrows);
     return FP4_OK;
 }
 
@@ -131,6 +161,7 @@ fp4_status fp4_analysis_amax_zero(fp4_analysis *an, int64_t nrows)
     if (!an->needs_amax) return FP4_OK;
     FP4_TRY(amax_check(an, nrows));
     an->rows_amax += nrows; /* |0| leaves every amax (>= 0, after any rotation) as it is */
+    trace_progress(an, true, nrows);
     return FP4_OK;
 }
 
@@ -143,6 +174,7 @@ fp4_status fp4_analysis_feed_zero(fp4_analysis *an, int64_t nrows)
     if (an->be->ops->feed_zero) {
         FP4_TRY(an->be->ops->feed_zero(an, nrows));
         an->rows_fed += nrows;
+        trace_progress(an, false, nrows);
         return FP4_OK;
     }
     int64_t per = an->row_len ? ZERO_FEED_ELEMS / an->row_len : nrows;
@@ -211,6 +243,7 @@ fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_word
         FP4_TRY(st);
     }
     an->rows_amax += nrows;
+    trace_progress(an, true, nrows);
     return FP4_OK;
 }
 
@@ -229,6 +262,7 @@ fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_word
         FP4_TRY(st);
     }
     an->rows_fed += nrows;
+    trace_progress(an, false, nrows);
     return FP4_OK;
 }
 
@@ -243,6 +277,7 @@ fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out)
         for (int c = 0; c < an->ncfg; c++) fp4_metrics_finish(&out[c]);
     an->be->ops->abort(an);
     free(an);
+    fp4_trace("tensor end");
     return st;
 }
 

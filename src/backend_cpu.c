@@ -29,6 +29,27 @@
  * words is widened into a per-thread buffer of this size (64 KiB, in cache). */
 #define CPU_AMAX_PIECE ((int64_t)1 << 14)
 
+/* The per-thread buffers (and the batch sums) are the backend's, kept from tensor to tensor and
+ * grown when a tensor needs more: a checkpoint of many small tensors allocates (and faults in)
+ * them once, not once per tensor and thread. Kept only while they take at most this much in
+ * all; a tensor that needs more frees them at its end, as before (what --mem-limit budgets,
+ * the slabs, is not this, but the peak stays what one tensor needs). */
+#define CPU_KEEP_BYTES ((int64_t)32 << 20)
+
+typedef struct cpu_be {
+    int T;
+    float **scratch;      /* [T] scratch_cap floats each */
+    fp4_metrics **upart;  /* [T] upart_cap each */
+    float **prep;         /* [T] prep_cap floats each */
+    fp4_grpcache **gc;    /* [T] for rows up to gc_P, blocks gc_bmin..gc_bmax; NULLs: none */
+    float **wide;         /* [T] wide_cap floats each: stored words widened (wide_room) */
+    int64_t scratch_cap, upart_cap, prep_cap, gc_P, wide_cap;
+    int gc_bmin, gc_bmax;
+    fp4_fsums **sums;     /* [nsums] sums_cap[c] each */
+    int64_t *sums_cap;
+    int nsums;
+} cpu_be;
+
 typedef struct cpu_an {
     float *amax;        /* [ncfg] tensor amax as each config sees it */
     fp4_qplan *plans;   /* [ncfg], made at the first feed */
@@ -40,12 +61,11 @@ typedef struct cpu_an {
     fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
     float **prep;       /* [threads] 16 rows x max padded_len: the prepared (padded, rotated)
                            rows shared by configs with the same rotation and padding */
-    fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout, or
-                           NULLs when rows are too long (CPU_GRPCACHE_MAX_BYTES) */
+    fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout */
+    bool use_gc;        /* false when rows are too long (CPU_GRPCACHE_MAX_BYTES): none used */
     int *order;         /* [ncfg] configs grouped by preparation key (rht, padded_len) */
     float **wide;       /* [threads] a group's (16 x row_len) or an amax piece's rows widened
-                           from stored words; NULL until words are fed */
-    int64_t wide_floats;
+                           from stored words (the backend's, grown by wide_room) */
     float *amax_loc;    /* [threads * ncfg] the amax pass's per-thread maxima */
     int *own;           /* [ncfg] the configs the amax pass computes (one per rotation) */
     int64_t batch_rows;
@@ -53,32 +73,69 @@ typedef struct cpu_an {
     bool zero_moves;    /* zeros moved an fp64 sum (never expected): zero rows are fed */
 } cpu_an;
 
-static void cpu_close(fp4_backend *be) { free(be); }
+/* Free the kept buffers (the arrays of pointers stay). */
+static void keep_release(cpu_be *kb)
+{
+    for (int t = 0; t < kb->T; t++) {
+        free(kb->scratch[t]);
+        free(kb->upart[t]);
+        free(kb->prep[t]);
+        fp4_grpcache_free(kb->gc[t]);
+        free(kb->wide[t]);
+        kb->wide[t] = NULL;
+        kb->scratch[t] = NULL;
+        kb->upart[t] = NULL;
+        kb->prep[t] = NULL;
+        kb->gc[t] = NULL;
+    }
+    for (int c = 0; c < kb->nsums; c++) {
+        free(kb->sums[c]);
+        kb->sums[c] = NULL;
+        kb->sums_cap[c] = 0;
+    }
+    kb->scratch_cap = kb->upart_cap = kb->prep_cap = kb->gc_P = kb->wide_cap = 0;
+    kb->gc_bmin = kb->gc_bmax = 0;
+}
+
+static int64_t keep_bytes(const cpu_be *kb)
+{
+    int64_t b = (int64_t)kb->T * (kb->scratch_cap * (int64_t)sizeof(float) +
+                                  kb->upart_cap * (int64_t)sizeof(fp4_metrics) +
+                                  kb->prep_cap * (int64_t)sizeof(float) +
+                                  kb->wide_cap * (int64_t)sizeof(float));
+    if (kb->gc_P) b += (int64_t)kb->T * fp4_grpcache_bytes(16, kb->gc_P, kb->gc_bmin, kb->gc_bmax);
+    for (int c = 0; c < kb->nsums; c++) b += kb->sums_cap[c] * (int64_t)sizeof(fp4_fsums);
+    return b;
+}
+
+static void cpu_close(fp4_backend *be)
+{
+    cpu_be *kb = be->impl;
+    if (kb) {
+        keep_release(kb);
+        free(kb->scratch);
+        free(kb->upart);
+        free(kb->prep);
+        free(kb->gc);
+        free(kb->wide);
+        free(kb->sums);
+        free(kb->sums_cap);
+        free(kb);
+    }
+    free(be);
+}
 
 static void cpu_abort(fp4_analysis *an)
 {
     cpu_an *ca = an->impl;
     if (!ca) return;
-    int T = an->be->threads;
-    for (int t = 0; t < T; t++) {
-        if (ca->scratch) free(ca->scratch[t]);
-        if (ca->upart) free(ca->upart[t]);
-        if (ca->prep) free(ca->prep[t]);
-        if (ca->gc) fp4_grpcache_free(ca->gc[t]);
-        if (ca->wide) free(ca->wide[t]);
-    }
-    free(ca->wide);
     free(ca->amax_loc);
     free(ca->own);
-    free(ca->gc);
+    cpu_be *kb = an->be->impl;
+    if (keep_bytes(kb) > CPU_KEEP_BYTES) keep_release(kb);
     free(ca->zero16);
     free(ca->zero1);
-    free(ca->prep);
     free(ca->order);
-    for (int c = 0; ca->sums && c < an->ncfg; c++) free(ca->sums[c]);
-    free(ca->scratch);
-    free(ca->upart);
-    free(ca->sums);
     free(ca->amax);
     free(ca->plans);
     free(ca->acc);
@@ -97,21 +154,36 @@ static fp4_status cpu_begin(fp4_analysis *an)
     ca->plans = calloc((size_t)n, sizeof *ca->plans);
     ca->acc = calloc((size_t)n, sizeof *ca->acc);
     ca->cnt = calloc((size_t)n * (size_t)T, sizeof *ca->cnt);
-    ca->scratch = calloc((size_t)T, sizeof *ca->scratch);
-    ca->upart = calloc((size_t)T, sizeof *ca->upart);
-    ca->sums = calloc((size_t)n, sizeof *ca->sums);
-    ca->prep = calloc((size_t)T, sizeof *ca->prep);
     ca->order = calloc((size_t)n, sizeof *ca->order);
-    ca->gc = calloc((size_t)T, sizeof *ca->gc);
-    ca->wide = calloc((size_t)T, sizeof *ca->wide);
     ca->amax_loc = calloc((size_t)n * (size_t)T, sizeof *ca->amax_loc);
     ca->own = calloc((size_t)n, sizeof *ca->own);
-    if (!ca->amax || !ca->plans || !ca->acc || !ca->cnt || !ca->scratch || !ca->upart ||
-        !ca->sums || !ca->prep || !ca->order || !ca->gc || !ca->wide || !ca->amax_loc ||
-        !ca->own) {
+    cpu_be *kb = an->be->impl;
+    const bool got = ca->amax && ca->plans && ca->acc && ca->cnt && ca->order && ca->amax_loc &&
+                     ca->own;
+    if (got && kb->nsums < n) {
+        fp4_fsums **s = realloc(kb->sums, (size_t)n * sizeof *s);
+        if (s) kb->sums = s;
+        int64_t *cap = s ? realloc(kb->sums_cap, (size_t)n * sizeof *cap) : NULL;
+        if (cap) kb->sums_cap = cap;
+        if (s && cap) {
+            for (int c = kb->nsums; c < n; c++) {
+                kb->sums[c] = NULL;
+                kb->sums_cap[c] = 0;
+            }
+            kb->nsums = n;
+        }
+    }
+    if (!got || kb->nsums < n) {
         cpu_abort(an);
         return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
     }
+    /* the kept buffers, borrowed for this analysis (cpu_plan grows them) */
+    ca->scratch = kb->scratch;
+    ca->upart = kb->upart;
+    ca->prep = kb->prep;
+    ca->gc = kb->gc;
+    ca->wide = kb->wide;
+    ca->sums = kb->sums;
     return FP4_OK;
 }
 
@@ -121,21 +193,21 @@ static fp4_stored words_stored(fp4_words w)
     return w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16;
 }
 
-/* Per-thread buffers for k widened floats (kept for the analysis, grown when needed). */
+/* Per-thread buffers for k widened floats (the backend's, grown when needed). */
 static fp4_status wide_room(fp4_analysis *an, int64_t k)
 {
-    cpu_an *ca = an->impl;
-    if (k <= ca->wide_floats) return FP4_OK;
+    cpu_be *kb = an->be->impl;
+    if (k <= kb->wide_cap) return FP4_OK;
     for (int t = 0; t < an->be->threads; t++) {
-        free(ca->wide[t]);
-        ca->wide[t] = malloc((size_t)k * sizeof(float) + 1);
-        if (!ca->wide[t]) {
-            ca->wide_floats = 0;
+        free(kb->wide[t]);
+        kb->wide[t] = malloc((size_t)k * sizeof(float) + 1);
+        if (!kb->wide[t]) {
+            kb->wide_cap = 0;
             return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory (%lld values)",
                              (long long)k);
         }
     }
-    ca->wide_floats = k;
+    kb->wide_cap = k;
     return FP4_OK;
 }
 
@@ -290,18 +362,56 @@ static fp4_status cpu_plan(fp4_analysis *an)
     br = (br + 15) / 16 * 16;
     if (br < 16) br = 16;
     ca->batch_rows = br;
+    /* the kept per-thread buffers, grown to this tensor's needs (a buffer is replaced, not
+     * realloc'd: nothing in it is kept) */
+    cpu_be *kb = an->be->impl;
+    const bool cache = fp4_grpcache_bytes(16, P, bmin, bmax) <= CPU_GRPCACHE_MAX_BYTES;
+    /* a cache made for longer rows and a wider range of blocks serves these rows too (as it
+     * serves configs of shorter padded rows within one tensor) */
+    const bool gc_fits = kb->gc_P >= P && kb->gc_bmin <= bmin && kb->gc_bmax >= bmax;
+    const bool grow_s = scratch > kb->scratch_cap, grow_u = upart > kb->upart_cap,
+               grow_p = 16 * P > kb->prep_cap, grow_g = cache && !gc_fits;
     for (int t = 0; t < T; t++) {
-        ca->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
-        ca->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
-        ca->prep[t] = malloc((size_t)(16 * P) * sizeof(float) + 1);
-        const bool cache = fp4_grpcache_bytes(16, P, bmin, bmax) <= CPU_GRPCACHE_MAX_BYTES;
-        ca->gc[t] = cache ? fp4_grpcache_new(16, P, bmin, bmax) : NULL;
-        if (!ca->scratch[t] || !ca->upart[t] || !ca->prep[t] || (cache && !ca->gc[t]))
-            return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+        if (grow_s) {
+            free(kb->scratch[t]);
+            kb->scratch[t] = malloc((size_t)scratch * sizeof(float) + 1);
+        }
+        if (grow_u) {
+            free(kb->upart[t]);
+            kb->upart[t] = malloc((size_t)upart * sizeof(fp4_metrics) + 1);
+        }
+        if (grow_p) {
+            free(kb->prep[t]);
+            kb->prep[t] = malloc((size_t)(16 * P) * sizeof(float) + 1);
+        }
+        if (grow_g) {
+            fp4_grpcache_free(kb->gc[t]);
+            kb->gc[t] = fp4_grpcache_new(16, P, bmin, bmax);
+        }
     }
+    if (grow_s) kb->scratch_cap = scratch;
+    if (grow_u) kb->upart_cap = upart;
+    if (grow_p) kb->prep_cap = 16 * P;
+    if (grow_g) {
+        kb->gc_P = P;
+        kb->gc_bmin = bmin;
+        kb->gc_bmax = bmax;
+    }
+    for (int t = 0; t < T; t++)
+        if (!kb->scratch[t] || !kb->upart[t] || !kb->prep[t] || (cache && !kb->gc[t])) {
+            keep_release(kb); /* caps and buffers agree again */
+            return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+        }
+    /* rows too long for a cache: none (the kept one, if any, is left for later tensors) */
+    ca->use_gc = cache;
     for (int c = 0; c < n; c++) {
-        ca->sums[c] = malloc((size_t)br * (size_t)ca->plans[c].nchunk * sizeof(fp4_fsums) + 1);
-        if (!ca->sums[c]) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+        const int64_t need = br * ca->plans[c].nchunk;
+        if (need > kb->sums_cap[c]) {
+            free(kb->sums[c]);
+            kb->sums[c] = malloc((size_t)need * sizeof(fp4_fsums) + 1);
+            kb->sums_cap[c] = kb->sums[c] ? need : 0;
+            if (!kb->sums[c]) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+        }
     }
     /* configs grouped by preparation key, first appearance order (results do not depend on
      * the order configs are computed in: each config's sums keep their own order) */
@@ -335,6 +445,7 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
 #pragma omp parallel for schedule(dynamic, 1) num_threads(T) if (ngroups > 1)
         for (int64_t g = 0; g < ngroups; g++) {
             const int t = omp_get_thread_num();
+            fp4_grpcache *const gct = ca->use_gc ? ca->gc[t] : NULL;
             const int64_t r0 = g * 16; /* within the batch */
             const int gr = (int)(r0 + 16 <= bn ? 16 : bn - r0);
             const float *in = (const float *)rows + (b0 + r0) * L;
@@ -358,7 +469,7 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
                 cnt->nan += ic.nan;
                 cnt->inf += ic.inf;
                 if (!prev || !same_prep(prev, p)) { /* pad and rotate once per key */
-                    fp4_grpcache_reset(ca->gc[t]);
+                    fp4_grpcache_reset(gct);
                     if (!p->cfg.rht && P == L) v = in; /* already the prepared rows */
                     else {
                         fp4_qplan_prep(p, in, gr, ca->prep[t]);
@@ -372,7 +483,7 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
                     fp4_metrics *part = ca->upart[t];
                     for (int i = 0; i < nr * p->nchunk; i++) fp4_metrics_init(&part[i]);
                     fp4_qplan_unit_prepared(p, v + (int64_t)u * P, an->rows_fed + b0 + rb, nr,
-                                            ca->scratch[t], NULL, NULL, NULL, part, ca->gc[t], u);
+                                            ca->scratch[t], NULL, NULL, NULL, part, gct, u);
                     for (int i = 0; i < nr * p->nchunk; i++) {
                         fp4_fsums_of(&part[i], &ca->sums[c][rb * p->nchunk + i]);
                         fp4_metrics_merge_counts(cnt, &part[i]);
@@ -548,6 +659,21 @@ fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out)
     be->ops = &cpu_ops;
     be->threads = threads > 0 ? threads : omp_get_max_threads();
     if (be->threads < 1) be->threads = 1;
+    cpu_be *kb = calloc(1, sizeof *kb);
+    const size_t T = (size_t)be->threads;
+    if (kb) {
+        kb->T = be->threads;
+        kb->scratch = calloc(T, sizeof *kb->scratch);
+        kb->upart = calloc(T, sizeof *kb->upart);
+        kb->prep = calloc(T, sizeof *kb->prep);
+        kb->gc = calloc(T, sizeof *kb->gc);
+        kb->wide = calloc(T, sizeof *kb->wide);
+    }
+    be->impl = kb;
+    if (!kb || !kb->scratch || !kb->upart || !kb->prep || !kb->gc || !kb->wide) {
+        cpu_close(be);
+        return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
+    }
     *out = be;
     return FP4_OK;
 }

@@ -16,6 +16,7 @@
 
 #include "io/widen.h"
 #include "kernels.h"
+#include "trace.h"
 
 #define NSLOT 2
 /* Elements per staging slot made at start-up (the driver's slabs are about 8 MiB of fp32);
@@ -138,12 +139,16 @@ static void *cuda_init_main(void *arg)
 {
     cuda_be *cb = arg;
     cb->init_what = "set device";
+    fp4_trace("cuda: start-up thread");
     cudaError_t e = cudaSetDevice(cb->dev);
+    fp4_trace("cuda: device set");
     if (e == cudaSuccess) {
         cb->init_what = "context";
         e = cudaFree(0);
+        fp4_trace("cuda: context made");
     }
     if (e == cudaSuccess) e = stage_alloc(cb, STAGE_INIT_ELEMS, &cb->init_what);
+    fp4_trace("cuda: staging allocated");
     if (e != cudaSuccess) cudaGetLastError();
     cb->init_err = e;
     return NULL;
@@ -153,8 +158,10 @@ static void *cuda_init_main(void *arg)
 static fp4_status cuda_ready(cuda_be *cb)
 {
     if (cb->init_running) {
+        fp4_trace("cuda: waiting for the start-up thread");
         pthread_join(cb->init_th, NULL);
         cb->init_running = false;
+        fp4_trace("cuda: start-up joined");
     }
     if (cb->init_err != cudaSuccess) return cuda_fail(cb->init_err, cb->init_what);
     CU(cudaSetDevice(cb->dev), "set device");
@@ -170,6 +177,7 @@ static void cuda_close(fp4_backend *be)
         if (cuda_ready(cb) == FP4_OK) {
             if (cb->reg) cuda_host_unregister(be, cb->reg);
             stage_free(cb);
+            fp4_trace("cuda: staging freed");
         }
         fp4_error_clear();
         free(cb);
@@ -213,6 +221,8 @@ static bool in_pinned(cuda_be *cb, const void *data, size_t bytes)
                             ? 1
                             : -1;
         if (cb->reg_state < 0) cudaGetLastError(); /* staged as any other memory */
+        fp4_trace("cuda: host register of %zu bytes: %s", cb->reg_bytes,
+                  cb->reg_state > 0 ? "pinned" : "failed");
     }
     return cb->reg_state == 1;
 }
@@ -251,6 +261,7 @@ static void cuda_abort(fp4_analysis *an)
     free(ca->c);
     free(ca);
     an->impl = NULL;
+    fp4_trace("cuda: analysis objects freed");
 }
 
 /* No CUDA call here: the analysis is begun before its first slab is read, and CUDA may still
@@ -300,6 +311,7 @@ static fp4_status make_ready(fp4_analysis *an)
                "signs");
         }
     }
+    fp4_trace("cuda: analysis objects made");
     return FP4_OK;
 }
 
@@ -418,6 +430,7 @@ static fp4_status cuda_plan(fp4_analysis *an)
         fp4_cuda_cfg_of(&cc->plan, &cc->kc);
         cc->device = fp4k_cfg_supported(&cc->kc) != 0;
     }
+    fp4_trace("cuda: planned (amax read back)");
     ca->planned = true;
     return FP4_OK;
 }

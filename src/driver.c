@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "trace.h"
 
 void fp4_layout_of(const int64_t *dims, int rank, int axis, fp4_layout *L)
 {
@@ -808,6 +809,7 @@ out:
 
 static void progress(const fp4_run *run, int i, int n, const char *name, bool done)
 {
+    if (!done) fp4_trace("tensor %d/%d: %s", i + 1, n, name);
     if (run->opt->verbosity < 0 || !isatty(STDERR_FILENO)) return;
     if (done) fprintf(stderr, "\r\033[K");
     else {

@@ -211,6 +211,15 @@ static bool self_exe_is_us(void)
 }
 #endif
 
+/* OpenBLAS's own exported call (blas_server.c; it also serves fork handling): joins the
+ * workers; its next threaded call starts them again. Weak: absent in other BLAS. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+void fp4_blas_threads_release(void)
+{
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
+
 void fp4_dgemm_pick_openblas_core(char **argv)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)

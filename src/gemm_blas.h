@@ -46,4 +46,12 @@ fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, i
  * ulps. Call it first thing in main, for commands that run BLAS. */
 void fp4_dgemm_pick_openblas_core(char **argv);
 
+/* For commands that run no BLAS: ends the worker threads OpenBLAS (pthreads build) starts
+ * when it is loaded, one per CPU but one. Each of them polls with sched_yield for about 2^28
+ * cycles after the start (0.1 s of CPU per thread: 1.5 s of CPU on 16 cores, most of it
+ * system time, beside the analysis' own threads) before it sleeps. OpenBLAS starts them
+ * again should BLAS be called later. No-op with another BLAS (a weak reference to
+ * OpenBLAS's blas_thread_shutdown_). */
+void fp4_blas_threads_release(void);
+
 #endif

@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "gemm_blas.h"
 #include "status.h"
+#include "trace.h"
 #include "version.h"
 #include "world.h"
 
@@ -58,6 +59,17 @@ static void print_help(FILE *out)
                  "4 device error, 5 internal error.\n");
 }
 
+/* The trace's time 0 (FP4DIAG_TRACE, trace.h): taken from the executable's .preinit_array,
+ * which runs before any shared library's constructor, so the trace's first line ("main")
+ * shows what loading and the libraries' start-up (OpenBLAS, OpenMP, HDF5, MPI) took. */
+static void trace_t0(int argc, char **argv, char **envp)
+{
+    (void)argc, (void)argv, (void)envp;
+    fp4_trace_start();
+}
+__attribute__((section(".preinit_array"), used)) static void (*const trace_t0_entry)(
+    int, char **, char **) = trace_t0;
+
 int main(int argc, char **argv)
 {
     /* A report over `ulimit -f` or into a closed pipe is a write error (EFBIG, EPIPE): exit 3
@@ -98,6 +110,8 @@ int main(int argc, char **argv)
     }
     fp4_threads_cap_default(); /* before any parallel region */
     if (!strcmp(name, "gemm")) fp4_dgemm_pick_openblas_core(argv); /* may re-exec */
+    else fp4_blas_threads_release(); /* no BLAS: its idle pollers off the analysis' cores */
+    fp4_trace("main: %s", name);
     const fp4_command *c = command_find(name);
     if (!c) {
         fprintf(stderr, "fp4diag: '%s' is not a command; see 'fp4diag --help'\n", name);
@@ -114,5 +128,6 @@ int main(int argc, char **argv)
         free(line);
     }
     fp4_world_finalize();
+    fp4_trace("main returns %d", (int)st);
     return (int)st;
 }

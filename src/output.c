@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace.h"
+
 #include "cleanup.h"
 #include "io/source.h"
 
@@ -248,6 +250,7 @@ fp4_status fp4_output_write(const char *path, const char *text, size_t len)
         size_t w = fwrite(text, 1, len, stdout);
         if (w != len || fflush(stdout) != 0 || ferror(stdout))
             return fp4_error(FP4_ERR_INPUT, "stdout: write error: %s", strerror(errno));
+        fp4_trace("report written: %zu bytes", len);
         return FP4_OK;
     }
     if (prepared.kind == OUT_NONE || strcmp(prepared.path, path))
@@ -262,5 +265,6 @@ fp4_status fp4_output_write(const char *path, const char *text, size_t len)
         st = write_replace(prepared.target, path, text, len, prepared.mode);
     }
     fp4_output_forget();
+    fp4_trace("report written: %zu bytes", len);
     return st;
 }

@@ -4,6 +4,7 @@
 #include "io/source.h"
 
 #include "io/widen.h"
+#include "trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -116,6 +117,7 @@ fp4_status fp4_source_open(const char *file, fp4_source **out)
     s->ops = ops;
     s->impl = impl;
     *out = s;
+    fp4_trace("source open: %s", file);
     return FP4_OK;
 }
 
@@ -359,6 +361,7 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
     }
     *out = list;
     *n = k;
+    fp4_trace("source select: %d tensors", k);
 out:
     for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
