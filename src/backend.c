@@ -2,13 +2,17 @@
  * the fp4_analysis_* protocol checks (slab order, amax pass, weight_2d slab sizes) around a
  * backend's vtable (backend_impl.h). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <dirent.h>
 #include <omp.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend_impl.h"
 #include "io/widen.h"
+#include "reexec.h"
 #include "trace.h"
 
 int fp4_cpu_count(void)
@@ -31,6 +35,38 @@ void fp4_threads_cap_default(void)
 
 static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out);
 
+/* Bytes in a file, or in the regular files of a directory (not its subdirectories). */
+static int64_t input_bytes(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return 0;
+    if (S_ISREG(sb.st_mode)) return (int64_t)sb.st_size;
+    if (!S_ISDIR(sb.st_mode)) return 0;
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int64_t total = 0;
+    char p[4096];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p) continue;
+        if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) total += (int64_t)sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Inputs smaller than this are not worth the second process start (see backend.h). */
+#define OMP_WAIT_REEXEC_BYTES ((int64_t)128 << 20)
+
+void fp4_omp_wait_default(const char *input, int threads)
+{
+    if (threads < 2 || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    /* started by mpirun (world.c's test): MPI_Init has run, no exec now */
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
+    if (input_bytes(input) < OMP_WAIT_REEXEC_BYTES) return;
+    fp4_trace("re-exec with OMP_WAIT_POLICY=passive");
+    fp4_reexec_with(NULL, "OMP_WAIT_POLICY", "passive");
+}
+
 fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
 {
     fp4_status st = backend_open(dev, threads, out);
@@ -46,14 +82,14 @@ static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out)
     case FP4_DEVICE_CPU: return fp4_cpu_backend_open(threads, out);
     case FP4_DEVICE_CUDA:
 #ifdef FP4_HAVE_CUDA_BACKEND
-        return fp4_cuda_backend_open(out);
+        return fp4_cuda_backend_open(true, out);
 #else
         return fp4_error(FP4_ERR_DEVICE, "CUDA requested but this build has no CUDA support "
                          "(rebuild with nvcc present, CUDA=1)");
 #endif
     case FP4_DEVICE_AUTO:
 #ifdef FP4_HAVE_CUDA_BACKEND
-        if (fp4_cuda_backend_open(out) == FP4_OK) return FP4_OK;
+        if (fp4_cuda_backend_open(false, out) == FP4_OK) return FP4_OK;
         fp4_error_clear();
 #endif
         return fp4_cpu_backend_open(threads, out);

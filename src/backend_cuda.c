@@ -1,6 +1,8 @@
 /* backend_cuda.c — the host side of the CUDA engine behind backend.h: CUDA started on a thread
  * of its own at open (context and staging buffers, while the caller reads its first tensor);
- * pinned staging buffers reused across slabs and tensors, two slab slots so that the caller's
+ * pinned staging buffers, the stream, events and per-config device buffers reused across slabs
+ * and tensors (an allocation of pinned memory or a cudaFree costs a synchronisation and
+ * milliseconds: per tensor of a many-tensor checkpoint it added up), two slab slots so that the caller's
  * next read, the H2D copy and the kernels overlap; stored f16/bf16 words uploaded as they are
  * and widened on the device; per-chunk fp64 partials come back and are merged in (row, chunk)
  * order, as on the CPU. Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c
@@ -13,6 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/widen.h"
 #include "kernels.h"
@@ -23,14 +26,33 @@
  * a larger slab grows them. */
 #define STAGE_INIT_ELEMS ((int64_t)2 << 20)
 
-/* The backend: the GPU it runs on, the start-up thread, and the staging buffers shared by its
- * analyses (one at a time). */
+/* Per config (by its index in the analysis; every analysis of a run has the same configs):
+ * device buffers kept from tensor to tensor, grown when a tensor needs more. */
+typedef struct cuda_keep {
+    float *d_signs;       /* signs_cap floats */
+    int signs_cap;
+    float *d_amax;        /* 1 float */
+    uint64_t *d_counts;   /* FP4K_NCOUNTS */
+    double *d_part[NSLOT];
+    double *h_part[NSLOT]; /* pinned */
+    int64_t part_cap;     /* chunks per slot */
+} cuda_keep;
+
+/* The backend: the GPU it runs on, the start-up thread, and what its analyses (one at a time)
+ * share: the staging buffers, the stream and events, the per-config buffers. */
 typedef struct cuda_be {
     int dev;
     pthread_t init_th;
     bool init_running;
     cudaError_t init_err;
     const char *init_what;
+    bool init_nodev;          /* the start-up thread found no GPU (cudaGetDeviceCount) */
+    bool check_devices;       /* the start-up thread counts the GPUs (open did not) */
+    bool objs;                /* stream and events made */
+    cudaStream_t stream;
+    cudaEvent_t done[NSLOT];
+    cuda_keep *keep;          /* [nkeep] */
+    int nkeep;
     void *h_stage[NSLOT];     /* pinned: fp32 rows or 16-bit words */
     float *d_in[NSLOT];       /* fp32 rows on the device */
     uint16_t *d_words[NSLOT]; /* words on the device, before widening */
@@ -46,21 +68,16 @@ typedef struct cuda_cfg {
     fp4k_cfg kc;
     bool device;          /* false: the host reference runs it (geometry the kernel lacks) */
     int amax_src;         /* config whose amax this one shares (same rotation), or itself */
-    float *d_signs;       /* rht_n floats */
-    float *d_amax;        /* 1 float */
-    uint64_t *d_counts;   /* FP4K_NCOUNTS */
-    double *d_part[NSLOT];
-    double *h_part[NSLOT]; /* pinned */
-    int64_t part_cap;     /* chunks per slot */
+    cuda_keep *k;         /* the backend's buffers for this config index (make_ready) */
     int64_t nchunk_slot[NSLOT];
     fp4_metrics acc;      /* ordered sums (device configs) or everything (host configs) */
 } cuda_cfg;
 
 typedef struct cuda_an {
     cuda_cfg *c;
-    bool ready;           /* the CUDA objects below exist (made at the first slab) */
-    cudaStream_t stream;
-    cudaEvent_t done[NSLOT];
+    bool ready;           /* the CUDA objects below are set (at the first slab) */
+    cudaStream_t stream;  /* the backend's (borrowed) */
+    cudaEvent_t done[NSLOT]; /* the backend's (borrowed) */
     bool pending[NSLOT];
     float *d_tile;
     int64_t tile_cap;
@@ -133,6 +150,16 @@ static cudaError_t stage_alloc(cuda_be *cb, int64_t n, const char **what)
     return e;
 }
 
+/* cudaGetDeviceCount's failure (or no GPU) as --device cuda reports it. */
+static fp4_status no_device_error(cudaError_t e)
+{
+    if (e == cudaSuccess || e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is "
+                                         "available on this machine");
+    return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
+                     cudaGetErrorString(e));
+}
+
 /* The start-up thread: the context (the 0.2-0.5 s of a first CUDA call) and the staging
  * buffers, while the caller opens its input and reads the first slab. */
 static void *cuda_init_main(void *arg)
@@ -140,7 +167,18 @@ static void *cuda_init_main(void *arg)
     cuda_be *cb = arg;
     cb->init_what = "set device";
     fp4_trace("cuda: start-up thread");
-    cudaError_t e = cudaSetDevice(cb->dev);
+    cudaError_t e = cudaSuccess;
+    if (cb->check_devices) { /* the driver's start-up (cuInit): 0.1-0.2 s on the H200 host */
+        int n = 0;
+        cb->init_what = "device count";
+        e = cudaGetDeviceCount(&n);
+        if (e == cudaSuccess && n <= 0) e = cudaErrorNoDevice;
+        cb->init_nodev = e != cudaSuccess;
+        if (e == cudaSuccess && cb->dev >= n) cb->dev = 0;
+        fp4_trace("cuda: %d devices", n);
+        cb->init_what = "set device";
+    }
+    if (e == cudaSuccess) e = cudaSetDevice(cb->dev);
     fp4_trace("cuda: device set");
     if (e == cudaSuccess) {
         cb->init_what = "context";
@@ -163,12 +201,38 @@ static fp4_status cuda_ready(cuda_be *cb)
         cb->init_running = false;
         fp4_trace("cuda: start-up joined");
     }
+    if (cb->init_nodev) return no_device_error(cb->init_err);
     if (cb->init_err != cudaSuccess) return cuda_fail(cb->init_err, cb->init_what);
     CU(cudaSetDevice(cb->dev), "set device");
     return FP4_OK;
 }
 
 static void cuda_host_unregister(fp4_backend *be, void *p);
+
+/* The stream, events and per-config buffers (after the start-up thread is joined). */
+static void keep_free(cuda_be *cb)
+{
+    if (cb->objs) cudaStreamSynchronize(cb->stream);
+    for (int c = 0; c < cb->nkeep; c++) {
+        cuda_keep *k = &cb->keep[c];
+        cudaFree(k->d_signs);
+        cudaFree(k->d_amax);
+        cudaFree(k->d_counts);
+        for (int s = 0; s < NSLOT; s++) {
+            cudaFree(k->d_part[s]);
+            cudaFreeHost(k->h_part[s]);
+        }
+    }
+    free(cb->keep);
+    cb->keep = NULL;
+    cb->nkeep = 0;
+    if (cb->objs) {
+        for (int s = 0; s < NSLOT; s++) cudaEventDestroy(cb->done[s]);
+        cudaStreamDestroy(cb->stream);
+        cb->objs = false;
+    }
+    cudaGetLastError();
+}
 
 static void cuda_close(fp4_backend *be)
 {
@@ -177,6 +241,7 @@ static void cuda_close(fp4_backend *be)
         if (cuda_ready(cb) == FP4_OK) {
             if (cb->reg) cuda_host_unregister(be, cb->reg);
             stage_free(cb);
+            keep_free(cb);
             fp4_trace("cuda: staging freed");
         }
         fp4_error_clear();
@@ -243,21 +308,9 @@ static void cuda_abort(fp4_analysis *an)
         an->impl = NULL;
         return;
     }
+    /* the next analysis reuses the stream and the buffers: nothing of this one in flight */
     if (ca->stream) cudaStreamSynchronize(ca->stream);
-    for (int c = 0; ca->c && c < an->ncfg; c++) {
-        cuda_cfg *cc = &ca->c[c];
-        cudaFree(cc->d_signs);
-        cudaFree(cc->d_amax);
-        cudaFree(cc->d_counts);
-        for (int s = 0; s < NSLOT; s++) {
-            cudaFree(cc->d_part[s]);
-            cudaFreeHost(cc->h_part[s]);
-        }
-    }
-    for (int s = 0; s < NSLOT; s++)
-        if (ca->done[s]) cudaEventDestroy(ca->done[s]);
-    cudaFree(ca->d_tile);
-    if (ca->stream) cudaStreamDestroy(ca->stream);
+    if (ca->d_tile) cudaFree(ca->d_tile);
     free(ca->c);
     free(ca);
     an->impl = NULL;
@@ -291,22 +344,52 @@ static fp4_status make_ready(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
     if (ca->ready) return FP4_OK;
-    FP4_TRY(cuda_ready(an->be->impl));
-    ca->ready = true; /* from here cuda_abort frees what exists */
-    CU(cudaStreamCreateWithFlags(&ca->stream, cudaStreamNonBlocking), "stream");
-    for (int s = 0; s < NSLOT; s++)
-        CU(cudaEventCreateWithFlags(&ca->done[s], cudaEventDisableTiming), "event");
+    cuda_be *cb = an->be->impl;
+    FP4_TRY(cuda_ready(cb));
+    if (!cb->objs) { /* the backend's stream and events, made once */
+        CU(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream");
+        int s = 0;
+        cudaError_t e = cudaSuccess;
+        for (; s < NSLOT && e == cudaSuccess; s++)
+            e = cudaEventCreateWithFlags(&cb->done[s], cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            for (int k = 0; k < s - 1; k++) cudaEventDestroy(cb->done[k]);
+            cudaStreamDestroy(cb->stream);
+            return cuda_fail(e, "event");
+        }
+        cb->objs = true;
+    }
+    if (cb->nkeep < an->ncfg) {
+        cuda_keep *k = realloc(cb->keep, (size_t)an->ncfg * sizeof *k);
+        if (!k) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        memset(k + cb->nkeep, 0, (size_t)(an->ncfg - cb->nkeep) * sizeof *k);
+        cb->keep = k;
+        cb->nkeep = an->ncfg;
+    }
+    ca->stream = cb->stream;
+    for (int s = 0; s < NSLOT; s++) ca->done[s] = cb->done[s];
+    ca->ready = true; /* from here cuda_abort waits for the stream */
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
+        cuda_keep *k = cc->k = &cb->keep[c];
         const fp4_qconfig *cfg = &an->cfgs[c];
-        CU(cudaMalloc((void **)&cc->d_amax, sizeof(float)), "malloc");
-        CU(cudaMemsetAsync(cc->d_amax, 0, sizeof(float), ca->stream), "memset");
-        CU(cudaMalloc((void **)&cc->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
-        CU(cudaMemsetAsync(cc->d_counts, 0, FP4K_NCOUNTS * sizeof(uint64_t), ca->stream),
+        if (!k->d_amax) CU(cudaMalloc((void **)&k->d_amax, sizeof(float)), "malloc");
+        CU(cudaMemsetAsync(k->d_amax, 0, sizeof(float), ca->stream), "memset");
+        if (!k->d_counts)
+            CU(cudaMalloc((void **)&k->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
+        CU(cudaMemsetAsync(k->d_counts, 0, FP4K_NCOUNTS * sizeof(uint64_t), ca->stream),
            "memset");
         if (cfg->rht) {
-            CU(cudaMalloc((void **)&cc->d_signs, (size_t)cfg->rht->n * sizeof(float)), "malloc");
-            CU(cudaMemcpy(cc->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
+            if (k->signs_cap < cfg->rht->n) {
+                cudaFree(k->d_signs);
+                k->d_signs = NULL;
+                k->signs_cap = 0;
+                CU(cudaMalloc((void **)&k->d_signs, (size_t)cfg->rht->n * sizeof(float)),
+                   "malloc");
+                k->signs_cap = cfg->rht->n;
+            }
+            /* in stream order: the previous tensor's kernels (done: cuda_abort waited) */
+            CU(cudaMemcpy(k->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
                           cudaMemcpyHostToDevice),
                "signs");
         }
@@ -380,7 +463,7 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
         const int n = cfg->rht ? cfg->rht->n : 0;
         const int64_t P = n ? (an->row_len + n - 1) / n * n
                             : (an->row_len + 15) / 16 * 16;
-        KU(fp4k_amax(cb->d_in[s], nrows, an->row_len, P, n, cc->d_signs, cc->d_amax, ca->stream),
+        KU(fp4k_amax(cb->d_in[s], nrows, an->row_len, P, n, cc->k->d_signs, cc->k->d_amax, ca->stream),
            "amax kernel");
     }
     CU(cudaEventRecord(ca->done[s], ca->stream), "event");
@@ -407,7 +490,7 @@ static fp4_status drain(fp4_analysis *an, int s)
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
-        const double *h = cc->h_part[s];
+        const double *h = cc->k->h_part[s];
         for (int64_t i = 0; i < cc->nchunk_slot[s]; i++)
             fp4_fsums_add(&cc->acc, (const fp4_fsums *)(h + i * FP4K_NSUMS));
     }
@@ -424,7 +507,7 @@ static fp4_status cuda_plan(fp4_analysis *an)
         cuda_cfg *cc = &ca->c[c];
         float amax = 0.0f;
         if (fp4_needs_tensor_amax(&an->cfgs[c]))
-            CU(cudaMemcpy(&amax, ca->c[cc->amax_src].d_amax, sizeof amax, cudaMemcpyDeviceToHost),
+            CU(cudaMemcpy(&amax, ca->c[cc->amax_src].k->d_amax, sizeof amax, cudaMemcpyDeviceToHost),
                "D2H amax");
         FP4_TRY(fp4_qplan_make(&an->cfgs[c], amax, an->row_len, &cc->plan));
         fp4_cuda_cfg_of(&cc->plan, &cc->kc);
@@ -481,20 +564,21 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
         const int64_t nch = fp4k_nchunks(&cc->kc, nrows);
-        if (nch > cc->part_cap) {
+        if (nch > cc->k->part_cap) {
+            cc->k->part_cap = 0; /* until both slots are made again */
             for (int k = 0; k < NSLOT; k++) {
                 if (ca->pending[k]) FP4_TRY(drain(an, k));
-                cudaFree(cc->d_part[k]);
-                cudaFreeHost(cc->h_part[k]);
-                cc->d_part[k] = NULL;
-                cc->h_part[k] = NULL;
-                CU(cudaMalloc((void **)&cc->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                cudaFree(cc->k->d_part[k]);
+                cudaFreeHost(cc->k->h_part[k]);
+                cc->k->d_part[k] = NULL;
+                cc->k->h_part[k] = NULL;
+                CU(cudaMalloc((void **)&cc->k->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
                    "device alloc");
-                CU(cudaMallocHost((void **)&cc->h_part[k],
+                CU(cudaMallocHost((void **)&cc->k->h_part[k],
                                   (size_t)nch * FP4K_NSUMS * sizeof(double)),
                    "pinned alloc");
             }
-            cc->part_cap = nch;
+            cc->k->part_cap = nch;
         }
         if (cc->kc.weight_2d) {
             const int64_t nt = (nrows + 15) / 16 * (cc->kc.padded_len / 16);
@@ -506,14 +590,14 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                 ca->tile_cap = nt;
             }
             KU(fp4k_tile_amax(cb->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
-                              cc->d_signs, ca->d_tile, ca->stream),
+                              cc->k->d_signs, ca->d_tile, ca->stream),
                "tile amax kernel");
         }
-        KU(fp4k_quantize(&cc->kc, cb->d_in[s], row0, nrows, cc->d_signs,
-                         cc->kc.weight_2d ? ca->d_tile : NULL, cc->d_part[s], cc->d_counts, NULL,
+        KU(fp4k_quantize(&cc->kc, cb->d_in[s], row0, nrows, cc->k->d_signs,
+                         cc->kc.weight_2d ? ca->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
                          NULL, ca->stream),
            "quantize kernel");
-        CU(cudaMemcpyAsync(cc->h_part[s], cc->d_part[s],
+        CU(cudaMemcpyAsync(cc->k->h_part[s], cc->k->d_part[s],
                            (size_t)nch * FP4K_NSUMS * sizeof(double), cudaMemcpyDeviceToHost,
                            ca->stream),
            "D2H partials");
@@ -546,7 +630,7 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
         out[c] = cc->acc;
         if (!cc->device) continue;
         uint64_t k[FP4K_NCOUNTS];
-        CU(cudaMemcpy(k, cc->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
+        CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
         fp4_metrics *m = &out[c];
         for (int i = 0; i < 16; i++) m->hist[i] += k[FP4K_C_HIST0 + i];
         for (int i = 0; i < 8; i++) m->level_count[i] += k[FP4K_C_LEVEL0 + i];
@@ -587,25 +671,27 @@ static const fp4_backend_ops cuda_ops = {
     .host_unregister = cuda_host_unregister,
 };
 
-fp4_status fp4_cuda_backend_open(fp4_backend **out)
+static int g_cuda_dev; /* fp4_cuda_backend_set_device */
+
+void fp4_cuda_backend_set_device(int dev) { g_cuda_dev = dev >= 0 ? dev : 0; }
+
+fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 {
     *out = NULL;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n <= 0) {
-        cudaGetLastError();
-        if (e == cudaSuccess || e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
-            return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is "
-                                             "available on this machine");
-        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
-                         cudaGetErrorString(e));
-    }
-    /* the GPU this thread was given (mpirun: world.c picks local rank mod GPUs), else 0;
-     * cudaGetDevice makes no context */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) {
-        cudaGetLastError();
-        dev = 0;
+    /* early: the GPUs are counted on the start-up thread too (cudaGetDeviceCount is the
+     * driver's start-up, 0.1-0.2 s on the H200 host, before the input could be opened), when
+     * the NVIDIA driver's device nodes exist; an error (no usable GPU) then comes at the first
+     * slab, as FP4_ERR_DEVICE with the same message. Without the nodes, or when the caller
+     * must know now (--device auto), the GPUs are counted here. */
+    const bool defer =
+        early && (access("/dev/nvidiactl", F_OK) == 0 || access("/dev/dxg", F_OK) == 0);
+    if (!defer) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n <= 0) {
+            cudaGetLastError();
+            return no_device_error(e);
+        }
     }
     fp4_backend *be = calloc(1, sizeof *be);
     cuda_be *cb = calloc(1, sizeof *cb);
@@ -614,7 +700,9 @@ fp4_status fp4_cuda_backend_open(fp4_backend **out)
         free(cb);
         return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
     }
-    cb->dev = dev;
+    /* the GPU this process was given (mpirun: world.c picks local rank mod GPUs), else 0 */
+    cb->dev = g_cuda_dev;
+    cb->check_devices = defer;
     be->ops = &cuda_ops;
     be->threads = 1;
     be->impl = cb;
@@ -627,5 +715,5 @@ fp4_status fp4_cuda_backend_open(fp4_backend **out)
 
 #else
 /* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
-typedef int fp4_backend_cuda_unused;
+void fp4_cuda_backend_set_device(int dev) { (void)dev; }
 #endif

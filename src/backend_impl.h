@@ -57,8 +57,10 @@ fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out);
 
 #ifdef FP4_HAVE_CUDA_BACKEND
 /* The CUDA engine (kernels/), when a build provides it: FP4_ERR_DEVICE "CUDA requested but
- * ..." when no GPU or driver is usable. */
-fp4_status fp4_cuda_backend_open(fp4_backend **out);
+ * ..." when no GPU or driver is usable. early: CUDA's whole start-up may run on the backend's
+ * start-up thread, and that error come at the first slab instead (--device cuda); false: the
+ * GPUs are counted before it returns (--device auto chooses by it). */
+fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out);
 /* A plan as the kernels see it (kernels.h fp4k_cfg); rht_n 0 without RHT. */
 struct fp4k_cfg;
 void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *out);

@@ -43,6 +43,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     }
     fp4_source_set_verbose(o.verbosity > 1);
     fp4_source_set_notes(o.verbosity > 0);
+    /* OpenMP's wait default, before any thread starts (may run the program again) */
+    if (o.device != FP4_DEVICE_CUDA)
+        fp4_omp_wait_default(o.args[0], o.threads > 0 ? o.threads : omp_get_max_threads());
     fp4_world w; /* under mpirun: this rank's share, one report from rank 0 */
     int threads;
     if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)

@@ -1,5 +1,4 @@
 /* gemm_blas.c — CBLAS or cuBLAS behind gemm_blas.h. */
-#define _GNU_SOURCE /* dl_iterate_phdr */
 #include "gemm_blas.h"
 
 #include <stdbool.h>
@@ -10,10 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-#include <link.h>
-#include <sys/stat.h>
-#endif
+#include "reexec.h"
 
 #ifdef FP4_HAVE_CUDA_BACKEND
 #include <cuda_runtime_api.h>
@@ -185,31 +181,6 @@ fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, i
     return FP4_OK;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-/* dl_iterate_phdr visits the main program first: its PT_INTERP (the dynamic loader), if any. */
-static int main_interp(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_INTERP)
-            *(const char **)data = (const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    return 1; /* the main program only */
-}
-
-/* Whether execv("/proc/self/exe", argv) would run this program again: not when it was started
- * through its loader (ld.so fp4diag ...), where /proc/self/exe is the loader, which would take
- * argv[1] for the program to load. */
-static bool self_exe_is_us(void)
-{
-    struct stat se, si;
-    if (stat("/proc/self/exe", &se) != 0) return false;
-    const char *interp = NULL;
-    dl_iterate_phdr(main_interp, &interp);
-    if (interp && stat(interp, &si) == 0 && si.st_dev == se.st_dev && si.st_ino == se.st_ino)
-        return false;
-    return true;
-}
-#endif
 
 /* OpenBLAS's own exported call (blas_server.c; it also serves fork handling): joins the
  * workers; its next threaded call starts them again. Weak: absent in other BLAS. */
@@ -238,9 +209,7 @@ void fp4_dgemm_pick_openblas_core(char **argv)
         want = "SkylakeX";
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         want = "Haswell";
-    if (!want || !self_exe_is_us() || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on as we were */
+    if (want) fp4_reexec_with(argv, "OPENBLAS_CORETYPE", want); /* returns if not done */
 #else
     (void)argv;
 #endif

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "world.h"
 
+#include "backend.h"
 #include "merge.h"
 #include "report.h"
 
@@ -104,8 +105,12 @@ fp4_status fp4_world_prepare(const fp4_world *w, fp4_options *o, int *threads)
 #ifdef FP4_HAVE_CUDA
     if (o->device != FP4_DEVICE_CPU) { /* one GPU per rank, by local rank */
         int n = 0;
-        if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) cudaSetDevice(w->local_rank % n);
-        else cudaGetLastError();
+        if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0) {
+            cudaSetDevice(w->local_rank % n);
+            fp4_cuda_backend_set_device(w->local_rank % n);
+        } else {
+            cudaGetLastError();
+        }
     }
 #endif
     return FP4_OK;
