@@ -78,7 +78,10 @@ void fp4_analysis_abort(fp4_analysis *an);
  * analysis they were handed to has ended (fp4_analysis_end or _abort), so the backend may copy
  * them later, straight from there (CUDA: the range is pinned with cudaHostRegister at its first
  * use, and copied without staging). Unregister before the memory is freed. Results never
- * depend on it; no effect on the CPU backend. One range at a time (a new one replaces it). */
+ * depend on it; no effect on the CPU backend. Up to FP4_HOST_REGS ranges at a time (the kept
+ * rows of the tensor analysed and of the one read ahead); a further one replaces the oldest,
+ * registering a range again is a no-op. */
+#define FP4_HOST_REGS 2
 void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes);
 void fp4_backend_host_unregister(fp4_backend *be, void *p);
 

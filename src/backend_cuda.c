@@ -38,6 +38,14 @@ typedef struct cuda_keep {
     int64_t part_cap;     /* chunks per slot */
 } cuda_keep;
 
+/* A range the caller keeps stable (fp4_backend_host_register). */
+typedef struct cuda_reg {
+    unsigned char *p; /* NULL: free */
+    size_t bytes;
+    int state;        /* 0: not yet pinned, 1: pinned, -1: pinning failed (staged) */
+    unsigned age;     /* registration order */
+} cuda_reg;
+
 /* The backend: the GPU it runs on, the start-up thread, and what its analyses (one at a time)
  * share: the staging buffers, the stream and events, the per-config buffers. */
 typedef struct cuda_be {
@@ -57,10 +65,10 @@ typedef struct cuda_be {
     float *d_in[NSLOT];       /* fp32 rows on the device */
     uint16_t *d_words[NSLOT]; /* words on the device, before widening */
     int64_t cap;              /* elements per slot */
-    /* the caller's stable range (fp4_backend_host_register), pinned at its first use */
-    unsigned char *reg;
-    size_t reg_bytes;
-    int reg_state;            /* 0: not yet pinned, 1: pinned, -1: pinning failed (staged) */
+    /* the caller's stable ranges (fp4_backend_host_register), each pinned at its first use:
+     * the kept rows of the tensor analysed and of the one read ahead */
+    cuda_reg reg[FP4_HOST_REGS];
+    unsigned reg_clock;       /* registrations so far: the oldest range is replaced */
 } cuda_be;
 
 typedef struct cuda_cfg {
@@ -239,7 +247,8 @@ static void cuda_close(fp4_backend *be)
     cuda_be *cb = be->impl;
     if (cb) {
         if (cuda_ready(cb) == FP4_OK) {
-            if (cb->reg) cuda_host_unregister(be, cb->reg);
+            for (int i = 0; i < FP4_HOST_REGS; i++)
+                if (cb->reg[i].p) cuda_host_unregister(be, cb->reg[i].p);
             stage_free(cb);
             keep_free(cb);
             fp4_trace("cuda: staging freed");
@@ -253,43 +262,55 @@ static void cuda_close(fp4_backend *be)
 static void cuda_host_unregister(fp4_backend *be, void *p)
 {
     cuda_be *cb = be->impl;
-    if (!cb->reg || cb->reg != p) return;
-    if (cb->reg_state == 1) {
-        cudaHostUnregister(cb->reg);
-        cudaGetLastError();
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        cuda_reg *r = &cb->reg[i];
+        if (!r->p || r->p != p) continue;
+        if (r->state == 1) {
+            cudaHostUnregister(r->p);
+            cudaGetLastError();
+        }
+        memset(r, 0, sizeof *r);
     }
-    cb->reg = NULL;
-    cb->reg_bytes = 0;
-    cb->reg_state = 0;
 }
 
 static void cuda_host_register(fp4_backend *be, void *p, size_t bytes)
 {
     cuda_be *cb = be->impl;
-    if (cb->reg) cuda_host_unregister(be, cb->reg);
-    cb->reg = p;
-    cb->reg_bytes = bytes;
-    cb->reg_state = 0;
+    unsigned char *const q = p;
+    for (int i = 0; i < FP4_HOST_REGS; i++)
+        if (cb->reg[i].p == q && cb->reg[i].bytes == bytes) return; /* already */
+    /* a range overlapping this one would be pinned twice: dropped */
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        const cuda_reg *r = &cb->reg[i];
+        if (r->p && q < r->p + r->bytes && r->p < q + bytes) cuda_host_unregister(be, r->p);
+    }
+    cuda_reg *slot = &cb->reg[0]; /* a free one, else the oldest */
+    for (int i = 1; i < FP4_HOST_REGS && slot->p; i++)
+        if (!cb->reg[i].p || cb->reg[i].age < slot->age) slot = &cb->reg[i];
+    if (slot->p) cuda_host_unregister(be, slot->p);
+    *slot = (cuda_reg){.p = q, .bytes = bytes, .state = 0, .age = ++cb->reg_clock};
 }
 
-/* Whether [data, data + bytes) lies in the registered range, pinned (now, at its first use,
+/* Whether [data, data + bytes) lies in a registered range, pinned (now, at its first use,
  * after CUDA started): then it is copied from there, with no staging. */
 static bool in_pinned(cuda_be *cb, const void *data, size_t bytes)
 {
     const unsigned char *d = data;
-    if (!cb->reg || d < cb->reg || bytes > cb->reg_bytes ||
-        (size_t)(d - cb->reg) > cb->reg_bytes - bytes)
-        return false;
-    if (cb->reg_state == 0) {
-        cb->reg_state = cudaHostRegister(cb->reg, cb->reg_bytes, cudaHostRegisterDefault) ==
-                                cudaSuccess
-                            ? 1
-                            : -1;
-        if (cb->reg_state < 0) cudaGetLastError(); /* staged as any other memory */
-        fp4_trace("cuda: host register of %zu bytes: %s", cb->reg_bytes,
-                  cb->reg_state > 0 ? "pinned" : "failed");
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        cuda_reg *r = &cb->reg[i];
+        if (!r->p || d < r->p || bytes > r->bytes || (size_t)(d - r->p) > r->bytes - bytes)
+            continue;
+        if (r->state == 0) {
+            r->state = cudaHostRegister(r->p, r->bytes, cudaHostRegisterDefault) == cudaSuccess
+                           ? 1
+                           : -1;
+            if (r->state < 0) cudaGetLastError(); /* staged as any other memory */
+            fp4_trace("cuda: host register of %zu bytes: %s", r->bytes,
+                      r->state > 0 ? "pinned" : "failed");
+        }
+        return r->state == 1;
     }
-    return cb->reg_state == 1;
+    return false;
 }
 
 static bool cuda_takes_words(const fp4_backend *be, fp4_words w)
