@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "driver.h"
 #include "io/chunked.h"
+#include "io/pario.h"
 #include "io/source.h"
 #include "output.h"
 #include "report.h"
@@ -53,6 +54,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     fp4_source_set_allow_external(o.allow_external);
     /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
     fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
+    fp4_pario_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
     fp4_chunked_set_memory(o.mem_limit / 2);
     /* -o checked before anything is read: never the input, its directory writable (rank 0
      * writes it; under mpirun its refusal still goes through the gather: no rank waits) */

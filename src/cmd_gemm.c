@@ -13,6 +13,7 @@
 #include "gemm.h"
 #include "gemm_blas.h"
 #include "io/chunked.h"
+#include "io/pario.h"
 #include "io/source.h"
 #include "options.h"
 #include "output.h"
@@ -526,6 +527,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     }
     /* chunk decoding (io/chunked.c): the same threads, its working memory within --mem-limit */
     fp4_chunked_set_threads(nthreads > 0 ? nthreads : omp_get_max_threads());
+    fp4_pario_set_threads(nthreads > 0 ? nthreads : omp_get_max_threads());
     fp4_chunked_set_memory(opt.mem_limit);
     fp4_dgemm *products = NULL;
     FP4_TRY(fp4_dgemm_open(opt.device, &products));

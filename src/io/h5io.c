@@ -5,6 +5,7 @@
 #include "io/h5io.h"
 
 #include "io/chunked.h"
+#include "io/pario.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1184,23 +1185,6 @@ static int64_t h5io_direct_offset(fp4_h5file *f, hid_t d, const fp4_tensor_desc 
     return (int64_t)a;
 }
 
-/* pread exactly n bytes at off; a short read (the file shrank under us) is an error. */
-static fp4_status h5io_pread(fp4_h5file *f, const char *path, void *buf, size_t n, int64_t off)
-{
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(f->cfd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0)
-            return fp4_error(FP4_ERR_INPUT, "%s: %s: read failed at byte %lld: %s", f->name, path,
-                             (long long)off, r < 0 ? strerror(errno) : "unexpected end of file");
-        p += r;
-        n -= (size_t)r;
-        off += r;
-    }
-    return FP4_OK;
-}
-
 /* The stored words of the slab, straight from the file (its bytes lie at cur_direct in
  * row-major order), in host byte order: one run of bytes per index of the dimensions before
  * `dim`. The data's end is checked against the file's size first: a truncated file is an
@@ -1226,39 +1210,13 @@ static fp4_status h5io_read_direct(fp4_h5file *f, const char *path, const fp4_te
         extent = in->dims[dim];
     }
     const int64_t run = count * inner; /* bytes per run: all within logical_bytes */
-    unsigned char *out = buf;
-    if (outer == 1 || count == extent) {
-        FP4_TRY(h5io_pread(f, path, out, (size_t)(outer * run), off + start * inner));
-    } else {
-        for (int64_t o = 0; o < outer; o++)
-            FP4_TRY(h5io_pread(f, path, out + o * run, (size_t)run,
-                               off + (o * extent + start) * inner));
-    }
-    if (w > 1 && strcmp(in->byte_order, "be") == 0) { /* the host is little-endian */
-        const size_t n = (size_t)(outer * run / w);
-        if (w == 2)
-            for (size_t i = 0; i < n; i++) {
-                uint16_t v;
-                memcpy(&v, out + 2 * i, 2);
-                v = __builtin_bswap16(v);
-                memcpy(out + 2 * i, &v, 2);
-            }
-        else if (w == 4)
-            for (size_t i = 0; i < n; i++) {
-                uint32_t v;
-                memcpy(&v, out + 4 * i, 4);
-                v = __builtin_bswap32(v);
-                memcpy(out + 4 * i, &v, 4);
-            }
-        else
-            for (size_t i = 0; i < n; i++) {
-                uint64_t v;
-                memcpy(&v, out + 8 * i, 8);
-                v = __builtin_bswap64(v);
-                memcpy(out + 8 * i, &v, 8);
-            }
-    }
-    return FP4_OK;
+    const int swap = w > 1 && strcmp(in->byte_order, "be") == 0 ? (int)w : 0; /* host: LE */
+    /* in pieces on a few threads when large (io/pario.c); the words swapped as they arrive */
+    if (outer == 1 || count == extent)
+        return fp4_pario_pread(f->cfd, f->name, path, buf, 0, off + start * inner, 0, 1,
+                               outer * run, swap);
+    return fp4_pario_pread(f->cfd, f->name, path, buf, run, off + start * inner,
+                           extent * inner, outer, run, swap);
 }
 
 /* A chunked dataset when HDF5 decodes it (filters we do not decode: scaleoffset, nbit, szip,

@@ -1,9 +1,11 @@
 /* rawconv.c — stored words to fp32 for the zero-copy sources: byte loads (no alignment
- * assumed), bit constructions for the narrow floats (exact), C conversions for the rest. */
+ * assumed), bit constructions for the narrow floats (exact), C conversions for the rest;
+ * large slabs in pieces on a few threads. */
 #include "io/rawconv.h"
 
 #include <string.h>
 
+#include "io/pario.h"
 #include "io/widen_f8.h"
 
 const char *fp4_raw_name(fp4_raw k)
@@ -148,6 +150,25 @@ static void run_out(fp4_raw k, bool be, const uint8_t *src, int64_t stride, int6
             dst[i * size + b] = src[i * stride + (be && size > 1 ? size - 1 - b : b)];
 }
 
+/* A C-order slab in pieces: piece q is part of run q / per. */
+typedef struct slab_job {
+    fp4_raw k;
+    bool be, raw;
+    const uint8_t *base;
+    int size;
+    int64_t osize, run, inner, extent, start, pe, per;
+    uint8_t *out;
+} slab_job;
+
+static void slab_piece(void *ctx, int64_t q)
+{
+    const slab_job *J = ctx;
+    const int64_t o = q / J->per, j = (q % J->per) * J->pe;
+    const int64_t m = J->run - j < J->pe ? J->run - j : J->pe;
+    run_out(J->k, J->be, J->base + ((o * J->extent + J->start) * J->inner + j) * J->size, J->size,
+            m, J->raw, J->out + (o * J->run + j) * J->osize);
+}
+
 void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
                   const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
                   bool raw, void *buf)
@@ -164,9 +185,19 @@ void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
         for (int j = 0; j < dim; j++) outer *= dims[j];
         for (int j = dim + 1; j < rank; j++) inner *= dims[j];
         const int64_t run = count * inner;
-        for (int64_t o = 0; o < outer; o++)
-            run_out(k, big_endian, base + ((o * dims[dim] + start) * inner) * size, size, run, raw,
-                    out + o * run * osize);
+        const int nth = fp4_pario_threads(outer * run * osize);
+        if (nth <= 1) {
+            for (int64_t o = 0; o < outer; o++)
+                run_out(k, big_endian, base + ((o * dims[dim] + start) * inner) * size, size,
+                        run, raw, out + o * run * osize);
+            return;
+        }
+        /* large: in pieces on a few threads (io/pario.c), each its own part of buf */
+        slab_job J = {.k = k, .be = big_endian, .base = base, .size = size, .osize = osize,
+                      .raw = raw, .out = out, .run = run, .inner = inner, .extent = dims[dim],
+                      .start = start, .pe = FP4_PARIO_PIECE / osize};
+        J.per = (run + J.pe - 1) / J.pe;
+        fp4_pario_for(slab_piece, &J, outer * J.per, nth);
         return;
     }
     /* Column-major: element (i0..ir-1) at sum i_j * stride_j, stride_0 = 1. Rows of the slab

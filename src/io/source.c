@@ -3,6 +3,7 @@
  * format's operations. Names no format: the table lives in source_reg.c. */
 #include "io/source.h"
 
+#include "io/pario.h"
 #include "io/widen.h"
 #include "trace.h"
 
@@ -470,7 +471,7 @@ fp4_status fp4_source_read_f32(fp4_source *s, const fp4_tensor_desc *t, int dim,
     if (w <= sizeof(float)) {
         FP4_TRY(s->ops->read_raw(s->impl, t, dim, start, count,
                                  (unsigned char *)buf + (size_t)n * (sizeof(float) - w)));
-        fp4_widen_inplace(t->stored, false, buf, (size_t)n);
+        fp4_pario_widen_inplace(t->stored, buf, (size_t)n); /* large: on a few threads */
         return FP4_OK;
     }
     void *raw = malloc(n ? (size_t)n * w : 1);
