@@ -220,11 +220,30 @@ typedef struct slab_reader {
     int ndone;         /* tensors the analysis is through with (its position in the order) */
     bool waiting;      /* the analysis waits for a slab */
     bool blocked;      /* the reader waits for memory */
-    void *pinned;      /* the buffer registered with the backend (fp4_backend_host_register):
-                          freed by the analysis' thread alone, after unregistering it */
+    void *pinned[FP4_HOST_REGS]; /* buffers registered with the backend
+                          (fp4_backend_host_register; NULL: free): freed by the analysis'
+                          thread alone, after unregistering them */
     fp4_backend *be;
     bool stop;
 } slab_reader;
+
+/* Whether b is one of the registered buffers. */
+static bool is_pinned(const slab_reader *r, const void *b)
+{
+    for (int i = 0; i < FP4_HOST_REGS; i++)
+        if (b && r->pinned[i] == b) return true;
+    return false;
+}
+
+/* On the analysis' thread: unregister b (a registered buffer) before it is freed. */
+static void unpin(slab_reader *r, const void *b)
+{
+    for (int i = 0; i < FP4_HOST_REGS; i++)
+        if (b && r->pinned[i] == b) {
+            fp4_backend_host_unregister(r->be, r->pinned[i]);
+            r->pinned[i] = NULL;
+        }
+}
 
 /* Under mu: whether `bytes` more may be taken now. Beyond the budget only when the analysis
  * waits on an empty queue (then it holds nothing but its current tensor's own buffers, as
@@ -233,7 +252,7 @@ typedef struct slab_reader {
 static bool reader_may_take(slab_reader *r, int64_t bytes)
 {
     for (int i = r->ncache - 1; i >= 0 && r->inuse + bytes > r->budget; i--) {
-        if (r->cache[i] == r->pinned) continue; /* the analysis' thread frees that one */
+        if (is_pinned(r, r->cache[i])) continue; /* the analysis' thread frees those */
         free(r->cache[i]);
         r->inuse -= r->cache_cap[i];
         r->ncache--;
@@ -309,10 +328,7 @@ static void reader_cache_put(slab_reader *r, void *b, int64_t cap)
         r->cache[r->ncache] = b;
         r->cache_cap[r->ncache++] = cap;
     } else {
-        if (b == r->pinned) { /* only the analysis' thread puts buffers back */
-            fp4_backend_host_unregister(r->be, b);
-            r->pinned = NULL;
-        }
+        unpin(r, b); /* only the analysis' thread puts buffers back */
         free(b);
         r->inuse -= cap;
     }
@@ -482,17 +498,17 @@ static fp4_status slab_reader_next(slab_reader *r, int seq, ready_slab *s)
     r->waiting = true;
     pthread_cond_broadcast(&r->cv);
     while (r->qn == 0) {
-        /* the reader waits for memory the registered buffer holds idle: free it here (the
+        /* the reader waits for memory registered buffers hold idle: free them here (the
          * backend's calls stay on this thread) */
-        for (int i = 0; r->blocked && r->pinned && i < r->ncache; i++)
-            if (r->cache[i] == r->pinned) {
-                fp4_backend_host_unregister(r->be, r->pinned);
-                free(r->pinned);
-                r->pinned = NULL;
+        for (int i = 0; r->blocked && i < r->ncache; i++)
+            if (is_pinned(r, r->cache[i])) {
+                unpin(r, r->cache[i]);
+                free(r->cache[i]);
                 r->inuse -= r->cache_cap[i];
                 r->ncache--;
                 r->cache[i] = r->cache[r->ncache];
                 r->cache_cap[i] = r->cache_cap[r->ncache];
+                i--; /* the entry moved here is looked at too */
                 pthread_cond_broadcast(&r->cv);
             }
         pthread_cond_wait(&r->cv, &r->mu);
@@ -575,8 +591,7 @@ static void slab_reader_join(slab_reader *r)
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->th, NULL);
-    if (r->pinned) fp4_backend_host_unregister(r->be, r->pinned);
-    r->pinned = NULL;
+    for (int i = 0; i < FP4_HOST_REGS; i++) unpin(r, r->pinned[i]);
     while (r->qn > 0) {
         ready_slab *s = &r->q[r->qhead];
         free(s->err);
@@ -598,17 +613,21 @@ static void slab_reader_join(slab_reader *r)
     pthread_mutex_destroy(&r->mu);
 }
 
-/* The first kept-rows buffer is handed to the backend as a stable range
- * (fp4_backend_host_register: CUDA pins it at its first use and copies from it without
- * staging) and stays registered while the reader hands it back for later tensors; the other
- * buffer the reader fills ahead goes through staging. One registration per buffer lifetime
- * (pinning is not cheap), and it is dropped on this thread before the buffer is freed. */
+/* Kept-rows buffers are handed to the backend as stable ranges (fp4_backend_host_register:
+ * CUDA pins each at its first use and copies from it without staging) and stay registered
+ * while the reader hands them back for later tensors: the tensor analysed and the one read
+ * ahead each have one (FP4_HOST_REGS). One registration per buffer lifetime (pinning is not
+ * cheap), dropped on this thread before the buffer is freed; a buffer beyond those goes
+ * through staging. */
 static void register_kept(slab_reader *r, unsigned char *kept, int64_t cap)
 {
     pthread_mutex_lock(&r->mu);
-    if (!r->pinned) {
+    int slot = -1;
+    for (int i = 0; i < FP4_HOST_REGS && !is_pinned(r, kept); i++)
+        if (!r->pinned[i] && slot < 0) slot = i;
+    if (slot >= 0 && !is_pinned(r, kept)) {
         fp4_backend_host_register(r->be, kept, (size_t)cap);
-        r->pinned = kept;
+        r->pinned[slot] = kept;
     }
     pthread_mutex_unlock(&r->mu);
 }
