@@ -27,11 +27,19 @@ static int main_interp(struct dl_phdr_info *info, size_t size, void *data)
 
 /* Whether execv("/proc/self/exe", argv) would run this program again: not when it was started
  * through its loader (ld.so fp4diag ...), where /proc/self/exe is the loader, which would take
- * argv[1] for the program to load. */
+ * argv[1] for the program to load; not under valgrind, where /proc/self/exe is valgrind's tool
+ * (run natively it refuses: "You cannot run ... directly", exit 1) while readlink, which valgrind
+ * answers with the client's path, names this program: the two must be the same file (a deleted
+ * or replaced executable reads "... (deleted)" or another file: no second start either). */
 static bool self_exe_is_us(void)
 {
-    struct stat se, si;
+    struct stat se, si, sl;
+    char link[4096];
     if (stat("/proc/self/exe", &se) != 0) return false;
+    const ssize_t n = readlink("/proc/self/exe", link, sizeof link - 1);
+    if (n <= 0) return false;
+    link[n] = '\0';
+    if (stat(link, &sl) != 0 || sl.st_dev != se.st_dev || sl.st_ino != se.st_ino) return false;
     const char *interp = NULL;
     dl_iterate_phdr(main_interp, &interp);
     if (interp && stat(interp, &si) == 0 && si.st_dev == se.st_dev && si.st_ino == se.st_ino)
