@@ -11,7 +11,8 @@ void fp4_reexec_set_argv(char **argv);
 /* Set var=value (overwriting) and execv("/proc/self/exe", argv), argv being what main recorded
  * (or the given one when not NULL). Returns only when nothing was done: no argv recorded, not
  * Linux/x86-64 with GCC, the program started through its loader (ld.so fp4diag ...: the exec
- * would run the loader), or the exec failed (then var is unset again). */
+ * would run the loader) or under valgrind (/proc/self/exe is then not this program), or the
+ * exec failed (then var is unset again). */
 void fp4_reexec_with(char **argv, const char *var, const char *value);
 
 #endif

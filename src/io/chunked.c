@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io/widen.h"
+
 static int64_t g_memory;  /* decoding memory bound, bytes (0: none) */
 static int g_threads;     /* 0: OpenMP's default */
 
@@ -100,24 +102,6 @@ static void coords_text(const fp4_chunked *c, const int64_t *cc, char *buf, size
     if (k < n) snprintf(buf + k, n - k, ")");
 }
 
-static void swap_words(unsigned char *p, size_t nwords, size_t es)
-{
-    if (es == 2) {
-        for (size_t i = 0; i < nwords; i++, p += 2) {
-            unsigned char t = p[0];
-            p[0] = p[1];
-            p[1] = t;
-        }
-        return;
-    }
-    for (size_t i = 0; i < nwords; i++, p += es)
-        for (size_t a = 0, b = es - 1; a < b; a++, b--) {
-            unsigned char t = p[a];
-            p[a] = p[b];
-            p[b] = t;
-        }
-}
-
 typedef struct slab_geom {
     int dim;
     int64_t start, count;
@@ -162,7 +146,7 @@ static void place(const fp4_chunked *c, const slab_geom *g, const unsigned char 
         unsigned char *dst = buf + (size_t)doff * es;
         if (src) {
             memcpy(dst, src + (size_t)so * es, run * es);
-            if (c->swap) swap_words(dst, run, es);
+            if (c->swap) fp4_swap_words(dst, run, es);
         } else if (c->fill_zero) {
             memset(dst, 0, run * es);
         } else {
@@ -218,7 +202,7 @@ static fp4_status do_chunk(const fp4_chunked *c, const slab_geom *g, const int64
         }
         unsigned char fill[16];
         memcpy(fill, c->fill, c->elem_size);
-        if (c->swap) swap_words(fill, 1, c->elem_size);
+        if (c->swap) fp4_swap_words(fill, 1, c->elem_size);
         place(c, g, NULL, co, lo, hi, buf, fill);
         return FP4_OK;
     }
@@ -282,7 +266,7 @@ static fp4_status do_chunk(const fp4_chunked *c, const slab_geom *g, const int64
         return st;
     }
     if (direct) {
-        if (c->swap) swap_words(dst, c->chunk_bytes / c->elem_size, c->elem_size);
+        if (c->swap) fp4_swap_words(dst, c->chunk_bytes / c->elem_size, c->elem_size);
     } else {
         place(c, g, dst, co, lo, hi, buf, NULL);
     }

@@ -135,32 +135,6 @@ static void pool_run(piece_fn fn, void *ctx, int64_t n, int nth)
     pthread_mutex_unlock(&g_pool.busy);
 }
 
-static void swap_words(unsigned char *p, int64_t bytes, int w)
-{
-    const int64_t n = bytes / w;
-    if (w == 2)
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t v;
-            memcpy(&v, p + 2 * i, 2);
-            v = __builtin_bswap16(v);
-            memcpy(p + 2 * i, &v, 2);
-        }
-    else if (w == 4)
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t v;
-            memcpy(&v, p + 4 * i, 4);
-            v = __builtin_bswap32(v);
-            memcpy(p + 4 * i, &v, 4);
-        }
-    else if (w == 8)
-        for (int64_t i = 0; i < n; i++) {
-            uint64_t v;
-            memcpy(&v, p + 8 * i, 8);
-            v = __builtin_bswap64(v);
-            memcpy(p + 8 * i, &v, 8);
-        }
-}
-
 /* One piece: pread exactly n bytes at off; the reason of a failure in why. */
 static bool piece_read(int fd, unsigned char *p, int64_t n, int64_t off, int64_t *at,
                        char *why, size_t whysz)
@@ -211,7 +185,7 @@ static void pread_piece(void *ctx, int64_t k)
         pthread_mutex_unlock(&J->mu);
         return;
     }
-    if (J->swap > 1) swap_words(p, n, J->swap);
+    if (J->swap > 1) fp4_swap_words(p, (size_t)(n / J->swap), (size_t)J->swap);
 }
 
 fp4_status fp4_pario_pread(int fd, const char *file, const char *name, unsigned char *dst0,

@@ -199,3 +199,41 @@ bool fp4_widen_inplace(fp4_stored s, bool swap, float *buf, size_t n)
     }
     return true;
 }
+
+void fp4_swap_words(void *p, size_t nwords, size_t es)
+{
+    unsigned char *b = p;
+    switch (es) {
+    case 2:
+        for (size_t i = 0; i < nwords; i++) {
+            uint16_t v;
+            memcpy(&v, b + 2 * i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(b + 2 * i, &v, 2);
+        }
+        return;
+    case 4:
+        for (size_t i = 0; i < nwords; i++) {
+            uint32_t v;
+            memcpy(&v, b + 4 * i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(b + 4 * i, &v, 4);
+        }
+        return;
+    case 8:
+        for (size_t i = 0; i < nwords; i++) {
+            uint64_t v;
+            memcpy(&v, b + 8 * i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(b + 8 * i, &v, 8);
+        }
+        return;
+    default:
+        for (size_t i = 0; i < nwords; i++, b += es)
+            for (size_t lo = 0, hi = es ? es - 1 : 0; lo < hi; lo++, hi--) {
+                const unsigned char t = b[lo];
+                b[lo] = b[hi];
+                b[hi] = t;
+            }
+    }
+}

@@ -26,6 +26,10 @@ bool fp4_widen(fp4_stored s, bool swap, const void *src, float *dst, size_t n);
  * Words of 8 bytes do not fit: false, nothing written. */
 bool fp4_widen_inplace(fp4_stored s, bool swap, float *buf, size_t n);
 
+/* Reverse the bytes of each of the nwords words of es bytes at p, in place (any alignment):
+ * stored words of the other byte order made host-order (SPEC §8). es 1: nothing to do. */
+void fp4_swap_words(void *p, size_t nwords, size_t es);
+
 /* One IEEE half (host-order bits) as fp32 bits, the portable exact path (tests, fallbacks). */
 unsigned fp4_f16_bits_to_f32_bits(unsigned short h);
 
