@@ -62,7 +62,7 @@ else
 endif
 $(info fp4diag build: $(CUDA_MSG))
 
-# --- MPI: `mpirun -n N fp4diag sqnr ...` takes one share per rank (src/world.c) ------------
+# --- MPI: `mpirun -n N fp4diag sqnr ...` takes one share per rank (src/cmd/world.c) ------------
 ifeq ($(MPI),auto)
   USE_MPI := $(shell pkg-config --exists mpi-c 2>/dev/null && echo 1 || echo 0)
 else
@@ -96,9 +96,11 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: src/%.c $(HDRS) | $(BUILD)
+# Each object depends on the headers it includes (-MMD: $(BUILD)/X.d, read below), so a header
+# change rebuilds only what includes it.
+$(BUILD)/%.o: src/%.c | $(BUILD)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The CPU engine (src/engine/): no contraction, said explicitly (every variant must give the
 # reference's bits), and let the vectorizer if-convert float selects (value-safe: no
@@ -116,12 +118,14 @@ $(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
 
-$(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(HDRS) src/tests/testutil.h | $(BUILD)
+$(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a | $(BUILD)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Isrc/tests $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(TEST_LDLIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Isrc/tests -MMD -MP $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(TEST_LDLIBS) $(LDLIBS)
 
 $(BUILD):
 	@mkdir -p $@
+
+-include $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(TEST_BINS:=.d)
 
 tests: $(TEST_BINS) $(BIN)
 
@@ -268,8 +272,9 @@ CROSS_BUILD := build-aarch64
 # The engine's files and the CPU backend with the widening of stored words it does itself
 # (io/widen.c, and io/source.c for fp4_stored_size); --gc-sections drops what bench_engine
 # never reaches (the rest of source.c, which needs the other io/ files).
-CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/quant.c src/format.c src/rht.c \
-              src/metrics.c src/status.c src/trace.c src/backend.c src/backend_cpu.c \
+CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/num/quant.c src/num/format.c \
+              src/num/rht.c src/num/metrics.c src/base/status.c src/base/trace.c \
+              src/backend/backend.c src/backend/cpu.c \
               src/io/widen.c src/io/source.c
 $(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 /* kdev.cuh — the device side's view of one block: scan, scale, per-element quantization.
- * PROVISIONAL until src/common.h lands: then every function here becomes a thin call into it,
+ * PROVISIONAL until src/base/common.h lands: then every function here becomes a thin call into it,
  * so the CPU and GPU share one definition. */
 #ifndef FP4_KDEV_CUH
 #define FP4_KDEV_CUH

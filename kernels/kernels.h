@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "base/common.h"
 
 #ifdef __cplusplus
 extern "C" {

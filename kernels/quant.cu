@@ -8,7 +8,7 @@
 
 #include <type_traits>
 
-#include "common.h"
+#include "base/common.h"
 #include "kernels.h"
 
 namespace {

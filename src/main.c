@@ -4,15 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "commands.h"
+#include "backend/backend.h"
+#include "cmd/commands.h"
 #include "engine/engine.h"
-#include "gemm_blas.h"
-#include "reexec.h"
-#include "status.h"
-#include "trace.h"
-#include "version.h"
-#include "world.h"
+#include "run/gemm_blas.h"
+#include "cmd/reexec.h"
+#include "base/status.h"
+#include "base/trace.h"
+#include "base/version.h"
+#include "cmd/world.h"
 
 const fp4_command fp4_commands[] = {
     {"ls", cmd_ls, "list the tensors of a file (shape, dtype, chunks, filters, size)",

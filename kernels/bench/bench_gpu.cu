@@ -18,8 +18,8 @@
 #include <Random123/philox.h>
 #define FP4_HAVE_CUDA_BACKEND 1
 extern "C" {
-#include "backend_impl.h"
-#include "rht.h"
+#include "backend/impl.h"
+#include "num/rht.h"
 }
 #include "kernels.h"
 

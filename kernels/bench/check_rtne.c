@@ -6,7 +6,7 @@
  *   cc -O2 -Isrc -o build/check_rtne kernels/bench/check_rtne.c -lm && build/check_rtne */
 #include <stdio.h>
 #include <string.h>
-#include "common.h"
+#include "base/common.h"
 static uint32_t fb(float f){uint32_t u;memcpy(&u,&f,4);return u;}
 static float bf(uint32_t u){float f;memcpy(&f,&u,4);return f;}
 static double hilo(uint32_t hi, uint32_t lo){uint64_t b=((uint64_t)hi<<32)|lo;double d;memcpy(&d,&b,8);return d;}

@@ -7,10 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common.h"
-#include "metrics.h"
-#include "quant.h"
-#include "status.h"
+#include "base/common.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "base/status.h"
 
 /* ---- variants ---------------------------------------------------------------------------
  * One row per instruction set. Every variant gives ref.c's bits exactly, for every config

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "io/codec.h"
-#include "status.h"
+#include "base/status.h"
 
 #define FP4_CHUNKED_MAX_RANK 8
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* HDF5's filter identifiers (H5Zpublic.h) of the filters decoded here. */
 #define FP4_FILTER_DEFLATE 1

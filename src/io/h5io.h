@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "io/source.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef struct fp4_h5file fp4_h5file;
 

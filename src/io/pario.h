@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "io/source.h"
 
 /* Reads smaller than this (bytes) stay on the calling thread: a team would cost more than it

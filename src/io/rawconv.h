@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "io/source.h"
-#include "status.h"
+#include "base/status.h"
 
 typedef enum fp4_raw {
     FP4_RAW_NONE = 0,

@@ -5,7 +5,7 @@
 
 #include "io/pario.h"
 #include "io/widen.h"
-#include "trace.h"
+#include "base/trace.h"
 
 #include <dirent.h>
 #include <errno.h>

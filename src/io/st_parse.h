@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "base/status.h"
 
 /* The largest header the reference implementation accepts (bytes of JSON). */
 #define FP4_ST_MAX_HEADER 100000000u

@@ -6,12 +6,12 @@
 #include <math.h>
 #include <omp.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "io/widen.h"
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 enum { R = 200, L = 300, NCFG = 10 };
 static float data[R * L];

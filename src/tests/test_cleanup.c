@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "report/cleanup.h"
 
 static bool file_exists(const char *p)
 {

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "compare.h"
+#include "report/compare.h"
 
 /* A one-tensor sqnr report with two results whose metrics the test chooses. */
 static char *mk(const char *cmd, const char *sqnr_a, const char *status_a, double alpha_a,

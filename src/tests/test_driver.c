@@ -2,7 +2,7 @@
  * transposition that produces it (known answers on small index tensors). */
 #include "testutil.h"
 
-#include "driver.h"
+#include "run/driver.h"
 
 static void test_layout_last_axis(void **state)
 {

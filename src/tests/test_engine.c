@@ -8,12 +8,12 @@
 #include <float.h>
 #include <math.h>
 
-#include "backend.h"
-#include "common.h"
+#include "backend/backend.h"
+#include "base/common.h"
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 static double urand(void)

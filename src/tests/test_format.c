@@ -4,11 +4,11 @@
 
 #include <math.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "engine/engine.h"
-#include "format.h"
-#include "metrics.h"
-#include "quant.h"
+#include "num/format.h"
+#include "num/metrics.h"
+#include "num/quant.h"
 
 static void test_table_matches_common(void **state)
 {

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "gemm.h"
+#include "run/gemm.h"
 
 /* X 2x3, W 2x3 (N = 2, K = 3), dY 2x2, and their three products by hand:
  *   FPROP Y  = X Wᵀ  = [[-2, 4], [-2, 13]]            Σ² = 193

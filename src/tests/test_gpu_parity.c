@@ -5,12 +5,12 @@
 
 #include <math.h>
 
-#include "backend.h"
-#include "backend_impl.h"
+#include "backend/backend.h"
+#include "backend/impl.h"
 #include "io/widen.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 #ifdef FP4_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -5,11 +5,11 @@
 
 #include <math.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static double urand(void)

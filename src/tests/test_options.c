@@ -2,7 +2,7 @@
  * sizes, the formats x RHT config list, and the extension hook gemm uses. */
 #include "testutil.h"
 
-#include "options.h"
+#include "cmd/options.h"
 
 #define ARGV(...) ((char *[]){__VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)))

@@ -8,11 +8,11 @@
 
 #include <math.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 /* deterministic Gaussian (xorshift64* + Box–Muller), test-local */
 static uint64_t rng_state = 88172645463325252ull;

@@ -12,7 +12,7 @@
 
 #include <cJSON.h>
 
-#include "report.h"
+#include "report/report.h"
 
 static char *slurp(const char *path)
 {

@@ -6,11 +6,11 @@
 
 #include <math.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 static void test_known_vectors(void **state)
 {

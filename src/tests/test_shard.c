@@ -8,9 +8,9 @@
 
 #include <cJSON.h>
 
-#include "metrics.h"
-#include "report.h"
-#include "shard.h"
+#include "num/metrics.h"
+#include "report/report.h"
+#include "run/shard.h"
 
 static void test_parse(void **state)
 {

@@ -6,7 +6,7 @@
 
 #include <math.h>
 
-#include "common.h"
+#include "base/common.h"
 #include "io/rawconv.h"
 #include "io/st_parse.h"
 #include "io/widen_f8.h"

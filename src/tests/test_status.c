@@ -1,7 +1,7 @@
 /* test_status.c — errors as values: the detail recorded by fp4_error and the exit-code values. */
 #include "testutil.h"
 
-#include "status.h"
+#include "base/status.h"
 
 static void test_error_records_detail(void **state)
 {

@@ -8,9 +8,9 @@
 #include <math.h>
 
 #include "engine/engine.h"
-#include "metrics.h"
-#include "quant.h"
-#include "rht.h"
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "num/rht.h"
 
 static const char *const cases[] = {"gpt_gemm_layer1/fc2/dy", "gpt_gemm_layer1/fc2/x",
                                     "gpt_gemm_layer1/qkv/x", "gpt_gemm_layer5/fc2/w"};

@@ -11,12 +11,12 @@
 
 #include <hdf5.h>
 
-#include "cleanup.h"
-#include "driver.h"
+#include "report/cleanup.h"
+#include "run/driver.h"
 #include "fuzzutil.h"
 #include "io/source.h"
-#include "options.h"
-#include "report.h"
+#include "cmd/options.h"
+#include "report/report.h"
 
 #define FZ_MAX_ARGS 48
 #define FZ_MAX_ARG 200

@@ -1,0 +1,106 @@
+/* backend.h — one interface for the CPU (OpenMP) and CUDA backends: stream the rows of one
+ * tensor through several configs at once and get their metrics. Commands never see which
+ * backend runs. */
+#ifndef FP4_BACKEND_H
+#define FP4_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "num/metrics.h"
+#include "num/quant.h"
+#include "base/status.h"
+
+typedef enum fp4_device { FP4_DEVICE_CPU = 0, FP4_DEVICE_CUDA, FP4_DEVICE_AUTO } fp4_device;
+
+typedef struct fp4_backend fp4_backend;
+
+/* Open a backend. threads: OpenMP threads for the CPU (0 = all cores). FP4_DEVICE_CUDA in a
+ * build without CUDA or with no GPU: FP4_ERR_DEVICE with a detail (never a silent fall-back).
+ * FP4_DEVICE_AUTO picks CUDA when a GPU is present, else the CPU. */
+fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out);
+void fp4_backend_close(fp4_backend *be);
+
+/* The GPU a CUDA backend opened later runs on (default 0; under mpirun world.c gives each rank
+ * its local rank modulo the GPUs). No CUDA call; a no-op in a build without CUDA. */
+void fp4_cuda_backend_set_device(int dev);
+
+/* fp4diag's default for OpenMP's idle threads: OMP_WAIT_POLICY=passive, i.e. an idle thread
+ * sleeps at once instead of spinning (libgomp's default spins 300000 rounds, milliseconds, at
+ * every end of a parallel region, on cores the reader thread and the widening need). On the
+ * 16-core H200 host, 16 threads, 1 GiB as f32 / bf16, one analysis: 0.63 / 0.45 s wall with
+ * libgomp's default, 0.50 / 0.35 s passive, 0.46 / 0.40 s with GOMP_SPINCOUNT=1000; six
+ * analyses on bf16: 0.88, 0.77, 0.91 s. User time (f32 one, bf16 one, bf16 six): 9.0, 6.4,
+ * 13.2 s with libgomp's default, 1.8, 1.8, 8.1 s passive.
+ * libgomp reads its variables once, when it is loaded, so this sets the variable and executes
+ * the program again (reexec.h), which costs a process start (~10 ms): done only when the user
+ * set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT, the run uses more than one CPU thread
+ * (threads), it was not started by mpirun (MPI is up by now), and `input` (a file, or a
+ * directory's files) holds at least 128 MiB. Returns when nothing is done. */
+void fp4_omp_wait_default(const char *input, int threads);
+
+/* The CPUs this process may run on (its affinity mask; at least 1). */
+int fp4_cpu_count(void);
+
+/* Cap OpenMP's default thread count (OMP_NUM_THREADS, or libgomp's own default) at
+ * fp4_cpu_count(): an environment asking for 100000 threads would otherwise make thread
+ * creation fail (libgomp then exits 1 or crashes). An explicit --threads N is not touched.
+ * Called once by main before any parallel region. */
+void fp4_threads_cap_default(void);
+const char *fp4_backend_name(const fp4_backend *be); /* "cpu" or "cuda" */
+
+/* One tensor through ncfg configs. Usage per tensor:
+ *   fp4_analysis_begin(be, cfgs, ncfg, n_rows, row_len, &an);
+ *   if (fp4_analysis_needs_amax(an)) for each slab: fp4_analysis_amax(an, rows, nrows);
+ *   for each slab, in order: fp4_analysis_feed(an, rows, nrows);
+ *   fp4_analysis_end(an, metrics);    metrics[ncfg], finished (fp4_metrics_finish applied)
+ * Slabs are consecutive whole rows, row-major, row stride row_len; with any weight_2d config
+ * every slab but the last holds a multiple of 16 rows. Results do not depend on the slab split
+ * or the thread count (see fp4_quantize_rows). The configs array must outlive the analysis. */
+typedef struct fp4_analysis fp4_analysis;
+fp4_status fp4_analysis_begin(fp4_backend *be, const fp4_qconfig *cfgs, int ncfg,
+                              int64_t n_rows, int64_t row_len, fp4_analysis **out);
+bool fp4_analysis_needs_amax(const fp4_analysis *an);
+fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows);
+fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows);
+/* The same for nrows rows that are all +0.0 (a source's never-written storage whose fill
+ * value is zero): the results equal feeding those rows, but a backend may account for them
+ * without touching each value (a 4 TiB tensor with 1 MiB stored is analysed in seconds).
+ * The amax pass needs no values: zeros leave every amax as it is. The same order checks. */
+fp4_status fp4_analysis_amax_zero(fp4_analysis *an, int64_t nrows);
+fp4_status fp4_analysis_feed_zero(fp4_analysis *an, int64_t nrows);
+fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out);
+/* Free without results (error paths). */
+void fp4_analysis_abort(fp4_analysis *an);
+
+/* A hint: rows handed to analyses of `be` from [p, p + bytes) are not changed until the
+ * analysis they were handed to has ended (fp4_analysis_end or _abort), so the backend may copy
+ * them later, straight from there (CUDA: the range is pinned with cudaHostRegister at its first
+ * use, and copied without staging). Unregister before the memory is freed. Results never
+ * depend on it; no effect on the CPU backend. Up to FP4_HOST_REGS ranges at a time (the kept
+ * rows of the tensor analysed and of the one read ahead); a further one replaces the oldest,
+ * registering a range again is a no-op. */
+#define FP4_HOST_REGS 2
+void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes);
+void fp4_backend_host_unregister(fp4_backend *be, void *p);
+
+/* Stored 16-bit words in place of fp32 rows (host byte order; SPEC §8): IEEE f16 and bf16
+ * (sign 15, exponent 7..14, mantissa 0..6, bias 127), widened exactly as io/widen.h widens
+ * them. The CUDA backend uploads the words (half the bytes of fp32) and widens them on the
+ * device; a backend that does not take them itself widens them on the host first. */
+typedef enum fp4_words { FP4_WORDS_F16 = 1, FP4_WORDS_BF16 = 2 } fp4_words;
+
+/* Whether `be` takes words of kind w itself (then a caller reading a tensor stored so does
+ * better to hand it the stored words than fp32). */
+bool fp4_backend_takes_words(const fp4_backend *be, fp4_words w);
+
+/* fp4_analysis_amax / fp4_analysis_feed on nrows rows of row_len words of kind w: the same
+ * protocol, the same results as the fp32 rows the words widen to (bit for bit). FP4_ERR_USAGE
+ * for an unknown kind; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows);
+fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                   int64_t nrows);
+
+#endif

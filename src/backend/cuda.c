@@ -1,0 +1,740 @@
+/* backend_cuda.c — the host side of the CUDA engine behind backend.h: CUDA started on a thread
+ * of its own at open (context and staging buffers, while the caller reads its first tensor);
+ * pinned staging buffers, the stream, events and per-config device buffers reused across slabs
+ * and tensors (an allocation of pinned memory or a cudaFree costs a synchronisation and
+ * milliseconds: per tensor of a many-tensor checkpoint it added up), two slab slots so that the caller's
+ * next read, the H2D copy and the kernels overlap; stored f16/bf16 words uploaded as they are
+ * and widened on the device; per-chunk fp64 partials come back and are merged in (row, chunk)
+ * order, as on the CPU. Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c
+ * reports its absence). */
+#include "backend/impl.h"
+
+#ifdef FP4_HAVE_CUDA
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/widen.h"
+#include "kernels.h"
+#include "base/trace.h"
+
+#define NSLOT 2
+/* Elements per staging slot made at start-up (the driver's slabs are about 8 MiB of fp32);
+ * a larger slab grows them. */
+#define STAGE_INIT_ELEMS ((int64_t)2 << 20)
+
+/* Per config (by its index in the analysis; every analysis of a run has the same configs):
+ * device buffers kept from tensor to tensor, grown when a tensor needs more. */
+typedef struct cuda_keep {
+    float *d_signs;       /* signs_cap floats */
+    int signs_cap;
+    float *d_amax;        /* 1 float */
+    uint64_t *d_counts;   /* FP4K_NCOUNTS */
+    double *d_part[NSLOT];
+    double *h_part[NSLOT]; /* pinned */
+    int64_t part_cap;     /* chunks per slot */
+} cuda_keep;
+
+/* A range the caller keeps stable (fp4_backend_host_register). */
+typedef struct cuda_reg {
+    unsigned char *p; /* NULL: free */
+    size_t bytes;
+    int state;        /* 0: not yet pinned, 1: pinned, -1: pinning failed (staged) */
+    unsigned age;     /* registration order */
+} cuda_reg;
+
+/* The backend: the GPU it runs on, the start-up thread, and what its analyses (one at a time)
+ * share: the staging buffers, the stream and events, the per-config buffers. */
+typedef struct cuda_be {
+    int dev;
+    pthread_t init_th;
+    bool init_running;
+    cudaError_t init_err;
+    const char *init_what;
+    bool init_nodev;          /* the start-up thread found no GPU (cudaGetDeviceCount) */
+    bool check_devices;       /* the start-up thread counts the GPUs (open did not) */
+    bool objs;                /* stream and events made */
+    cudaStream_t stream;
+    cudaEvent_t done[NSLOT];
+    cuda_keep *keep;          /* [nkeep] */
+    int nkeep;
+    void *h_stage[NSLOT];     /* pinned: fp32 rows or 16-bit words */
+    float *d_in[NSLOT];       /* fp32 rows on the device */
+    uint16_t *d_words[NSLOT]; /* words on the device, before widening */
+    int64_t cap;              /* elements per slot */
+    /* the caller's stable ranges (fp4_backend_host_register), each pinned at its first use:
+     * the kept rows of the tensor analysed and of the one read ahead */
+    cuda_reg reg[FP4_HOST_REGS];
+    unsigned reg_clock;       /* registrations so far: the oldest range is replaced */
+} cuda_be;
+
+typedef struct cuda_cfg {
+    fp4_qplan plan;
+    fp4k_cfg kc;
+    bool device;          /* false: the host reference runs it (geometry the kernel lacks) */
+    int amax_src;         /* config whose amax this one shares (same rotation), or itself */
+    cuda_keep *k;         /* the backend's buffers for this config index (make_ready) */
+    int64_t nchunk_slot[NSLOT];
+    fp4_metrics acc;      /* ordered sums (device configs) or everything (host configs) */
+} cuda_cfg;
+
+typedef struct cuda_an {
+    cuda_cfg *c;
+    bool ready;           /* the CUDA objects below are set (at the first slab) */
+    cudaStream_t stream;  /* the backend's (borrowed) */
+    cudaEvent_t done[NSLOT]; /* the backend's (borrowed) */
+    bool pending[NSLOT];
+    float *d_tile;
+    int64_t tile_cap;
+    int slot;
+    bool planned;
+    float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
+    int64_t wide_cap;
+} cuda_an;
+
+static fp4_status cuda_fail(cudaError_t e, const char *what)
+{
+    return fp4_error(FP4_ERR_DEVICE, "cuda: %s: %s", what, cudaGetErrorString(e));
+}
+
+#define CU(call, what)                                                                         \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) return cuda_fail(e_, what);                                     \
+    } while (0)
+#define KU(call, what) CU((cudaError_t)(call), what)
+
+void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *o)
+{
+    memset(o, 0, sizeof *o);
+    o->grid = p->grid;
+    o->scale = (int)p->cfg.scale;
+    o->block = p->block;
+    o->rounding = (int)p->cfg.rounding;
+    o->sr_bits = p->cfg.sr_bits;
+    o->seed = p->cfg.seed;
+    o->stream = p->cfg.stream;
+    o->mx_rule = (int)p->cfg.mx_rule;
+    o->weight_2d = p->cfg.weight_2d;
+    o->rht_n = p->cfg.rht ? p->cfg.rht->n : 0;
+    o->ts = p->ts;
+    o->nv_sdec = p->nv_sdec;
+    o->nv_m = p->nv_m;
+    o->row_len = p->row_len;
+    o->padded_len = p->padded_len;
+    o->counted_len = p->counted_len;
+}
+
+static void stage_free(cuda_be *cb)
+{
+    for (int s = 0; s < NSLOT; s++) {
+        cudaFreeHost(cb->h_stage[s]);
+        cudaFree(cb->d_in[s]);
+        cudaFree(cb->d_words[s]);
+        cb->h_stage[s] = NULL;
+        cb->d_in[s] = NULL;
+        cb->d_words[s] = NULL;
+    }
+    cb->cap = 0;
+}
+
+/* Staging for n elements per slot: pinned host bytes for fp32, device fp32 and words. */
+static cudaError_t stage_alloc(cuda_be *cb, int64_t n, const char **what)
+{
+    cudaError_t e = cudaSuccess;
+    for (int s = 0; s < NSLOT && e == cudaSuccess; s++) {
+        *what = "pinned alloc";
+        e = cudaHostAlloc(&cb->h_stage[s], (size_t)n * sizeof(float) + 16, cudaHostAllocDefault);
+        if (e == cudaSuccess) {
+            *what = "device alloc";
+            e = cudaMalloc((void **)&cb->d_in[s], (size_t)n * sizeof(float) + 16);
+        }
+        if (e == cudaSuccess) e = cudaMalloc((void **)&cb->d_words[s], (size_t)n * 2 + 16);
+    }
+    if (e == cudaSuccess) cb->cap = n;
+    return e;
+}
+
+/* cudaGetDeviceCount's failure (or no GPU) as --device cuda reports it. */
+static fp4_status no_device_error(cudaError_t e)
+{
+    if (e == cudaSuccess || e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no CUDA GPU/driver is "
+                                         "available on this machine");
+    return fp4_error(FP4_ERR_DEVICE, "CUDA requested but no usable GPU was found (%s)",
+                     cudaGetErrorString(e));
+}
+
+/* The start-up thread: the context (the 0.2-0.5 s of a first CUDA call) and the staging
+ * buffers, while the caller opens its input and reads the first slab. */
+static void *cuda_init_main(void *arg)
+{
+    cuda_be *cb = arg;
+    cb->init_what = "set device";
+    fp4_trace("cuda: start-up thread");
+    cudaError_t e = cudaSuccess;
+    if (cb->check_devices) { /* the driver's start-up (cuInit): 0.1-0.2 s on the H200 host */
+        int n = 0;
+        cb->init_what = "device count";
+        e = cudaGetDeviceCount(&n);
+        if (e == cudaSuccess && n <= 0) e = cudaErrorNoDevice;
+        cb->init_nodev = e != cudaSuccess;
+        if (e == cudaSuccess && cb->dev >= n) cb->dev = 0;
+        fp4_trace("cuda: %d devices", n);
+        cb->init_what = "set device";
+    }
+    if (e == cudaSuccess) e = cudaSetDevice(cb->dev);
+    fp4_trace("cuda: device set");
+    if (e == cudaSuccess) {
+        cb->init_what = "context";
+        e = cudaFree(0);
+        fp4_trace("cuda: context made");
+    }
+    if (e == cudaSuccess) e = stage_alloc(cb, STAGE_INIT_ELEMS, &cb->init_what);
+    fp4_trace("cuda: staging allocated");
+    if (e != cudaSuccess) cudaGetLastError();
+    cb->init_err = e;
+    return NULL;
+}
+
+/* Wait for the start-up thread (once) and make this thread use the backend's GPU. */
+static fp4_status cuda_ready(cuda_be *cb)
+{
+    if (cb->init_running) {
+        fp4_trace("cuda: waiting for the start-up thread");
+        pthread_join(cb->init_th, NULL);
+        cb->init_running = false;
+        fp4_trace("cuda: start-up joined");
+    }
+    if (cb->init_nodev) return no_device_error(cb->init_err);
+    if (cb->init_err != cudaSuccess) return cuda_fail(cb->init_err, cb->init_what);
+    CU(cudaSetDevice(cb->dev), "set device");
+    return FP4_OK;
+}
+
+static void cuda_host_unregister(fp4_backend *be, void *p);
+
+/* The stream, events and per-config buffers (after the start-up thread is joined). */
+static void keep_free(cuda_be *cb)
+{
+    if (cb->objs) cudaStreamSynchronize(cb->stream);
+    for (int c = 0; c < cb->nkeep; c++) {
+        cuda_keep *k = &cb->keep[c];
+        cudaFree(k->d_signs);
+        cudaFree(k->d_amax);
+        cudaFree(k->d_counts);
+        for (int s = 0; s < NSLOT; s++) {
+            cudaFree(k->d_part[s]);
+            cudaFreeHost(k->h_part[s]);
+        }
+    }
+    free(cb->keep);
+    cb->keep = NULL;
+    cb->nkeep = 0;
+    if (cb->objs) {
+        for (int s = 0; s < NSLOT; s++) cudaEventDestroy(cb->done[s]);
+        cudaStreamDestroy(cb->stream);
+        cb->objs = false;
+    }
+    cudaGetLastError();
+}
+
+static void cuda_close(fp4_backend *be)
+{
+    cuda_be *cb = be->impl;
+    if (cb) {
+        if (cuda_ready(cb) == FP4_OK) {
+            for (int i = 0; i < FP4_HOST_REGS; i++)
+                if (cb->reg[i].p) cuda_host_unregister(be, cb->reg[i].p);
+            stage_free(cb);
+            keep_free(cb);
+            fp4_trace("cuda: staging freed");
+        }
+        fp4_error_clear();
+        free(cb);
+    }
+    free(be);
+}
+
+static void cuda_host_unregister(fp4_backend *be, void *p)
+{
+    cuda_be *cb = be->impl;
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        cuda_reg *r = &cb->reg[i];
+        if (!r->p || r->p != p) continue;
+        if (r->state == 1) {
+            cudaHostUnregister(r->p);
+            cudaGetLastError();
+        }
+        memset(r, 0, sizeof *r);
+    }
+}
+
+static void cuda_host_register(fp4_backend *be, void *p, size_t bytes)
+{
+    cuda_be *cb = be->impl;
+    unsigned char *const q = p;
+    for (int i = 0; i < FP4_HOST_REGS; i++)
+        if (cb->reg[i].p == q && cb->reg[i].bytes == bytes) return; /* already */
+    /* a range overlapping this one would be pinned twice: dropped */
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        const cuda_reg *r = &cb->reg[i];
+        if (r->p && q < r->p + r->bytes && r->p < q + bytes) cuda_host_unregister(be, r->p);
+    }
+    cuda_reg *slot = &cb->reg[0]; /* a free one, else the oldest */
+    for (int i = 1; i < FP4_HOST_REGS && slot->p; i++)
+        if (!cb->reg[i].p || cb->reg[i].age < slot->age) slot = &cb->reg[i];
+    if (slot->p) cuda_host_unregister(be, slot->p);
+    *slot = (cuda_reg){.p = q, .bytes = bytes, .state = 0, .age = ++cb->reg_clock};
+}
+
+/* Whether [data, data + bytes) lies in a registered range, pinned (now, at its first use,
+ * after CUDA started): then it is copied from there, with no staging. */
+static bool in_pinned(cuda_be *cb, const void *data, size_t bytes)
+{
+    const unsigned char *d = data;
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        cuda_reg *r = &cb->reg[i];
+        if (!r->p || d < r->p || bytes > r->bytes || (size_t)(d - r->p) > r->bytes - bytes)
+            continue;
+        if (r->state == 0) {
+            r->state = cudaHostRegister(r->p, r->bytes, cudaHostRegisterDefault) == cudaSuccess
+                           ? 1
+                           : -1;
+            if (r->state < 0) cudaGetLastError(); /* staged as any other memory */
+            fp4_trace("cuda: host register of %zu bytes: %s", r->bytes,
+                      r->state > 0 ? "pinned" : "failed");
+        }
+        return r->state == 1;
+    }
+    return false;
+}
+
+static bool cuda_takes_words(const fp4_backend *be, fp4_words w)
+{
+    return w == FP4_WORDS_F16 || w == FP4_WORDS_BF16;
+}
+
+static void cuda_abort(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    if (!ca) return;
+    free(ca->h_wide);
+    if (!ca->ready) {
+        free(ca->c);
+        free(ca);
+        an->impl = NULL;
+        return;
+    }
+    /* the next analysis reuses the stream and the buffers: nothing of this one in flight */
+    if (ca->stream) cudaStreamSynchronize(ca->stream);
+    if (ca->d_tile) cudaFree(ca->d_tile);
+    free(ca->c);
+    free(ca);
+    an->impl = NULL;
+    fp4_trace("cuda: analysis objects freed");
+}
+
+/* No CUDA call here: the analysis is begun before its first slab is read, and CUDA may still
+ * be starting (cuda_init_main); the device objects come with the first slab (make_ready). */
+static fp4_status cuda_begin(fp4_analysis *an)
+{
+    cuda_an *ca = calloc(1, sizeof *ca);
+    if (!ca) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    an->impl = ca;
+    ca->c = calloc((size_t)an->ncfg, sizeof *ca->c);
+    if (!ca->c) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        fp4_metrics_init(&cc->acc);
+        cc->amax_src = c;
+        for (int d = 0; d < c; d++)
+            if (fp4_needs_tensor_amax(&an->cfgs[d]) && an->cfgs[d].rht == cfg->rht) {
+                cc->amax_src = d;
+                break;
+            }
+    }
+    return FP4_OK;
+}
+
+static fp4_status make_ready(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    if (ca->ready) return FP4_OK;
+    cuda_be *cb = an->be->impl;
+    FP4_TRY(cuda_ready(cb));
+    if (!cb->objs) { /* the backend's stream and events, made once */
+        CU(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream");
+        int s = 0;
+        cudaError_t e = cudaSuccess;
+        for (; s < NSLOT && e == cudaSuccess; s++)
+            e = cudaEventCreateWithFlags(&cb->done[s], cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            for (int k = 0; k < s - 1; k++) cudaEventDestroy(cb->done[k]);
+            cudaStreamDestroy(cb->stream);
+            return cuda_fail(e, "event");
+        }
+        cb->objs = true;
+    }
+    if (cb->nkeep < an->ncfg) {
+        cuda_keep *k = realloc(cb->keep, (size_t)an->ncfg * sizeof *k);
+        if (!k) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        memset(k + cb->nkeep, 0, (size_t)(an->ncfg - cb->nkeep) * sizeof *k);
+        cb->keep = k;
+        cb->nkeep = an->ncfg;
+    }
+    ca->stream = cb->stream;
+    for (int s = 0; s < NSLOT; s++) ca->done[s] = cb->done[s];
+    ca->ready = true; /* from here cuda_abort waits for the stream */
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        cuda_keep *k = cc->k = &cb->keep[c];
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        if (!k->d_amax) CU(cudaMalloc((void **)&k->d_amax, sizeof(float)), "malloc");
+        CU(cudaMemsetAsync(k->d_amax, 0, sizeof(float), ca->stream), "memset");
+        if (!k->d_counts)
+            CU(cudaMalloc((void **)&k->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
+        CU(cudaMemsetAsync(k->d_counts, 0, FP4K_NCOUNTS * sizeof(uint64_t), ca->stream),
+           "memset");
+        if (cfg->rht) {
+            if (k->signs_cap < cfg->rht->n) {
+                cudaFree(k->d_signs);
+                k->d_signs = NULL;
+                k->signs_cap = 0;
+                CU(cudaMalloc((void **)&k->d_signs, (size_t)cfg->rht->n * sizeof(float)),
+                   "malloc");
+                k->signs_cap = cfg->rht->n;
+            }
+            /* in stream order: the previous tensor's kernels (done: cuda_abort waited) */
+            CU(cudaMemcpy(k->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
+                          cudaMemcpyHostToDevice),
+               "signs");
+        }
+    }
+    fp4_trace("cuda: analysis objects made");
+    return FP4_OK;
+}
+
+/* Make room for nrows rows in both slots (the backend's staging, grown for a larger slab). */
+static fp4_status ensure_rows(fp4_analysis *an, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    const int64_t n = nrows * an->row_len;
+    if (n <= cb->cap) return FP4_OK;
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    stage_free(cb);
+    const char *what = "";
+    cudaError_t e = stage_alloc(cb, n, &what);
+    if (e != cudaSuccess) {
+        stage_free(cb);
+        return cuda_fail(e, what);
+    }
+    return FP4_OK;
+}
+
+/* Stage rows (fp32, or 16-bit words of kind w > 0) into the current slot: a copy into its
+ * pinned buffer, the H2D copy, and for words the widening on the device into d_in. */
+static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows, int *slot)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    FP4_TRY(ensure_rows(an, nrows));
+    const int s = ca->slot;
+    ca->slot = (ca->slot + 1) % NSLOT;
+    /* the slot's previous work must be done before its staging buffer is reused */
+    CU(cudaEventSynchronize(ca->done[s]), "sync");
+    const int64_t n = nrows * an->row_len;
+    const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
+    /* from the caller's pinned, stable rows directly; else through the slot's staging */
+    const void *from = data;
+    if (!in_pinned(cb, data, bytes)) {
+        memcpy(cb->h_stage[s], data, bytes);
+        from = cb->h_stage[s];
+    }
+    if (w) {
+        CU(cudaMemcpyAsync(cb->d_words[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
+           "H2D");
+        KU(fp4k_widen16(cb->d_words[s], w == FP4_WORDS_BF16, cb->d_in[s], n, ca->stream),
+           "widen kernel");
+    } else {
+        CU(cudaMemcpyAsync(cb->d_in[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
+           "H2D");
+    }
+    *slot = s;
+    return FP4_OK;
+}
+
+static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    int s;
+    if (nrows <= 0) return FP4_OK;
+    FP4_TRY(make_ready(an));
+    FP4_TRY(stage(an, rows, w, nrows, &s));
+    for (int c = 0; c < an->ncfg; c++) {
+        const fp4_qconfig *cfg = &an->cfgs[c];
+        cuda_cfg *cc = &ca->c[c];
+        if (!fp4_needs_tensor_amax(cfg) || cc->amax_src != c) continue;
+        const int n = cfg->rht ? cfg->rht->n : 0;
+        const int64_t P = n ? (an->row_len + n - 1) / n * n
+                            : (an->row_len + 15) / 16 * 16;
+        KU(fp4k_amax(cb->d_in[s], nrows, an->row_len, P, n, cc->k->d_signs, cc->k->d_amax, ca->stream),
+           "amax kernel");
+    }
+    CU(cudaEventRecord(ca->done[s], ca->stream), "event");
+    return FP4_OK;
+}
+
+static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return amax_any(an, rows, 0, nrows);
+}
+
+static fp4_status cuda_amax_words(fp4_analysis *an, const void *words, fp4_words w,
+                                  int64_t nrows)
+{
+    return amax_any(an, words, (int)w, nrows);
+}
+
+/* Merge the partials of slot s (its kernels done) into each config's ordered sums. */
+static fp4_status drain(fp4_analysis *an, int s)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->pending[s]) return FP4_OK;
+    CU(cudaEventSynchronize(ca->done[s]), "sync");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (!cc->device) continue;
+        const double *h = cc->k->h_part[s];
+        for (int64_t i = 0; i < cc->nchunk_slot[s]; i++)
+            fp4_fsums_add(&cc->acc, (const fp4_fsums *)(h + i * FP4K_NSUMS));
+    }
+    ca->pending[s] = false;
+    return FP4_OK;
+}
+
+static fp4_status cuda_plan(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    FP4_TRY(make_ready(an));
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        float amax = 0.0f;
+        if (fp4_needs_tensor_amax(&an->cfgs[c]))
+            CU(cudaMemcpy(&amax, ca->c[cc->amax_src].k->d_amax, sizeof amax, cudaMemcpyDeviceToHost),
+               "D2H amax");
+        FP4_TRY(fp4_qplan_make(&an->cfgs[c], amax, an->row_len, &cc->plan));
+        fp4_cuda_cfg_of(&cc->plan, &cc->kc);
+        cc->device = fp4k_cfg_supported(&cc->kc) != 0;
+    }
+    fp4_trace("cuda: planned (amax read back)");
+    ca->planned = true;
+    return FP4_OK;
+}
+
+/* fp32 rows of a words slab on the host (the host-reference configs need them). */
+static fp4_status host_rows(fp4_analysis *an, const void *data, int w, int64_t nrows,
+                            const float **rows)
+{
+    cuda_an *ca = an->impl;
+    if (!w) {
+        *rows = data;
+        return FP4_OK;
+    }
+    const int64_t n = nrows * an->row_len;
+    if (n > ca->wide_cap) {
+        free(ca->h_wide);
+        ca->wide_cap = 0;
+        ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
+        if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        ca->wide_cap = n;
+    }
+    fp4_widen(w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16, false, data, ca->h_wide,
+              (size_t)n);
+    *rows = ca->h_wide;
+    return FP4_OK;
+}
+
+static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    if (!ca->planned) FP4_TRY(cuda_plan(an));
+    if (nrows <= 0) return FP4_OK;
+    const int64_t row0 = an->rows_fed;
+    /* configs the kernel does not cover: the host reference, in slab order */
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (cc->device) continue;
+        const float *rows = NULL;
+        FP4_TRY(host_rows(an, data, w, nrows, &rows));
+        FP4_TRY(fp4_quantize_rows(&an->cfgs[c], cc->plan.tensor_amax, rows, row0, nrows,
+                                  an->row_len, NULL, &cc->acc));
+    }
+    int s = ca->slot;
+    FP4_TRY(drain(an, s)); /* the slot about to be reused: merge its partials first */
+    FP4_TRY(stage(an, data, w, nrows, &s));
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (!cc->device) continue;
+        const int64_t nch = fp4k_nchunks(&cc->kc, nrows);
+        if (nch > cc->k->part_cap) {
+            cc->k->part_cap = 0; /* until both slots are made again */
+            for (int k = 0; k < NSLOT; k++) {
+                if (ca->pending[k]) FP4_TRY(drain(an, k));
+                cudaFree(cc->k->d_part[k]);
+                cudaFreeHost(cc->k->h_part[k]);
+                cc->k->d_part[k] = NULL;
+                cc->k->h_part[k] = NULL;
+                CU(cudaMalloc((void **)&cc->k->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                   "device alloc");
+                CU(cudaMallocHost((void **)&cc->k->h_part[k],
+                                  (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                   "pinned alloc");
+            }
+            cc->k->part_cap = nch;
+        }
+        if (cc->kc.weight_2d) {
+            const int64_t nt = (nrows + 15) / 16 * (cc->kc.padded_len / 16);
+            if (nt > ca->tile_cap) {
+                CU(cudaStreamSynchronize(ca->stream), "sync");
+                cudaFree(ca->d_tile);
+                ca->d_tile = NULL;
+                CU(cudaMalloc((void **)&ca->d_tile, (size_t)nt * sizeof(float)), "device alloc");
+                ca->tile_cap = nt;
+            }
+            KU(fp4k_tile_amax(cb->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
+                              cc->k->d_signs, ca->d_tile, ca->stream),
+               "tile amax kernel");
+        }
+        KU(fp4k_quantize(&cc->kc, cb->d_in[s], row0, nrows, cc->k->d_signs,
+                         cc->kc.weight_2d ? ca->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
+                         NULL, ca->stream),
+           "quantize kernel");
+        CU(cudaMemcpyAsync(cc->k->h_part[s], cc->k->d_part[s],
+                           (size_t)nch * FP4K_NSUMS * sizeof(double), cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H partials");
+        cc->nchunk_slot[s] = nch;
+    }
+    CU(cudaEventRecord(ca->done[s], ca->stream), "event");
+    ca->pending[s] = true;
+    return FP4_OK;
+}
+
+static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
+{
+    return feed_any(an, rows, 0, nrows);
+}
+
+static fp4_status cuda_feed_words(fp4_analysis *an, const void *words, fp4_words w,
+                                  int64_t nrows)
+{
+    return feed_any(an, words, (int)w, nrows);
+}
+
+static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cuda_plan(an));
+    /* slots in feed order: the older one first */
+    for (int k = 0; k < NSLOT; k++) FP4_TRY(drain(an, (ca->slot + k) % NSLOT));
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        out[c] = cc->acc;
+        if (!cc->device) continue;
+        uint64_t k[FP4K_NCOUNTS];
+        CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
+        fp4_metrics *m = &out[c];
+        for (int i = 0; i < 16; i++) m->hist[i] += k[FP4K_C_HIST0 + i];
+        for (int i = 0; i < 8; i++) m->level_count[i] += k[FP4K_C_LEVEL0 + i];
+        m->signed_err_n += k[FP4K_C_SIGNED_N];
+        m->elements += (uint64_t)(an->n_rows * an->row_len);
+        m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
+        m->zero += k[FP4K_C_ZERO];
+        m->nan += k[FP4K_C_NAN];
+        m->inf += k[FP4K_C_INF];
+        m->saturated += k[FP4K_C_SATURATED];
+        m->clipped += k[FP4K_C_CLIPPED];
+        m->blocks += k[FP4K_C_BLOCKS];
+        m->zero_blocks += k[FP4K_C_ZERO_BLOCKS];
+        m->scale_underflow_blocks += k[FP4K_C_UNDERFLOW_BLOCKS];
+        m->nonfinite_blocks += k[FP4K_C_NONFINITE_BLOCKS];
+        uint32_t ab = (uint32_t)k[FP4K_C_AMAX];
+        float a;
+        memcpy(&a, &ab, sizeof a);
+        if (a > m->tensor_amax) m->tensor_amax = a;
+        if (fp4_needs_tensor_amax(&an->cfgs[c]) && cc->plan.tensor_amax > m->tensor_amax)
+            m->tensor_amax = cc->plan.tensor_amax;
+    }
+    return FP4_OK;
+}
+
+static const fp4_backend_ops cuda_ops = {
+    .name = "cuda",
+    .close = cuda_close,
+    .begin = cuda_begin,
+    .amax = cuda_amax,
+    .feed = cuda_feed,
+    .end = cuda_end,
+    .abort = cuda_abort,
+    .takes_words = cuda_takes_words,
+    .amax_words = cuda_amax_words,
+    .feed_words = cuda_feed_words,
+    .host_register = cuda_host_register,
+    .host_unregister = cuda_host_unregister,
+};
+
+static int g_cuda_dev; /* fp4_cuda_backend_set_device */
+
+void fp4_cuda_backend_set_device(int dev) { g_cuda_dev = dev >= 0 ? dev : 0; }
+
+fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
+{
+    *out = NULL;
+    /* early: the GPUs are counted on the start-up thread too (cudaGetDeviceCount is the
+     * driver's start-up, 0.1-0.2 s on the H200 host, before the input could be opened), when
+     * the NVIDIA driver's device nodes exist; an error (no usable GPU) then comes at the first
+     * slab, as FP4_ERR_DEVICE with the same message. Without the nodes, or when the caller
+     * must know now (--device auto), the GPUs are counted here. */
+    const bool defer =
+        early && (access("/dev/nvidiactl", F_OK) == 0 || access("/dev/dxg", F_OK) == 0);
+    if (!defer) {
+        int n = 0;
+        cudaError_t e = cudaGetDeviceCount(&n);
+        if (e != cudaSuccess || n <= 0) {
+            cudaGetLastError();
+            return no_device_error(e);
+        }
+    }
+    fp4_backend *be = calloc(1, sizeof *be);
+    cuda_be *cb = calloc(1, sizeof *cb);
+    if (!be || !cb) {
+        free(be);
+        free(cb);
+        return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    }
+    /* the GPU this process was given (mpirun: world.c picks local rank mod GPUs), else 0 */
+    cb->dev = g_cuda_dev;
+    cb->check_devices = defer;
+    be->ops = &cuda_ops;
+    be->threads = 1;
+    be->impl = cb;
+    /* without the thread, CUDA starts at the first slab (same results, no overlap) */
+    cb->init_running = pthread_create(&cb->init_th, NULL, cuda_init_main, cb) == 0;
+    if (!cb->init_running) cuda_init_main(cb);
+    *out = be;
+    return FP4_OK;
+}
+
+#else
+/* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
+void fp4_cuda_backend_set_device(int dev) { (void)dev; }
+#endif

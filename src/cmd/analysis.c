@@ -1,0 +1,86 @@
+/* cmd_analysis.c — the shared body of sqnr, bias, buckets and rht: options, the streaming run
+ * (driver.c) and the report (report.c). */
+#include "cmd/analysis.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "run/driver.h"
+#include "io/chunked.h"
+#include "io/pario.h"
+#include "io/source.h"
+#include "report/output.h"
+#include "report/report.h"
+#include "cmd/world.h"
+
+fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
+                            bool force_both, const char *usage)
+{
+    fp4_options o;
+    fp4_options_default(&o, NULL, default_rht);
+    /* getopt permutes its argv; the report records the command line as typed */
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    if (st != FP4_OK) goto out;
+    if (o.help) {
+        fputs(usage, stdout);
+        goto out;
+    }
+    if (force_both && o.rht != FP4_RHT_BOTH) {
+        st = fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
+                                      "--rht must be both (use sqnr --rht on for one side)");
+        goto out;
+    }
+    st = fp4_options_check_effect(&o);
+    if (st != FP4_OK) goto out;
+    if (o.nargs < 1) {
+        st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
+        goto out;
+    }
+    fp4_source_set_verbose(o.verbosity > 1);
+    fp4_source_set_notes(o.verbosity > 0);
+    /* OpenMP's wait default, before any thread starts (may run the program again) */
+    if (o.device != FP4_DEVICE_CUDA)
+        fp4_omp_wait_default(o.args[0], o.threads > 0 ? o.threads : omp_get_max_threads());
+    fp4_world w; /* under mpirun: this rank's share, one report from rank 0 */
+    int threads;
+    if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)
+        goto out;
+    fp4_source_set_allow_external(o.allow_external);
+    /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
+    fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
+    fp4_pario_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
+    fp4_chunked_set_memory(o.mem_limit / 2);
+    /* -o checked before anything is read: never the input, its directory writable (rank 0
+     * writes it; under mpirun its refusal still goes through the gather: no rank waits) */
+    if (!fp4_world_quiet()) st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
+
+    fp4_run run;
+    memset(&run, 0, sizeof run);
+    if (st == FP4_OK)
+        st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
+    if (w.active) {
+        char *part = st == FP4_OK ? fp4_report_analysis_json(command, argc, argv, &run) : NULL;
+        if (st == FP4_OK && !part) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        bool table = w.rank == 0 && (o.verbosity > 0 || (o.verbosity == 0 && isatty(STDERR_FILENO)));
+        st = fp4_world_report(&w, part, st, o.output, table ? stderr : NULL);
+        free(part);
+        fp4_run_free(&run);
+        goto out;
+    }
+    if (st == FP4_OK) st = fp4_report_analysis(command, argc, argv, &run);
+    if (st == FP4_OK && run.nerrors > 0)
+        st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
+                                      "first: %s",
+                       run.nerrors, run.ndatasets, run.errors[0].message);
+    fp4_run_free(&run);
+out:
+    fp4_output_forget();
+    free(args);
+    return st;
+}

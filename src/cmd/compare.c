@@ -1,0 +1,350 @@
+/* cmd_compare.c — `fp4diag compare BASE.json NEW.json`: option parsing, the difference table
+ * (or --json), and one stderr line per regression; the matching itself is compare.c. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "cmd/commands.h"
+#include "report/compare.h"
+#include "report/report.h"
+
+const char fp4_usage_compare[] =
+    "usage: fp4diag compare [OPTIONS] BASE.json NEW.json\n"
+    "\n"
+    "Compare two reports and fail when NEW regressed against BASE. sqnr, bias, buckets and\n"
+    "rht reports hold the same result objects and compare with each other (kind 'analysis'):\n"
+    "results matched by tensor, format, scale, block, rht, rounding, plus the pooled summary\n"
+    "results. gemm reports: paths matched by layer, recipe, path. grid reports: each format's\n"
+    "grid, compared exactly.\n"
+    "One report may be '-' (stdin).\n"
+    "\n"
+    "options:\n"
+    "  --max-sqnr-drop DB      largest allowed SQNR drop, BASE - NEW, in dB (default 0.05)\n"
+    "  --max-alpha-change X    largest allowed |alpha_NEW - alpha_BASE| (gemm: eta)\n"
+    "                          (default 0.001)\n"
+    "  --max-bucket-drop X     largest allowed drop of bucket_ratio_15 or bucket_ratio_8\n"
+    "                          (default 0.01)\n"
+    "  --ignore-key F[,F]      leave key fields out of the match, to put two settings side\n"
+    "                          by side: format, scale, block, rht, rounding (analysis),\n"
+    "                          recipe (gemm); e.g. --ignore-key recipe (ufp4 vs e2m1) or\n"
+    "                          --ignore-key scale,block (nvfp4 vs mxfp4: blocks 16 vs 32)\n"
+    "  --all                   list every result, not only those that differ\n"
+    "  --json                  write the comparison as JSON (schema fp4diag.compare/1)\n"
+    "  -o FILE                 write the JSON comparison to FILE (implies --json)\n"
+    "  -q                      no table (regressions are still named on stderr)\n"
+    "  -v, -vv                 accepted for symmetry with the other commands (the table is\n"
+    "                          always printed unless -q)\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "A regression is: an SQNR drop, a bucket-ratio drop or an alpha change beyond its\n"
+    "threshold (a difference equal to a threshold passes; rises never fail); an sqnr_status\n"
+    "change (ok/zero_signal/exact, i.e. a null SQNR on one side only), except to 'exact';\n"
+    "a result in BASE that NEW lacks. Results only in NEW are listed as 'added' and pass.\n"
+    "Config fields that differ between the reports (key fields such as formats, scale and\n"
+    "recipe as well as axis, seed, mx_rule, ...) are each named in one note on stderr.\n"
+    "\n"
+    "Exit status: 0 within thresholds; 1 a threshold failed (each regression named on\n"
+    "stderr); 2 usage; 3 a report unreadable, not JSON, not schema fp4diag.report/1, or the\n"
+    "two reports of different commands.\n"
+    "\n"
+    "example:\n"
+    "  fp4diag sqnr ckpt.h5 -o new.json && fp4diag compare golden.json new.json\n";
+
+static const char *const state_name[] = {"same", "changed", "REGRESSED", "added"};
+
+static fp4_status parse_threshold(const char *opt, const char *arg, double *v)
+{
+    char *end = NULL;
+    double x = strtod(arg, &end);
+    if (!*arg || *end || !isfinite(x) || x < 0)
+        return fp4_error(FP4_ERR_USAGE, "%s needs a number >= 0, not '%s'", opt, arg);
+    *v = x;
+    return FP4_OK;
+}
+
+static void fmt_num(char *buf, size_t n, double v, const char *status, const char *fmt)
+{
+    if (!isnan(v))
+        snprintf(buf, n, fmt, v);
+    else
+        snprintf(buf, n, "%s", status && *status ? status : "-");
+}
+
+static void fmt_delta(char *buf, size_t n, double a, double b, const char *fmt)
+{
+    if (isnan(a) || isnan(b))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt, b - a);
+}
+
+/* The failed checks of a row, short: "sqnr,alpha". */
+static void row_flags(const fp4_compare_row *r, char *buf, size_t n)
+{
+    static const char *const names[] = {"sqnr", "status", "alpha", "b15", "b8", "missing", "grid"};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
+        if (!(r->fails & (1u << k)) || len >= n) continue;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[k]);
+        if (w > 0) len += (size_t)w;
+    }
+}
+
+/* Why a row failed, as one readable clause per failed check. */
+static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+#define ADD(...)                                                                               \
+    do {                                                                                       \
+        if (len < n) {                                                                         \
+            int k_ = snprintf(buf + len, n - len, "%s", len ? "; " : "");                      \
+            if (k_ > 0) len += (size_t)k_;                                                     \
+        }                                                                                      \
+        if (len < n) {                                                                         \
+            int k_ = snprintf(buf + len, n - len, __VA_ARGS__);                                \
+            if (k_ > 0) len += (size_t)k_;                                                     \
+        }                                                                                      \
+    } while (0)
+    if (r->fails & FP4_CMP_FAIL_MISSING) ADD("in BASE, missing from NEW");
+    if (r->fails & FP4_CMP_FAIL_GRID) ADD("the grid (levels, bins, analytic bias) differs");
+    if (r->fails & FP4_CMP_FAIL_STATUS)
+        ADD("sqnr_status %s -> %s", r->status[0][0] ? r->status[0] : "absent",
+            r->status[1][0] ? r->status[1] : "absent");
+    if (r->fails & FP4_CMP_FAIL_SQNR)
+        ADD("SQNR %.4f -> %.4f dB (drop %.4f > %g dB)", r->sqnr[0], r->sqnr[1],
+            r->sqnr[0] - r->sqnr[1], o->max_sqnr_drop_db);
+    if (r->fails & FP4_CMP_FAIL_ALPHA)
+        ADD("alpha %.6f -> %.6f (change %+.6f, |.| > %g)", r->alpha[0], r->alpha[1],
+            r->alpha[1] - r->alpha[0], o->max_alpha_change);
+    if (r->fails & FP4_CMP_FAIL_B15)
+        ADD("B15 %.4f -> %.4f (drop %.4f > %g)", r->b15[0], r->b15[1], r->b15[0] - r->b15[1],
+            o->max_bucket_drop);
+    if (r->fails & FP4_CMP_FAIL_B8)
+        ADD("B8 %.4f -> %.4f (drop %.4f > %g)", r->b8[0], r->b8[1], r->b8[0] - r->b8[1],
+            o->max_bucket_drop);
+#undef ADD
+}
+
+static void print_table(const fp4_compare_result *res, int all)
+{
+    int wn = 6, wv = 6, gemm = !strcmp(res->command, "gemm");
+    size_t shown = 0;
+    for (size_t i = 0; i < res->nrows; i++) {
+        const fp4_compare_row *r = &res->rows[i];
+        if (!all && r->state == FP4_CMP_SAME) continue;
+        int a = (int)strlen(r->name), b = (int)strlen(r->variant);
+        if (a > wn) wn = a;
+        if (b > wv) wv = b;
+        shown++;
+    }
+    if (wn > 48) wn = 48;
+    if (shown) {
+        int grid = !strcmp(res->command, "grid");
+        printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn,
+               gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR", wv,
+               gemm ? "RECIPE/PATH" : "RESULT", "SQNR_BASE", "SQNR_NEW", "dSQNR", gemm ? "dETA" : "dALPHA",
+               "dB15", "dB8", "VERDICT");
+        for (size_t i = 0; i < res->nrows; i++) {
+            const fp4_compare_row *r = &res->rows[i];
+            if (!all && r->state == FP4_CMP_SAME) continue;
+            char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96] = "";
+            fmt_num(s0, sizeof s0, r->sqnr[0], r->status[0], "%.4f");
+            fmt_num(s1, sizeof s1, r->sqnr[1], r->status[1], "%.4f");
+            if (r->state == FP4_CMP_ADDED) snprintf(s0, sizeof s0, "-");
+            if (r->fails & FP4_CMP_FAIL_MISSING) snprintf(s1, sizeof s1, "missing");
+            fmt_delta(ds, sizeof ds, r->sqnr[0], r->sqnr[1], "%+.4f");
+            fmt_delta(da, sizeof da, r->alpha[0], r->alpha[1], "%+.6f");
+            fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.4f");
+            fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.4f");
+            if (r->fails) row_flags(r, why, sizeof why);
+            printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn, r->name, wv,
+                   r->variant, s0, s1, ds, da, d15, d8, state_name[r->state], why[0] ? " " : "",
+                   why);
+        }
+    }
+    printf("%s reports: %zu results: %zu same, %zu changed, %zu regressed (%zu missing from "
+           "NEW), %zu added\n",
+           res->command, res->nrows, res->nsame, res->nchanged, res->nregressed, res->nmissing,
+           res->nadded);
+}
+
+static cJSON *num_or_null(double v) { return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
+
+static cJSON *pair(double a, double b)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "base", num_or_null(a));
+    cJSON_AddItemToObject(o, "new", num_or_null(b));
+    cJSON_AddItemToObject(o, "delta", num_or_null(isnan(a) || isnan(b) ? NAN : b - a));
+    return o;
+}
+
+static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_opts *o,
+                             const char *base, const char *newp, int all, const char *output)
+{
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
+    cJSON_AddStringToObject(doc, "schema", "fp4diag.compare/1");
+    cJSON_AddStringToObject(doc, "command", res->command);
+    cJSON_AddStringToObject(doc, "base", base);
+    cJSON_AddStringToObject(doc, "new", newp);
+    cJSON *th = cJSON_AddObjectToObject(doc, "thresholds");
+    cJSON_AddNumberToObject(th, "max_sqnr_drop_db", o->max_sqnr_drop_db);
+    cJSON_AddNumberToObject(th, "max_alpha_change", o->max_alpha_change);
+    cJSON_AddNumberToObject(th, "max_bucket_drop", o->max_bucket_drop);
+    cJSON_AddBoolToObject(doc, "pass", res->nregressed == 0);
+    cJSON *cnt = cJSON_AddObjectToObject(doc, "counts");
+    cJSON_AddNumberToObject(cnt, "results", (double)res->nrows);
+    cJSON_AddNumberToObject(cnt, "same", (double)res->nsame);
+    cJSON_AddNumberToObject(cnt, "changed", (double)res->nchanged);
+    cJSON_AddNumberToObject(cnt, "regressed", (double)res->nregressed);
+    cJSON_AddNumberToObject(cnt, "missing", (double)res->nmissing);
+    cJSON_AddNumberToObject(cnt, "added", (double)res->nadded);
+    if (res->config_diff[0]) cJSON_AddStringToObject(doc, "config_diff", res->config_diff);
+    cJSON *rows = cJSON_AddArrayToObject(doc, "rows");
+    int gemm = !strcmp(res->command, "gemm");
+    for (size_t i = 0; i < res->nrows; i++) {
+        const fp4_compare_row *r = &res->rows[i];
+        if (!all && r->state == FP4_CMP_SAME) continue;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddItemToArray(rows, j);
+        cJSON_AddStringToObject(j, gemm ? "layer" : "tensor", r->name);
+        cJSON_AddStringToObject(j, "result", r->variant);
+        cJSON_AddStringToObject(j, "verdict", r->state == FP4_CMP_REGRESSED ? "regressed"
+                                              : r->state == FP4_CMP_ADDED   ? "added"
+                                                                            : state_name[r->state]);
+        cJSON_AddItemToObject(j, "sqnr_db", pair(r->sqnr[0], r->sqnr[1]));
+        cJSON *st = cJSON_AddObjectToObject(j, "sqnr_status");
+        cJSON_AddItemToObject(st, "base", r->status[0][0] ? cJSON_CreateString(r->status[0])
+                                                          : cJSON_CreateNull());
+        cJSON_AddItemToObject(st, "new", r->status[1][0] ? cJSON_CreateString(r->status[1])
+                                                         : cJSON_CreateNull());
+        cJSON_AddItemToObject(j, gemm ? "eta" : "alpha", pair(r->alpha[0], r->alpha[1]));
+        if (!gemm) {
+            cJSON_AddItemToObject(j, "bucket_ratio_15", pair(r->b15[0], r->b15[1]));
+            cJSON_AddItemToObject(j, "bucket_ratio_8", pair(r->b8[0], r->b8[1]));
+        }
+        if (r->fails) {
+            char why[512];
+            row_reasons(r, o, why, sizeof why);
+            cJSON_AddStringToObject(j, "why", why);
+        }
+    }
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
+    size_t len = strlen(text);
+    fp4_status st = FP4_OK;
+    char *line = malloc(len + 2);
+    if (!line) st = fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
+    else {
+        memcpy(line, text, len);
+        line[len] = '\n';
+        line[len + 1] = '\0';
+        st = fp4_output_write(output, line, len + 1);
+    }
+    free(line);
+    free(text);
+    return st;
+}
+
+fp4_status cmd_compare(int argc, char **argv)
+{
+    fp4_compare_opts o = fp4_compare_opts_default();
+    int json = 0, all = 0, verbosity = 0;
+    const char *output = NULL;
+    enum { OPT_SQNR = 256, OPT_ALPHA, OPT_BUCKET, OPT_JSON, OPT_ALL, OPT_IGNORE };
+    static const struct option longopts[] = {
+        {"max-sqnr-drop", required_argument, NULL, OPT_SQNR},
+        {"max-alpha-change", required_argument, NULL, OPT_ALPHA},
+        {"max-bucket-drop", required_argument, NULL, OPT_BUCKET},
+        {"ignore-key", required_argument, NULL, OPT_IGNORE},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"all", no_argument, NULL, OPT_ALL},
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:qvh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_SQNR: FP4_TRY(parse_threshold("--max-sqnr-drop", optarg, &o.max_sqnr_drop_db)); break;
+        case OPT_ALPHA:
+            FP4_TRY(parse_threshold("--max-alpha-change", optarg, &o.max_alpha_change));
+            break;
+        case OPT_BUCKET:
+            FP4_TRY(parse_threshold("--max-bucket-drop", optarg, &o.max_bucket_drop));
+            break;
+        case OPT_IGNORE: FP4_TRY(fp4_compare_ignore_parse(optarg, &o.ignore)); break;
+        case OPT_JSON: json = 1; break;
+        case OPT_ALL: all = 1; break;
+        case 'o':
+            if (!*optarg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
+            output = optarg;
+            json = 1;
+            break;
+        case 'q': verbosity = -1; break;
+        case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
+        case 'h': fputs(fp4_usage_compare, stdout); return FP4_OK;
+        case ':':
+            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag compare "
+                                            "--help'", argv[optind - 1]);
+        default:
+            if (optopt > 0 && optopt < 256)
+                return fp4_error(FP4_ERR_USAGE, "unknown option '-%c'; see 'fp4diag compare "
+                                                "--help'", optopt);
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag compare --help'",
+                             argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return fp4_error(FP4_ERR_USAGE, "expected BASE.json NEW.json, got %d file%s; see "
+                                        "'fp4diag compare --help'",
+                         argc - optind, argc - optind == 1 ? "" : "s");
+    const char *base = argv[optind], *newp = argv[optind + 1];
+    if (output) { /* before reading: never one of the two reports compared */
+        const char *const inputs[2] = {base, newp};
+        FP4_TRY(fp4_output_prepare(output, inputs, 2));
+    }
+    fp4_compare_result res;
+    fp4_status st = fp4_compare_files(base, newp, &o, &res);
+    if (st != FP4_OK) {
+        fp4_output_forget();
+        fp4_compare_result_free(&res);
+        return st;
+    }
+    if (res.config_diff[0])
+        fprintf(stderr, "fp4diag compare: note: the reports' configs differ: %s%s\n",
+                res.config_diff,
+                res.key_diff ? " (key fields differ: only equal keys are paired; "
+                               "--ignore-key FIELD pairs them)"
+                             : "");
+    if (json)
+        st = print_json(&res, &o, base, newp, all, output);
+    else if (verbosity >= 0)
+        print_table(&res, all);
+    for (size_t i = 0; i < res.nrows; i++) {
+        const fp4_compare_row *r = &res.rows[i];
+        if (!r->fails) continue;
+        char why[512];
+        row_reasons(r, &o, why, sizeof why);
+        fprintf(stderr, "regression: %s %s: %s\n", r->name, r->variant, why);
+    }
+    if (st == FP4_OK && res.nregressed)
+        st = fp4_error(FP4_ERR_THRESHOLD, "%zu of %zu results regressed (thresholds: SQNR drop "
+                       "%g dB, alpha change %g, bucket drop %g)",
+                       res.nregressed, res.nrows, o.max_sqnr_drop_db, o.max_alpha_change,
+                       o.max_bucket_drop);
+    fp4_output_forget();
+    fp4_compare_result_free(&res);
+    return st;
+}

@@ -1,0 +1,339 @@
+/* cmd_ls.c — `fp4diag ls FILE [SELECT...]`: the tensors of a file (any source) with shape, on-disk
+ * type, chunks, filters and sizes, as a table or (--json) as JSON. The JSON building sits in
+ * one static function (ls_json) so that it can move into report.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "cmd/commands.h"
+#include "io/source.h"
+#include "report/report.h"
+#include "base/version.h"
+
+const char fp4_usage_ls[] =
+    "usage: fp4diag ls [--json] [--allow-external] [-q] [-v] FILE [SELECT...]\n"
+    "\n"
+    "List the datasets of an HDF5 file, a safetensors checkpoint (a file, an index .json or\n"
+    "a directory of shards), an .npy or an .npz: full name, shape, on-disk type (f16, bf16,\n"
+    "f32, f64, f8_e4m3, f8_e5m2, i8..u64, float(1,e,m,bias) for other custom floats; ' be'\n"
+    "marks big-endian), chunk shape, filters, logical size and stored size; for safetensors and\n"
+    "NumPy files the byte offset and the shard (or .npz member), then the file's metadata\n"
+    "(safetensors __metadata__) and a sharded checkpoint's index metadata (total_size). A\n"
+    "dataset fp4diag cannot read (string, compound, opaque class; a filter not available\n"
+    "here; BOOL, F8_E8M0, packed 4/6-bit types) is listed with a note saying why.\n"
+    "\n"
+    "SELECT is a dataset path, a group (every dataset below it) or a glob on the full path\n"
+    "('*' does not cross '/'; in safetensors and NumPy names nor '.'): /blocks/0,\n"
+    "'/blocks/*/fc1/weight', model.layers.3, 'model.layers.*.mlp.*.weight'. Default: every\n"
+    "dataset.\n"
+    "\n"
+    "options:\n"
+    "  --json         print JSON instead of the table\n"
+    "  --allow-external  follow external links, external storage and virtual-dataset\n"
+    "                 sources outside FILE's directory tree (regular files only)\n"
+    "  -q, --quiet    no table (the exit status says whether FILE and SELECT are readable)\n"
+    "  -v, --verbose  the table (the default); -vv adds HDF5's own error stack\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 missing file, not HDF5, or no such dataset.\n";
+
+/* "1024x256", "scalar" for rank 0; "-" for no chunks. */
+static void ls_shape(char *buf, size_t cap, int rank, const int64_t *dims, const char *none)
+{
+    if (rank == 0) {
+        snprintf(buf, cap, "%s", none);
+        return;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < rank && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "x" : "", (long long)dims[i]);
+}
+
+static void ls_bytes(char *buf, size_t cap, int64_t b)
+{
+    if (b < 0) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%lld B", (long long)b);
+    else
+        snprintf(buf, cap, "%.1f %s", v, unit[u]);
+}
+
+static void ls_dtype(char *buf, size_t cap, const fp4_tensor_desc *d)
+{
+    snprintf(buf, cap, "%s%s", d->dtype, strcmp(d->byte_order, "be") == 0 ? " be" : "");
+}
+
+static const char *ls_widening(const fp4_source *src, const fp4_tensor_desc *d)
+{
+    if (!d->numeric || d->problem[0]) return NULL;
+    return fp4_source_widens(src, d) ? "fp4diag" : fp4_source_format(src)->name;
+}
+static void ls_note(char *buf, size_t cap, const fp4_source *src, const fp4_tensor_desc *d)
+{
+    const char *wd = ls_widening(src, d);
+    if (d->problem[0])
+        snprintf(buf, cap, "%s", d->problem);
+    else if (wd && strcmp(wd, "fp4diag") != 0)
+        snprintf(buf, cap, "converted by %s (a layout fp4diag does not widen: slower)", wd);
+    else
+        buf[0] = '\0';
+}
+
+typedef struct ls_row {
+    char shape[160], dtype[64], chunks[160], size[32], stored[32];
+    char *name; /* the path, control characters and invalid UTF-8 escaped (owned) */
+    char offset[24];
+    char note[200];
+} ls_row;
+
+static int ls_max(int a, int b) { return a > b ? a : b; }
+
+static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_desc *ds, int n)
+{
+    ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int w[8] = {4, 5, 5, 6, 7, 4, 6, 5}; /* name shape dtype chunks filters size offset part */
+    bool notes = false, offsets = false, parts = false;
+    for (int i = 0; i < n; i++) {
+        const fp4_tensor_desc *d = &ds[i];
+        ls_row *r = &rows[i];
+        if (d->nelems < 0)
+            snprintf(r->shape, sizeof r->shape, "(too large)");
+        else
+            ls_shape(r->shape, sizeof r->shape, d->rank, d->dims, "scalar");
+        ls_dtype(r->dtype, sizeof r->dtype, d);
+        ls_shape(r->chunks, sizeof r->chunks, d->chunk_rank, d->chunk, "-");
+        ls_bytes(r->size, sizeof r->size, d->logical_bytes);
+        ls_bytes(r->stored, sizeof r->stored, d->stored_bytes);
+        r->name = fp4_text_escape(d->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        if (!r->name) {
+            for (int k = 0; k < i; k++) free(rows[k].name);
+            free(rows);
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
+        w[0] = ls_max(w[0], (int)strlen(r->name));
+        w[1] = ls_max(w[1], (int)strlen(r->shape));
+        w[2] = ls_max(w[2], (int)strlen(r->dtype));
+        w[3] = ls_max(w[3], (int)strlen(r->chunks));
+        w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
+        w[5] = ls_max(w[5], (int)strlen(r->size));
+        ls_note(r->note, sizeof r->note, src, d);
+        notes = notes || r->note[0];
+        offsets = offsets || d->file_offset >= 0;
+        parts = parts || d->part[0];
+        snprintf(r->offset, sizeof r->offset, "%lld", (long long)d->file_offset);
+        w[6] = ls_max(w[6], (int)strlen(r->offset));
+        w[7] = ls_max(w[7], (int)strlen(d->part));
+    }
+    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], "name", w[1], "shape", w[2],
+            "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored");
+    if (offsets) fprintf(out, "  %*s", w[6], "offset");
+    /* an .npz names the archive member holding the tensor; safetensors its shard file */
+    const char *part_head = strcmp(fp4_source_format(src)->name, "npy") ? "shard" : "member";
+    if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, part_head);
+    fprintf(out, "%s\n", notes ? "  note" : "");
+    for (int i = 0; i < n; i++) {
+        const fp4_tensor_desc *d = &ds[i];
+        const ls_row *r = &rows[i];
+        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], r->name, w[1],
+                r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
+                d->codec[0] ? d->codec : "-", w[5], r->size, r->stored);
+        if (offsets) fprintf(out, "  %*s", w[6], d->file_offset >= 0 ? r->offset : "-");
+        if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, d->part[0] ? d->part : "-");
+        fprintf(out, "%s%s\n", r->note[0] ? "  " : "", r->note);
+    }
+    for (int i = 0; i < n; i++) free(rows[i].name);
+    free(rows);
+    return FP4_OK;
+}
+
+static cJSON *ls_json_dims(int rank, const int64_t *dims)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < rank; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)dims[i]));
+    return a;
+}
+
+/* The JSON document of `ls` (moves to report.c later): {schema, tool, command, file,
+ * datasets: [{name, shape, dtype, byte_order, numeric, exact_fp32, chunks, filters,
+ * filters_available, logical_bytes, stored_bytes, offset, shard, problem, widening}], metadata: {key:
+ * value}, index_metadata: {key: the index's JSON value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
+ * range of the file (HDF5), shard null for a one-file source. */
+static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
+                      int nm, char **ik, char **iv, int ni)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "schema", "fp4diag.ls/1");
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
+    cJSON_AddStringToObject(root, "command", "ls");
+    cJSON_AddStringToObject(root, "file", file);
+    cJSON *meta = cJSON_AddObjectToObject(root, "metadata");
+    for (int i = 0; meta && i < nm; i++) cJSON_AddStringToObject(meta, mk[i], mv[i]);
+    cJSON *imeta = cJSON_AddObjectToObject(root, "index_metadata");
+    for (int i = 0; imeta && i < ni; i++) {
+        cJSON *v = cJSON_Parse(iv[i]); /* the index's own JSON value */
+        cJSON_AddItemToObject(imeta, ik[i], v ? v : cJSON_CreateString(iv[i]));
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "datasets");
+    for (int i = 0; arr && i < n; i++) {
+        const fp4_tensor_desc *d = &ds[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", d->name);
+        if (d->nelems < 0)
+            cJSON_AddNullToObject(o, "shape");
+        else
+            cJSON_AddItemToObject(o, "shape", ls_json_dims(d->rank, d->dims));
+        cJSON_AddStringToObject(o, "dtype", d->dtype);
+        if (d->byte_order[0])
+            cJSON_AddStringToObject(o, "byte_order", d->byte_order);
+        else
+            cJSON_AddNullToObject(o, "byte_order");
+        cJSON_AddBoolToObject(o, "numeric", d->numeric);
+        cJSON_AddBoolToObject(o, "exact_fp32", d->exact_fp32);
+        if (d->chunk_rank)
+            cJSON_AddItemToObject(o, "chunks", ls_json_dims(d->chunk_rank, d->chunk));
+        else
+            cJSON_AddNullToObject(o, "chunks");
+        cJSON *fl = cJSON_AddArrayToObject(o, "filters");
+        char tmp[sizeof d->codec];
+        memcpy(tmp, d->codec, sizeof tmp);
+        for (char *save = NULL, *tok = strtok_r(tmp, ",", &save); fl && tok;
+             tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(fl, cJSON_CreateString(tok));
+        cJSON_AddBoolToObject(o, "filters_available", d->codec_available);
+        if (d->logical_bytes < 0)
+            cJSON_AddNullToObject(o, "logical_bytes");
+        else
+            cJSON_AddNumberToObject(o, "logical_bytes", (double)d->logical_bytes);
+        cJSON_AddNumberToObject(o, "stored_bytes", (double)d->stored_bytes);
+        if (d->file_offset >= 0)
+            cJSON_AddNumberToObject(o, "offset", (double)d->file_offset);
+        else
+            cJSON_AddNullToObject(o, "offset");
+        if (d->part[0])
+            cJSON_AddStringToObject(o, "shard", d->part);
+        else
+            cJSON_AddNullToObject(o, "shard");
+        if (d->problem[0])
+            cJSON_AddStringToObject(o, "problem", d->problem);
+        else
+            cJSON_AddNullToObject(o, "problem");
+        const char *wd = ls_widening(src, d);
+        if (wd)
+            cJSON_AddStringToObject(o, "widening", wd);
+        else
+            cJSON_AddNullToObject(o, "widening");
+    }
+    return root;
+}
+
+fp4_status cmd_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"allow-external", no_argument, NULL, 'X'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, allow_external = false;
+    int verbosity = 0; /* -q: -1; -v: +1 each (-vv: HDF5 error stack), as for the other commands */
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'X': allow_external = true; break;
+        case 'q': verbosity = -1; break;
+        case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
+        case 'h': fputs(fp4_usage_ls, stdout); return FP4_OK;
+        default:
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag ls --help'",
+                             argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag ls --help'");
+    const char *file = argv[optind];
+    const char *const *sel = (const char *const *)argv + optind + 1;
+    int nsel = argc - optind - 1;
+
+    fp4_source_set_verbose(verbosity > 1);
+    fp4_source_set_allow_external(allow_external);
+    fp4_source *f = NULL;
+    fp4_tensor_desc *ds = NULL;
+    int n = 0;
+    FP4_TRY(fp4_source_open(file, &f));
+    char **mk = NULL, **mv = NULL, **ik = NULL, **iv = NULL;
+    int nm = 0, ni = 0;
+    fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
+    if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
+    if (st == FP4_OK) st = fp4_source_index_metadata(f, &ik, &iv, &ni);
+    if (st == FP4_OK) {
+        if (json) {
+            cJSON *doc = ls_json(file, f, ds, n, mk, mv, nm, ik, iv, ni);
+            if (doc) fp4_json_make_valid(doc);
+            char *text = doc ? cJSON_Print(doc) : NULL;
+            if (text)
+                printf("%s\n", text);
+            else
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory building JSON");
+            cJSON_free(text);
+            cJSON_Delete(doc);
+        } else if (verbosity >= 0) {
+            st = ls_table(stdout, f, ds, n);
+            for (int i = 0; st == FP4_OK && i < nm; i++) {
+                char *k = fp4_text_escape(mk[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                char *v = fp4_text_escape(mv[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                if (k && v) printf("%s  %s: %s\n", i ? "" : "metadata\n", k, v);
+                else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                free(k);
+                free(v);
+            }
+            for (int i = 0; st == FP4_OK && i < ni; i++) {
+                cJSON *j = cJSON_Parse(iv[i]); /* a string shown without its quotes */
+                const char *raw = cJSON_IsString(j) ? j->valuestring : iv[i];
+                char *k = fp4_text_escape(ik[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                char *v = fp4_text_escape(raw, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+                if (k && v) printf("%s  %s: %s\n", i ? "" : "index metadata\n", k, v);
+                else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                free(k);
+                free(v);
+                cJSON_Delete(j);
+            }
+        }
+    }
+    if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
+                       errno == EPIPE ? "the reading end of the pipe was closed"
+                                      : strerror(errno));
+    fp4_source_metadata_free(mk, mv, nm);
+    fp4_source_metadata_free(ik, iv, ni);
+    fp4_tensor_desc_free_list(ds, n);
+    fp4_source_close(f);
+    return st;
+}

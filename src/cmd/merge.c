@@ -1,0 +1,80 @@
+/* cmd_merge.c — `fp4diag merge`: join the partial reports of one run's shares (--shard I/N)
+ * into the report one process would have written (merge.c does the work). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "report/compare.h"
+#include "report/merge.h"
+#include "cmd/options.h"
+#include "report/output.h"
+#include "report/report.h"
+
+const char fp4_usage_merge[] =
+    "usage: fp4diag merge [OPTIONS] PART.json...\n"
+    "\n"
+    "Join the partial reports of one run's shares (each made with --shard I/N by sqnr, bias,\n"
+    "buckets, rht or gemm) into the report one process would have written: tensors (layers)\n"
+    "in the same order, the pooled summary bit for bit, errors kept; only \"timing\" differs\n"
+    "(the slowest part's seconds, the parts' bytes summed). The parts must come from the same\n"
+    "command line apart from --shard and -o, the same options, input and fp4diag version,\n"
+    "with every share 0..N-1 given once; its \"argv\" is theirs without --shard, with this\n"
+    "-o.\n"
+    "\noptions:\n"
+    "  -o FILE             write the merged report to FILE (default stdout)\n"
+    "  -q                  quiet: no table\n"
+    "  -v                  the table on stderr even when it is not a terminal (analysis)\n"
+    "  -h, --help          this help\n"
+    "\nExit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given twice or\n"
+    "missing (all named), or the merged report holds errors entries (as the run would exit).\n";
+
+fp4_status cmd_merge(int argc, char **argv)
+{
+    fp4_options o;
+    fp4_options_default(&o, NULL, FP4_RHT_OFF);
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    if (st == FP4_OK && !o.help)
+        st = fp4_options_only(&o, "merge", NULL, "merge takes -o, -q; see 'fp4diag merge --help'");
+    if (st != FP4_OK || o.help) {
+        if (st == FP4_OK) fputs(fp4_usage_merge, stdout);
+        free(args);
+        return st;
+    }
+    if (o.nargs < 1) {
+        free(args);
+        return fp4_error(FP4_ERR_USAGE, "missing PART.json; see 'fp4diag merge --help'");
+    }
+    /* -o checked before anything is read: never one of the parts */
+    st = fp4_output_prepare(o.output, (const char *const *)o.args, o.nargs);
+    char **texts = st == FP4_OK ? calloc((size_t)o.nargs, sizeof *texts) : NULL;
+    if (st == FP4_OK && !texts) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < o.nargs; i++)
+        st = fp4_report_file_read(o.args[i], &texts[i]); /* never /dev/zero; at most 1 GiB */
+    fp4_merge_result res;
+    memset(&res, 0, sizeof res);
+    if (st == FP4_OK)
+        st = fp4_merge_reports((const char *const *)texts, (const char *const *)o.args, o.nargs,
+                               o.output,
+                               o.verbosity > 0 || (o.verbosity == 0 && isatty(STDERR_FILENO))
+                                   ? stderr
+                                   : NULL,
+                               &res);
+    if (st == FP4_OK && fp4_report_quiet_terminal(o.output, o.json, o.verbosity))
+        fp4_report_quiet_note(); /* -q on a terminal: no JSON flood */
+    else if (st == FP4_OK)
+        st = fp4_output_write(o.output, res.text, strlen(res.text));
+    if (st == FP4_OK && res.nerrors > 0)
+        st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
+                                      "first: %s",
+                       res.nerrors, res.nunits, res.first_error);
+    free(res.text);
+    for (int i = 0; texts && i < o.nargs; i++) free(texts[i]);
+    free(texts);
+    fp4_output_forget();
+    free(args);
+    return st;
+}

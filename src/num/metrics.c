@@ -1,0 +1,160 @@
+/* metrics.c — the fp64 accumulators of SPEC §5: ordered merge, derived metrics (NMSE, SQNR,
+ * α, δ, mean signed error, B15, B8), level geometry, and compound shrinkage. */
+#include "num/metrics.h"
+
+#include "kernels.h"
+
+#include <stddef.h>
+
+/* fp4_fsums is laid out as the kernels' per-chunk sums (kernels.h FP4K_S_*, SPEC §7) */
+_Static_assert(offsetof(fp4_fsums, x2) == FP4K_S_X2 * sizeof(double), "FP4K_S_X2");
+_Static_assert(offsetof(fp4_fsums, err2) == FP4K_S_ERR2 * sizeof(double), "FP4K_S_ERR2");
+_Static_assert(offsetof(fp4_fsums, xqx) == FP4K_S_XQX * sizeof(double), "FP4K_S_XQX");
+_Static_assert(offsetof(fp4_fsums, xq2) == FP4K_S_XQ2 * sizeof(double), "FP4K_S_XQ2");
+_Static_assert(offsetof(fp4_fsums, serr) == FP4K_S_SIGNED * sizeof(double), "FP4K_S_SIGNED");
+_Static_assert(offsetof(fp4_fsums, lerr) == FP4K_S_LEVEL0 * sizeof(double), "FP4K_S_LEVEL0");
+_Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
+
+#include <math.h>
+#include <string.h>
+
+void fp4_metrics_init(fp4_metrics *m) { memset(m, 0, sizeof *m); }
+
+void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src)
+{
+    fp4_fsums s;
+    fp4_fsums_of(src, &s);
+    fp4_fsums_add(dst, &s);
+    fp4_metrics_merge_counts(dst, src);
+}
+
+void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
+{
+    dst->signed_err_n += src->signed_err_n;
+    for (int i = 0; i < 8; i++) dst->level_count[i] += src->level_count[i];
+    for (int i = 0; i < 16; i++) dst->hist[i] += src->hist[i];
+    dst->elements += src->elements;
+    dst->padded += src->padded;
+    dst->zero += src->zero;
+    dst->nan += src->nan;
+    dst->inf += src->inf;
+    dst->saturated += src->saturated;
+    dst->clipped += src->clipped;
+    dst->blocks += src->blocks;
+    dst->zero_blocks += src->zero_blocks;
+    dst->scale_underflow_blocks += src->scale_underflow_blocks;
+    dst->nonfinite_blocks += src->nonfinite_blocks;
+    if (src->tensor_amax > dst->tensor_amax) dst->tensor_amax = src->tensor_amax;
+}
+
+void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
+                                 const fp4_metrics *before, uint64_t k)
+{
+#define D(f) dst->f += k * (after->f - before->f)
+    D(signed_err_n);
+    for (int i = 0; i < 8; i++) D(level_count[i]);
+    for (int i = 0; i < 16; i++) D(hist[i]);
+    D(elements);
+    D(padded);
+    D(zero);
+    D(nan);
+    D(inf);
+    D(saturated);
+    D(clipped);
+    D(blocks);
+    D(zero_blocks);
+    D(scale_underflow_blocks);
+    D(nonfinite_blocks);
+#undef D
+}
+
+/* exp(entropy) / K of counts c[0..k) */
+static double bucket_ratio(const uint64_t *c, int k)
+{
+    uint64_t tot = 0;
+    for (int i = 0; i < k; i++) tot += c[i];
+    if (!tot) return NAN;
+    double h = 0.0;
+    for (int i = 0; i < k; i++)
+        if (c[i]) {
+            double p = (double)c[i] / (double)tot;
+            h -= p * log(p);
+        }
+    return exp(h) / k;
+}
+
+void fp4_metrics_finish(fp4_metrics *m)
+{
+    if (m->sum_x2 > 0.0) {
+        m->nmse = m->sum_err2 / m->sum_x2;
+        m->alpha = m->sum_xqx / m->sum_x2;
+        m->delta = 1.0 - m->alpha;
+        if (m->sum_err2 == 0.0) {
+            m->sqnr_status = FP4_SQNR_EXACT;
+            m->sqnr_db = INFINITY;
+        } else {
+            m->sqnr_status = FP4_SQNR_OK;
+            m->sqnr_db = -10.0 * log10(m->nmse);
+        }
+    } else {
+        m->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
+        m->nmse = m->alpha = m->delta = m->sqnr_db = NAN;
+    }
+    m->mean_signed_error = m->signed_err_n ? m->signed_err_sum / (double)m->signed_err_n : NAN;
+    for (int i = 0; i < 8; i++)
+        m->level_mean_error[i] =
+            m->level_count[i] ? m->level_err_sum[i] / (double)m->level_count[i] : 0.0;
+    uint64_t c15[15], c8[8];
+    c15[0] = m->hist[0] + m->hist[8]; /* ±0 merged */
+    for (int i = 1; i < 8; i++) {
+        c15[i] = m->hist[i];
+        c15[7 + i] = m->hist[8 + i];
+    }
+    for (int i = 0; i < 8; i++) c8[i] = m->hist[i] + m->hist[8 + i];
+    m->bucket_ratio_15 = bucket_ratio(c15, 15);
+    m->bucket_ratio_8 = bucket_ratio(c8, 8);
+}
+
+int fp4_level_geometry(fp4_format f, fp4_level_geom geom[8])
+{
+    float lv[8], gmax;
+    int n = fp4_format_levels(f, lv, &gmax);
+    for (int i = 0; i < n; i++) {
+        double l = i > 0 ? ((double)lv[i] - lv[i - 1]) / 2.0 : 0.0;
+        double r = i + 1 < n ? ((double)lv[i + 1] - lv[i]) / 2.0 : 0.0;
+        geom[i] = (fp4_level_geom){lv[i], l, r, (l - r) / 2.0};
+    }
+    return n;
+}
+
+double fp4_sqnr_db(const float *x, const float *xq, int64_t n, fp4_sqnr_status *st)
+{
+    double sx = 0.0, se = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)xq[i] - (double)x[i];
+        sx += (double)x[i] * (double)x[i];
+        se += d * d;
+    }
+    fp4_sqnr_status s = FP4_SQNR_OK;
+    double r;
+    if (!(sx > 0.0)) {
+        s = FP4_SQNR_ZERO_SIGNAL;
+        r = NAN;
+    } else if (se == 0.0) {
+        s = FP4_SQNR_EXACT;
+        r = INFINITY;
+    } else r = 10.0 * log10(sx / se);
+    if (st) *st = s;
+    return r;
+}
+
+void fp4_compound_shrinkage(const double *delta, int k, double *prod, double *expo)
+{
+    double p = 1.0, s = 0.0;
+    for (int i = 0; i < k; i++) {
+        p *= 1.0 - delta[i];
+        s += delta[i];
+    }
+    if (prod) *prod = p;
+    if (expo) *expo = exp(-s);
+}

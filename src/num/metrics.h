@@ -1,0 +1,102 @@
+/* metrics.h — the fp64 accumulators of SPEC §5 for one (tensor, config) pair, their ordered
+ * merge, and the derived metrics (NMSE, SQNR, α, δ, bias, B15, B8). */
+#ifndef FP4_METRICS_H
+#define FP4_METRICS_H
+
+#include <stdint.h>
+
+#include "num/quant.h"
+
+typedef enum fp4_sqnr_status {
+    FP4_SQNR_OK = 0,
+    FP4_SQNR_ZERO_SIGNAL, /* Σx² = 0: SQNR undefined, reported null with "zero_signal" */
+    FP4_SQNR_EXACT,       /* x̂ == x: +∞, reported null with "exact" */
+    FP4_SQNR_NONFINITE    /* gemm only: a NaN/Inf operand made the output sums non-finite;
+                             reported null with "nonfinite" (the analysis commands exclude
+                             non-finite blocks instead, SPEC §5) */
+} fp4_sqnr_status;
+
+typedef struct fp4_metrics {
+    /* raw sums (fp64) over counted elements, in the domain of SPEC §4 */
+    double sum_x2;        /* Σ x²              */
+    double sum_err2;      /* Σ (x̂ − x)²        */
+    double sum_xqx;       /* Σ x̂ x             */
+    double sum_xq2;       /* Σ x̂²              */
+    double signed_err_sum;  /* Σ (ρ(t) − t) over non-amax elements, normalized units */
+    uint64_t signed_err_n;
+    uint64_t level_count[8];     /* elements that rounded to magnitude level i (non-amax;
+                                    zero and underflowed blocks skipped, see quant.h) */
+    double level_err_sum[8];     /* Σ (ρ(t) − t) of those elements */
+    uint64_t hist[16];           /* 4-bit code histogram, all counted elements */
+    /* counts (definitions in quant.h: elements/padded/zero/nan/inf are of the input; clipped
+     * is mxfp4 saturation; blocks counts blocks holding counted entries) */
+    uint64_t elements, padded, zero, nan, inf, saturated, clipped;
+    uint64_t blocks, zero_blocks, scale_underflow_blocks, nonfinite_blocks;
+    float tensor_amax; /* merged as a max */
+    /* derived by fp4_metrics_finish */
+    double nmse, sqnr_db, alpha, delta, mean_signed_error, bucket_ratio_15, bucket_ratio_8;
+    double level_mean_error[8]; /* level_err_sum / level_count (0 where the count is 0) */
+    fp4_sqnr_status sqnr_status;
+} fp4_metrics;
+
+/* Zero every field. */
+void fp4_metrics_init(fp4_metrics *m);
+
+/* dst += src, field by field (counts exact, sums fp64 in this one order). */
+void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src);
+
+/* The order-sensitive fp64 sums of one chunk partial. fp4_metrics_merge adds each of these
+ * fields in merge order, so adding chunk sums in (row, chunk) order with fp4_fsums_add gives the
+ * same bits as merging whole partials; the integer counts (and the amax, a max) are exact and
+ * may be folded in any order (fp4_metrics_merge_counts). Backends keep only these per chunk.
+ * The field order is kernels.h's FP4K_S_* order (static assertions in metrics.c): the GPU
+ * writes its chunk sums as FP4K_NSUMS doubles in that order. */
+typedef struct fp4_fsums {
+    double x2, err2, xqx, xq2, serr, lerr[8];
+} fp4_fsums;
+
+static inline void fp4_fsums_of(const fp4_metrics *m, fp4_fsums *s)
+{
+    s->x2 = m->sum_x2;
+    s->err2 = m->sum_err2;
+    s->xqx = m->sum_xqx;
+    s->xq2 = m->sum_xq2;
+    s->serr = m->signed_err_sum;
+    for (int i = 0; i < 8; i++) s->lerr[i] = m->level_err_sum[i];
+}
+
+static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
+{
+    m->sum_x2 += s->x2;
+    m->sum_err2 += s->err2;
+    m->sum_xqx += s->xqx;
+    m->sum_xq2 += s->xq2;
+    m->signed_err_sum += s->serr;
+    for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
+}
+
+/* dst += src for the integer counts and the amax only (order-free). */
+void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
+
+/* dst += k * (after - before) for the integer counts only (after >= before field by field:
+ * the counts some rows added, repeated k times). */
+void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
+                                 const fp4_metrics *before, uint64_t k);
+
+/* Compute the derived fields from the raw sums. Σx² = 0: status zero_signal, nmse/sqnr/alpha/
+ * delta NaN; Σ(x̂−x)² = 0 < Σx²: status exact, sqnr +Inf. Undefined means/ratios are NaN
+ * (mean_signed_error with no samples, bucket ratios of an empty histogram). */
+void fp4_metrics_finish(fp4_metrics *m);
+
+/* Per-level geometry (SPEC §5) of a grid: half-widths left/right, analytic conditional bias
+ * (ℓ − r)/2, in normalized units. Returns the number of levels. */
+typedef struct fp4_level_geom { double q, left, right, analytic_bias; } fp4_level_geom;
+int fp4_level_geometry(fp4_format f, fp4_level_geom geom[8]);
+
+/* SQNR in dB of x̂ against x (fp64 sums): 10 log10(Σx² / Σ(x̂−x)²); status as above. */
+double fp4_sqnr_db(const float *x, const float *xq, int64_t n, fp4_sqnr_status *st);
+
+/* Over K layers with per-layer shrinkage δ_k: Π(1 − δ_k) and exp(−Σ δ_k). */
+void fp4_compound_shrinkage(const double *delta, int k, double *prod, double *expo);
+
+#endif

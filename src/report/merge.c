@@ -1,0 +1,743 @@
+/* merge.c — join partial reports (--shard I/N, MPI ranks) into the one-process report: check
+ * that the parts are one run's shares, pool the exact per-tensor sums in selection order, and
+ * render through the same report code a single run uses. */
+#include "report/merge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "run/driver.h"
+#include "run/gemm.h"
+#include "num/metrics.h"
+#include "cmd/options.h"
+#include "report/report.h"
+#include "report/gemm.h"
+#include "run/shard.h"
+
+typedef struct part {
+    const char *name;
+    cJSON *doc;
+    const cJSON *shard;
+    int index, count, selected;
+} part;
+
+static const cJSON *get(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+/* A JSON integer in [0, max] (a hostile part may hold 1e300 or -0.5), else -1. */
+static int int_of(const cJSON *v, int max)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > (double)max ||
+        v->valuedouble != floor(v->valuedouble))
+        return -1;
+    return (int)v->valuedouble;
+}
+
+static int get_int(const cJSON *o, const char *k, int dflt)
+{
+    int v = int_of(get(o, k), 1 << 30);
+    return v < 0 ? dflt : v;
+}
+
+/* --------------------------------------------------------------- argv */
+
+/* Whether token t is the long option `name` (getopt_long accepts unique prefixes of at least
+ * `minlen` characters); *inline_val is set when it carries "=VALUE". */
+static bool is_long(const char *t, const char *name, size_t minlen, bool *inline_val)
+{
+    if (strncmp(t, "--", 2) != 0) return false;
+    const char *n = t + 2, *eq = strchr(n, '=');
+    size_t len = eq ? (size_t)(eq - n) : strlen(n);
+    if (len < minlen || len > strlen(name) || strncmp(n, name, len) != 0) return false;
+    *inline_val = eq != NULL;
+    return true;
+}
+
+/* The parts' argv as the one process would have had it: without --shard, with -o `output`
+ * (dropped when output is NULL; appended when the parts had none). NULL-terminated copies of
+ * the strings (free with argv_free); NULL when out of memory or argv is not an array of
+ * strings. */
+static char **argv_canonical(const cJSON *argv, const char *output, int *argc)
+{
+    int n = cJSON_GetArraySize(argv);
+    char **out = calloc((size_t)n + 3, sizeof *out);
+    if (!out) return NULL;
+    int k = 0;
+    bool had_output = false, ended = false;
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(argv, i);
+        if (!cJSON_IsString(a)) goto fail;
+        const char *t = a->valuestring;
+        const char *next = i + 1 < n && cJSON_IsString(cJSON_GetArrayItem(argv, i + 1))
+                               ? cJSON_GetArrayItem(argv, i + 1)->valuestring
+                               : NULL;
+        bool inl = false;
+        if (!ended && i >= 2 && !strcmp(t, "--")) ended = true;
+        else if (!ended && i >= 2 && is_long(t, "shard", 2, &inl)) {
+            if (!inl) i++;
+            continue;
+        } else if (!ended && i >= 2 && (is_long(t, "output", 1, &inl) || !strncmp(t, "-o", 2))) {
+            bool separate = strcmp(t, "-o") == 0 || (t[1] == '-' && !inl);
+            if (separate) i++;
+            had_output = true;
+            if (output) {
+                if (!(out[k++] = strdup("-o")) || !(out[k++] = strdup(output))) goto fail;
+            }
+            (void)next;
+            continue;
+        }
+        if (!(out[k++] = strdup(t))) goto fail;
+    }
+    if (!had_output && output)
+        if (!(out[k++] = strdup("-o")) || !(out[k++] = strdup(output))) goto fail;
+    *argc = k;
+    return out;
+fail:
+    for (int i = 0; i < k; i++) free(out[i]);
+    free(out);
+    return NULL;
+}
+
+static void argv_free(char **a)
+{
+    for (int i = 0; a && a[i]; i++) free(a[i]);
+    free(a);
+}
+
+static bool argv_equal(char **a, char **b)
+{
+    int i = 0;
+    for (; a[i] && b[i]; i++)
+        if (strcmp(a[i], b[i])) return false;
+    return !a[i] && !b[i];
+}
+
+/* --------------------------------------------------------------- checks */
+
+static fp4_status load(const char *const *texts, const char *const *names, int n, part *p)
+{
+    for (int i = 0; i < n; i++) {
+        p[i].name = names[i];
+        p[i].doc = cJSON_Parse(texts[i]);
+        if (!p[i].doc) return fp4_error(FP4_ERR_INPUT, "%s: not JSON", names[i]);
+        const cJSON *sc = get(p[i].doc, "schema");
+        if (!cJSON_IsString(sc) || strcmp(sc->valuestring, FP4_REPORT_SCHEMA))
+            return fp4_error(FP4_ERR_INPUT, "%s: not an fp4diag report (schema %s)", names[i],
+                             FP4_REPORT_SCHEMA);
+        p[i].shard = get(p[i].doc, "shard");
+        if (!cJSON_IsObject(p[i].shard))
+            return fp4_error(FP4_ERR_INPUT,
+                             "%s: not a partial report (no \"shard\"; made without --shard)",
+                             names[i]);
+        p[i].index = int_of(get(p[i].shard, "index"), FP4_SHARD_MAX);
+        p[i].count = int_of(get(p[i].shard, "count"), FP4_SHARD_MAX);
+        p[i].selected = int_of(get(p[i].shard, "selected"), 1 << 28);
+        if (p[i].count < 1 || p[i].index < 0 || p[i].index >= p[i].count || p[i].selected < 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: malformed \"shard\" (index, count, selected)",
+                             names[i]);
+        const cJSON *c = get(p[i].doc, "command");
+        if (!cJSON_IsString(c) || !cJSON_IsArray(get(p[i].doc, "argv")))
+            return fp4_error(FP4_ERR_INPUT, "%s: no command or argv", names[i]);
+    }
+    return FP4_OK;
+}
+
+/* Part i against part 0: the same run? `what` names the first difference. */
+static bool same_run(const part *a, const part *b, bool gemm, const char **what)
+{
+    static const char *const keys[] = {"tool", "command", "config"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        if (!cJSON_Compare(get(a->doc, keys[k]), get(b->doc, keys[k]), true)) {
+            *what = keys[k];
+            return false;
+        }
+    if (!gemm && !cJSON_Compare(get(a->doc, "input"), get(b->doc, "input"), true)) {
+        *what = "input";
+        return false;
+    }
+    if (!gemm && !cJSON_Compare(get(a->doc, "skipped"), get(b->doc, "skipped"), true)) {
+        *what = "skipped list";
+        return false;
+    }
+    if (gemm && !cJSON_Compare(get(a->shard, "layers"), get(b->shard, "layers"), true)) {
+        *what = "input (layers)";
+        return false;
+    }
+    if (a->count != b->count) {
+        *what = "share count N";
+        return false;
+    }
+    if (a->selected != b->selected) {
+        *what = "selection";
+        return false;
+    }
+    int na, nb;
+    char **x = argv_canonical(get(a->doc, "argv"), NULL, &na);
+    char **y = argv_canonical(get(b->doc, "argv"), NULL, &nb);
+    bool eq = x && y && argv_equal(x, y);
+    argv_free(x);
+    argv_free(y);
+    if (!eq) *what = "command line (argv apart from --shard and -o)";
+    return eq;
+}
+
+static fp4_status check_parts(part *p, int n, bool gemm)
+{
+    for (int i = 1; i < n; i++) {
+        const char *what = "";
+        if (!same_run(&p[0], &p[i], gemm, &what))
+            return fp4_error(FP4_ERR_INPUT,
+                             "%s is not a share of the run of %s: its %s differs (foreign part)",
+                             p[i].name, p[0].name, what);
+    }
+    const int N = p[0].count;
+    int *seen = malloc((size_t)N * sizeof *seen);
+    if (!seen) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int s = 0; s < N; s++) seen[s] = -1;
+    for (int i = 0; i < n; i++) {
+        if (seen[p[i].index] >= 0) {
+            fp4_status st = fp4_error(FP4_ERR_INPUT, "share %d/%d given twice: %s and %s",
+                                      p[i].index, N, p[seen[p[i].index]].name, p[i].name);
+            free(seen);
+            return st;
+        }
+        seen[p[i].index] = i;
+    }
+    char miss[400] = "";
+    int nmiss = 0;
+    size_t used = 0;
+    for (int s = 0; s < N; s++)
+        if (seen[s] < 0) {
+            if (used < sizeof miss - 32)
+                used += (size_t)snprintf(miss + used, sizeof miss - used, "%s%d/%d",
+                                         nmiss ? ", " : "", s, N);
+            else if (used < sizeof miss - 1)
+                used += (size_t)snprintf(miss + used, sizeof miss - used, ", ...");
+            nmiss++;
+        }
+    free(seen);
+    if (nmiss)
+        return fp4_error(FP4_ERR_INPUT, "%d of %d shares missing: %s (%d given)", nmiss, N,
+                         miss, n);
+    /* Together the shares must cover the selection once (the split is deterministic, so this
+     * fails only for parts made by different builds or edited by hand). */
+    const int S = p[0].selected;
+    int *owner = malloc((size_t)(S ? S : 1) * sizeof *owner);
+    if (!owner) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int u = 0; u < S; u++) owner[u] = -1;
+    fp4_status st = FP4_OK;
+    for (int i = 0; i < n && st == FP4_OK; i++) {
+        const cJSON *as = get(p[i].shard, "assigned"), *a;
+        if (!cJSON_IsArray(as)) st = fp4_error(FP4_ERR_INPUT, "%s: no shard.assigned", p[i].name);
+        cJSON_ArrayForEach(a, as)
+        {
+            int u = int_of(a, S > 0 ? S - 1 : 0);
+            if (u < 0 || u >= S || owner[u] >= 0) {
+                st = fp4_error(FP4_ERR_INPUT, "%s: shard.assigned holds %d, %s", p[i].name, u,
+                               u < 0 || u >= S ? "outside the selection" : "also in another part");
+                break;
+            }
+            owner[u] = i;
+        }
+    }
+    for (int u = 0; u < S && st == FP4_OK; u++)
+        if (owner[u] < 0)
+            st = fp4_error(FP4_ERR_INPUT, "no part holds selected item %d (parts of different "
+                                          "builds?)", u);
+    free(owner);
+    return st;
+}
+
+/* --------------------------------------------------------------- analysis */
+
+typedef struct unit {
+    int index; /* position in the selection */
+    int part;
+    const cJSON *obj;     /* the tensor or error object in the part */
+    const cJSON *partial; /* shard.tensors[k] (tensors only) */
+} unit;
+
+static int unit_cmp(const void *a, const void *b)
+{
+    const unit *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The units of kind `key` ("tensors"/"errors"; gemm: "layers") of every part, each with its
+ * selection index from the parallel shard array, sorted by index. */
+static fp4_status collect(part *p, int n, const char *key, const char *shard_key, unit **out,
+                          int *nout)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) total += cJSON_GetArraySize(get(p[i].doc, key));
+    unit *u = calloc((size_t)(total ? total : 1), sizeof *u);
+    if (!u) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *arr = get(p[i].doc, key), *idx = get(p[i].shard, shard_key);
+        if (cJSON_GetArraySize(arr) != cJSON_GetArraySize(idx)) {
+            free(u);
+            return fp4_error(FP4_ERR_INPUT, "%s: \"%s\" and shard.%s differ in length",
+                             p[i].name, key, shard_key);
+        }
+        for (int j = 0; j < cJSON_GetArraySize(arr); j++) {
+            const cJSON *x = cJSON_GetArrayItem(idx, j);
+            const cJSON *xi = cJSON_IsObject(x) ? get(x, "index") : x;
+            if (int_of(xi, p[i].selected > 0 ? p[i].selected - 1 : 0) < 0) {
+                free(u);
+                return fp4_error(FP4_ERR_INPUT, "%s: shard.%s[%d] has no index", p[i].name,
+                                 shard_key, j);
+            }
+            u[k++] = (unit){(int)xi->valuedouble, i, cJSON_GetArrayItem(arr, j), x};
+        }
+    }
+    qsort(u, (size_t)k, sizeof *u, unit_cmp);
+    *out = u;
+    *nout = k;
+    return FP4_OK;
+}
+
+static fp4_status tensor_from_json(const part *pt, const unit *u, int ncfg, fp4_tensor_result *tr)
+{
+    const cJSON *o = u->obj;
+    const cJSON *name = get(o, "name"), *shape = get(o, "shape"), *dtype = get(o, "dtype");
+    const cJSON *ps = get(u->partial, "partials");
+    if (!cJSON_IsString(name) || !cJSON_IsArray(shape) || !cJSON_IsString(dtype) ||
+        cJSON_GetArraySize(shape) > FP4_MAX_RANK || cJSON_GetArraySize(ps) != ncfg)
+        return fp4_error(FP4_ERR_INPUT, "%s: tensor %d: malformed (name, shape, dtype, partials)",
+                         pt->name, u->index);
+    tr->index = u->index;
+    tr->axis = get_int(o, "axis", 0);
+    if (!(tr->info.name = strdup(name->valuestring)))
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    snprintf(tr->info.dtype, sizeof tr->info.dtype, "%s", dtype->valuestring);
+    tr->info.rank = cJSON_GetArraySize(shape);
+    tr->info.nelems = 1;
+    for (int d = 0; d < tr->info.rank; d++) {
+        const cJSON *x = cJSON_GetArrayItem(shape, d);
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0) || x->valuedouble > 4.0e18 ||
+            x->valuedouble != floor(x->valuedouble))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: malformed shape", pt->name, tr->info.name);
+        tr->info.dims[d] = (int64_t)x->valuedouble;
+    }
+    tr->info.nelems = -1; /* unused: the report prints the shape */
+    tr->metrics = calloc((size_t)(ncfg ? ncfg : 1), sizeof *tr->metrics);
+    if (!tr->metrics) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int c = 0; c < ncfg; c++) {
+        if (!fp4_metrics_raw_parse(cJSON_GetArrayItem(ps, c), &tr->metrics[c]))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: malformed exact partial sums", pt->name,
+                             tr->info.name);
+        fp4_metrics_finish(&tr->metrics[c]);
+    }
+    return FP4_OK;
+}
+
+static double part_seconds_max(const part *p, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = get(get(p[i].doc, "timing"), "seconds");
+        if (cJSON_IsNumber(v) && v->valuedouble > s) s = v->valuedouble;
+    }
+    return s;
+}
+
+static double part_bytes_sum(const part *p, int n)
+{
+    double b = 0;
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = get(get(p[i].doc, "timing"), "bytes_read");
+        if (cJSON_IsNumber(v)) b += v->valuedouble;
+    }
+    return b;
+}
+
+/* Every tensor and error of the merged report must equal the part's own: the parts then came
+ * from this build's report code, and the merge added nothing of its own. */
+static fp4_status check_rendered(const char *text, const unit *t, int nt, const unit *e, int ne,
+                                 const part *p)
+{
+    cJSON *doc = cJSON_Parse(text);
+    if (!doc) return fp4_error(FP4_ERR_INTERNAL, "merge: the merged report does not parse");
+    fp4_status st = FP4_OK;
+    const cJSON *ts = get(doc, "tensors"), *es = get(doc, "errors");
+    for (int i = 0; i < nt && st == FP4_OK; i++)
+        if (!cJSON_Compare(cJSON_GetArrayItem(ts, i), t[i].obj, true))
+            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s does not re-render as written (a part "
+                                          "of another fp4diag build, or edited?)",
+                           p[t[i].part].name,
+                           cJSON_IsString(get(t[i].obj, "name")) ? get(t[i].obj, "name")->valuestring : "?");
+    for (int i = 0; i < ne && st == FP4_OK; i++)
+        if (!cJSON_Compare(cJSON_GetArrayItem(es, i), e[i].obj, true))
+            st = fp4_error(FP4_ERR_INPUT, "%s: an errors entry does not re-render as written",
+                           p[e[i].part].name);
+    cJSON_Delete(doc);
+    return st;
+}
+
+/* The parts' "notes" (names that were not valid UTF-8, escaped when the parts were written):
+ * every part lists the whole selection, so part 0's notes are the run's; the merged strings
+ * are valid by now, so the rendering did not add them again. */
+static fp4_status keep_notes(const part *p, fp4_merge_result *res)
+{
+    const cJSON *notes = get(p[0].doc, "notes");
+    if (!cJSON_IsArray(notes)) return FP4_OK;
+    cJSON *doc = cJSON_Parse(res->text);
+    if (!doc) return fp4_error(FP4_ERR_INTERNAL, "merge: the merged report does not parse");
+    if (!get(doc, "notes")) cJSON_AddItemToObject(doc, "notes", cJSON_Duplicate(notes, true));
+    char *t = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    char *nt = t ? malloc(strlen(t) + 2) : NULL;
+    if (nt) sprintf(nt, "%s\n", t);
+    cJSON_free(t);
+    if (!nt) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    free(res->text);
+    res->text = nt;
+    return FP4_OK;
+}
+
+static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table,
+                                 fp4_merge_result *res)
+{
+    fp4_status st = FP4_OK;
+    int argc = 0;
+    char **argv = argv_canonical(get(p[0].doc, "argv"), output, &argc);
+    char **args = NULL;
+    unit *tu = NULL, *eu = NULL;
+    int nt = 0, ne = 0;
+    fp4_run run;
+    memset(&run, 0, sizeof run);
+    fp4_options o;
+    if (!argv || argc < 2) {
+        st = argv ? fp4_error(FP4_ERR_INPUT, "%s: argv too short", p[0].name)
+                  : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    const char *command = argv[1];
+    /* the options as the run parsed them (its command's defaults, then its argv) */
+    fp4_options_default(&o, NULL, !strcmp(command, "rht") ? FP4_RHT_BOTH : FP4_RHT_OFF);
+    if (!(args = fp4_argv_dup(argc - 1, argv + 1))) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = fp4_options_parse(&o, argc - 1, args, NULL)) != FP4_OK) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: its argv does not parse here: %s", p[0].name,
+                       fp4_last_error());
+        goto out;
+    }
+    run.opt = &o;
+    const cJSON *in = get(p[0].doc, "input"), *cfg = get(p[0].doc, "config");
+    const cJSON *file = get(in, "file"), *ds = get(in, "datasets"), *dev = get(cfg, "device");
+    run.file = strdup(cJSON_IsString(file) ? file->valuestring : "");
+    run.cfgs = calloc(2 * FP4_MAX_FORMATS, sizeof *run.cfgs);
+    run.datasets = calloc((size_t)cJSON_GetArraySize(ds) + 1, sizeof *run.datasets);
+    if (!run.file || !run.cfgs || !run.datasets) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = fp4_options_configs(&o, run.cfgs, 2 * FP4_MAX_FORMATS, &run.ncfg)) != FP4_OK) goto out;
+    snprintf(run.device, sizeof run.device, "%s", cJSON_IsString(dev) ? dev->valuestring : "");
+    const cJSON *d;
+    cJSON_ArrayForEach(d, ds)
+    {
+        if (!cJSON_IsString(d) || !(run.datasets[run.ndatasets] = strdup(d->valuestring))) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: malformed input.datasets", p[0].name);
+            goto out;
+        }
+        run.ndatasets++;
+    }
+    /* what the default selection left out: decided before the split, the same in every part */
+    const cJSON *skl = get(p[0].doc, "skipped"), *x;
+    run.skipped = calloc((size_t)cJSON_GetArraySize(skl) + 1, sizeof *run.skipped);
+    if (!run.skipped) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(x, skl)
+    {
+        const cJSON *nm = get(x, "name"), *sh = get(x, "shape"), *dt = get(x, "dtype"),
+                    *why = get(x, "reason");
+        if (!cJSON_IsString(nm) || !cJSON_IsArray(sh) || !cJSON_IsString(dt) ||
+            !cJSON_IsString(why) || cJSON_GetArraySize(sh) > FP4_MAX_RANK) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: malformed skipped entry", p[0].name);
+            goto out;
+        }
+        fp4_tensor_skip *k = &run.skipped[run.nskipped];
+        if (!(k->info.name = strdup(nm->valuestring)) || !(k->reason = strdup(why->valuestring))) {
+            free(k->info.name);
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        run.nskipped++;
+        snprintf(k->info.dtype, sizeof k->info.dtype, "%s", dt->valuestring);
+        k->info.rank = cJSON_GetArraySize(sh);
+        for (int r = 0; r < k->info.rank; r++) {
+            const cJSON *v = cJSON_GetArrayItem(sh, r);
+            if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 4.0e18) {
+                st = fp4_error(FP4_ERR_INPUT, "%s: malformed skipped entry", p[0].name);
+                goto out;
+            }
+            k->info.dims[r] = (int64_t)v->valuedouble;
+        }
+    }
+    if (run.ndatasets != p[0].selected) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: shard.selected %d but %d input datasets", p[0].name,
+                       p[0].selected, run.ndatasets);
+        goto out;
+    }
+    if ((st = collect(p, n, "tensors", "tensors", &tu, &nt)) != FP4_OK) goto out;
+    if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    run.tensors = calloc((size_t)(nt ? nt : 1), sizeof *run.tensors);
+    run.errors = calloc((size_t)(ne ? ne : 1), sizeof *run.errors);
+    if (!run.tensors || !run.errors) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nt; i++) {
+        st = tensor_from_json(&p[tu[i].part], &tu[i], run.ncfg, &run.tensors[i]);
+        run.ntensors = i + 1;
+        if (st != FP4_OK) goto out;
+    }
+    for (int i = 0; i < ne; i++) {
+        const cJSON *t = get(eu[i].obj, "tensor"), *s = get(eu[i].obj, "status"),
+                    *m = get(eu[i].obj, "message");
+        if (!cJSON_IsString(t) || !cJSON_IsString(s) || !cJSON_IsString(m)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: malformed errors entry", p[eu[i].part].name);
+            goto out;
+        }
+        fp4_tensor_error *e = &run.errors[run.nerrors++];
+        e->index = eu[i].index;
+        e->status = fp4_status_from_name(s->valuestring);
+        e->tensor = strdup(t->valuestring);
+        e->message = strdup(m->valuestring);
+        if (!e->tensor || !e->message) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+    }
+    if ((st = fp4_run_pool(&run)) != FP4_OK) goto out;
+    run.seconds = part_seconds_max(p, n);
+    run.bytes_read = (int64_t)part_bytes_sum(p, n);
+    res->text = fp4_report_analysis_json(command, argc - 1, argv + 1, &run);
+    if (!res->text) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+        goto out;
+    }
+    if ((st = check_rendered(res->text, tu, nt, eu, ne, p)) != FP4_OK) goto out;
+    if ((st = keep_notes(p, res)) != FP4_OK) goto out;
+    if (table) fp4_report_table(table, command, &run);
+    snprintf(res->command, sizeof res->command, "%s", command);
+    res->nerrors = run.nerrors;
+    res->nunits = run.ndatasets;
+    if (run.nerrors) snprintf(res->first_error, sizeof res->first_error, "%s", run.errors[0].message);
+out:
+    if (run.opt) fp4_run_free(&run);
+    free(tu);
+    free(eu);
+    free(args);
+    argv_free(argv);
+    return st;
+}
+
+/* --------------------------------------------------------------- gemm */
+
+static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_result *res)
+{
+    fp4_status st = FP4_OK;
+    unit *lu = NULL, *eu = NULL;
+    int nl = 0, ne = 0, argc = 0;
+    fp4_gemm_layer *layers = NULL;
+    cJSON *doc = cJSON_Duplicate(p[0].doc, true);
+    char **argv = argv_canonical(get(p[0].doc, "argv"), output, &argc);
+    if (!doc || !argv) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = collect(p, n, "layers", "partials", &lu, &nl)) != FP4_OK) goto out;
+    if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    if (nl + ne != p[0].selected) {
+        st = fp4_error(FP4_ERR_INPUT, "the parts hold %d layers and %d errors, the run selected "
+                                      "%d layers", nl, ne, p[0].selected);
+        goto out;
+    }
+    if (nl == 0 && ne > 0) { /* as one process: nothing ran, no report, the first error */
+        const cJSON *m = get(eu[0].obj, "message");
+        st = fp4_error(FP4_ERR_INPUT, "%s", cJSON_IsString(m) ? m->valuestring : "layer failed");
+        goto out;
+    }
+    layers = calloc((size_t)(nl ? nl : 1), sizeof *layers);
+    if (!layers) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    /* the exact per-layer sums the pooled summary reads */
+    for (int i = 0; i < nl; i++) {
+        const cJSON *ps = get(lu[i].partial, "paths"), *x;
+        cJSON_ArrayForEach(x, ps)
+        {
+            const cJSON *pn = get(x, "path"), *sums = get(x, "sums"), *ss = get(x, "sqnr_status");
+            fp4_gemm_path path;
+            if (!cJSON_IsString(pn) || fp4_gemm_path_parse(pn->valuestring, &path) != FP4_OK ||
+                cJSON_GetArraySize(sums) != 5 || !cJSON_IsString(ss)) {
+                st = fp4_error(FP4_ERR_INPUT, "%s: layer %d: malformed exact sums",
+                               p[lu[i].part].name, lu[i].index);
+                goto out;
+            }
+            fp4_gemm_path_result *r = &layers[i].res[path];
+            r->path = path;
+            r->sqnr_status = !strcmp(ss->valuestring, "ok")            ? FP4_SQNR_OK
+                             : !strcmp(ss->valuestring, "zero_signal") ? FP4_SQNR_ZERO_SIGNAL
+                             : !strcmp(ss->valuestring, "nonfinite")   ? FP4_SQNR_NONFINITE
+                                                                       : FP4_SQNR_EXACT;
+            double *v[5] = {&r->sum_z2, &r->sum_err2, &r->sum_zqz, &r->eta, &r->sqnr_db};
+            for (int k = 0; k < 5; k++) {
+                const cJSON *h = cJSON_GetArrayItem(sums, k);
+                char *end = NULL;
+                *v[k] = cJSON_IsString(h) ? strtod(h->valuestring, &end) : 0;
+                if (!end || end == h->valuestring || *end) {
+                    st = fp4_error(FP4_ERR_INPUT, "%s: layer %d: malformed exact sums",
+                                   p[lu[i].part].name, lu[i].index);
+                    goto out;
+                }
+            }
+            layers[i].paths |= 1u << path;
+        }
+        const cJSON *ln = get(lu[i].obj, "name");
+        if (!(layers[i].name = strdup(cJSON_IsString(ln) ? ln->valuestring : ""))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+    }
+    unsigned paths = 0;
+    const cJSON *cp = get(get(doc, "config"), "paths"), *x;
+    cJSON_ArrayForEach(x, cp)
+    {
+        fp4_gemm_path path;
+        if (cJSON_IsString(x) && fp4_gemm_path_parse(x->valuestring, &path) == FP4_OK)
+            paths |= 1u << path;
+    }
+    fp4_options o;
+    fp4_options_default(&o, "e2m1", FP4_RHT_OFF);
+    o.layers = get_int(get(doc, "config"), "layers", 0);
+    /* the verdict as one process ranks it: its recipe and --rank-by, as the parts say */
+    const cJSON *vd = get(doc, "verdict"), *rb = get(vd, "rank_by");
+    fp4_gemm_config gc;
+    fp4_gemm_config_default(&gc);
+    const cJSON *rc = get(get(doc, "config"), "recipe");
+    if (cJSON_IsString(rc) && fp4_gemm_recipe_parse(rc->valuestring, &gc.recipe) != FP4_OK)
+        fp4_error_clear();
+    for (int r = FP4_RANK_GAP; r <= FP4_RANK_DELTA; r++)
+        if (cJSON_IsString(rb) && !strcmp(rb->valuestring, fp4_rank_by_name((fp4_rank_by)r)))
+            o.rank_by = (fp4_rank_by)r;
+    fp4_gemm_run run = {.opt = &o, .gc = &gc, .paths = paths, .layers = layers, .nlayers = nl};
+    cJSON *summary = fp4_report_gemm_summary(&run);
+    if (vd) {
+        cJSON *nv = fp4_report_gemm_verdict(&run);
+        if (!nv) {
+            cJSON_Delete(summary);
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(doc, "verdict", nv);
+    }
+    cJSON *la = cJSON_CreateArray(), *dsets = cJSON_CreateArray(), *av = cJSON_CreateArray();
+    cJSON *ea = cJSON_CreateArray();
+    if (!summary || !la || !dsets || !av || !ea) {
+        cJSON_Delete(summary), cJSON_Delete(la), cJSON_Delete(dsets), cJSON_Delete(av);
+        cJSON_Delete(ea);
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    const cJSON *file = NULL;
+    for (int i = 0; i < nl; i++) {
+        cJSON_AddItemToArray(la, cJSON_Duplicate(lu[i].obj, true));
+        const cJSON *in = get(lu[i].obj, "inputs"), *t;
+        cJSON_ArrayForEach(t, in)
+        {
+            const cJSON *src = get(t, "source");
+            if (cJSON_IsString(src)) cJSON_AddItemToArray(dsets, cJSON_CreateString(src->valuestring));
+        }
+        if (i == 0) file = get(get(p[lu[0].part].doc, "input"), "file");
+    }
+    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "argv", av);
+    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input");
+    if (in) {
+        cJSON_ReplaceItemInObjectCaseSensitive(
+            in, "file", cJSON_CreateString(cJSON_IsString(file) ? file->valuestring : ""));
+        cJSON_ReplaceItemInObjectCaseSensitive(in, "datasets", dsets);
+    } else cJSON_Delete(dsets);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "layers", la);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "summary", summary);
+    for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "errors", ea);
+    res->nerrors = ne;
+    if (ne) {
+        const cJSON *m = get(eu[0].obj, "message");
+        snprintf(res->first_error, sizeof res->first_error, "%s",
+                 cJSON_IsString(m) ? m->valuestring : "");
+    }
+    cJSON *tm = cJSON_GetObjectItemCaseSensitive(doc, "timing");
+    if (tm) {
+        cJSON_ReplaceItemInObjectCaseSensitive(tm, "seconds",
+                                               cJSON_CreateNumber(part_seconds_max(p, n)));
+        cJSON_ReplaceItemInObjectCaseSensitive(tm, "bytes_read",
+                                               cJSON_CreateNumber(part_bytes_sum(p, n)));
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
+    char *t = cJSON_Print(doc);
+    if (!t) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+        goto out;
+    }
+    size_t len = strlen(t);
+    res->text = malloc(len + 2);
+    if (res->text) memcpy(res->text, t, len), res->text[len] = '\n', res->text[len + 1] = '\0';
+    cJSON_free(t);
+    if (!res->text) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    snprintf(res->command, sizeof res->command, "gemm");
+    res->nunits = nl;
+out:
+    for (int i = 0; layers && i < nl; i++) free(layers[i].name);
+    free(layers);
+    free(lu);
+    free(eu);
+    argv_free(argv);
+    cJSON_Delete(doc);
+    return st;
+}
+
+/* --------------------------------------------------------------- entry */
+
+fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
+                             const char *output, FILE *table, fp4_merge_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (n < 1) return fp4_error(FP4_ERR_USAGE, "merge: no parts given");
+    part *p = calloc((size_t)n, sizeof *p);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = load(texts, names, n, p);
+    bool gemm = false;
+    if (st == FP4_OK) {
+        const char *cmd = get(p[0].doc, "command")->valuestring;
+        gemm = !strcmp(cmd, "gemm");
+        if (!gemm && strcmp(cmd, "sqnr") && strcmp(cmd, "bias") && strcmp(cmd, "buckets") &&
+            strcmp(cmd, "rht"))
+            st = fp4_error(FP4_ERR_INPUT, "%s: a %s report cannot be merged", p[0].name, cmd);
+    }
+    if (st == FP4_OK) st = check_parts(p, n, gemm);
+    if (st == FP4_OK)
+        st = gemm ? merge_gemm(p, n, output, res) : merge_analysis(p, n, output, table, res);
+    for (int i = 0; i < n; i++) cJSON_Delete(p[i].doc);
+    free(p);
+    return st;
+}

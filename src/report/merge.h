@@ -1,0 +1,39 @@
+/* merge.h — put the partial reports of one run's shares (`--shard I/N`, or the ranks of an MPI
+ * run) back together into the report one process would have written (SPEC §7, §9). Part of the
+ * report module: with report.c and report_gemm.c, the only cJSON user. */
+#ifndef FP4_MERGE_H
+#define FP4_MERGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/status.h"
+
+/* What the merged report holds, for the caller's exit status and messages. */
+typedef struct fp4_merge_result {
+    char *text;          /* the merged report, JSON + newline (malloc'd) */
+    char command[16];    /* "sqnr", "bias", "buckets", "rht" or "gemm" */
+    int nerrors;         /* entries of its "errors" */
+    int nunits;          /* tensors (or layers) selected by the run */
+    char first_error[512]; /* the message of its first "errors" entry ("" when none) */
+} fp4_merge_result;
+
+/* Merge the partial reports texts[0..n) (JSON; names[i] is how messages call part i: its file
+ * name, "rank 2"). Every part must be a partial report (a "shard" object) of the same run:
+ * same tool version, command, options (config), input and argv apart from --shard and -o, the
+ * same share count N, each share 0..N-1 given once, and together their shares cover the
+ * selection once. The result is the report of one process: tensors (layers) in selection
+ * order, the summary pooled from the parts' exact per-tensor sums in that order (bit for bit
+ * the single run's), errors in selection order; "timing" has the largest part's seconds and
+ * the parts' bytes summed. Its "argv" is the parts' without --shard, with -o `output` (none
+ * when output is NULL).
+ * Errors: FP4_ERR_INPUT naming the parts: not JSON, not an fp4diag report, not a partial
+ * report, of another run than the first part ("foreign": naming what differs), a share given
+ * twice, shares missing (naming them), a part whose tensors do not re-render as written;
+ * FP4_ERR_INTERNAL when out of memory. Free res->text in every case. With `table` not NULL,
+ * the human table of the merged analysis report is printed there (gemm: none). */
+fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
+                             const char *output, FILE *table, fp4_merge_result *res);
+
+#endif

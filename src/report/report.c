@@ -1,0 +1,1114 @@
+/* report.c — every cJSON call: the analysis and grid reports of SPEC §9, their whole-or-absent
+ * output (through output.c), and the human tables. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "num/metrics.h"
+#include "cmd/options.h"
+#include "num/quant.h"
+#include "base/version.h"
+
+/* ---------------------------------------------------------------- JSON helpers */
+
+static const char *status_name(fp4_status st)
+{
+    switch (st) {
+    case FP4_OK: return "ok";
+    case FP4_ERR_THRESHOLD: return "threshold";
+    case FP4_ERR_USAGE: return "usage_error";
+    case FP4_ERR_INPUT: return "input_error";
+    case FP4_ERR_DEVICE: return "device_error";
+    case FP4_ERR_INTERNAL: return "internal_error";
+    }
+    return "internal_error";
+}
+
+fp4_status fp4_status_from_name(const char *name)
+{
+    static const fp4_status all[] = {FP4_OK, FP4_ERR_THRESHOLD, FP4_ERR_USAGE, FP4_ERR_INPUT,
+                                     FP4_ERR_DEVICE, FP4_ERR_INTERNAL};
+    for (size_t i = 0; name && i < sizeof all / sizeof *all; i++)
+        if (!strcmp(status_name(all[i]), name)) return all[i];
+    return FP4_ERR_INTERNAL;
+}
+
+static const char *sqnr_status_name(fp4_sqnr_status s)
+{
+    switch (s) {
+    case FP4_SQNR_OK: return "ok";
+    case FP4_SQNR_ZERO_SIGNAL: return "zero_signal";
+    case FP4_SQNR_EXACT: return "exact";
+    case FP4_SQNR_NONFINITE: return "nonfinite";
+    }
+    return "ok";
+}
+
+/* A finite number, else null (the caller writes the sibling status). Returns NULL on OOM. */
+static cJSON *num(cJSON *obj, const char *name, double v)
+{
+    if (isfinite(v)) return cJSON_AddNumberToObject(obj, name, v);
+    return cJSON_AddNullToObject(obj, name);
+}
+
+static cJSON *u64(cJSON *obj, const char *name, uint64_t v)
+{
+    return cJSON_AddNumberToObject(obj, name, (double)v);
+}
+
+static void format_name(fp4_format f, char *buf, size_t n) { fp4_format_name(f, buf, n); }
+
+static cJSON *rht_json(const fp4_qconfig *c)
+{
+    if (!c->rht) return cJSON_CreateFalse();
+    cJSON *r = cJSON_CreateObject();
+    if (!r) return NULL;
+    cJSON_AddNumberToObject(r, "size", c->rht->n);
+    cJSON_AddStringToObject(r, "signs", c->rht->desc);
+    return r;
+}
+
+/* format, scale, block, rht, rounding: the identity of a result (with the tensor name). */
+static void add_identity(cJSON *o, const fp4_qconfig *c, bool with_rht)
+{
+    char fname[32];
+    format_name(c->format, fname, sizeof fname);
+    cJSON_AddStringToObject(o, "format", fname);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(c->scale));
+    cJSON_AddNumberToObject(o, "block", c->block);
+    if (with_rht) cJSON_AddItemToObject(o, "rht", rht_json(c));
+    cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(c->rounding));
+}
+
+static void add_metrics(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m, bool per_tensor)
+{
+    bool ok = m->sqnr_status == FP4_SQNR_OK;
+    num(o, "sqnr_db", ok ? m->sqnr_db : NAN);
+    cJSON_AddStringToObject(o, "sqnr_status", sqnr_status_name(m->sqnr_status));
+    num(o, "nmse", m->nmse);
+    num(o, "alpha", m->alpha);
+    num(o, "delta", m->delta);
+    num(o, "mean_signed_error", m->mean_signed_error);
+    num(o, "bucket_ratio_15", m->bucket_ratio_15);
+    num(o, "bucket_ratio_8", m->bucket_ratio_8);
+
+    cJSON *h = cJSON_AddArrayToObject(o, "histogram");
+    for (int i = 0; h && i < 16; i++) cJSON_AddItemToArray(h, cJSON_CreateNumber((double)m->hist[i]));
+
+    fp4_level_geom g[8];
+    int nl = fp4_level_geometry(c->format, g);
+    cJSON *lv = cJSON_AddArrayToObject(o, "levels");
+    for (int i = 0; lv && i < nl && i < 8; i++) {
+        cJSON *l = cJSON_CreateObject();
+        if (!l) break;
+        cJSON_AddItemToArray(lv, l);
+        num(l, "q", g[i].q);
+        num(l, "left", g[i].left);
+        num(l, "right", g[i].right);
+        num(l, "analytic_bias", g[i].analytic_bias);
+        u64(l, "count", m->level_count[i]);
+        num(l, "mean_error",
+            m->level_count[i] ? m->level_err_sum[i] / (double)m->level_count[i] : NAN);
+    }
+
+    cJSON *ct = cJSON_AddObjectToObject(o, "counts");
+    if (ct) {
+        u64(ct, "elements", m->elements);
+        u64(ct, "padded", m->padded);
+        u64(ct, "zero", m->zero);
+        u64(ct, "nan", m->nan);
+        u64(ct, "inf", m->inf);
+        u64(ct, "saturated", m->saturated);
+        u64(ct, "clipped", m->clipped);
+        u64(ct, "blocks", m->blocks);
+        u64(ct, "scale_underflow_blocks", m->scale_underflow_blocks);
+        u64(ct, "zero_blocks", m->zero_blocks);
+        u64(ct, "nonfinite_blocks", m->nonfinite_blocks);
+    }
+    if (per_tensor) num(o, "tensor_amax", m->tensor_amax);
+}
+
+static cJSON *delta_json(const fp4_qconfig *plain, const fp4_qconfig *rot,
+                         const fp4_metrics *mp, const fp4_metrics *mr)
+{
+    fp4_rht_delta d;
+    fp4_rht_delta_compute(mp, mr, &d);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    add_identity(o, plain, false);
+    cJSON_AddItemToObject(o, "rht", rht_json(rot));
+    num(o, "delta_sqnr_db", d.sqnr_ok ? d.delta_sqnr_db : NAN);
+    cJSON_AddStringToObject(o, "delta_sqnr_status",
+                            d.sqnr_ok ? "ok"
+                            : mp->sqnr_status != FP4_SQNR_OK ? sqnr_status_name(mp->sqnr_status)
+                                                             : sqnr_status_name(mr->sqnr_status));
+    num(o, "sqnr_db_plain", mp->sqnr_status == FP4_SQNR_OK ? mp->sqnr_db : NAN);
+    num(o, "sqnr_db_rht", mr->sqnr_status == FP4_SQNR_OK ? mr->sqnr_db : NAN);
+    num(o, "delta_alpha", d.delta_alpha);
+    num(o, "delta_bucket_ratio_15", d.delta_bucket_ratio_15);
+    num(o, "delta_bucket_ratio_8", d.delta_bucket_ratio_8);
+    return o;
+}
+
+static void add_header(cJSON *root, const char *command, int argc, char **argv)
+{
+    cJSON_AddStringToObject(root, "schema", FP4_REPORT_SCHEMA);
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
+    cJSON_AddStringToObject(root, "command", command);
+    cJSON *av = cJSON_AddArrayToObject(root, "argv");
+    if (av) cJSON_AddItemToArray(av, cJSON_CreateString(FP4DIAG_NAME));
+    for (int i = 0; av && i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+}
+
+static void add_config(cJSON *root, const fp4_run *run)
+{
+    const fp4_options *o = run->opt;
+    cJSON *c = cJSON_AddObjectToObject(root, "config");
+    if (!c) return;
+    cJSON *f = cJSON_AddArrayToObject(c, "formats");
+    for (int i = 0; f && i < o->nformats; i++) {
+        char name[32];
+        format_name(o->formats[i], name, sizeof name);
+        cJSON_AddItemToArray(f, cJSON_CreateString(name));
+    }
+    cJSON_AddStringToObject(c, "scale", fp4_scale_name(o->scale));
+    bool mixed = false; /* --format nvfp4/mxfp4 next to others: each format's own scale */
+    for (int i = 0; i < o->nformats; i++) mixed |= o->fmt_scale[i] != (int)o->scale;
+    cJSON *scs = mixed ? cJSON_AddArrayToObject(c, "scales") : NULL;
+    for (int i = 0; scs && i < o->nformats; i++)
+        cJSON_AddItemToArray(scs,
+                             cJSON_CreateString(fp4_scale_name((fp4_scale_mode)o->fmt_scale[i])));
+    cJSON_AddNumberToObject(c, "block", run->ncfg > 0 ? run->cfgs[0].block : o->block);
+    cJSON_AddNumberToObject(c, "axis", o->axis);
+    cJSON_AddStringToObject(c, "rounding", fp4_rounding_name(o->rounding));
+    cJSON_AddNumberToObject(c, "sr_bits", o->sr_bits);
+    char seed[24]; /* exact: a JSON integer literal, not a double (seeds above 2^53) */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    cJSON_AddRawToObject(c, "seed", seed);
+    cJSON_AddStringToObject(c, "rht", fp4_rht_mode_name(o->rht));
+    cJSON_AddNumberToObject(c, "rht_size", o->rht_size);
+    cJSON_AddStringToObject(c, "rht_signs", o->signs.desc[0] ? o->signs.desc : o->rht_signs_spec);
+    cJSON_AddStringToObject(c, "mx_rule", fp4_mx_rule_name(o->mx_rule));
+    cJSON_AddBoolToObject(c, "weight_2d", o->weight_2d);
+    cJSON_AddStringToObject(c, "device", run->device[0] ? run->device : fp4_device_name(o->device));
+    cJSON_AddNumberToObject(c, "threads", o->threads);
+    cJSON_AddNumberToObject(c, "mem_limit", (double)o->mem_limit);
+    if (o->layers > 0) cJSON_AddNumberToObject(c, "layers", o->layers);
+    else cJSON_AddNullToObject(c, "layers");
+    cJSON_AddBoolToObject(c, "all_tensors", o->all_tensors);
+    cJSON *ex = cJSON_AddArrayToObject(c, "exclude");
+    for (int i = 0; ex && i < o->nexclude; i++)
+        cJSON_AddItemToArray(ex, cJSON_CreateString(o->exclude[i]));
+}
+
+/* ---------------------------------------------------------------- verdict */
+
+/* One tensor of the verdict's ranking: its best and worst config by SQNR (status ok only),
+ * their gap, and the best config's delta. ok is false when no config has a finite SQNR. */
+typedef struct verdict_row {
+    int t, best, worst;
+    bool ok;
+    double gap_db, best_db, delta;
+} verdict_row;
+
+static bool sqnr_ok(const fp4_metrics *m)
+{
+    return m->sqnr_status == FP4_SQNR_OK && isfinite(m->sqnr_db);
+}
+
+static fp4_rank_by rank_key_by; /* qsort has no context argument */
+
+static double rank_key(const verdict_row *r, fp4_rank_by by)
+{
+    switch (by) {
+    case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
+    case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
+    case FP4_RANK_GAP: break;
+    }
+    return -r->gap_db;                                  /* largest gap first */
+}
+
+/* By rank_key_by; its ties by the other keys (gap, then sqnr, then delta), so that the order
+ * does not hang on the order a file lists its tensors in (one config: every gap is 0); what
+ * still ties (equal numbers throughout), and tensors without a finite SQNR (last), in tensor
+ * order. */
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const verdict_row *a = pa, *b = pb;
+    if (a->ok != b->ok) return a->ok ? -1 : 1; /* tensors without a finite SQNR last */
+    if (a->ok) {
+        const fp4_rank_by keys[4] = {rank_key_by, FP4_RANK_GAP, FP4_RANK_SQNR, FP4_RANK_DELTA};
+        for (int i = 0; i < 4; i++) {
+            double ka = rank_key(a, keys[i]), kb = rank_key(b, keys[i]);
+            bool na = isnan(ka), nb = isnan(kb);
+            if (na != nb) return na ? 1 : -1;
+            if (!na && ka != kb) return ka < kb ? -1 : 1;
+        }
+    }
+    return (a->t > b->t) - (a->t < b->t); /* ties: tensor order */
+}
+
+/* Every tensor's row, ordered by run->opt->rank_by (malloc'd, run->ntensors entries; NULL when
+ * out of memory or no tensors). */
+static verdict_row *verdict_rank(const fp4_run *run)
+{
+    if (run->ntensors <= 0) return NULL;
+    verdict_row *rows = calloc((size_t)run->ntensors, sizeof *rows);
+    if (!rows) return NULL;
+    for (int t = 0; t < run->ntensors; t++) {
+        verdict_row *r = &rows[t];
+        r->t = t;
+        r->best = r->worst = -1;
+        const fp4_metrics *m = run->tensors[t].metrics;
+        for (int c = 0; c < run->ncfg; c++) {
+            if (!sqnr_ok(&m[c])) continue;
+            if (r->best < 0 || m[c].sqnr_db > m[r->best].sqnr_db) r->best = c;
+            if (r->worst < 0 || m[c].sqnr_db < m[r->worst].sqnr_db) r->worst = c;
+        }
+        r->ok = r->best >= 0;
+        if (r->ok) {
+            r->best_db = m[r->best].sqnr_db;
+            r->gap_db = m[r->best].sqnr_db - m[r->worst].sqnr_db;
+            r->delta = m[r->best].delta;
+        }
+    }
+    rank_key_by = run->opt->rank_by;
+    qsort(rows, (size_t)run->ntensors, sizeof *rows, rank_cmp);
+    return rows;
+}
+
+/* The config with the highest pooled SQNR (-1 when none is finite; ties: the first in config
+ * order) and the runner-up: the best config whose dequantized values differ from the winner's
+ * (-1 when none has a finite SQNR). A config giving the same values (fp4_qconfig_same_values:
+ * e1m2 and int4 under the same scales and RHT) has the same SQNR, so a margin over it would
+ * always be 0: it is named beside the winner instead (verdict_same). */
+static int verdict_winner(const fp4_run *run, int *runner)
+{
+    int w = -1, r = -1;
+    for (int c = 0; c < run->ncfg; c++)
+        if (sqnr_ok(&run->pooled[c]) &&
+            (w < 0 || run->pooled[c].sqnr_db > run->pooled[w].sqnr_db))
+            w = c;
+    for (int c = 0; w >= 0 && c < run->ncfg; c++)
+        if (sqnr_ok(&run->pooled[c]) && !fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]) &&
+            (r < 0 || run->pooled[c].sqnr_db > run->pooled[r].sqnr_db))
+            r = c;
+    *runner = r;
+    return w;
+}
+
+/* Whether config c is another name for the winner w's quantizer (same dequantized values). */
+static bool verdict_same(const fp4_run *run, int w, int c)
+{
+    return c != w && fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]);
+}
+
+/* {format, scale, rht} of config c, with its pooled SQNR when with_sqnr. */
+static cJSON *verdict_cfg(const fp4_run *run, int c, bool with_sqnr)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char f[32];
+    format_name(run->cfgs[c].format, f, sizeof f);
+    cJSON_AddStringToObject(o, "format", f);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(run->cfgs[c].scale));
+    cJSON_AddBoolToObject(o, "rht", run->cfgs[c].rht != NULL);
+    if (with_sqnr) num(o, "sqnr_db", run->pooled[c].sqnr_db);
+    return o;
+}
+
+static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char f[32];
+    format_name(c->format, f, sizeof f);
+    cJSON_AddStringToObject(o, "format", f);
+    cJSON_AddStringToObject(o, "scale", fp4_scale_name(c->scale));
+    cJSON_AddBoolToObject(o, "rht", c->rht != NULL);
+    num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+    return o;
+}
+
+static void add_verdict(cJSON *root, const fp4_run *run)
+{
+    cJSON *v = cJSON_AddObjectToObject(root, "verdict");
+    if (!v) return;
+    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->opt->rank_by));
+    cJSON *cs = cJSON_AddArrayToObject(v, "configs");
+    for (int c = 0; cs && c < run->ncfg; c++) {
+        const fp4_qconfig *q = &run->cfgs[c];
+        const fp4_metrics *m = &run->pooled[c];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(cs, o);
+        char f[32];
+        format_name(q->format, f, sizeof f);
+        cJSON_AddStringToObject(o, "format", f);
+        cJSON_AddStringToObject(o, "scale", fp4_scale_name(q->scale));
+        cJSON_AddBoolToObject(o, "rht", q->rht != NULL);
+        cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(q->rounding));
+        cJSON_AddNumberToObject(o, "block", q->block);
+        num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+        num(o, "alpha", m->alpha);
+        num(o, "bucket_ratio_15", m->bucket_ratio_15);
+        cJSON_AddNumberToObject(o, "tensors", run->ntensors);
+    }
+    int runner, w = verdict_winner(run, &runner);
+    if (w < 0) {
+        cJSON_AddNullToObject(v, "winner");
+    } else {
+        cJSON *o = cJSON_AddObjectToObject(v, "winner");
+        if (o) {
+            char f[32];
+            format_name(run->cfgs[w].format, f, sizeof f);
+            cJSON_AddStringToObject(o, "format", f);
+            cJSON_AddStringToObject(o, "scale", fp4_scale_name(run->cfgs[w].scale));
+            cJSON_AddBoolToObject(o, "rht", run->cfgs[w].rht != NULL);
+            num(o, "sqnr_db", run->pooled[w].sqnr_db);
+            num(o, "margin_db",
+                runner >= 0 ? run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db : NAN);
+            if (runner >= 0) cJSON_AddItemToObject(o, "runner_up", verdict_cfg(run, runner, true));
+            else cJSON_AddNullToObject(o, "runner_up");
+            cJSON *same = cJSON_AddArrayToObject(o, "same_values");
+            for (int c = 0; same && c < run->ncfg; c++)
+                if (verdict_same(run, w, c)) cJSON_AddItemToArray(same, verdict_cfg(run, c, false));
+        }
+    }
+    cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
+    verdict_row *rows = verdict_rank(run);
+    for (int i = 0; rk && rows && i < run->ntensors; i++) {
+        const verdict_row *r = &rows[i];
+        const fp4_tensor_result *tr = &run->tensors[r->t];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(rk, o);
+        cJSON_AddStringToObject(o, "tensor", tr->info.name ? tr->info.name : "");
+        if (r->ok) {
+            cJSON_AddItemToObject(o, "best", verdict_pick(&run->cfgs[r->best], &tr->metrics[r->best]));
+            cJSON_AddItemToObject(o, "worst",
+                                  verdict_pick(&run->cfgs[r->worst], &tr->metrics[r->worst]));
+        } else {
+            cJSON_AddNullToObject(o, "best");
+            cJSON_AddNullToObject(o, "worst");
+        }
+        num(o, "gap_db", r->ok ? r->gap_db : NAN);
+        num(o, "delta", r->ok ? r->delta : NAN);
+    }
+    free(rows);
+}
+
+/* The state merge needs to pool exactly: fp4_fsums' 13 sums as C99 hex floats ("%a", exact),
+ * the integer counts, and the tensor amax (hex). */
+#define RAW_NCOUNTS 36
+static void raw_counts(fp4_metrics *m, uint64_t **c)
+{
+    int k = 0;
+    c[k++] = &m->signed_err_n;
+    for (int i = 0; i < 8; i++) c[k++] = &m->level_count[i];
+    for (int i = 0; i < 16; i++) c[k++] = &m->hist[i];
+    c[k++] = &m->elements, c[k++] = &m->padded, c[k++] = &m->zero, c[k++] = &m->nan;
+    c[k++] = &m->inf, c[k++] = &m->saturated, c[k++] = &m->clipped, c[k++] = &m->blocks;
+    c[k++] = &m->zero_blocks, c[k++] = &m->scale_underflow_blocks;
+    c[k++] = &m->nonfinite_blocks;
+}
+
+static void raw_sums(fp4_metrics *m, double **d)
+{
+    int k = 0;
+    d[k++] = &m->sum_x2, d[k++] = &m->sum_err2, d[k++] = &m->sum_xqx, d[k++] = &m->sum_xq2;
+    d[k++] = &m->signed_err_sum;
+    for (int i = 0; i < 8; i++) d[k++] = &m->level_err_sum[i];
+}
+
+static cJSON *hexnum(double v)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%a", v);
+    return cJSON_CreateString(b);
+}
+
+cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
+{
+    fp4_metrics m = *src;
+    double *d[13];
+    uint64_t *c[RAW_NCOUNTS];
+    raw_sums(&m, d);
+    raw_counts(&m, c);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *sa = o ? cJSON_AddArrayToObject(o, "sums") : NULL;
+    for (int i = 0; sa && i < 13; i++) cJSON_AddItemToArray(sa, hexnum(*d[i]));
+    cJSON *ca = o ? cJSON_AddArrayToObject(o, "counts") : NULL;
+    for (int i = 0; ca && i < RAW_NCOUNTS; i++) { /* strings: exact beyond 2^53 too */
+        char b[32];
+        snprintf(b, sizeof b, "%llu", (unsigned long long)*c[i]);
+        cJSON_AddItemToArray(ca, cJSON_CreateString(b));
+    }
+    if (o) cJSON_AddItemToObject(o, "tensor_amax", hexnum((double)m.tensor_amax));
+    return o;
+}
+
+static bool hex_parse(const cJSON *j, double *out)
+{
+    if (!cJSON_IsString(j)) return false;
+    char *end;
+    *out = strtod(j->valuestring, &end);
+    return end != j->valuestring && !*end;
+}
+
+bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
+{
+    fp4_metrics_init(m);
+    double *d[13];
+    uint64_t *c[RAW_NCOUNTS];
+    raw_sums(m, d);
+    raw_counts(m, c);
+    const cJSON *sa = cJSON_GetObjectItemCaseSensitive(o, "sums");
+    const cJSON *ca = cJSON_GetObjectItemCaseSensitive(o, "counts");
+    if (cJSON_GetArraySize(sa) != 13 || cJSON_GetArraySize(ca) != RAW_NCOUNTS) return false;
+    for (int i = 0; i < 13; i++)
+        if (!hex_parse(cJSON_GetArrayItem(sa, i), d[i])) return false;
+    for (int i = 0; i < RAW_NCOUNTS; i++) {
+        const cJSON *v = cJSON_GetArrayItem(ca, i);
+        if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9') return false;
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(v->valuestring, &end, 10);
+        if (errno || *end) return false;
+        *c[i] = (uint64_t)u;
+    }
+    double amax;
+    if (!hex_parse(cJSON_GetObjectItemCaseSensitive(o, "tensor_amax"), &amax)) return false;
+    m->tensor_amax = (float)amax;
+    return (double)m->tensor_amax == amax || isnan(amax);
+}
+
+/* --shard: which share this is, the selection positions it was given, and per tensor the
+ * exact state `merge` pools (see fp4_metrics_raw_json). */
+static void add_shard(cJSON *root, const fp4_run *run)
+{
+    cJSON *sh = cJSON_AddObjectToObject(root, "shard");
+    if (!sh) return;
+    cJSON_AddNumberToObject(sh, "index", run->opt->shard.index);
+    cJSON_AddNumberToObject(sh, "count", run->opt->shard.count);
+    cJSON_AddNumberToObject(sh, "selected", run->ndatasets);
+    cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
+    for (int i = 0; as && i < run->nassigned; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateNumber(run->assigned[i]));
+    cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
+    for (int t = 0; ts && t < run->ntensors; t++) {
+        cJSON *to = cJSON_CreateObject();
+        if (!to) return;
+        cJSON_AddItemToArray(ts, to);
+        cJSON_AddNumberToObject(to, "index", run->tensors[t].index);
+        cJSON *ps = cJSON_AddArrayToObject(to, "partials");
+        for (int c = 0; ps && c < run->ncfg; c++)
+            cJSON_AddItemToArray(ps, fp4_metrics_raw_json(&run->tensors[t].metrics[c]));
+    }
+    cJSON *es = cJSON_AddArrayToObject(sh, "errors");
+    for (int i = 0; es && i < run->nerrors; i++)
+        cJSON_AddItemToArray(es, cJSON_CreateNumber(run->errors[i].index));
+}
+
+static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    add_header(root, command, argc, argv);
+    cJSON *in = cJSON_AddObjectToObject(root, "input");
+    if (in) {
+        cJSON_AddStringToObject(in, "file", run->file ? run->file : "");
+        cJSON *ds = cJSON_AddArrayToObject(in, "datasets");
+        for (int i = 0; ds && i < run->ndatasets; i++)
+            cJSON_AddItemToArray(ds, cJSON_CreateString(run->datasets[i]));
+    }
+    add_config(root, run);
+
+    cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
+    for (int t = 0; ts && t < run->ntensors; t++) {
+        const fp4_tensor_result *tr = &run->tensors[t];
+        cJSON *to = cJSON_CreateObject();
+        if (!to) break;
+        cJSON_AddItemToArray(ts, to);
+        cJSON_AddStringToObject(to, "name", tr->info.name ? tr->info.name : "");
+        cJSON *sh = cJSON_AddArrayToObject(to, "shape");
+        for (int d = 0; sh && d < tr->info.rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)tr->info.dims[d]));
+        cJSON_AddStringToObject(to, "dtype", tr->info.dtype);
+        cJSON_AddNumberToObject(to, "axis", tr->axis);
+        cJSON *rs = cJSON_AddArrayToObject(to, "results");
+        for (int c = 0; rs && c < run->ncfg; c++) {
+            cJSON *r = cJSON_CreateObject();
+            if (!r) break;
+            cJSON_AddItemToArray(rs, r);
+            add_identity(r, &run->cfgs[c], true);
+            add_metrics(r, &run->cfgs[c], &tr->metrics[c], true);
+        }
+        if (run->npairs > 0) {
+            cJSON *rd = cJSON_AddArrayToObject(to, "rht_delta");
+            for (int p = 0; rd && p < run->npairs; p++) {
+                int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+                cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b],
+                                                    &tr->metrics[a], &tr->metrics[b]));
+            }
+        }
+    }
+
+    cJSON *sm = cJSON_AddObjectToObject(root, "summary");
+    cJSON *sr = sm ? cJSON_AddArrayToObject(sm, "results") : NULL;
+    for (int c = 0; sr && c < run->ncfg; c++) {
+        const fp4_metrics *m = &run->pooled[c];
+        cJSON *r = cJSON_CreateObject();
+        if (!r) break;
+        cJSON_AddItemToArray(sr, r);
+        add_identity(r, &run->cfgs[c], true);
+        cJSON_AddNumberToObject(r, "tensors", run->ntensors);
+        add_metrics(r, &run->cfgs[c], m, false);
+        if (run->opt->layers > 0) {
+            int k = run->opt->layers;
+            double *d = malloc((size_t)k * sizeof *d);
+            cJSON *co = cJSON_AddObjectToObject(r, "compound");
+            if (d && co) {
+                for (int i = 0; i < k; i++) d[i] = m->delta;
+                double prod = NAN, expo = NAN;
+                fp4_compound_shrinkage(d, k, &prod, &expo);
+                cJSON_AddNumberToObject(co, "layers", k);
+                num(co, "prod_one_minus_delta", prod);
+                num(co, "exp_neg_sum_delta", expo);
+            }
+            free(d);
+        }
+    }
+    if (sm && run->npairs > 0) {
+        cJSON *rd = cJSON_AddArrayToObject(sm, "rht_delta");
+        for (int p = 0; rd && p < run->npairs; p++) {
+            int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+            cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b], &run->pooled[a],
+                                                &run->pooled[b]));
+        }
+    }
+
+    add_verdict(root, run);
+    cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
+    for (int i = 0; sk && i < run->nskipped; i++) {
+        const fp4_tensor_skip *x = &run->skipped[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(sk, e);
+        cJSON_AddStringToObject(e, "name", x->info.name ? x->info.name : "");
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; sh && d < x->info.rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->info.dims[d]));
+        cJSON_AddStringToObject(e, "dtype", x->info.dtype);
+        cJSON_AddStringToObject(e, "reason", x->reason);
+    }
+    cJSON *er = cJSON_AddArrayToObject(root, "errors");
+    for (int i = 0; er && i < run->nerrors; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(er, e);
+        cJSON_AddStringToObject(e, "tensor", run->errors[i].tensor);
+        cJSON_AddStringToObject(e, "status", status_name(run->errors[i].status));
+        cJSON_AddStringToObject(e, "message", run->errors[i].message);
+    }
+    cJSON *tm = cJSON_AddObjectToObject(root, "timing");
+    if (tm) {
+        num(tm, "seconds", run->seconds);
+        cJSON_AddNumberToObject(tm, "bytes_read", (double)run->bytes_read);
+    }
+    if (run->opt->shard.count > 0) add_shard(root, run);
+    return root;
+}
+
+/* Escape the invalid UTF-8 of every string under `node`; true when any was. */
+static bool json_strings_valid(cJSON *node)
+{
+    bool changed = false;
+    for (; node; node = node->next) {
+        if (cJSON_IsString(node) && node->valuestring) {
+            bool ch = false;
+            char *v = fp4_text_escape(node->valuestring, FP4_ESC_UTF8, &ch);
+            if (ch && v && cJSON_SetValuestring(node, v)) changed = true;
+            free(v);
+        }
+        if (node->child && json_strings_valid(node->child)) changed = true;
+    }
+    return changed;
+}
+
+bool fp4_json_make_valid(cJSON *root)
+{
+    if (!root || !json_strings_valid(root->child)) return false;
+    cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
+    if (!notes) notes = cJSON_AddArrayToObject(root, "notes");
+    if (notes)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(FP4_NOTE_NOT_UTF8));
+    return true;
+}
+
+/* Serialize with a trailing newline; NULL on OOM. Invalid UTF-8 escaped first. */
+static char *to_text(cJSON *root)
+{
+    fp4_json_make_valid(root);
+    char *s = cJSON_Print(root);
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *t = malloc(n + 2);
+    if (t) {
+        memcpy(t, s, n);
+        t[n] = '\n';
+        t[n + 1] = '\0';
+    }
+    cJSON_free(s);
+    return t;
+}
+
+char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    cJSON *root = build_analysis(command, argc, argv, run);
+    if (!root) return NULL;
+    char *t = to_text(root);
+    cJSON_Delete(root);
+    return t;
+}
+
+/* ---------------------------------------------------------------- human tables */
+
+static void fmt_num(char *buf, size_t n, double v, const char *f)
+{
+    if (isfinite(v)) snprintf(buf, n, f, v);
+    else snprintf(buf, n, "-");
+}
+
+static void fmt_sqnr(char *buf, size_t n, const fp4_metrics *m)
+{
+    if (m->sqnr_status == FP4_SQNR_OK) fmt_num(buf, n, m->sqnr_db, "%.3f");
+    else snprintf(buf, n, "%s", m->sqnr_status == FP4_SQNR_EXACT ? "exact" : "zero");
+}
+
+/* Whether the table being printed holds configs of several scale modes (--format
+ * nvfp4,mxfp4,e1m2): then a config's label names its scale. Set by fp4_report_table, which
+ * prints from one thread. */
+static bool label_scales;
+
+static void cfg_label(char *buf, size_t n, const fp4_qconfig *c)
+{
+    char f[32];
+    format_name(c->format, f, sizeof f);
+    if (label_scales) snprintf(buf, n, "%s/%s%s", f, fp4_scale_name(c->scale), c->rht ? "+rht" : "");
+    else snprintf(buf, n, "%s%s", f, c->rht ? "+rht" : "");
+}
+
+/* The tensor-name column of the tables: at least 32 columns, wider for the longest name shown
+ * (names such as model.layers.10.self_attn.qkv_proj.weight), at most 96 (a longer name runs
+ * past it). Widths count UTF-8 characters of the escaped name, not bytes. */
+enum { NAME_COLS_MIN = 32, NAME_COLS_MAX = 96 };
+
+static int text_columns(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static int name_width(const fp4_run *run)
+{
+    int w = NAME_COLS_MIN;
+    for (int t = 0; t < run->ntensors; t++) {
+        const char *nm = run->tensors[t].info.name ? run->tensors[t].info.name : "";
+        char *shown = fp4_text_escape(nm, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        int c = text_columns(shown ? shown : nm);
+        free(shown);
+        if (c > w) w = c < NAME_COLS_MAX ? c : NAME_COLS_MAX;
+    }
+    return w;
+}
+
+/* name (escaped: control characters and invalid UTF-8 shown as \xNN), padded to w columns. */
+static void put_name(FILE *out, const char *name, int w)
+{
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    const char *s = shown ? shown : name;
+    fputs(s, out);
+    for (int c = text_columns(s); c < w; c++) fputc(' ', out);
+    free(shown);
+}
+
+static void table_row(FILE *out, const char *command, const char *name, const fp4_qconfig *c,
+                      const fp4_metrics *m, int w)
+{
+    char lab[48], sq[24], a[24], b15[24], x1[24], x2[24];
+    cfg_label(lab, sizeof lab, c);
+    fmt_sqnr(sq, sizeof sq, m);
+    fmt_num(a, sizeof a, m->alpha, "%.5f");
+    fmt_num(b15, sizeof b15, m->bucket_ratio_15, "%.4f");
+    if (!strcmp(command, "bias")) {
+        fmt_num(x1, sizeof x1, m->delta, "%+.5f");
+        fmt_num(x2, sizeof x2, m->mean_signed_error, "%+.5f");
+    } else if (!strcmp(command, "buckets")) {
+        fmt_num(x1, sizeof x1, m->bucket_ratio_8, "%.4f");
+        snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->saturated);
+    } else {
+        fmt_num(x1, sizeof x1, m->nmse, "%.3e");
+        snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
+    }
+    /* non-finite inputs are marked on the row: they are counted, not quantized */
+    char nf[64] = "";
+    if (m->nan || m->inf)
+        snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
+                 (unsigned long long)m->nan, (unsigned long long)m->inf);
+    put_name(out, name, w);
+    fprintf(out, " %-12s %9s %9s %7s %11s %11s%s\n", lab, sq, a, b15, x1, x2, nf);
+}
+
+static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
+                            const fp4_metrics *mp, const fp4_metrics *mr, int w)
+{
+    fp4_rht_delta d;
+    fp4_rht_delta_compute(mp, mr, &d);
+    char f[32], sp[24], sr[24], ds[24], da[24], db[24];
+    cfg_label(f, sizeof f, c); /* the plain config of the pair: its format (and scale) */
+    fmt_sqnr(sp, sizeof sp, mp);
+    fmt_sqnr(sr, sizeof sr, mr);
+    fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
+    fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
+    fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
+    put_name(out, name, w);
+    fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, f, sp, sr, ds, da, db);
+}
+
+/* With --layers K: the compound shrinkage of a pooled result over K layers (as in the report's
+ * summary "compound"), on a line under its pooled row. */
+static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
+{
+    int k = run->opt->layers;
+    if (k <= 0) return;
+    double *d = malloc((size_t)k * sizeof *d);
+    if (!d) return;
+    for (int i = 0; i < k; i++) d[i] = run->pooled[c].delta;
+    double prod = NAN, expo = NAN;
+    fp4_compound_shrinkage(d, k, &prod, &expo);
+    free(d);
+    char lab[48], a[24], b[24];
+    cfg_label(lab, sizeof lab, &run->cfgs[c]);
+    fmt_num(a, sizeof a, prod, "%.5f");
+    fmt_num(b, sizeof b, expo, "%.5f");
+    put_name(out, "  (compound)", w);
+    fprintf(out, " %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n", lab, k, a, b);
+}
+
+/* The verdict under the table: pooled SQNR, alpha and B15 per config, the winner with its
+ * margin, and the top 10 tensors of the ranking (the JSON holds all of them). */
+static void verdict_table(FILE *out, const fp4_run *run, int nw)
+{
+    if (run->ntensors <= 0 || run->ncfg <= 0) return;
+    fprintf(out, "\nverdict (pooled over %d tensor%s):\n", run->ntensors,
+            run->ntensors == 1 ? "" : "s");
+    /* label columns as wide as the longest label (e2m1/nvfp4+rht), never narrower than before */
+    int lw = 0;
+    bool mixed = false;
+    for (int c = 0; c < run->ncfg; c++) {
+        char lab[48];
+        cfg_label(lab, sizeof lab, &run->cfgs[c]);
+        if ((int)strlen(lab) > lw) lw = (int)strlen(lab);
+        if (run->cfgs[c].scale != run->cfgs[0].scale) mixed = true;
+    }
+    int lw_list = lw > 12 ? lw : 12, lw_rank = lw > 10 ? lw : 10;
+    for (int c = 0; c < run->ncfg; c++) {
+        char lab[48], sq[24], a[24], b[24];
+        cfg_label(lab, sizeof lab, &run->cfgs[c]);
+        fmt_sqnr(sq, sizeof sq, &run->pooled[c]);
+        fmt_num(a, sizeof a, run->pooled[c].alpha, "%.5f");
+        fmt_num(b, sizeof b, run->pooled[c].bucket_ratio_15, "%.4f");
+        fprintf(out, "  %-*s %-6s SQNR %9s dB  alpha %s  B15 %s\n", lw_list, lab,
+                fp4_scale_name(run->cfgs[c].scale), sq, a, b);
+    }
+    if (mixed)
+        fprintf(out, "  note: the configs use different scales (see the scale column): a gap "
+                     "mixes grid and scale\n");
+    int runner, w = verdict_winner(run, &runner);
+    if (w >= 0) {
+        char lab[48], lab2[48];
+        cfg_label(lab, sizeof lab, &run->cfgs[w]);
+        fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
+        if (runner >= 0) {
+            cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
+            fprintf(out, ", %+.3f dB over %s (%s scales)",
+                    run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db, lab2,
+                    fp4_scale_name(run->cfgs[runner].scale));
+        } else {
+            fprintf(out, ", no other config with a finite SQNR and other values");
+        }
+        int nsame = 0;
+        for (int c = 0; c < run->ncfg; c++) {
+            if (!verdict_same(run, w, c)) continue;
+            cfg_label(lab2, sizeof lab2, &run->cfgs[c]);
+            fprintf(out, "%s%s", nsame++ ? ", " : "; ", lab2);
+        }
+        if (nsame) fprintf(out, " give%s the same values (same grid)", nsame == 1 ? "s" : "");
+        fputc('\n', out);
+    }
+    verdict_row *rows = verdict_rank(run);
+    if (!rows) return;
+    const char *by = run->opt->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
+                     : run->opt->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
+                                                          : "largest SQNR gap best-worst first";
+    int top = run->ntensors < 10 ? run->ntensors : 10;
+    fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
+    for (int i = 0; i < top; i++) {
+        const verdict_row *r = &rows[i];
+        const fp4_tensor_result *tr = &run->tensors[r->t];
+        fputs("  ", out);
+        put_name(out, tr->info.name ? tr->info.name : "", nw);
+        if (!r->ok) {
+            fprintf(out, " no finite SQNR\n");
+        } else {
+            char lb[48], lwst[48];
+            cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
+            cfg_label(lwst, sizeof lwst, &run->cfgs[r->worst]);
+            fprintf(out, " best %-*s %7.3f  worst %-*s %7.3f  gap %6.3f dB  delta %+.5f\n",
+                    lw_rank, lb, tr->metrics[r->best].sqnr_db, lw_rank, lwst,
+                    tr->metrics[r->worst].sqnr_db, r->gap_db, r->delta);
+        }
+    }
+    free(rows);
+    fputs("  alpha = <q(x),x>/<x,x> (below 1: the format shrinks the tensor); delta = 1 - alpha of "
+          "the best config;\n  B15 = effective use of the 15 signed codes (1: all used "
+          "equally; SPEC 5)\n",
+          out);
+}
+
+void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
+{
+    bool rht = !strcmp(command, "rht") && run->npairs > 0;
+    int w = name_width(run);
+    label_scales = false;
+    for (int c = 1; c < run->ncfg; c++) label_scales |= run->cfgs[c].scale != run->cfgs[0].scale;
+    if (rht) {
+        put_name(out, "tensor", w);
+        fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
+                "SQNR+rht", "dSQNR", "d_alpha", "dB15");
+        for (int t = 0; t < run->ntensors; t++)
+            for (int p = 0; p < run->npairs; p++) {
+                int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+                table_delta_row(out, run->tensors[t].info.name, &run->cfgs[a],
+                                &run->tensors[t].metrics[a], &run->tensors[t].metrics[b], w);
+            }
+        for (int p = 0; p < run->npairs; p++) {
+            int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+            table_delta_row(out, "(pooled)", &run->cfgs[a], &run->pooled[a], &run->pooled[b], w);
+        }
+    } else {
+        const char *x1 = !strcmp(command, "bias") ? "delta"
+                         : !strcmp(command, "buckets") ? "B8" : "NMSE";
+        const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
+                         : !strcmp(command, "buckets") ? "saturated" : "elements";
+        put_name(out, "tensor", w);
+        fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15", x1,
+                x2);
+        for (int t = 0; t < run->ntensors; t++)
+            for (int c = 0; c < run->ncfg; c++)
+                table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
+                          &run->tensors[t].metrics[c], w);
+        for (int c = 0; c < run->ncfg; c++) {
+            table_row(out, command, "(pooled)", &run->cfgs[c], &run->pooled[c], w);
+            table_compound_row(out, run, c, w);
+        }
+        if (!strcmp(command, "bias"))
+            fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
+        if (!strcmp(command, "buckets")) {
+            bool uniform = false;
+            for (int c = 0; c < run->ncfg; c++)
+                uniform |= run->cfgs[c].format.id == FP4_FMT_E1M2 ||
+                           run->cfgs[c].format.id == FP4_FMT_INT4;
+            fprintf(out, "saturated: elements whose scaled value lay above the grid's top level "
+                         "and were clamped to it%s\n",
+                    uniform ? "; under e1m2/int4 with amax scales these are fp32 rounding "
+                              "leftovers (the block amax lands a hair above g_max), not "
+                              "clipping"
+                            : "");
+        }
+    }
+    verdict_table(out, run, w);
+    if (run->nskipped > 0) {
+        /* one line: how many, the first few with their reasons, how to include them */
+        fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", run->nskipped,
+                run->nskipped == 1 ? "" : "s");
+        for (int i = 0; i < run->nskipped && i < 4; i++) {
+            const fp4_tensor_skip *x = &run->skipped[i];
+            char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            char *why = fp4_text_escape(x->reason, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            fprintf(out, "%s %s [%s]", i ? "," : "", nm ? nm : x->info.name,
+                    why ? why : x->reason);
+            free(nm);
+            free(why);
+        }
+        fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
+                run->nskipped > 4 ? ", ..." : "");
+    }
+    for (int i = 0; i < run->nerrors; i++) {
+        char *m = fp4_text_escape(run->errors[i].message, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        fprintf(out, "error: %s\n", m ? m : run->errors[i].message);
+        free(m);
+    }
+}
+
+bool fp4_report_terminal_first(const fp4_options *o)
+{
+    return !o->output && !o->json && o->verbosity >= 0 && isatty(STDOUT_FILENO);
+}
+
+bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity)
+{
+    return !output && !json && verbosity < 0 && isatty(STDOUT_FILENO);
+}
+
+void fp4_report_quiet_note(void)
+{
+    fputs("fp4diag: -q on a terminal: no report written (-o FILE or --json writes it)\n", stderr);
+}
+
+fp4_status fp4_report_terminal_note(void)
+{
+    fputs("(the JSON report: -o FILE, or --json for standard output)\n", stdout);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return fp4_error(FP4_ERR_INPUT, "stdout: write error: %s", strerror(errno));
+    return FP4_OK;
+}
+
+fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run)
+{
+    if (fp4_report_terminal_first(run->opt)) {
+        fp4_report_table(stdout, command, run);
+        return fp4_report_terminal_note();
+    }
+    if (fp4_report_quiet_terminal(run->opt->output, run->opt->json, run->opt->verbosity)) {
+        fp4_report_quiet_note();
+        return FP4_OK;
+    }
+    char *text = fp4_report_analysis_json(command, argc, argv, run);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    fp4_status st = fp4_output_write(run->opt->output, text, strlen(text));
+    free(text);
+    if (st != FP4_OK) return st;
+    if (run->opt->verbosity > 0 || (run->opt->verbosity == 0 && isatty(STDERR_FILENO)))
+        fp4_report_table(stderr, command, run);
+    return FP4_OK;
+}
+
+/* ---------------------------------------------------------------- grid */
+
+static cJSON *build_grid(int argc, char **argv, const fp4_format *formats, int nformats)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    add_header(root, "grid", argc, argv);
+    cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+    cJSON *fl = cfg ? cJSON_AddArrayToObject(cfg, "formats") : NULL;
+    cJSON *gr = cJSON_AddArrayToObject(root, "grids");
+    for (int i = 0; gr && i < nformats; i++) {
+        char name[32];
+        format_name(formats[i], name, sizeof name);
+        if (fl) cJSON_AddItemToArray(fl, cJSON_CreateString(name));
+        float lv[8], gmax = 0;
+        int nl = fp4_format_levels(formats[i], lv, &gmax);
+        fp4_level_geom g[8];
+        int ng = fp4_level_geometry(formats[i], g);
+        if (ng < nl) nl = ng;
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(gr, o);
+        cJSON_AddStringToObject(o, "format", name);
+        num(o, "g_max", gmax);
+        const fp4_format_traits *tr = fp4_format_traits_of(formats[i].id);
+        if (tr) cJSON_AddNumberToObject(o, "emax", tr->emax);
+        cJSON_AddNumberToObject(o, "nlevels", nl);
+        cJSON *la = cJSON_AddArrayToObject(o, "levels");
+        double uniform = 0, interior_max = 0;
+        for (int k = 0; la && k < nl; k++) {
+            cJSON *l = cJSON_CreateObject();
+            if (!l) break;
+            cJSON_AddItemToArray(la, l);
+            cJSON_AddNumberToObject(l, "code", k);
+            num(l, "q", g[k].q);
+            num(l, "left", g[k].left);
+            num(l, "right", g[k].right);
+            /* RTNE: the bin of q_k is [q_k − ℓ_k, q_k + r_k]; a midpoint goes to the even code,
+             * so both edges are closed for even k and open for odd k (SPEC §2). */
+            num(l, "bin_lo", g[k].q - g[k].left);
+            num(l, "bin_hi", g[k].q + g[k].right);
+            cJSON_AddBoolToObject(l, "bin_lo_closed", k % 2 == 0);
+            cJSON_AddBoolToObject(l, "bin_hi_closed", k % 2 == 0 || k == nl - 1);
+            num(l, "bin_width", g[k].left + g[k].right);
+            num(l, "analytic_bias", g[k].analytic_bias);
+            num(l, "analytic_bias_relative", g[k].q > 0 ? g[k].analytic_bias / g[k].q : 0.0);
+            uniform += (g[k].left * g[k].left - g[k].right * g[k].right) / 2;
+            if (k > 0 && k < nl - 1 && fabs(g[k].analytic_bias) > fabs(interior_max))
+                interior_max = g[k].analytic_bias;
+        }
+        /* E[ρ(t) − t] for t uniform on [0, g_max]: Σ (ℓ² − r²)/2 / g_max, exactly 0 (SPEC §5). */
+        num(o, "uniform_mean_error", gmax > 0 ? uniform / gmax : NAN);
+        num(o, "max_interior_bias", interior_max);
+    }
+    return root;
+}
+
+char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats)
+{
+    cJSON *root = build_grid(argc, argv, formats, nformats);
+    if (!root) return NULL;
+    char *t = to_text(root);
+    cJSON_Delete(root);
+    return t;
+}
+
+static void grid_table(FILE *out, const fp4_format *formats, int nformats)
+{
+    for (int i = 0; i < nformats; i++) {
+        char name[32];
+        format_name(formats[i], name, sizeof name);
+        fp4_level_geom g[8];
+        int nl = fp4_level_geometry(formats[i], g);
+        fprintf(out, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
+                "bin", "bias");
+        for (int k = 0; k < nl && k < 8; k++)
+            fprintf(out, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
+                    g[k].left, g[k].right, k % 2 == 0 ? '[' : '(', g[k].q - g[k].left,
+                    g[k].q + g[k].right, k % 2 == 0 || k == nl - 1 ? ']' : ')',
+                    g[k].analytic_bias);
+    }
+}
+
+fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
+                           const char *output, bool json, int verbosity)
+{
+    if (!output && !json && isatty(STDOUT_FILENO)) { /* terminal first, as the analyses */
+        if (verbosity < 0) {
+            fp4_report_quiet_note();
+            return FP4_OK;
+        }
+        grid_table(stdout, formats, nformats);
+        return fp4_report_terminal_note();
+    }
+    char *text = fp4_report_grid_json(argc, argv, formats, nformats);
+    if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    fp4_status st = fp4_output_write(output, text, strlen(text));
+    free(text);
+    if (st != FP4_OK || verbosity < 0 || !(verbosity > 0 || isatty(STDERR_FILENO))) return st;
+    grid_table(stderr, formats, nformats);
+    return FP4_OK;
+}

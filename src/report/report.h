@@ -1,0 +1,74 @@
+/* report.h — every cJSON call lives in report.c: the JSON report of SPEC §9 (schema
+ * "fp4diag.report/1", see schema/report.schema.json), its safe output to stdout or -o FILE, and
+ * the short human table on stderr. */
+#ifndef FP4_REPORT_H
+#define FP4_REPORT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "run/driver.h"
+#include "num/format.h"
+#include "cmd/options.h"
+#include "report/output.h"
+#include "base/status.h"
+
+#define FP4_REPORT_SCHEMA "fp4diag.report/1"
+
+/* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
+ * write it with fp4_output_write to run->opt->output. argc/argv are the command's (argv[0] =
+ * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human
+ * table to stderr when stderr is a terminal (or -v), unless -q; when
+ * fp4_report_terminal_first, the table goes to stdout in place of the JSON. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run);
+
+/* Terminal first: true when the human table replaces the JSON on stdout — stdout is a
+ * terminal, no -o, no --json, no -q. fp4_report_terminal_note prints the one line saying how
+ * to get the JSON (FP4_ERR_INPUT on a write error). */
+bool fp4_report_terminal_first(const fp4_options *o);
+fp4_status fp4_report_terminal_note(void);
+
+/* Quiet on a terminal: -q, stdout a terminal, no -o, no --json (output and json as the
+ * command has them). Nothing goes to stdout then: no table, no JSON flooding the terminal;
+ * fp4_report_quiet_note says on stderr, in one line, that no report was written and how to
+ * get one. */
+bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity);
+void fp4_report_quiet_note(void);
+
+/* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
+char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
+
+/* The exact state of a finished fp4_metrics that pooling reads (the 13 fp64 sums as C99 hex
+ * floats, the integer counts, the tensor amax), as a partial report (--shard) holds it per
+ * tensor and config under "shard"; and its parser (false on a malformed or inexact object).
+ * A cJSON object (struct cJSON: report.c and merge.c are the cJSON users). */
+struct cJSON;
+struct cJSON *fp4_metrics_raw_json(const fp4_metrics *m);
+bool fp4_metrics_raw_parse(const struct cJSON *o, fp4_metrics *m);
+
+/* The status of an errors entry by its name in a report ("input_error", ...); FP4_ERR_INTERNAL
+ * for an unknown name. */
+fp4_status fp4_status_from_name(const char *name);
+
+/* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`. */
+void fp4_report_table(FILE *out, const char *command, const fp4_run *run);
+
+/* The `grid` report: levels, bin edges, half-widths and analytic bias of each format
+ * (SPEC §2, §5), written to `output` (NULL = stdout). Terminal first as the analyses: stdout a
+ * terminal, no -o, no --json (`json`) and verbosity >= 0 -> the table on stdout in place of the
+ * JSON; -q there -> nothing on stdout (fp4_report_quiet_note). Otherwise the JSON, and the
+ * table on stderr when it is a terminal or verbosity > 0 (never when verbosity < 0). */
+fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,
+                           const char *output, bool json, int verbosity);
+char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int nformats);
+
+/* Names and paths come from files and command lines and need not be valid UTF-8, which JSON
+ * must be. Escape each invalid byte of every string under `root` as the text \xNN and, when
+ * any was, add FP4_NOTE_NOT_UTF8 to root's "notes" array (created if missing). Returns
+ * whether anything was escaped. Every report and `ls --json` pass through it. */
+typedef struct cJSON cJSON;
+bool fp4_json_make_valid(cJSON *root);
+#define FP4_NOTE_NOT_UTF8                                                                      \
+    "a name or path is not valid UTF-8: each byte that is not is written as \\xNN"
+
+#endif
