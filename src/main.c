@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "cmd/commands.h"
+#include "cmd/env.h"
 #include "engine/engine.h"
 #include "run/gemm_blas.h"
 #include "cmd/reexec.h"
@@ -85,6 +86,12 @@ int main(int argc, char **argv)
     if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
         print_help(stdout);
         return FP4_OK;
+    }
+    /* FP4DIAG_* values the code cannot hold: exit 2 before anything reads them */
+    fp4_error_clear();
+    if (fp4_env_check() != FP4_OK) {
+        fprintf(stderr, "fp4diag: %s\n", fp4_last_error());
+        return FP4_ERR_USAGE;
     }
     if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
         /* the CPU engine's variant (FP4DIAG_ISA) and the ones this CPU runs */

@@ -12,21 +12,26 @@
 
 #include "io/widen.h"
 
-#define PARIO_MAX_THREADS 4
+/* Threads a read takes at most by default; FP4DIAG_READ_THREADS may ask for up to
+ * FP4_PARIO_MAX_THREADS (the pool's capacity). */
+#define PARIO_DEFAULT_MAX 4
+#define PARIO_MAX_THREADS FP4_PARIO_MAX_THREADS
 
 static int g_threads = 1;
 
 void fp4_pario_set_threads(int threads)
 {
     int n = threads > 0 ? threads : omp_get_max_threads();
-    if (n > PARIO_MAX_THREADS) n = PARIO_MAX_THREADS;
+    if (n > PARIO_DEFAULT_MAX) n = PARIO_DEFAULT_MAX;
     const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu >= 1 && n > ncpu) n = (int)ncpu;
     const char *e = getenv("FP4DIAG_READ_THREADS");
     if (e && *e) {
         char *end = NULL;
         const long v = strtol(e, &end, 10);
-        if (end && *end == '\0' && v >= 1 && v <= 256) n = (int)v;
+        /* cmd/env.c refuses any other value before a command runs; here a value the pool
+         * cannot hold is never taken (a library caller's environment) */
+        if (end && *end == '\0' && v >= 1 && v <= PARIO_MAX_THREADS) n = (int)v;
     }
     g_threads = n < 1 ? 1 : n;
 }
@@ -111,6 +116,7 @@ static void pool_stop(void)
 static void pool_run(piece_fn fn, void *ctx, int64_t n, int nth)
 {
     if (nth > n) nth = (int)n;
+    if (nth > PARIO_MAX_THREADS) nth = PARIO_MAX_THREADS; /* what the pool holds */
     if (nth <= 1 || pthread_mutex_trylock(&g_pool.busy) != 0) {
         for (int64_t k = 0; k < n; k++) fn(ctx, k);
         return;

@@ -16,9 +16,14 @@
 #define FP4_PARIO_MIN ((int64_t)2 << 20)
 #define FP4_PARIO_PIECE ((int64_t)512 << 10)
 
+/* The most threads a read can take (the pool's capacity): FP4DIAG_READ_THREADS's range is
+ * [1, FP4_PARIO_MAX_THREADS] (cmd/env.c refuses any other value). */
+#define FP4_PARIO_MAX_THREADS 64
+
 /* The analysis' thread count (--threads; 0: OpenMP's default). A read takes at most
  * min(that, the CPUs this process may use, 4) threads, or FP4DIAG_READ_THREADS when set
- * (1: every read on the calling thread). Process-wide; set before reading. */
+ * (1: every read on the calling thread; at most FP4_PARIO_MAX_THREADS). Process-wide; set
+ * before reading. */
 void fp4_pario_set_threads(int threads);
 
 /* Threads for a read of `bytes` (1 below FP4_PARIO_MIN). */
