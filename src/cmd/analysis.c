@@ -31,7 +31,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         fputs(usage, stdout);
         goto out;
     }
-    if (force_both && o.rht != FP4_RHT_BOTH) {
+    if (force_both && o.cfg.rht != FP4_RHT_BOTH) {
         st = fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
                                       "--rht must be both (use sqnr --rht on for one side)");
         goto out;
@@ -42,33 +42,37 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
         goto out;
     }
-    fp4_source_set_verbose(o.verbosity > 1);
-    fp4_source_set_notes(o.verbosity > 0);
+    fp4_source_set_verbose(o.cfg.verbosity > 1);
+    fp4_source_set_notes(o.cfg.verbosity > 0);
     /* OpenMP's wait default, before any thread starts (may run the program again) */
-    if (o.device != FP4_DEVICE_CUDA)
-        fp4_omp_wait_default(o.args[0], o.threads > 0 ? o.threads : omp_get_max_threads());
+    if (o.cfg.device != FP4_DEVICE_CUDA)
+        fp4_omp_wait_default(o.args[0],
+                             o.cfg.threads > 0 ? o.cfg.threads : omp_get_max_threads());
     fp4_world w; /* under mpirun: this rank's share, one report from rank 0 */
     int threads;
-    if ((st = fp4_world_init(&w)) != FP4_OK || (st = fp4_world_prepare(&w, &o, &threads)) != FP4_OK)
+    if ((st = fp4_world_init(&w)) != FP4_OK ||
+        (st = fp4_world_prepare(&w, &o.cfg, &threads)) != FP4_OK)
         goto out;
-    fp4_source_set_allow_external(o.allow_external);
+    fp4_source_set_allow_external(o.cfg.allow_external);
     /* chunk decoding: the analysis' threads, and half of --mem-limit beside the slabs */
-    fp4_chunked_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
-    fp4_pario_set_threads(o.threads > 0 ? o.threads : omp_get_max_threads());
-    fp4_chunked_set_memory(o.mem_limit / 2);
+    fp4_chunked_set_threads(o.cfg.threads > 0 ? o.cfg.threads : omp_get_max_threads());
+    fp4_pario_set_threads(o.cfg.threads > 0 ? o.cfg.threads : omp_get_max_threads());
+    fp4_chunked_set_memory(o.cfg.mem_limit / 2);
     /* -o checked before anything is read: never the input, its directory writable (rank 0
      * writes it; under mpirun its refusal still goes through the gather: no rank waits) */
-    if (!fp4_world_quiet()) st = fp4_output_prepare(o.output, (const char *const *)o.args, 1);
+    if (!fp4_world_quiet()) st = fp4_output_prepare(o.cfg.output, (const char *const *)o.args, 1);
 
     fp4_run run;
     memset(&run, 0, sizeof run);
     if (st == FP4_OK)
-        st = fp4_run_analysis(&o, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1, &run);
+        st = fp4_run_analysis(&o.cfg, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1,
+                              &run);
     if (w.active) {
         char *part = st == FP4_OK ? fp4_report_analysis_json(command, argc, argv, &run) : NULL;
         if (st == FP4_OK && !part) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        bool table = w.rank == 0 && (o.verbosity > 0 || (o.verbosity == 0 && isatty(STDERR_FILENO)));
-        st = fp4_world_report(&w, part, st, o.output, table ? stderr : NULL);
+        bool table = w.rank == 0 && (o.cfg.verbosity > 0 ||
+                                     (o.cfg.verbosity == 0 && isatty(STDERR_FILENO)));
+        st = fp4_world_report(&w, part, st, o.cfg.output, table ? stderr : NULL);
         free(part);
         fp4_run_free(&run);
         goto out;

@@ -386,10 +386,10 @@ static fp4_status shard_layers(const fp4_options *opt, char **groups, int ngroup
             free(dset);
         }
     if (f) fp4_source_close(f);
-    if (st == FP4_OK) st = fp4_shard_assign(w, ngroups, opt->shard.count, owner);
+    if (st == FP4_OK) st = fp4_shard_assign(w, ngroups, opt->cfg.shard.count, owner);
     *nmine = 0;
     for (int i = 0; st == FP4_OK && i < ngroups; i++)
-        if (owner[i] == opt->shard.index) mine[(*nmine)++] = i;
+        if (owner[i] == opt->cfg.shard.index) mine[(*nmine)++] = i;
     free(w);
     free(owner);
     return st;
@@ -436,26 +436,26 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     if (g.recipe != FP4_RECIPE_CUSTOM && (format_given || g.scope_given))
         return fp4_error(FP4_ERR_USAGE, "--format, --rht-scope and --sr need --recipe custom "
                                         "(recipe %s fixes them)", fp4_gemm_recipe_name(g.recipe));
-    if (g.recipe == FP4_RECIPE_CUSTOM && opt.nformats != 1)
+    if (g.recipe == FP4_RECIPE_CUSTOM && opt.cfg.nformats != 1)
         return fp4_error(FP4_ERR_USAGE, "--recipe custom takes one --format, not %d",
-                         opt.nformats);
+                         opt.cfg.nformats);
     if (g.recipe == FP4_RECIPE_NVFP4) { /* the full recipe: nvfp4 scales, 16x16 weight tiles */
-        if (fp4_options_given(&opt, "scale") && opt.scale != FP4_SCALE_NVFP4)
+        if (fp4_options_given(&opt, "scale") && opt.cfg.scale != FP4_SCALE_NVFP4)
             return fp4_error(FP4_ERR_USAGE, "--recipe nvfp4 uses nvfp4 scales; it conflicts "
                                             "with --scale %s",
-                             fp4_scale_name(opt.scale));
-        if (opt.block_given && opt.block != 16)
+                             fp4_scale_name(opt.cfg.scale));
+        if (opt.cfg.block_given && opt.cfg.block != 16)
             return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --recipe nvfp4 (fixed "
                                             "block 16)",
-                             opt.block);
-        opt.scale = FP4_SCALE_NVFP4;
-        opt.block = 16;
-        opt.weight_2d = true;
+                             opt.cfg.block);
+        opt.cfg.scale = FP4_SCALE_NVFP4;
+        opt.cfg.block = 16;
+        opt.cfg.weight_2d = true;
     }
-    if (g.recipe == FP4_RECIPE_CUSTOM && opt.fmt_scale[0] >= 0) /* --format nvfp4|mxfp4 */
-        opt.scale = (fp4_scale_mode)opt.fmt_scale[0];
-    if (opt.scale == FP4_SCALE_NVFP4 && !opt.block_given) opt.block = 16;
-    if (opt.scale == FP4_SCALE_MXFP4 && !opt.block_given) opt.block = 32;
+    if (g.recipe == FP4_RECIPE_CUSTOM && opt.cfg.fmt_scale[0] >= 0) /* --format nvfp4|mxfp4 */
+        opt.cfg.scale = (fp4_scale_mode)opt.cfg.fmt_scale[0];
+    if (opt.cfg.scale == FP4_SCALE_NVFP4 && !opt.cfg.block_given) opt.cfg.block = 16;
+    if (opt.cfg.scale == FP4_SCALE_MXFP4 && !opt.cfg.block_given) opt.cfg.block = 32;
     /* options that would change nothing under the recipe: one message per rule */
     bool custom = g.recipe == FP4_RECIPE_CUSTOM;
     if (fp4_options_given(&opt, "sr-bits") && custom && g.sr_scope == FP4_SR_SCOPE_NONE)
@@ -467,11 +467,11 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
             return fp4_error(FP4_ERR_USAGE, "--%s needs RHT on some path (--rht-scope wgrad or "
                                             "all)",
                              rht_opts[i]);
-    if (fp4_options_given(&opt, "mx-rule") && opt.scale != FP4_SCALE_MXFP4)
+    if (fp4_options_given(&opt, "mx-rule") && opt.cfg.scale != FP4_SCALE_MXFP4)
         return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4)");
-    fp4_source_set_verbose(opt.verbosity > 1);
-    fp4_source_set_allow_external(opt.allow_external);
-    fp4_source_set_notes(opt.verbosity > 0);
+    fp4_source_set_verbose(opt.cfg.verbosity > 1);
+    fp4_source_set_allow_external(opt.cfg.allow_external);
+    fp4_source_set_notes(opt.cfg.verbosity > 0);
     bool by_spec = g.spec[0] || g.spec[1] || g.spec[2];
     if (by_spec && opt.nargs > 0)
         return fp4_error(FP4_ERR_USAGE, "give either FILE [GROUP...] or --x/--w/--dy, not both");
@@ -481,16 +481,16 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     fp4_gemm_config gc;
     fp4_gemm_config_default(&gc);
     gc.recipe = g.recipe;
-    gc.format = opt.formats[0];
+    gc.format = opt.cfg.formats[0];
     gc.rht_scope = g.rht_scope;
     gc.sr_scope = g.sr_scope;
-    gc.base.scale = opt.scale;
-    gc.base.block = opt.block;
-    gc.base.sr_bits = opt.sr_bits;
-    gc.base.seed = opt.seed;
-    gc.base.mx_rule = opt.mx_rule;
-    gc.base.weight_2d = opt.weight_2d;
-    gc.signs = &opt.signs;
+    gc.base.scale = opt.cfg.scale;
+    gc.base.block = opt.cfg.block;
+    gc.base.sr_bits = opt.cfg.sr_bits;
+    gc.base.seed = opt.cfg.seed;
+    gc.base.mx_rule = opt.cfg.mx_rule;
+    gc.base.weight_2d = opt.cfg.weight_2d;
+    gc.signs = &opt.cfg.signs;
     /* Validate every operand config before reading anything. */
     for (int p = 0; p < FP4_GEMM_NPATHS; p++)
         for (int t = 0; t < 3; t++) {
@@ -500,9 +500,9 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     fp4_world w; /* under mpirun: this rank's share of the layers, one report from rank 0 */
     int world_threads;
     FP4_TRY(fp4_world_init(&w));
-    FP4_TRY(fp4_world_prepare(&w, &opt, &world_threads));
+    FP4_TRY(fp4_world_prepare(&w, &opt.cfg, &world_threads));
     *world = w.active;
-    *output = opt.output;
+    *output = opt.cfg.output;
     /* -o checked before anything is read: never one of the operand files (rank 0 writes it;
      * under mpirun its refusal goes through the gather, so no rank waits) */
     if (!fp4_world_quiet()) {
@@ -516,11 +516,11 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                                        &in[t])) == FP4_OK)
                 files[t] = in[t].file;
         }
-        if (pst == FP4_OK) pst = fp4_output_prepare(opt.output, files, 3);
+        if (pst == FP4_OK) pst = fp4_output_prepare(opt.cfg.output, files, 3);
         for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
         if (pst != FP4_OK) return pst;
     }
-    const int nthreads = opt.threads > 0 ? opt.threads : world_threads;
+    const int nthreads = opt.cfg.threads > 0 ? opt.cfg.threads : world_threads;
     if (nthreads > 0) { /* quantizing (OpenMP) and CBLAS */
         openblas_set_num_threads(nthreads);
         omp_set_num_threads(nthreads);
@@ -528,9 +528,9 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     /* chunk decoding (io/chunked.c): the same threads, its working memory within --mem-limit */
     fp4_chunked_set_threads(nthreads > 0 ? nthreads : omp_get_max_threads());
     fp4_pario_set_threads(nthreads > 0 ? nthreads : omp_get_max_threads());
-    fp4_chunked_set_memory(opt.mem_limit);
+    fp4_chunked_set_memory(opt.cfg.mem_limit);
     fp4_dgemm *products = NULL;
-    FP4_TRY(fp4_dgemm_open(opt.device, &products));
+    FP4_TRY(fp4_dgemm_open(opt.cfg.device, &products));
     gc.products = products;
 
     char **groups = NULL;
@@ -567,7 +567,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     int *lindex = calloc((size_t)nlayers, sizeof *lindex);
     int *eindex = calloc((size_t)nlayers, sizeof *eindex);
     char *spec_name = (char *)"--x/--w/--dy";
-    fp4_gemm_run run = {.opt = &opt, .gc = &gc, .paths = g.paths, .layers = layers,
+    fp4_gemm_run run = {.config = &opt.cfg, .gc = &gc, .paths = g.paths, .layers = layers,
                         .selected = by_spec ? &spec_name : groups, .nselected = nlayers,
                         .assigned = mine, .index = lindex, .error_index = eindex};
     if (!layers || !mine || !lindex || !eindex) {
@@ -576,7 +576,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     }
     int nmine = nlayers;
     for (int i = 0; i < nlayers; i++) mine[i] = i;
-    if (opt.shard.count > 0 &&
+    if (opt.cfg.shard.count > 0 &&
         (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
         goto out;
     run.nassigned = nmine;
@@ -626,7 +626,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         }
         if (st != FP4_OK) goto out;
     }
-    if (run.nlayers == 0 && run.nerrors > 0 && opt.shard.count == 0) {
+    if (run.nlayers == 0 && run.nerrors > 0 && opt.cfg.shard.count == 0) {
         /* nothing ran: no report, the first error (a share still reports: merge decides) */
         st = fp4_error(FP4_ERR_INPUT, "%s", errs[0].message);
         goto out;

@@ -41,8 +41,8 @@ fp4_status cmd_grid(int argc, char **argv)
         st = fp4_error(FP4_ERR_USAGE, "grid takes no file ('%s'); see 'fp4diag grid --help'",
                        o.args[0]);
     else if (st == FP4_OK)
-        st = fp4_report_grid(argc, argv, o.formats, o.nformats, o.output, o.json,
-                             o.verbosity);
+        st = fp4_report_grid(argc, argv, o.cfg.formats, o.cfg.nformats, o.cfg.output, o.cfg.json,
+                             o.cfg.verbosity);
     free(args);
     return st;
 }

@@ -49,7 +49,7 @@ fp4_status cmd_merge(int argc, char **argv)
         return fp4_error(FP4_ERR_USAGE, "missing PART.json; see 'fp4diag merge --help'");
     }
     /* -o checked before anything is read: never one of the parts */
-    st = fp4_output_prepare(o.output, (const char *const *)o.args, o.nargs);
+    st = fp4_output_prepare(o.cfg.output, (const char *const *)o.args, o.nargs);
     char **texts = st == FP4_OK ? calloc((size_t)o.nargs, sizeof *texts) : NULL;
     if (st == FP4_OK && !texts) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
     for (int i = 0; st == FP4_OK && i < o.nargs; i++)
@@ -58,15 +58,16 @@ fp4_status cmd_merge(int argc, char **argv)
     memset(&res, 0, sizeof res);
     if (st == FP4_OK)
         st = fp4_merge_reports((const char *const *)texts, (const char *const *)o.args, o.nargs,
-                               o.output,
-                               o.verbosity > 0 || (o.verbosity == 0 && isatty(STDERR_FILENO))
+                               o.cfg.output,
+                               o.cfg.verbosity > 0 ||
+                                       (o.cfg.verbosity == 0 && isatty(STDERR_FILENO))
                                    ? stderr
                                    : NULL,
-                               &res);
-    if (st == FP4_OK && fp4_report_quiet_terminal(o.output, o.json, o.verbosity))
+                               fp4_options_config_of_argv, &res);
+    if (st == FP4_OK && fp4_report_quiet_terminal(o.cfg.output, o.cfg.json, o.cfg.verbosity))
         fp4_report_quiet_note(); /* -q on a terminal: no JSON flood */
     else if (st == FP4_OK)
-        st = fp4_output_write(o.output, res.text, strlen(res.text));
+        st = fp4_output_write(o.cfg.output, res.text, strlen(res.text));
     if (st == FP4_OK && res.nerrors > 0)
         st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
                                       "first: %s",

@@ -1,5 +1,5 @@
-/* options.c — getopt_long parsing of the shared command-line options and the qconfig list they
- * select (formats x RHT modes). */
+/* options.c — getopt_long parsing of the shared command-line options into the run
+ * configuration (run/config.h). */
 #include "cmd/options.h"
 
 #include <ctype.h>
@@ -70,54 +70,7 @@ static const struct option base_longopts[] = {
 void fp4_options_default(fp4_options *o, const char *formats, fp4_rht_mode rht)
 {
     memset(o, 0, sizeof *o);
-    if (fp4_format_parse_list(formats ? formats : FP4_DEFAULT_FORMATS, o->formats,
-                              FP4_MAX_FORMATS, &o->nformats) != FP4_OK) {
-        o->formats[0] = (fp4_format){FP4_FMT_E2M1, 0};
-        o->nformats = 1;
-    }
-    for (int i = 0; i < FP4_MAX_FORMATS; i++) o->fmt_scale[i] = -1;
-    o->scale = FP4_SCALE_FP32;
-    o->block = 16;
-    o->axis = -1;
-    o->rounding = FP4_ROUND_RTNE;
-    o->sr_bits = 24;
-    o->seed = 0;
-    o->rht = rht;
-    o->rht_size = 16;
-    snprintf(o->rht_signs_spec, sizeof o->rht_signs_spec, "te");
-    o->mx_rule = FP4_MX_FLOOR;
-    o->device = FP4_DEVICE_AUTO;
-    o->mem_limit = FP4_DEFAULT_MEM_LIMIT;
-}
-
-const char *fp4_rht_mode_name(fp4_rht_mode m)
-{
-    switch (m) {
-    case FP4_RHT_OFF: return "off";
-    case FP4_RHT_ON: return "on";
-    case FP4_RHT_BOTH: return "both";
-    }
-    return "?";
-}
-
-const char *fp4_rank_by_name(fp4_rank_by r)
-{
-    switch (r) {
-    case FP4_RANK_GAP: return "gap";
-    case FP4_RANK_SQNR: return "sqnr";
-    case FP4_RANK_DELTA: return "delta";
-    }
-    return "?";
-}
-
-const char *fp4_device_name(fp4_device d)
-{
-    switch (d) {
-    case FP4_DEVICE_CPU: return "cpu";
-    case FP4_DEVICE_CUDA: return "cuda";
-    case FP4_DEVICE_AUTO: return "auto";
-    }
-    return "?";
+    fp4_run_config_default(&o->cfg, formats, rht);
 }
 
 /* A whole decimal integer in [lo, hi]. */
@@ -168,8 +121,9 @@ fp4_status fp4_parse_size(const char *s, int64_t *out)
     return FP4_OK;
 }
 
-static fp4_status handle_base(fp4_options *o, int c, const char *arg)
+static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
 {
+    fp4_run_config *o = &opt->cfg;
     long long v;
     switch (c) {
     case OPT_FORMAT: {
@@ -299,7 +253,7 @@ static fp4_status handle_base(fp4_options *o, int c, const char *arg)
         return FP4_OK;
     case 'q': o->verbosity = -1; return FP4_OK;
     case 'v': o->verbosity = o->verbosity < 0 ? 1 : o->verbosity + 1; return FP4_OK;
-    case 'h': o->help = true; return FP4_OK;
+    case 'h': opt->help = true; return FP4_OK;
     default: return fp4_error(FP4_ERR_INTERNAL, "option %d not handled", c);
     }
 }
@@ -351,73 +305,36 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
     o->nargs = argc - optind;
     if (o->help) return FP4_OK;
 
-    FP4_TRY(fp4_rht_signs_make(o->rht_signs_spec, o->rht_size, &o->signs));
-    /* Each format's scale: nvfp4/mxfp4 name theirs (a different --scale is a conflict), the
-     * others take --scale; then repeated (format, scale) pairs are merged. */
-    bool scale_given = fp4_options_given(o, "scale");
-    bool any_fp32 = false, any_nv = false;
-    int k = 0;
-    for (int f = 0; f < o->nformats; f++) {
-        int sc = o->fmt_scale[f];
-        if (sc >= 0 && scale_given && sc != (int)o->scale)
-            return fp4_error(FP4_ERR_USAGE, "--format %s is e2m1 with %s scales; it conflicts "
-                                            "with --scale %s",
-                             fp4_scale_name((fp4_scale_mode)sc), fp4_scale_name((fp4_scale_mode)sc),
-                             fp4_scale_name(o->scale));
-        if (sc < 0) sc = (int)o->scale;
-        bool dup = false;
-        for (int j = 0; j < k && !dup; j++)
-            dup = o->formats[j].id == o->formats[f].id && o->formats[j].max == o->formats[f].max &&
-                  o->fmt_scale[j] == sc;
-        if (dup) continue;
-        o->formats[k] = o->formats[f];
-        o->fmt_scale[k] = sc;
-        k++;
-        any_fp32 |= sc == FP4_SCALE_FP32;
-        any_nv |= sc == FP4_SCALE_NVFP4;
-    }
-    o->nformats = k;
-    /* nvfp4 and mxfp4 fix their block; an explicit other --block would be silently ignored,
-     * unless fp32-scaled formats use it */
-    for (int f = 0; f < o->nformats && o->block_given; f++) {
-        int sc = o->fmt_scale[f];
-        int fixed = sc == FP4_SCALE_NVFP4 ? 16 : sc == FP4_SCALE_MXFP4 ? 32 : 0;
-        if (sc == FP4_SCALE_TENSOR && o->block != 16)
-            return fp4_error(FP4_ERR_USAGE, "--block %d has no effect with --scale tensor (one "
-                                            "scale per tensor; its block is fixed at 16)",
-                             o->block);
-        if (!fixed || o->block == fixed) continue;
-        if (sc == (int)o->scale && (scale_given || !any_fp32))
-            return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --scale %s (fixed block %d)",
-                             o->block, fp4_scale_name(o->scale), fixed);
-        if (!any_fp32)
-            return fp4_error(FP4_ERR_USAGE, "--block %d conflicts with --format %s (fixed block "
-                                            "%d)",
-                             o->block, fp4_scale_name((fp4_scale_mode)sc), fixed);
-    }
-    int fixed = o->scale == FP4_SCALE_NVFP4 ? 16 : o->scale == FP4_SCALE_MXFP4 ? 32 : 0;
-    if (o->weight_2d && !any_nv)
-        return fp4_error(FP4_ERR_USAGE, "--weight-2d needs --scale nvfp4 (not %s)",
-                         fp4_scale_name(o->scale));
-    if (!o->block_given) o->block = fixed ? fixed : 16;
-    fp4_qconfig tmp[2 * FP4_MAX_FORMATS];
-    int ncfg;
-    FP4_TRY(fp4_options_configs(o, tmp, 2 * FP4_MAX_FORMATS, &ncfg));
-    return FP4_OK;
+    o->cfg.scale_given = fp4_options_given(o, "scale");
+    return fp4_run_config_finish(&o->cfg);
+}
+
+fp4_status fp4_options_config_of_argv(int argc, char **argv, fp4_run_config *out)
+{
+    if (argc < 1) return fp4_error(FP4_ERR_USAGE, "no command");
+    fp4_options o;
+    fp4_options_default(&o, NULL, !strcmp(argv[0], "rht") ? FP4_RHT_BOTH : FP4_RHT_OFF);
+    char **args = fp4_argv_dup(argc, argv); /* getopt permutes the copy, not the caller's */
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_options_parse(&o, argc, args, NULL);
+    free(args);
+    if (st == FP4_OK) *out = o.cfg;
+    return st;
 }
 
 fp4_status fp4_options_check_effect(const fp4_options *o)
 {
-    if (fp4_options_given(o, "sr-bits") && o->rounding != FP4_ROUND_SR)
+    if (fp4_options_given(o, "sr-bits") && o->cfg.rounding != FP4_ROUND_SR)
         return fp4_error(FP4_ERR_USAGE, "--sr-bits needs --rounding sr (it sets the random bits "
                                         "of stochastic rounding)");
     static const char *const rht_opts[] = {"rht-size", "rht-signs"};
     for (int i = 0; i < 2; i++)
-        if (fp4_options_given(o, rht_opts[i]) && o->rht == FP4_RHT_OFF)
+        if (fp4_options_given(o, rht_opts[i]) && o->cfg.rht == FP4_RHT_OFF)
             return fp4_error(FP4_ERR_USAGE, "--%s needs --rht on or both", rht_opts[i]);
     bool mx = false;
-    for (int f = 0; f < o->nformats; f++)
-        mx |= (o->fmt_scale[f] >= 0 ? o->fmt_scale[f] : (int)o->scale) == FP4_SCALE_MXFP4;
+    for (int f = 0; f < o->cfg.nformats; f++)
+        mx |= (o->cfg.fmt_scale[f] >= 0 ? o->cfg.fmt_scale[f] : (int)o->cfg.scale) ==
+              FP4_SCALE_MXFP4;
     if (fp4_options_given(o, "mx-rule") && !mx)
         return fp4_error(FP4_ERR_USAGE, "--mx-rule needs mxfp4 scales (--scale mxfp4 or "
                                         "--format mxfp4)");
@@ -445,36 +362,5 @@ fp4_status fp4_options_only(const fp4_options *o, const char *command,
             return fp4_error(FP4_ERR_USAGE, "--%s does not apply to %s (%s)",
                              base_longopts[i].name, command, why);
     }
-    return FP4_OK;
-}
-
-fp4_status fp4_options_configs(const fp4_options *o, fp4_qconfig *out, int cap, int *count)
-{
-    int n = 0;
-    for (int f = 0; f < o->nformats; f++) {
-        for (int r = 0; r < 2; r++) {
-            bool rot = r == 1;
-            if (rot && o->rht == FP4_RHT_OFF) continue;
-            if (!rot && o->rht == FP4_RHT_ON) continue;
-            if (n >= cap) return fp4_error(FP4_ERR_USAGE, "too many configurations (max %d)", cap);
-            fp4_qconfig *c = &out[n];
-            fp4_qconfig_default(c);
-            c->format = o->formats[f];
-            c->scale = o->fmt_scale[f] >= 0 ? (fp4_scale_mode)o->fmt_scale[f] : o->scale;
-            c->block = c->scale == FP4_SCALE_MXFP4                                   ? 32
-                       : c->scale == FP4_SCALE_NVFP4 || c->scale == FP4_SCALE_TENSOR ? 16
-                                                                                      : o->block;
-            c->rounding = o->rounding;
-            c->sr_bits = o->sr_bits;
-            c->seed = o->seed;
-            c->mx_rule = o->mx_rule;
-            c->weight_2d = o->weight_2d && c->scale == FP4_SCALE_NVFP4;
-            c->rht = rot ? &o->signs : NULL;
-            fp4_status st = fp4_qconfig_check(c);
-            if (st != FP4_OK) return st;
-            n++;
-        }
-    }
-    *count = n;
     return FP4_OK;
 }

@@ -1,6 +1,6 @@
 /* options.h — the one set of command-line options shared by the analysis commands (sqnr, bias,
- * buckets, rht, grid) and gemm: parsed with getopt_long, named as SPEC names them, meaning the
- * same in every subcommand; and the qconfig list (formats x RHT modes) they select. */
+ * buckets, rht, grid), gemm, merge and compare: parsed with getopt_long, named as SPEC names
+ * them, meaning the same in every subcommand, into the run configuration (run/config.h). */
 #ifndef FP4_OPTIONS_H
 #define FP4_OPTIONS_H
 
@@ -8,61 +8,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend/backend.h"
-#include "num/format.h"
-#include "num/quant.h"
-#include "num/rht.h"
-#include "run/shard.h"
 #include "base/status.h"
+#include "run/config.h"
 
-#define FP4_MAX_FORMATS 16
-#define FP4_DEFAULT_FORMATS "e2m1,e1m2,int4"
-#define FP4_DEFAULT_MEM_LIMIT ((int64_t)1 << 30)
-
-#define FP4_MAX_EXCLUDE 32
-
-/* --rank-by: how the verdict ranks tensors (gemm: layers). gap: largest best-minus-worst SQNR
- * gap first; sqnr: lowest best SQNR first; delta: largest |delta| of the best config first. */
-typedef enum fp4_rank_by { FP4_RANK_GAP = 0, FP4_RANK_SQNR, FP4_RANK_DELTA } fp4_rank_by;
-const char *fp4_rank_by_name(fp4_rank_by r);
-
-/* --rht: off (default for sqnr/bias/buckets), on, or both (each format with and without). */
-typedef enum fp4_rht_mode { FP4_RHT_OFF = 0, FP4_RHT_ON, FP4_RHT_BOTH } fp4_rht_mode;
-
+/* The parsed command line: the run configuration it asks for, and what only argv has. */
 typedef struct fp4_options {
-    fp4_format formats[FP4_MAX_FORMATS]; /* --format LIST|all (nvfp4/mxfp4: e2m1 here) */
-    int nformats;
-    int fmt_scale[FP4_MAX_FORMATS]; /* each format's scale mode (fp4_scale_mode): nvfp4 and
-                                     * mxfp4 name theirs, the others take --scale; resolved by
-                                     * parse (repeated format+scale pairs merged) */
-    fp4_scale_mode scale;  /* --scale fp32|nvfp4|mxfp4|tensor (default fp32) */
-    int block;             /* --block N (default 16; nvfp4 16, mxfp4 32 when not given) */
-    bool block_given;
-    int axis;              /* --axis A: block axis, negative counts from the end (default -1) */
-    fp4_rounding rounding; /* --rounding rtne|sr */
-    int sr_bits;           /* --sr-bits 24|8 */
-    uint64_t seed;         /* --seed N */
-    fp4_rht_mode rht;      /* --rht off|on|both */
-    int rht_size;          /* --rht-size N, power of two 16..256 (default 16) */
-    char rht_signs_spec[48]; /* --rht-signs te|seed:N|none (default te) */
-    fp4_rht_signs signs;   /* the run's sign vector, made from the two above by parse */
-    fp4_mx_rule mx_rule;   /* --mx-rule floor|rceil */
-    bool weight_2d;        /* --weight-2d (nvfp4 only) */
-    int threads;           /* --threads N (0 = all cores) */
-    fp4_device device;     /* --device cpu|cuda|auto (default auto) */
-    const char *output;    /* -o FILE; NULL = stdout */
-    int64_t mem_limit;     /* --mem-limit SIZE in bytes (default 1 GiB) */
-    int layers;            /* --layers K; 0 = not given */
-    fp4_shard shard;       /* --shard I/N: share I of N of the selection (count 0: all) */
-    bool allow_external;   /* --allow-external: follow external links, external raw storage
-                              and virtual-dataset sources outside the input file's directory
-                              tree (still only to regular files) */
-    int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
-    bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
-    const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (repeatable; into argv) */
-    int nexclude;
-    bool json;             /* --json: the JSON report on stdout even when it is a terminal */
-    fp4_rank_by rank_by;   /* --rank-by gap|sqnr|delta: order of the verdict's ranking */
+    fp4_run_config cfg;    /* every option's value (output and exclude point into argv) */
     uint64_t given;        /* bit i: the i-th shared option was on the command line; ask with
                             * fp4_options_given */
     bool help;             /* --help / -h seen: the command prints its usage and returns OK */
@@ -86,17 +37,15 @@ typedef struct fp4_options_ext {
     void *ctx;
 } fp4_options_ext;
 
-/* Defaults: formats from `formats` (a --format list; NULL = FP4_DEFAULT_FORMATS), scale fp32,
- * block 16, axis -1, rtne, sr_bits 24, seed 0, rht `rht`, rht_size 16, signs te, floor,
- * threads 0, device auto, stdout, mem_limit 1 GiB, no layers. */
+/* Defaults: o->cfg from fp4_run_config_default(formats, rht), nothing given, no arguments. */
 void fp4_options_default(fp4_options *o, const char *formats, fp4_rht_mode rht);
 
 /* Parse argv[1..argc) (argv[0] is the command name) over the defaults in *o; options and
- * positional arguments may mix. ext may be NULL. On success the RHT sign vector is made and
- * every config of fp4_options_configs is checked. FP4_ERR_USAGE with a one-line detail on an
- * unknown option, a missing or bad value. Not reentrant (getopt state). getopt_long permutes
- * argv (operands end up after the options): pass a copy (fp4_argv_dup) when the original order
- * matters, as it does for a report's "argv". */
+ * positional arguments may mix. ext may be NULL. On success o->cfg is resolved
+ * (fp4_run_config_finish: signs made, every config checked). FP4_ERR_USAGE with a one-line
+ * detail on an unknown option, a missing or bad value, a conflict. Not reentrant (getopt
+ * state). getopt_long permutes argv (operands end up after the options): pass a copy
+ * (fp4_argv_dup) when the original order matters, as it does for a report's "argv". */
 fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_options_ext *ext);
 
 /* Whether the shared option `name` (its long name without "--": "rht", "block", "output",
@@ -109,12 +58,12 @@ bool fp4_options_given(const fp4_options *o, const char *name);
 fp4_status fp4_options_only(const fp4_options *o, const char *command,
                             const char *const *allowed, const char *why);
 
-/* The configs the options select: for each format in order, the plain config (rht off|both)
- * then the rotated one (rht on|both). Returns the count (<= cap), writing out[0..count);
- * each config is passed through fp4_qconfig_check. cfg.rht points into o->signs, so *o must
- * outlive the configs. FP4_ERR_USAGE with a detail for an inconsistent combination, or when
- * more than cap configs would be made. */
-fp4_status fp4_options_configs(const fp4_options *o, fp4_qconfig *out, int cap, int *count);
+/* The run configuration an analysis command line parses to: argv[0..argc) with argv[0] the
+ * command name ("sqnr", "bias", "buckets", "rht"), over that command's defaults (rht: --rht
+ * both). String fields of *out point into argv's strings; argv itself is not permuted.
+ * FP4_ERR_USAGE as fp4_options_parse; FP4_ERR_INTERNAL when out of memory. merge's
+ * fp4_merge_config_fn. */
+fp4_status fp4_options_config_of_argv(int argc, char **argv, fp4_run_config *out);
 
 /* A malloc'd copy of the pointer array argv[0..argc) (NULL-terminated; the strings are shared);
  * NULL when out of memory. Free with free(). */
@@ -123,10 +72,6 @@ char **fp4_argv_dup(int argc, char **argv);
 /* Parse a byte size: "1073741824", "512K", "512M", "1G", "2GiB", "1.5G" (binary units,
  * case-insensitive, optional "B"/"iB"). FP4_ERR_USAGE on garbage, zero or overflow. */
 fp4_status fp4_parse_size(const char *s, int64_t *out);
-
-/* Names as reports spell them: "off", "on", "both"; "cpu", "cuda", "auto". */
-const char *fp4_rht_mode_name(fp4_rht_mode m);
-const char *fp4_device_name(fp4_device d);
 
 /* The help text of the shared options (for the commands' usage strings), in pieces so a
  * command lists only the options that change something for it. */

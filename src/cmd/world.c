@@ -5,6 +5,7 @@
 #include "cmd/world.h"
 
 #include "backend/backend.h"
+#include "cmd/options.h"
 #include "report/merge.h"
 #include "report/report.h"
 
@@ -88,7 +89,7 @@ static int fair_threads(const fp4_world *w)
     return t < 1 ? 1 : (int)t;
 }
 
-fp4_status fp4_world_prepare(const fp4_world *w, fp4_options *o, int *threads)
+fp4_status fp4_world_prepare(const fp4_world *w, fp4_run_config *o, int *threads)
 {
     *threads = 0;
     if (!w->active) return FP4_OK;
@@ -252,7 +253,7 @@ fp4_status fp4_world_report(const fp4_world *w, const char *text, fp4_status st,
         memset(&m, 0, sizeof m);
         if (res == FP4_OK)
             res = fp4_merge_reports((const char *const *)texts, (const char *const *)names,
-                                    w->size, output, table, &m);
+                                    w->size, output, table, fp4_options_config_of_argv, &m);
         if (res == FP4_OK) res = fp4_output_write(output, m.text, strlen(m.text));
         if (res == FP4_OK && m.nerrors > 0)
             res = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the "

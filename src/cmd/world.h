@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "cmd/options.h"
+#include "run/config.h"
 #include "base/status.h"
 
 typedef struct fp4_world {
@@ -36,7 +36,7 @@ bool fp4_world_quiet(void);
  * node's cores among its ranks (OpenMP threads = cores / local ranks, at least 1); under a CUDA
  * build and --device cuda|auto, use GPU local_rank mod (GPUs on the node). Returns the thread
  * count it chose (0: left to the default). */
-fp4_status fp4_world_prepare(const fp4_world *w, fp4_options *o, int *threads);
+fp4_status fp4_world_prepare(const fp4_world *w, fp4_run_config *o, int *threads);
 
 /* Rank 0 receives every rank's part: its report text (NULL when the rank failed) and, for a
  * failed rank, its status and one-line message. On rank 0, texts/sts/msgs are malloc'd arrays of

@@ -97,7 +97,7 @@ static cJSON *path_json(const fp4_gemm_path_result *r)
 
 static cJSON *config_json(const fp4_gemm_run *run)
 {
-    const fp4_options *opt = run->opt;
+    const fp4_run_config *opt = run->config;
     const fp4_gemm_config *gc = run->gc;
     cJSON *c = cJSON_CreateObject();
     fp4_qconfig q;
@@ -189,7 +189,7 @@ cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run)
     for (int p = 0; sp && p < FP4_GEMM_NPATHS; p++) {
         if (!(run->paths & (1u << p))) continue;
         fp4_gemm_pooled pool;
-        if (fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+        if (fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->config->layers,
                           &pool) != FP4_OK)
             continue;
         cJSON *o = cJSON_CreateObject();
@@ -197,7 +197,7 @@ cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run)
         cJSON_AddNumberToObject(o, "layers", pool.nlayers);
         add_sqnr(o, pool.sqnr_db, pool.sqnr_status);
         add_num(o, "eta", pool.eta);
-        if (run->opt->layers > 0) {
+        if (run->config->layers > 0) {
             cJSON *cmp = cJSON_AddObjectToObject(o, "compound");
             cJSON_AddNumberToObject(cmp, "layers", pool.compound_layers);
             add_num(cmp, "prod_eta", pool.prod_eta);
@@ -221,8 +221,8 @@ static void add_shard(cJSON *root, const fp4_gemm_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
     if (!sh) return;
-    cJSON_AddNumberToObject(sh, "index", run->opt->shard.index);
-    cJSON_AddNumberToObject(sh, "count", run->opt->shard.count);
+    cJSON_AddNumberToObject(sh, "index", run->config->shard.index);
+    cJSON_AddNumberToObject(sh, "count", run->config->shard.count);
     cJSON_AddNumberToObject(sh, "selected", run->nselected);
     cJSON *ls = cJSON_AddArrayToObject(sh, "layers");
     for (int i = 0; ls && i < run->nselected; i++)
@@ -337,7 +337,7 @@ static gemm_vrow *gemm_verdict_rank(const fp4_gemm_run *run)
             r->gap_db = L->res[r->best].sqnr_db - r->worst_db;
         }
     }
-    gemm_rank_by = run->opt->rank_by;
+    gemm_rank_by = run->config->rank_by;
     qsort(rows, (size_t)run->nlayers, sizeof *rows, gemm_vcmp);
     return rows;
 }
@@ -349,7 +349,7 @@ static int gemm_worst_path(const fp4_gemm_run *run, fp4_gemm_pooled pool[FP4_GEM
     int w = -1;
     for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
         have[p] = (run->paths & (1u << p)) &&
-                  fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                  fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->config->layers,
                                 &pool[p]) == FP4_OK;
         if (!have[p] || pool[p].sqnr_status != FP4_SQNR_OK || !isfinite(pool[p].sqnr_db))
             continue;
@@ -362,7 +362,7 @@ static void gemm_add_verdict(cJSON *root, const fp4_gemm_run *run)
 {
     cJSON *v = cJSON_AddObjectToObject(root, "verdict");
     if (!v) return;
-    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->opt->rank_by));
+    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->config->rank_by));
     cJSON_AddStringToObject(v, "recipe", fp4_gemm_recipe_name(run->gc->recipe));
     fp4_gemm_pooled pool[FP4_GEMM_NPATHS];
     bool have[FP4_GEMM_NPATHS];
@@ -426,8 +426,8 @@ static void gemm_verdict_table(FILE *out, const fp4_gemm_run *run)
     gemm_vrow *rows = gemm_verdict_rank(run);
     if (!rows) return;
     int top = run->nlayers < 10 ? run->nlayers : 10;
-    const char *by = run->opt->rank_by == FP4_RANK_SQNR    ? "lowest worst-path SQNR first"
-                     : run->opt->rank_by == FP4_RANK_DELTA ? "largest |1 - eta| first"
+    const char *by = run->config->rank_by == FP4_RANK_SQNR    ? "lowest worst-path SQNR first"
+                     : run->config->rank_by == FP4_RANK_DELTA ? "largest |1 - eta| first"
                                                           : "largest SQNR gap between paths first";
     fprintf(out, "  layers, %s (%d of %d; all in the JSON):\n", by, top, run->nlayers);
     for (int i = 0; i < top; i++) {
@@ -490,7 +490,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
     cJSON *timing = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(timing, "seconds", run->seconds);
     cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);
-    if (run->opt->shard.count > 0) add_shard(root, run);
+    if (run->config->shard.count > 0) add_shard(root, run);
 
     fp4_json_make_valid(root);
     char *text = cJSON_Print(root);
@@ -530,18 +530,18 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
             free(shown);
         }
     }
-    if (run->opt->layers > 0 || run->nlayers > 1) {
+    if (run->config->layers > 0 || run->nlayers > 1) {
         for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
             fp4_gemm_pooled pool;
             if (!(run->paths & (1u << p)) ||
-                fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->opt->layers,
+                fp4_gemm_pool(run->layers, run->nlayers, (fp4_gemm_path)p, run->config->layers,
                               &pool) != FP4_OK)
                 continue;
             char s[16];
             fmt_db(s, sizeof s, pool.sqnr_db, pool.sqnr_status);
             fprintf(out, "%-12s %-6s %-12s %9s %9.5f", "pooled",
                     fp4_gemm_path_name((fp4_gemm_path)p), "", s, pool.eta);
-            if (run->opt->layers > 0) /* the compounds, as the JSON has them: --layers only */
+            if (run->config->layers > 0) /* the compounds, as the JSON has them: --layers only */
                 fprintf(out, "   (over %d layers: prod eta %.5f, exp(-sum delta) %.5f)",
                         pool.compound_layers, pool.prod_eta, pool.exp_neg_sum_delta);
             fputc('\n', out);
@@ -552,11 +552,11 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
 
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
 {
-    if (fp4_report_terminal_first(run->opt)) {
+    if (fp4_report_terminal_first(run->config)) {
         fp4_report_gemm_table(stdout, run);
         return fp4_report_terminal_note();
     }
-    if (fp4_report_quiet_terminal(run->opt->output, run->opt->json, run->opt->verbosity)) {
+    if (fp4_report_quiet_terminal(run->config->output, run->config->json, run->config->verbosity)) {
         fp4_report_quiet_note();
         return FP4_OK;
     }
@@ -570,10 +570,10 @@ fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
     }
     withnl[len] = '\n';
     withnl[len + 1] = '\0';
-    fp4_status st = fp4_output_write(run->opt->output, withnl, len + 1);
+    fp4_status st = fp4_output_write(run->config->output, withnl, len + 1);
     free(withnl);
     if (st != FP4_OK) return st;
-    if (run->opt->verbosity >= 0 && (run->opt->verbosity > 0 || isatty(STDERR_FILENO)))
+    if (run->config->verbosity >= 0 && (run->config->verbosity > 0 || isatty(STDERR_FILENO)))
         fp4_report_gemm_table(stderr, run);
     return FP4_OK;
 }

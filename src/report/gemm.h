@@ -8,10 +8,10 @@
 #include <stdio.h>
 
 #include "run/gemm.h"
-#include "cmd/options.h"
+#include "run/config.h"
 #include "base/status.h"
 
-/* A finished gemm run: the options it was parsed from, the resolved gemm config, the selected
+/* A finished gemm run: its run configuration, the resolved gemm config, the selected
  * paths (mask), the layers in command-line order, and timing. */
 /* A layer that could not be run (an operand unreadable, too large, shapes disagreeing): an
  * `errors` entry; the other layers still run. */
@@ -21,14 +21,14 @@ typedef struct fp4_gemm_error {
 } fp4_gemm_error;
 
 typedef struct fp4_gemm_run {
-    const fp4_options *opt;
+    const fp4_run_config *config;
     const fp4_gemm_config *gc;
     unsigned paths;
     fp4_gemm_layer *layers;
     int nlayers;
     fp4_gemm_error *errors;
     int nerrors;
-    /* --shard (opt->shard.count > 0): every layer the run selected (names, in order), this
+    /* --shard (config->shard.count > 0): every layer the run selected (names, in order), this
      * share's positions in it, and the position of each of layers[] and of errors[] */
     char **selected;
     int nselected;
@@ -44,17 +44,17 @@ typedef struct fp4_gemm_run {
 char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run);
 
 /* The report's "summary" object (per selected path: the layers pooled in order, and the
- * compound gain under --layers) from run->opt->layers, run->paths and each layer's paths, sums
+ * compound gain under --layers) from run->config->layers, run->paths and each layer's paths, sums
  * and eta. NULL when out of memory. (struct cJSON: the report module's cJSON type.) */
 struct cJSON;
 struct cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run);
 
 /* The report's "verdict" object (pooled SQNR and eta per path, the worst path, the layers
- * ranked by run->opt->rank_by) from run->gc->recipe, the paths and each layer's name, paths,
+ * ranked by run->config->rank_by) from run->gc->recipe, the paths and each layer's name, paths,
  * sums, SQNR and eta. NULL when out of memory. */
 struct cJSON *fp4_report_gemm_verdict(const fp4_gemm_run *run);
 
-/* Build the report, write it to run->opt->output (stdout when NULL) with fp4_output_write, and
+/* Build the report, write it to run->config->output (stdout when NULL) with fp4_output_write, and
  * print the table to stderr when stderr is a terminal (or -v), unless -q.
  * FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run);

@@ -13,7 +13,6 @@
 #include "run/driver.h"
 #include "run/gemm.h"
 #include "num/metrics.h"
-#include "cmd/options.h"
 #include "report/report.h"
 #include "report/gemm.h"
 #include "run/shard.h"
@@ -403,35 +402,29 @@ static fp4_status keep_notes(const part *p, fp4_merge_result *res)
 }
 
 static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table,
-                                 fp4_merge_result *res)
+                                 fp4_merge_config_fn config_of, fp4_merge_result *res)
 {
     fp4_status st = FP4_OK;
     int argc = 0;
     char **argv = argv_canonical(get(p[0].doc, "argv"), output, &argc);
-    char **args = NULL;
     unit *tu = NULL, *eu = NULL;
     int nt = 0, ne = 0;
     fp4_run run;
     memset(&run, 0, sizeof run);
-    fp4_options o;
+    fp4_run_config o;
     if (!argv || argc < 2) {
         st = argv ? fp4_error(FP4_ERR_INPUT, "%s: argv too short", p[0].name)
                   : fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
     const char *command = argv[1];
-    /* the options as the run parsed them (its command's defaults, then its argv) */
-    fp4_options_default(&o, NULL, !strcmp(command, "rht") ? FP4_RHT_BOTH : FP4_RHT_OFF);
-    if (!(args = fp4_argv_dup(argc - 1, argv + 1))) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
-    if ((st = fp4_options_parse(&o, argc - 1, args, NULL)) != FP4_OK) {
+    /* the config as the run parsed it (its command's defaults, then its argv) */
+    if ((st = config_of(argc - 1, argv + 1, &o)) != FP4_OK) {
         st = fp4_error(FP4_ERR_INPUT, "%s: its argv does not parse here: %s", p[0].name,
                        fp4_last_error());
         goto out;
     }
-    run.opt = &o;
+    run.config = &o;
     const cJSON *in = get(p[0].doc, "input"), *cfg = get(p[0].doc, "config");
     const cJSON *file = get(in, "file"), *ds = get(in, "datasets"), *dev = get(cfg, "device");
     run.file = strdup(cJSON_IsString(file) ? file->valuestring : "");
@@ -441,7 +434,8 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    if ((st = fp4_options_configs(&o, run.cfgs, 2 * FP4_MAX_FORMATS, &run.ncfg)) != FP4_OK) goto out;
+    if ((st = fp4_run_config_qconfigs(&o, run.cfgs, 2 * FP4_MAX_FORMATS, &run.ncfg)) != FP4_OK)
+        goto out;
     snprintf(run.device, sizeof run.device, "%s", cJSON_IsString(dev) ? dev->valuestring : "");
     const cJSON *d;
     cJSON_ArrayForEach(d, ds)
@@ -537,10 +531,9 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
     res->nunits = run.ndatasets;
     if (run.nerrors) snprintf(res->first_error, sizeof res->first_error, "%s", run.errors[0].message);
 out:
-    if (run.opt) fp4_run_free(&run);
+    if (run.config) fp4_run_free(&run);
     free(tu);
     free(eu);
-    free(args);
     argv_free(argv);
     return st;
 }
@@ -622,8 +615,8 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
         if (cJSON_IsString(x) && fp4_gemm_path_parse(x->valuestring, &path) == FP4_OK)
             paths |= 1u << path;
     }
-    fp4_options o;
-    fp4_options_default(&o, "e2m1", FP4_RHT_OFF);
+    fp4_run_config o;
+    fp4_run_config_default(&o, "e2m1", FP4_RHT_OFF);
     o.layers = get_int(get(doc, "config"), "layers", 0);
     /* the verdict as one process ranks it: its recipe and --rank-by, as the parts say */
     const cJSON *vd = get(doc, "verdict"), *rb = get(vd, "rank_by");
@@ -635,7 +628,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
     for (int r = FP4_RANK_GAP; r <= FP4_RANK_DELTA; r++)
         if (cJSON_IsString(rb) && !strcmp(rb->valuestring, fp4_rank_by_name((fp4_rank_by)r)))
             o.rank_by = (fp4_rank_by)r;
-    fp4_gemm_run run = {.opt = &o, .gc = &gc, .paths = paths, .layers = layers, .nlayers = nl};
+    fp4_gemm_run run = {.config = &o, .gc = &gc, .paths = paths, .layers = layers, .nlayers = nl};
     cJSON *summary = fp4_report_gemm_summary(&run);
     if (vd) {
         cJSON *nv = fp4_report_gemm_verdict(&run);
@@ -719,7 +712,8 @@ out:
 /* --------------------------------------------------------------- entry */
 
 fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
-                             const char *output, FILE *table, fp4_merge_result *res)
+                             const char *output, FILE *table, fp4_merge_config_fn config_of,
+                             fp4_merge_result *res)
 {
     memset(res, 0, sizeof *res);
     if (n < 1) return fp4_error(FP4_ERR_USAGE, "merge: no parts given");
@@ -736,7 +730,8 @@ fp4_status fp4_merge_reports(const char *const *texts, const char *const *names,
     }
     if (st == FP4_OK) st = check_parts(p, n, gemm);
     if (st == FP4_OK)
-        st = gemm ? merge_gemm(p, n, output, res) : merge_analysis(p, n, output, table, res);
+        st = gemm ? merge_gemm(p, n, output, res)
+                  : merge_analysis(p, n, output, table, config_of, res);
     for (int i = 0; i < n; i++) cJSON_Delete(p[i].doc);
     free(p);
     return st;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "base/status.h"
+#include "run/config.h"
 
 /* What the merged report holds, for the caller's exit status and messages. */
 typedef struct fp4_merge_result {
@@ -18,6 +19,13 @@ typedef struct fp4_merge_result {
     int nunits;          /* tensors (or layers) selected by the run */
     char first_error[512]; /* the message of its first "errors" entry ("" when none) */
 } fp4_merge_result;
+
+/* The run configuration of an analysis report's command line: argv[0..argc) is its "argv"
+ * after "fp4diag" (argv[0] the command name, "sqnr"), parsed over that command's defaults.
+ * String fields of *out may point into argv's strings (they outlive the merge). FP4_ERR_USAGE
+ * with a detail when it does not parse. The program supplies it (how argv reads is its
+ * business, not the report's): fp4_options_config_of_argv. */
+typedef fp4_status (*fp4_merge_config_fn)(int argc, char **argv, fp4_run_config *out);
 
 /* Merge the partial reports texts[0..n) (JSON; names[i] is how messages call part i: its file
  * name, "rank 2"). Every part must be a partial report (a "shard" object) of the same run:
@@ -32,8 +40,11 @@ typedef struct fp4_merge_result {
  * report, of another run than the first part ("foreign": naming what differs), a share given
  * twice, shares missing (naming them), a part whose tensors do not re-render as written;
  * FP4_ERR_INTERNAL when out of memory. Free res->text in every case. With `table` not NULL,
- * the human table of the merged analysis report is printed there (gemm: none). */
+ * the human table of the merged analysis report is printed there (gemm: none). config_of
+ * rebuilds an analysis run's config from its argv (FP4_ERR_INPUT "its argv does not parse
+ * here" when it fails). */
 fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
-                             const char *output, FILE *table, fp4_merge_result *res);
+                             const char *output, FILE *table, fp4_merge_config_fn config_of,
+                             fp4_merge_result *res);
 
 #endif

@@ -15,7 +15,7 @@
 #include <cJSON.h>
 
 #include "num/metrics.h"
-#include "cmd/options.h"
+#include "run/config.h"
 #include "num/quant.h"
 #include "base/version.h"
 
@@ -176,7 +176,7 @@ static void add_header(cJSON *root, const char *command, int argc, char **argv)
 
 static void add_config(cJSON *root, const fp4_run *run)
 {
-    const fp4_options *o = run->opt;
+    const fp4_run_config *o = run->config;
     cJSON *c = cJSON_AddObjectToObject(root, "config");
     if (!c) return;
     cJSON *f = cJSON_AddArrayToObject(c, "formats");
@@ -262,7 +262,7 @@ static int rank_cmp(const void *pa, const void *pb)
     return (a->t > b->t) - (a->t < b->t); /* ties: tensor order */
 }
 
-/* Every tensor's row, ordered by run->opt->rank_by (malloc'd, run->ntensors entries; NULL when
+/* Every tensor's row, ordered by run->config->rank_by (malloc'd, run->ntensors entries; NULL when
  * out of memory or no tensors). */
 static verdict_row *verdict_rank(const fp4_run *run)
 {
@@ -286,7 +286,7 @@ static verdict_row *verdict_rank(const fp4_run *run)
             r->delta = m[r->best].delta;
         }
     }
-    rank_key_by = run->opt->rank_by;
+    rank_key_by = run->config->rank_by;
     qsort(rows, (size_t)run->ntensors, sizeof *rows, rank_cmp);
     return rows;
 }
@@ -348,7 +348,7 @@ static void add_verdict(cJSON *root, const fp4_run *run)
 {
     cJSON *v = cJSON_AddObjectToObject(root, "verdict");
     if (!v) return;
-    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->opt->rank_by));
+    cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->config->rank_by));
     cJSON *cs = cJSON_AddArrayToObject(v, "configs");
     for (int c = 0; cs && c < run->ncfg; c++) {
         const fp4_qconfig *q = &run->cfgs[c];
@@ -503,8 +503,8 @@ static void add_shard(cJSON *root, const fp4_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
     if (!sh) return;
-    cJSON_AddNumberToObject(sh, "index", run->opt->shard.index);
-    cJSON_AddNumberToObject(sh, "count", run->opt->shard.count);
+    cJSON_AddNumberToObject(sh, "index", run->config->shard.index);
+    cJSON_AddNumberToObject(sh, "count", run->config->shard.count);
     cJSON_AddNumberToObject(sh, "selected", run->ndatasets);
     cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
     for (int i = 0; as && i < run->nassigned; i++)
@@ -578,8 +578,8 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         add_identity(r, &run->cfgs[c], true);
         cJSON_AddNumberToObject(r, "tensors", run->ntensors);
         add_metrics(r, &run->cfgs[c], m, false);
-        if (run->opt->layers > 0) {
-            int k = run->opt->layers;
+        if (run->config->layers > 0) {
+            int k = run->config->layers;
             double *d = malloc((size_t)k * sizeof *d);
             cJSON *co = cJSON_AddObjectToObject(r, "compound");
             if (d && co) {
@@ -630,7 +630,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         num(tm, "seconds", run->seconds);
         cJSON_AddNumberToObject(tm, "bytes_read", (double)run->bytes_read);
     }
-    if (run->opt->shard.count > 0) add_shard(root, run);
+    if (run->config->shard.count > 0) add_shard(root, run);
     return root;
 }
 
@@ -795,7 +795,7 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
  * summary "compound"), on a line under its pooled row. */
 static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
 {
-    int k = run->opt->layers;
+    int k = run->config->layers;
     if (k <= 0) return;
     double *d = malloc((size_t)k * sizeof *d);
     if (!d) return;
@@ -864,8 +864,8 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     }
     verdict_row *rows = verdict_rank(run);
     if (!rows) return;
-    const char *by = run->opt->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
-                     : run->opt->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
+    const char *by = run->config->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
+                     : run->config->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
                                                           : "largest SQNR gap best-worst first";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
@@ -967,7 +967,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
     }
 }
 
-bool fp4_report_terminal_first(const fp4_options *o)
+bool fp4_report_terminal_first(const fp4_run_config *o)
 {
     return !o->output && !o->json && o->verbosity >= 0 && isatty(STDOUT_FILENO);
 }
@@ -992,20 +992,20 @@ fp4_status fp4_report_terminal_note(void)
 
 fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run)
 {
-    if (fp4_report_terminal_first(run->opt)) {
+    if (fp4_report_terminal_first(run->config)) {
         fp4_report_table(stdout, command, run);
         return fp4_report_terminal_note();
     }
-    if (fp4_report_quiet_terminal(run->opt->output, run->opt->json, run->opt->verbosity)) {
+    if (fp4_report_quiet_terminal(run->config->output, run->config->json, run->config->verbosity)) {
         fp4_report_quiet_note();
         return FP4_OK;
     }
     char *text = fp4_report_analysis_json(command, argc, argv, run);
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
-    fp4_status st = fp4_output_write(run->opt->output, text, strlen(text));
+    fp4_status st = fp4_output_write(run->config->output, text, strlen(text));
     free(text);
     if (st != FP4_OK) return st;
-    if (run->opt->verbosity > 0 || (run->opt->verbosity == 0 && isatty(STDERR_FILENO)))
+    if (run->config->verbosity > 0 || (run->config->verbosity == 0 && isatty(STDERR_FILENO)))
         fp4_report_table(stderr, command, run);
     return FP4_OK;
 }

@@ -9,14 +9,14 @@
 
 #include "run/driver.h"
 #include "num/format.h"
-#include "cmd/options.h"
+#include "run/config.h"
 #include "report/output.h"
 #include "base/status.h"
 
 #define FP4_REPORT_SCHEMA "fp4diag.report/1"
 
 /* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
- * write it with fp4_output_write to run->opt->output. argc/argv are the command's (argv[0] =
+ * write it with fp4_output_write to run->config->output. argc/argv are the command's (argv[0] =
  * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human
  * table to stderr when stderr is a terminal (or -v), unless -q; when
  * fp4_report_terminal_first, the table goes to stdout in place of the JSON. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
@@ -25,7 +25,7 @@ fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const
 /* Terminal first: true when the human table replaces the JSON on stdout — stdout is a
  * terminal, no -o, no --json, no -q. fp4_report_terminal_note prints the one line saying how
  * to get the JSON (FP4_ERR_INPUT on a write error). */
-bool fp4_report_terminal_first(const fp4_options *o);
+bool fp4_report_terminal_first(const fp4_run_config *c);
 fp4_status fp4_report_terminal_note(void);
 
 /* Quiet on a terminal: -q, stdout a terminal, no -o, no --json (output and json as the

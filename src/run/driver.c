@@ -164,7 +164,7 @@ static int words_for(fp4_source *src, const fp4_backend *be, const fp4_tensor_de
 }
 
 /* How one tensor is read and analysed: decided before the reader starts, from the description
- * and the options alone, so that reader and analysis agree on every slab. */
+ * and the config alone, so that reader and analysis agree on every slab. */
 typedef struct tensor_plan {
     fp4_status err; /* FP4_OK, or why the tensor is an error entry before any read */
     char *msg;
@@ -637,7 +637,7 @@ static void register_kept(slab_reader *r, unsigned char *kept, int64_t cap)
 static fp4_status plan_tensor(const fp4_run *run, fp4_source *src, const fp4_backend *be,
                               const fp4_tensor_desc *info, tensor_plan *P)
 {
-    const fp4_options *o = run->opt;
+    const fp4_run_config *o = run->config;
     const char *file = run->file;
     memset(P, 0, sizeof *P);
     int rank = info->rank;
@@ -829,7 +829,7 @@ out:
 static void progress(const fp4_run *run, int i, int n, const char *name, bool done)
 {
     if (!done) fp4_trace("tensor %d/%d: %s", i + 1, n, name);
-    if (run->opt->verbosity < 0 || !isatty(STDERR_FILENO)) return;
+    if (run->config->verbosity < 0 || !isatty(STDERR_FILENO)) return;
     if (done) fprintf(stderr, "\r\033[K");
     else {
         char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
@@ -853,11 +853,11 @@ fp4_status fp4_run_pool(fp4_run *run)
         if (run->ntensors == 0) run->pooled[c].tensor_amax = 0;
         fp4_metrics_finish(&run->pooled[c]);
     }
-    if (run->opt->rht == FP4_RHT_BOTH) {
+    if (run->config->rht == FP4_RHT_BOTH) {
         run->pairs = calloc((size_t)(run->ncfg ? run->ncfg : 1), sizeof *run->pairs);
         if (!run->pairs) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
         for (int c = 0; c + 1 < run->ncfg; c += 2) {
-            /* fp4_options_configs puts each plain config right before its rotated twin */
+            /* fp4_run_config_qconfigs puts each plain config right before its rotated twin */
             fp4_rht_delta *d = &run->pairs[run->npairs++];
             d->plain = c;
             d->rotated = c + 1;
@@ -876,19 +876,19 @@ static fp4_status shard_pick(fp4_run *run, const fp4_tensor_desc *infos, int n)
     fp4_status st = FP4_OK;
     if (!w || !owner || !run->assigned) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
     for (int i = 0; st == FP4_OK && i < n; i++) w[i] = infos[i].nelems;
-    if (st == FP4_OK) st = fp4_shard_assign(w, n, run->opt->shard.count, owner);
+    if (st == FP4_OK) st = fp4_shard_assign(w, n, run->config->shard.count, owner);
     for (int i = 0; st == FP4_OK && i < n; i++)
-        if (owner[i] == run->opt->shard.index) run->assigned[run->nassigned++] = i;
+        if (owner[i] == run->config->shard.index) run->assigned[run->nassigned++] = i;
     free(w);
     free(owner);
     return st;
 }
 
-fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char *const *patterns,
-                            int npatterns, fp4_run *run)
+fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
+                            const char *const *patterns, int npatterns, fp4_run *run)
 {
     memset(run, 0, sizeof *run);
-    run->opt = opt;
+    run->config = opt;
     double t0 = now_seconds();
     fp4_source *src = NULL;
     fp4_backend *be = NULL;
@@ -911,7 +911,7 @@ fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    st = fp4_options_configs(opt, run->cfgs, cap, &run->ncfg);
+    st = fp4_run_config_qconfigs(opt, run->cfgs, cap, &run->ncfg);
     if (st != FP4_OK) goto out;
 
     /* the backend first: CUDA starts on a thread of its own (backend_cuda.c) while the file

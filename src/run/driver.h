@@ -9,8 +9,8 @@
 
 #include "io/source.h"
 #include "num/metrics.h"
-#include "cmd/options.h"
 #include "num/quant.h"
+#include "run/config.h"
 #include "base/status.h"
 
 /* One analysed tensor: its dataset description, the block axis it was quantized along (as a
@@ -50,7 +50,7 @@ typedef struct fp4_tensor_skip {
 } fp4_tensor_skip;
 
 typedef struct fp4_run {
-    const fp4_options *opt;
+    const fp4_run_config *config; /* borrowed: outlives the run (cfgs point into it) */
     char *file;
     fp4_qconfig *cfgs;
     int ncfg;
@@ -79,15 +79,18 @@ typedef struct fp4_run {
  * by the run and by `merge`. FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_run_pool(fp4_run *run);
 
-/* Analyse `file` (patterns select tensors as in fp4_source_select; none = all; what the default
- * selection of fp4_source_skip_reason leaves out under opt->all_tensors and opt->exclude goes
- * to run->skipped) under the options' configs; with opt->shard.count > 0 only share opt->shard.index of
- * what is left (fp4_shard_assign by element count; run->datasets still lists all of it). Per-tensor failures become run->errors and the run goes on. Returns FP4_ERR_INPUT
- * (file missing, pattern matching nothing), FP4_ERR_USAGE (bad options), FP4_ERR_DEVICE or
- * FP4_ERR_INTERNAL for failures of the whole run; FP4_OK otherwise, even when some tensors
- * failed (see run->nerrors). Free with fp4_run_free in every case. */
-fp4_status fp4_run_analysis(const fp4_options *opt, const char *file, const char *const *patterns,
-                            int npatterns, fp4_run *run);
+/* Analyse `file` (patterns select tensors as in fp4_source_select; none = all; what the
+ * default selection of fp4_source_skip_reason leaves out under config->all_tensors and
+ * config->exclude goes to run->skipped) under the config's qconfigs (config resolved by
+ * fp4_run_config_finish; borrowed for the run's lifetime); with config->shard.count > 0 only
+ * share config->shard.index of what is left (fp4_shard_assign by element count;
+ * run->datasets still lists all of it). Per-tensor failures become run->errors and the run
+ * goes on. Returns FP4_ERR_INPUT (file missing, pattern matching nothing), FP4_ERR_USAGE (bad
+ * config), FP4_ERR_DEVICE or FP4_ERR_INTERNAL for failures of the whole run; FP4_OK
+ * otherwise, even when some tensors failed (see run->nerrors). Free with fp4_run_free in
+ * every case. */
+fp4_status fp4_run_analysis(const fp4_run_config *config, const char *file,
+                            const char *const *patterns, int npatterns, fp4_run *run);
 void fp4_run_free(fp4_run *run);
 
 /* The rotated-minus-plain deltas of two finished metrics (SPEC §5 "RHT comparison"). */

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "cmd/options.h"
+#include "backend/backend.h"
 #include "base/status.h"
 
 typedef struct fp4_dgemm fp4_dgemm;

@@ -14,23 +14,23 @@ static void test_defaults(void **state)
     fp4_options o;
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "ckpt.h5"), FP4_OK);
-    assert_int_equal(o.nformats, 3);
-    assert_int_equal(o.formats[0].id, FP4_FMT_E2M1);
-    assert_int_equal(o.formats[1].id, FP4_FMT_E1M2);
-    assert_int_equal(o.formats[2].id, FP4_FMT_INT4);
-    assert_int_equal(o.scale, FP4_SCALE_FP32);
-    assert_int_equal(o.block, 16);
-    assert_int_equal(o.axis, -1);
-    assert_int_equal(o.rounding, FP4_ROUND_RTNE);
-    assert_int_equal(o.sr_bits, 24);
-    assert_int_equal(o.rht, FP4_RHT_OFF);
-    assert_int_equal(o.rht_size, 16);
-    assert_string_equal(o.rht_signs_spec, "te");
-    assert_int_equal(o.device, FP4_DEVICE_AUTO);
-    assert_true(o.mem_limit == (int64_t)1 << 30);
-    assert_int_equal(o.layers, 0);
-    assert_null(o.output);
-    assert_int_equal(o.verbosity, 0);
+    assert_int_equal(o.cfg.nformats, 3);
+    assert_int_equal(o.cfg.formats[0].id, FP4_FMT_E2M1);
+    assert_int_equal(o.cfg.formats[1].id, FP4_FMT_E1M2);
+    assert_int_equal(o.cfg.formats[2].id, FP4_FMT_INT4);
+    assert_int_equal(o.cfg.scale, FP4_SCALE_FP32);
+    assert_int_equal(o.cfg.block, 16);
+    assert_int_equal(o.cfg.axis, -1);
+    assert_int_equal(o.cfg.rounding, FP4_ROUND_RTNE);
+    assert_int_equal(o.cfg.sr_bits, 24);
+    assert_int_equal(o.cfg.rht, FP4_RHT_OFF);
+    assert_int_equal(o.cfg.rht_size, 16);
+    assert_string_equal(o.cfg.rht_signs_spec, "te");
+    assert_int_equal(o.cfg.device, FP4_DEVICE_AUTO);
+    assert_true(o.cfg.mem_limit == (int64_t)1 << 30);
+    assert_int_equal(o.cfg.layers, 0);
+    assert_null(o.cfg.output);
+    assert_int_equal(o.cfg.verbosity, 0);
     assert_false(o.help);
     assert_int_equal(o.nargs, 1);
     assert_string_equal(o.args[0], "ckpt.h5");
@@ -48,24 +48,24 @@ static void test_every_option(void **state)
                            "-o", "out.json", "--mem-limit", "512M", "--layers", "12", "-v",
                            "f.h5"),
                      FP4_OK);
-    assert_int_equal(o.nformats, 2);
-    assert_int_equal(o.formats[0].id, FP4_FMT_E1M2);
-    assert_int_equal(o.formats[1].id, FP4_FMT_E3M0);
-    assert_int_equal(o.block, 32);
-    assert_int_equal(o.axis, 0);
-    assert_int_equal(o.rounding, FP4_ROUND_SR);
-    assert_true(o.seed == 12345u);
-    assert_int_equal(o.rht, FP4_RHT_ON);
-    assert_int_equal(o.rht_size, 64);
-    assert_int_equal(o.signs.n, 64);
-    assert_string_equal(o.rht_signs_spec, "seed:7");
-    assert_int_equal(o.sr_bits, 8);
-    assert_int_equal(o.threads, 3);
-    assert_int_equal(o.device, FP4_DEVICE_CPU);
-    assert_string_equal(o.output, "out.json");
-    assert_true(o.mem_limit == (int64_t)512 << 20);
-    assert_int_equal(o.layers, 12);
-    assert_int_equal(o.verbosity, 1);
+    assert_int_equal(o.cfg.nformats, 2);
+    assert_int_equal(o.cfg.formats[0].id, FP4_FMT_E1M2);
+    assert_int_equal(o.cfg.formats[1].id, FP4_FMT_E3M0);
+    assert_int_equal(o.cfg.block, 32);
+    assert_int_equal(o.cfg.axis, 0);
+    assert_int_equal(o.cfg.rounding, FP4_ROUND_SR);
+    assert_true(o.cfg.seed == 12345u);
+    assert_int_equal(o.cfg.rht, FP4_RHT_ON);
+    assert_int_equal(o.cfg.rht_size, 64);
+    assert_int_equal(o.cfg.signs.n, 64);
+    assert_string_equal(o.cfg.rht_signs_spec, "seed:7");
+    assert_int_equal(o.cfg.sr_bits, 8);
+    assert_int_equal(o.cfg.threads, 3);
+    assert_int_equal(o.cfg.device, FP4_DEVICE_CPU);
+    assert_string_equal(o.cfg.output, "out.json");
+    assert_true(o.cfg.mem_limit == (int64_t)512 << 20);
+    assert_int_equal(o.cfg.layers, 12);
+    assert_int_equal(o.cfg.verbosity, 1);
     assert_int_equal(o.nargs, 1);
 }
 
@@ -75,15 +75,15 @@ static void test_scale_modes_and_mx(void **state)
     fp4_options o;
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--scale", "mxfp4", "--mx-rule", "rceil", "f"), FP4_OK);
-    assert_int_equal(o.scale, FP4_SCALE_MXFP4);
-    assert_int_equal(o.block, 32); /* mxfp4 blocks are 32 when --block is not given */
-    assert_int_equal(o.mx_rule, FP4_MX_RCEIL);
+    assert_int_equal(o.cfg.scale, FP4_SCALE_MXFP4);
+    assert_int_equal(o.cfg.block, 32); /* mxfp4 blocks are 32 when --block is not given */
+    assert_int_equal(o.cfg.mx_rule, FP4_MX_RCEIL);
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--scale=nvfp4", "--weight-2d", "--format=e2m1", "f"),
                      FP4_OK);
-    assert_int_equal(o.scale, FP4_SCALE_NVFP4);
-    assert_true(o.weight_2d);
-    assert_int_equal(o.block, 16);
+    assert_int_equal(o.cfg.scale, FP4_SCALE_NVFP4);
+    assert_true(o.cfg.weight_2d);
+    assert_int_equal(o.cfg.block, 16);
     /* weight_2d is nvfp4 only (fp4_qconfig_check) */
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--weight-2d", "f"), FP4_ERR_USAGE);
@@ -99,8 +99,8 @@ static void test_positionals_mix(void **state)
     assert_string_equal(o.args[0], "f.h5");
     assert_string_equal(o.args[1], "/a");
     assert_string_equal(o.args[2], "/b/*");
-    assert_int_equal(o.verbosity, -1);
-    assert_int_equal(o.nformats, 1);
+    assert_int_equal(o.cfg.verbosity, -1);
+    assert_int_equal(o.cfg.nformats, 1);
     /* "--" ends the options */
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--", "-weird.h5"), FP4_OK);
@@ -185,13 +185,13 @@ static void test_configs(void **state)
     int n = 0;
     fp4_options_default(&o, NULL, FP4_RHT_BOTH);
     assert_int_equal(PARSE(&o, "rht", "--rounding", "sr", "--seed", "9", "f"), FP4_OK);
-    assert_int_equal(fp4_options_configs(&o, c, 32, &n), FP4_OK);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, c, 32, &n), FP4_OK);
     assert_int_equal(n, 6);
     for (int i = 0; i < n; i++) {
-        assert_int_equal(c[i].format.id, o.formats[i / 2].id);
+        assert_int_equal(c[i].format.id, o.cfg.formats[i / 2].id);
         if (i % 2 == 0) assert_null(c[i].rht);
         else {
-            assert_ptr_equal(c[i].rht, &o.signs);
+            assert_ptr_equal(c[i].rht, &o.cfg.signs);
             assert_int_equal(c[i].rht->n, 16);
         }
         assert_int_equal(c[i].scale, FP4_SCALE_FP32);
@@ -200,17 +200,17 @@ static void test_configs(void **state)
         assert_true(c[i].seed == 9);
     }
     /* too small a buffer is an error, not an overflow */
-    assert_int_equal(fp4_options_configs(&o, c, 5, &n), FP4_ERR_USAGE);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, c, 5, &n), FP4_ERR_USAGE);
 
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--format", "all", "f"), FP4_OK);
-    assert_int_equal(fp4_options_configs(&o, c, 32, &n), FP4_OK);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, c, 32, &n), FP4_OK);
     assert_int_equal(n, 4);
     for (int i = 0; i < n; i++) assert_null(c[i].rht);
 
     fp4_options_default(&o, NULL, FP4_RHT_OFF);
     assert_int_equal(PARSE(&o, "sqnr", "--rht", "on", "--format", "int4", "f"), FP4_OK);
-    assert_int_equal(fp4_options_configs(&o, c, 32, &n), FP4_OK);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, c, 32, &n), FP4_OK);
     assert_int_equal(n, 1);
     assert_non_null(c[0].rht);
 }
@@ -238,9 +238,9 @@ static void test_extension(void **state)
     char *av[] = {"gemm", "--recipe", "ufp4", "--threads", "2", "g.h5", NULL};
     assert_int_equal(fp4_options_parse(&o, 6, av, &ext), FP4_OK);
     assert_string_equal(recipe, "ufp4");
-    assert_int_equal(o.threads, 2);
-    assert_int_equal(o.nformats, 1);
-    assert_int_equal(o.formats[0].id, FP4_FMT_E1M2);
+    assert_int_equal(o.cfg.threads, 2);
+    assert_int_equal(o.cfg.nformats, 1);
+    assert_int_equal(o.cfg.formats[0].id, FP4_FMT_E1M2);
     char *av2[] = {"gemm", "--recipe", "bogus", "g.h5", NULL};
     fp4_options_default(&o, "e1m2", FP4_RHT_OFF);
     assert_int_equal(fp4_options_parse(&o, 4, av2, &ext), FP4_ERR_USAGE);

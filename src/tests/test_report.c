@@ -12,6 +12,7 @@
 
 #include <cJSON.h>
 
+#include "cmd/options.h"
 #include "report/report.h"
 
 static char *slurp(const char *path)
@@ -175,10 +176,10 @@ static void test_analysis_json(void **state)
 
     fp4_run run;
     memset(&run, 0, sizeof run);
-    run.opt = &o;
+    run.config = &o.cfg;
     run.file = "f.h5";
     fp4_qconfig cfgs[8];
-    assert_int_equal(fp4_options_configs(&o, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, cfgs, 8, &run.ncfg), FP4_OK);
     assert_int_equal(run.ncfg, 4);
     run.cfgs = cfgs;
     char *ds[] = {"/a", "/bad"};
@@ -304,10 +305,10 @@ static void test_verdict_margin_and_ties(void **state)
     assert_int_equal(fp4_options_parse(&o, 2, av, NULL), FP4_OK);
     fp4_run run;
     memset(&run, 0, sizeof run);
-    run.opt = &o;
+    run.config = &o.cfg;
     run.file = "f.h5";
     fp4_qconfig cfgs[8];
-    assert_int_equal(fp4_options_configs(&o, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(fp4_run_config_qconfigs(&o.cfg, cfgs, 8, &run.ncfg), FP4_OK);
     assert_int_equal(run.ncfg, 6);
     run.cfgs = cfgs;
     /* config order: e2m1, e2m1+rht, e1m2, e1m2+rht, int4, int4+rht */
@@ -384,8 +385,8 @@ static void test_verdict_margin_and_ties(void **state)
     fp4_options_default(&o2, "e1m2,int4", FP4_RHT_OFF);
     char *av2[] = {"sqnr", "f.h5", NULL};
     assert_int_equal(fp4_options_parse(&o2, 2, av2, NULL), FP4_OK);
-    run.opt = &o2;
-    assert_int_equal(fp4_options_configs(&o2, cfgs, 8, &run.ncfg), FP4_OK);
+    run.config = &o2.cfg;
+    assert_int_equal(fp4_run_config_qconfigs(&o2.cfg, cfgs, 8, &run.ncfg), FP4_OK);
     assert_int_equal(run.ncfg, 2);
     for (int t = 0; t < 3; t++) tr[t].metrics = tm[t] + 2; /* the e1m2 pair: equal values */
     run.pooled = pooled + 2;

@@ -103,15 +103,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t sz;
     for (int k = 1; k < argc; k++) (void)fp4_parse_size(argv[k], &sz);
     if (st == FP4_OK && !o.help) {
-        o.output = fz_out; /* never a path from the input */
-        if (o.threads > 2 || o.threads <= 0) o.threads = 2;
-        o.verbosity = -1;
+        o.cfg.output = fz_out; /* never a path from the input */
+        if (o.cfg.threads > 2 || o.cfg.threads <= 0) o.cfg.threads = 2;
+        o.cfg.verbosity = -1;
         if (!strcmp(cmd, "grid")) {
-            (void)fp4_report_grid(argc, argv, o.formats, o.nformats, fz_out, false, -1);
-        } else if (o.nargs >= 1 && o.device != FP4_DEVICE_CUDA) {
+            (void)fp4_report_grid(argc, argv, o.cfg.formats, o.cfg.nformats, fz_out, false, -1);
+        } else if (o.nargs >= 1 && o.cfg.device != FP4_DEVICE_CUDA) {
             fp4_run run;
-            st = fp4_run_analysis(&o, fz_fixture, (const char *const *)(o.args + 1), o.nargs - 1,
-                                  &run);
+            st = fp4_run_analysis(&o.cfg, fz_fixture, (const char *const *)(o.args + 1),
+                                  o.nargs - 1, &run);
             if (st == FP4_OK) (void)fp4_report_analysis(cmd, argc, argv, &run);
             fp4_run_free(&run);
         }
