@@ -154,10 +154,12 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
         return fp4_error(FP4_ERR_INPUT, "%s: is a directory, not an HDF5, safetensors or NumPy checkpoint", file);
     if (!S_ISREG(st.st_mode))
         return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5, safetensors or NumPy file", file);
-    int fd = open(file, O_RDONLY);
+    struct stat sb;
+    const char *oerr;
+    int fd = fp4_open_regular(file, &sb, &oerr); /* never blocks (a FIFO swapped in meanwhile) */
     if (fd < 0) {
         if (errno == EACCES) return fp4_error(FP4_ERR_INPUT, "%s: permission denied", file);
-        return fp4_error(FP4_ERR_INPUT, "%s: %s", file, strerror(errno));
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", file, oerr);
     }
     close(fd);
 #if H5_VERSION_GE(1, 12, 0)

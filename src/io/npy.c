@@ -88,15 +88,11 @@ static fp4_status npy_open(const char *file, void **impl)
     }
     s->cached = -1;
     fp4_status st = FP4_OK;
-    int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s", file, errno == ENOENT ? "no such file" : strerror(errno));
-        goto out;
-    }
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        st = fp4_error(FP4_ERR_INPUT, "%s: not a regular file", file);
+    const char *why;
+    int fd = fp4_open_regular(file, &sb, &why); /* a FIFO is refused, never waited on */
+    if (fd < 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s", file, why);
         goto out;
     }
     s->size = (uint64_t)sb.st_size;

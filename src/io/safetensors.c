@@ -48,21 +48,89 @@ static bool st_probe_file(const unsigned char *head, size_t n)
     return memcmp(head, "\x89HDF\r\n\x1a\n", 8) != 0;
 }
 
-/* An index: a JSON object whose first bytes name "weight_map". */
-static bool st_probe_index(const unsigned char *head, size_t n)
+/* Whether the first n bytes of a file can begin a JSON object: whitespace, then '{' (an index
+ * is JSON text: no NUL byte, which a safetensors file's 8-byte length holds). */
+static bool st_json_object_head(const unsigned char *head, size_t n)
 {
     size_t i = 0;
     while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) i++;
     if (i >= n || head[i] != '{') return false;
-    static const char key[] = "\"weight_map\"";
-    for (size_t k = i; k + sizeof key - 1 <= n; k++)
-        if (memcmp(head + k, key, sizeof key - 1) == 0) return true;
-    return false;
+    return memchr(head, '\0', n) == NULL;
 }
 
-static bool st_probe(const unsigned char *head, size_t n)
+/* An index: a JSON object with a top-level key "weight_map", wherever it stands (Hugging Face
+ * writes "metadata" first, which may fill the first kilobytes). Scans the file's JSON tokens
+ * (strings, nesting) up to the end of the top-level object or FP4_ST_MAX_HEADER bytes; stops
+ * at the key. The index parser reads the file again and says what else is wrong. */
+static bool st_is_index(const char *file, const unsigned char *head, size_t n)
 {
-    return st_probe_file(head, n) || st_probe_index(head, n);
+    if (!st_json_object_head(head, n)) return false;
+    struct stat sb;
+    const char *why;
+    const int fd = fp4_open_regular(file, &sb, &why);
+    if (fd < 0) return false;
+    static const char key[] = "weight_map";
+    enum { KLEN = sizeof key - 1 };
+    unsigned char buf[1 << 16];
+    int depth = 0;
+    bool in_str = false, esc = false, want_key = false, is_key = false, found = false, end = false;
+    size_t klen = 0; /* characters of the key string read so far (KLEN + 1: longer) */
+    bool kmatch = false;
+    uint64_t total = 0;
+    while (!found && !end && total < FP4_ST_MAX_HEADER) {
+        const ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        total += (uint64_t)r;
+        for (ssize_t i = 0; i < r && !found && !end; i++) {
+            const unsigned char c = buf[i];
+            if (in_str) {
+                if (esc) {
+                    esc = false;
+                    kmatch = false; /* an escaped key is not the literal one */
+                } else if (c == '\\') {
+                    esc = true;
+                } else if (c == '"') {
+                    in_str = false;
+                    if (is_key && kmatch && klen == KLEN) found = true;
+                } else if (is_key) {
+                    kmatch = kmatch && klen < KLEN && c == (unsigned char)key[klen];
+                    klen++;
+                }
+                continue;
+            }
+            switch (c) {
+            case '"':
+                in_str = true;
+                is_key = want_key && depth == 1;
+                want_key = false;
+                klen = 0;
+                kmatch = true;
+                break;
+            case '{':
+            case '[':
+                depth++;
+                want_key = c == '{' && depth == 1;
+                break;
+            case '}':
+            case ']':
+                if (--depth <= 0) end = true;
+                break;
+            case ',': want_key = depth == 1; break;
+            default: break;
+            }
+        }
+    }
+    close(fd);
+    return found;
+}
+
+static bool st_probe(const unsigned char *head, size_t n) { return st_probe_file(head, n); }
+
+/* probe_file: an index whose first bytes do not name its key */
+static bool st_probe_path(const char *file, const unsigned char *head, size_t n)
+{
+    return st_is_index(file, head, n);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -90,19 +158,14 @@ static fp4_status st_map(const char *path, const char *named_by, st_file *f)
 {
     memset(f, 0, sizeof *f);
     if (!(f->path = strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    const char *why;
+    int fd = fp4_open_regular(path, &sb, &why); /* a FIFO shard is refused, never waited on */
     if (fd < 0) {
-        int e = errno;
         if (named_by)
             return fp4_error(FP4_ERR_INPUT, "%s: %s: %s (a shard the index names)", named_by,
-                             path, e == ENOENT ? "no such file" : strerror(e));
-        return fp4_error(FP4_ERR_INPUT, "%s: %s", path,
-                         e == ENOENT ? "no such file" : strerror(e));
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file", path);
+                             path, why);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
     }
     f->size = (uint64_t)sb.st_size;
     if (f->size < 8) {
@@ -150,8 +213,15 @@ static int cmp_entry(const void *a, const void *b)
 static fp4_status slurp(const char *path, char **out, size_t *len)
 {
     *out = NULL;
-    FILE *fh = fopen(path, "rb");
-    if (!fh) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    const char *why;
+    const int fd = fp4_open_regular(path, &sb, &why); /* a FIFO index is refused */
+    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
+    FILE *fh = fdopen(fd, "rb");
+    if (!fh) {
+        close(fd);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
     fp4_status st = FP4_OK;
@@ -366,13 +436,14 @@ static fp4_status st_open(const char *file, void **impl)
     if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         st = st_open_dir(s, file);
     } else {
-        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        const char *why;
+        int fd = fp4_open_regular(file, &sb, &why); /* else st_map below says why */
         if (fd >= 0) {
             ssize_t r;
             while (n < sizeof head && (r = read(fd, head + n, sizeof head - n)) > 0) n += (size_t)r;
             close(fd);
         }
-        if (st_probe_index(head, n)) {
+        if (fd >= 0 && st_is_index(file, head, n)) {
             st = st_open_index(s, file);
         } else {
             s->files = calloc(1, sizeof *s->files);
@@ -624,13 +695,14 @@ static fp4_status st_files(const char *path, char ***files, int *n)
     } else if (S_ISREG(sb.st_mode)) {
         unsigned char head[4096];
         size_t k = 0;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t r;
-            while (k < sizeof head && (r = read(fd, head + k, sizeof head - k)) > 0) k += (size_t)r;
-            close(fd);
-        }
-        if (!st_probe_index(head, k)) return FP4_OK;
+        const char *why;
+        struct stat fb;
+        int fd = fp4_open_regular(path, &fb, &why);
+        if (fd < 0) return FP4_OK; /* the open says why */
+        ssize_t r;
+        while (k < sizeof head && (r = read(fd, head + k, sizeof head - k)) > 0) k += (size_t)r;
+        close(fd);
+        if (!st_is_index(path, head, k)) return FP4_OK;
         index = strdup(path);
     }
     if (!index) return S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)
@@ -686,6 +758,7 @@ const fp4_source_ops fp4_source_safetensors = {
     .separators = "./",
     .rooted = false,
     .probe = st_probe,
+    .probe_file = st_probe_path,
     .probe_dir = st_probe_dir,
     .open = st_open,
     .close = st_close,

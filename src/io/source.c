@@ -75,6 +75,46 @@ void fp4_source_set_allow_external(bool allow)
             fp4_source_table[i]->set_allow_external(allow);
 }
 
+static const char *kind_not_regular(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory, not a regular file";
+    if (S_ISFIFO(m)) return "a FIFO, not a regular file";
+    if (S_ISCHR(m)) return "a character device, not a regular file";
+    if (S_ISBLK(m)) return "a block device, not a regular file";
+    if (S_ISSOCK(m)) return "a socket, not a regular file";
+    return "not a regular file";
+}
+
+int fp4_open_regular(const char *path, struct stat *sb, const char **why)
+{
+    struct stat pre;
+    if (stat(path, &pre) != 0) {
+        *why = errno == ENOENT || errno == ENOTDIR ? "no such file" : strerror(errno);
+        return -1;
+    }
+    if (!S_ISREG(pre.st_mode)) {
+        *why = kind_not_regular(pre.st_mode);
+        return -1;
+    }
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        *why = errno == ENOENT || errno == ENOTDIR ? "no such file" : strerror(errno);
+        return -1;
+    }
+    if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
+        *why = kind_not_regular(sb->st_mode);
+        close(fd);
+        return -1;
+    }
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        *why = strerror(errno);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* The format of `file` by its first bytes; the fallback (last entry) when none claims it or
  * the file cannot be read here (its open then says why). */
 static const fp4_source_ops *source_detect(const char *file)
@@ -89,9 +129,10 @@ static const fp4_source_ops *source_detect(const char *file)
         return fp4_source_table[fp4_source_count - 1];
     }
     struct stat st;
+    const char *why;
     /* only a regular file is read here (a FIFO would block); the fallback's open names the
      * others */
-    int fd = stat(file, &st) == 0 && S_ISREG(st.st_mode) ? open(file, O_RDONLY | O_NONBLOCK) : -1;
+    int fd = fp4_open_regular(file, &st, &why);
     if (fd >= 0) {
         ssize_t r;
         while (n < sizeof head && (r = read(fd, head + n, sizeof head - n)) > 0) n += (size_t)r;
@@ -99,6 +140,9 @@ static const fp4_source_ops *source_detect(const char *file)
     }
     for (int i = 0; fd >= 0 && i < fp4_source_count; i++)
         if (fp4_source_table[i]->probe && fp4_source_table[i]->probe(head, n))
+            return fp4_source_table[i];
+    for (int i = 0; fd >= 0 && i < fp4_source_count; i++)
+        if (fp4_source_table[i]->probe_file && fp4_source_table[i]->probe_file(file, head, n))
             return fp4_source_table[i];
     return fp4_source_table[fp4_source_count - 1];
 }

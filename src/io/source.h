@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "base/status.h"
 
@@ -108,6 +109,11 @@ typedef struct fp4_source_ops {
     /* Whether `head` (the first n bytes of the file, n <= 4096, fewer for a short file) is
      * this format. NULL: the fallback (only the last entry of the table). */
     bool (*probe)(const unsigned char *head, size_t n);
+    /* Optional. Asked when `probe` says no: whether the regular file `file` (whose first bytes
+     * are head) is this format when its first bytes alone cannot tell (a safetensors index's
+     * "weight_map" key may stand anywhere in its JSON). Opens the file only with
+     * fp4_open_regular (never blocks). */
+    bool (*probe_file)(const char *file, const unsigned char *head, size_t n);
     /* Optional. Whether the directory `dir` is this format (a sharded checkpoint's folder). */
     bool (*probe_dir)(const char *dir);
     /* Open read-only. FP4_ERR_INPUT "FILE: why" for a missing, unreadable or corrupt file. */
@@ -189,6 +195,14 @@ void fp4_source_metadata_free(char **keys, char **vals, int n);
 /* The index metadata of a sharded source (see fp4_source_ops.index_metadata; values are JSON
  * text); none (*n = 0) for others. Free with fp4_source_metadata_free. */
 fp4_status fp4_source_index_metadata(fp4_source *s, char ***keys, char ***vals, int *n);
+
+/* Open `path` read-only to read its bytes, never blocking on it: anything but a regular file
+ * (a FIFO, a device, a socket, a directory) is refused before the open (stat) and again on the
+ * descriptor (fstat: a file swapped meanwhile), and the open itself is O_NONBLOCK|O_NOCTTY
+ * (then made blocking again for reads). Every input path (files, shards, indexes, directory
+ * entries) is opened through it. Returns the descriptor (O_CLOEXEC) with *sb its fstat, or -1
+ * with *why the reason ("no such file", "a FIFO, not a regular file", strerror's text). */
+int fp4_open_regular(const char *path, struct stat *sb, const char **why);
 
 /* Every file that reading the input `path` may read, for the check that -o is none of them
  * (SPEC §9): `path` itself; for a directory a format reads (probe_dir) every entry directly

@@ -108,10 +108,63 @@ static const char *json_prescan(const char *s, size_t n)
     return NULL;
 }
 
+static int cmp_key_ptr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A key twice in any object of the document (the reference reader refuses "duplicate field";
+ * cJSON keeps both and a lookup finds the first, while another reader may take the last: one
+ * file, two readings). Checked at every depth; the message says where, in the words the
+ * specific checks use: "tensor name K appears twice" (a header's top level), "__metadata__:
+ * key K", "weight_map: tensor K", else "PARENT: key K appears twice" (PARENT the enclosing
+ * object's key; "key K appears twice" at an index's top level). */
+static fp4_status json_dup_keys(const char *file, const char *what, bool header, const cJSON *obj,
+                                const char *parent, int depth)
+{
+    int n = 0;
+    for (const cJSON *c = obj->child; c; c = c->next) n++;
+    fp4_status st = FP4_OK;
+    if (cJSON_IsObject(obj) && n > 1) {
+        const char **k = malloc((size_t)n * sizeof *k);
+        if (!k) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the %s", file, what);
+        int i = 0;
+        for (const cJSON *c = obj->child; c; c = c->next) k[i++] = c->string ? c->string : "";
+        qsort(k, (size_t)n, sizeof *k, cmp_key_ptr);
+        const char *dup = NULL;
+        for (i = 1; i < n && !dup; i++)
+            if (strcmp(k[i - 1], k[i]) == 0) dup = k[i];
+        if (dup) {
+            if (depth == 0 && header && strcmp(dup, "__metadata__") == 0)
+                st = fp4_error(FP4_ERR_INPUT, "%s: __metadata__ appears twice", file);
+            else if (depth == 0 && header)
+                st = fp4_error(FP4_ERR_INPUT, "%s: tensor name %s appears twice", file, dup);
+            else if (depth == 0)
+                st = fp4_error(FP4_ERR_INPUT, "%s: %s: key %s appears twice", file, what, dup);
+            else if (depth == 1 && header && strcmp(parent, "__metadata__") == 0)
+                st = fp4_error(FP4_ERR_INPUT, "%s: __metadata__: key %s appears twice", file, dup);
+            else if (depth == 1 && !header && strcmp(parent, "weight_map") == 0)
+                st = fp4_error(FP4_ERR_INPUT, "%s: weight_map: tensor %s appears twice", file, dup);
+            else
+                st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s: key %s appears twice", file, what,
+                               parent, dup);
+        }
+        free(k);
+    }
+    /* cJSON's nesting limit (1000) bounds the recursion */
+    for (const cJSON *c = obj->child; st == FP4_OK && c; c = c->next)
+        if (cJSON_IsObject(c) || cJSON_IsArray(c))
+            st = json_dup_keys(file, what, header, c,
+                               cJSON_IsObject(obj) ? (c->string ? c->string : "") : parent,
+                               depth + 1);
+    return st;
+}
+
 /* Parse n JSON bytes (a copy is made, NUL-terminated for cJSON) requiring an object and
- * nothing but JSON whitespace after it. */
-static fp4_status json_parse_object(const char *file, const char *what, const char *s, size_t n,
-                                    cJSON **out)
+ * nothing but JSON whitespace after it, and no key twice in any object (json_dup_keys;
+ * `header`: a safetensors header, else an index). */
+static fp4_status json_parse_object(const char *file, const char *what, bool header,
+                                    const char *s, size_t n, cJSON **out)
 {
     *out = NULL;
     if (!fp4_utf8_valid((const uint8_t *)s, n))
@@ -143,6 +196,7 @@ static fp4_status json_parse_object(const char *file, const char *what, const ch
                                what);
                 break;
             }
+        if (st == FP4_OK) st = json_dup_keys(file, what, header, j, "", 0);
     }
     free(copy);
     if (st != FP4_OK) {
@@ -316,7 +370,7 @@ fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4
                          "%s: header size %llu runs past the end of the file (%llu bytes)", file,
                          (unsigned long long)n, (unsigned long long)size);
     cJSON *j = NULL;
-    FP4_TRY(json_parse_object(file, "header", (const char *)buf + 8, (size_t)n, &j));
+    FP4_TRY(json_parse_object(file, "header", true, (const char *)buf + 8, (size_t)n, &j));
     fp4_status st = FP4_OK;
     uint64_t data_len = size - 8 - n;
     int cap = cJSON_GetArraySize(j);
@@ -488,7 +542,7 @@ fp4_status fp4_st_index_parse(const char *file, const char *buf, size_t size, fp
         return fp4_error(FP4_ERR_INPUT, "%s: index file of %zu bytes exceeds the 100 MB limit",
                          file, size);
     cJSON *j = NULL;
-    FP4_TRY(json_parse_object(file, "index", buf, size, &j));
+    FP4_TRY(json_parse_object(file, "index", false, buf, size, &j));
     fp4_status st = FP4_OK;
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
     if (!cJSON_IsObject(wm)) {

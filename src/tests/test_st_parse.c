@@ -146,6 +146,17 @@ static void test_hostile_headers(void **state)
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                8, 0, "tensor name a appears twice");
+    /* a field twice in one entry (issue 26): cJSON reads the first, another reader the last */
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"I32\",\"shape\":[1],"
+               "\"data_offsets\":[0,4]}}",
+               4, 0, "header: a: key dtype appears twice");
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],"
+               "\"data_offsets\":[4,8]}}",
+               8, 0, "header: a: key data_offsets appears twice");
+    expect_bad("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"},"
+               "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+               4, 0, "__metadata__: key k appears twice");
+    expect_bad("{\"__metadata__\":{},\"__metadata__\":{}}", 0, 0, "__metadata__ appears twice");
     expect_bad("{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0,
                "not valid UTF-8");
     expect_bad("{\"a\xc0\x80\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0,
@@ -251,6 +262,13 @@ static void test_index(void **state)
         {"{\"weight_map\":{\"a\":\"x\\u0000y\"}}", "NUL"},
         {"[]", "not a JSON object"},
         {"{\"weight_map\":", "not valid JSON"},
+        /* a key twice anywhere (issue 26): first and last readings would differ */
+        {"{\"weight_map\":{\"a\":\"x\"},\"weight_map\":{\"b\":\"y\"}}",
+         "index: key weight_map appears twice"},
+        {"{\"metadata\":{\"total_size\":1,\"total_size\":2},\"weight_map\":{\"a\":\"x\"}}",
+         "index: metadata: key total_size appears twice"},
+        {"{\"metadata\":{\"m\":[{\"k\":1,\"k\":2}]},\"weight_map\":{\"a\":\"x\"}}",
+         "index: m: key k appears twice"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         fp4_error_clear();
