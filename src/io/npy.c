@@ -28,6 +28,8 @@ typedef struct npy_member {
     fp4_npy_header hdr;
     char problem[192];     /* why it cannot be read (a bad header, not an .npy, ...) */
     char refused[192];     /* a readable array not read here (too large to inflate), or "" */
+    bool crc_checked;      /* a stored member's bytes matched its CRC-32 (checked at the
+                              first read of its data) */
 } npy_member;
 
 typedef struct npy_src {
@@ -197,8 +199,9 @@ static int npy_find(const npy_src *s, const char *name)
 }
 
 /* The bytes of member i's .npy (the mapping, or its inflated copy), or NULL with why in
- * m->problem. */
-static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len)
+ * m->problem. `verify`: the data is about to be used (a stored member's CRC-32 is checked;
+ * reading only its header does not read the whole member). */
+static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len, bool verify)
 {
     npy_member *m = &s->m[i];
     if (m->zi < 0) {
@@ -211,7 +214,19 @@ static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len)
         snprintf(m->problem, sizeof m->problem, "%s", z->problem);
         return NULL;
     }
-    if (z->method == 0) return s->map + z->data_offset;
+    if (z->method == 0) {
+        /* a stored member is read from the mapping: its CRC-32 checked once, before its data
+         * is first used (as numpy does; a deflated member's is checked as it is inflated) */
+        if (verify && !m->crc_checked) {
+            if (libdeflate_crc32(0, s->map + z->data_offset, (size_t)z->usize) != z->crc32) {
+                snprintf(m->problem, sizeof m->problem,
+                         "stored zip member fails its CRC-32 check");
+                return NULL;
+            }
+            m->crc_checked = true;
+        }
+        return s->map + z->data_offset;
+    }
     if (s->cached == i) return s->buf;
     free(s->buf);
     s->buf = NULL;
@@ -297,7 +312,7 @@ static void npy_parse_member(npy_src *s, int i)
                      (unsigned long long)z->usize, (long long)budget);
     } else {
         uint64_t len;
-        const uint8_t *b = npy_bytes(s, i, &len);
+        const uint8_t *b = npy_bytes(s, i, &len, false);
         if (!b) return;
         st = fp4_npy_parse(zname, b, len, &m->hdr);
     }
@@ -353,7 +368,11 @@ static fp4_status npy_describe(void *impl, const char *name, fp4_tensor_desc *ou
     for (int d = 0; d < h->rank; d++) out->dims[d] = h->dims[d];
     out->nelems = m->problem[0] ? 0 : h->nelems;
     fp4_raw k = m->problem[0] ? FP4_RAW_NONE : npy_raw(h);
-    snprintf(out->dtype, sizeof out->dtype, "%s", k ? fp4_raw_name(k) : h->descr);
+    /* a member that cannot be read at all (encrypted, bzip2/lzma, a corrupt stream, a bad
+     * .npy header, sizes that contradict the directory) is of an unknown type: an errors
+     * entry with its reason, never skipped as "not numeric ()" */
+    snprintf(out->dtype, sizeof out->dtype, "%s",
+             k ? fp4_raw_name(k) : m->problem[0] || !h->descr[0] ? "unknown" : h->descr);
     snprintf(out->byte_order, sizeof out->byte_order, "%s",
              h->itemsize > 1 && k ? (h->big_endian ? "be" : "le") : "");
     out->stored = fp4_raw_stored(k);
@@ -387,7 +406,7 @@ static fp4_status npy_read(void *impl, const fp4_tensor_desc *d, int dim, int64_
     FP4_TRY(fp4_raw_slab_check(s->file, d->name, h->rank, h->dims, dim, start, count));
     if (h->nelems == 0 || count == 0) return FP4_OK;
     uint64_t len;
-    const uint8_t *b = npy_bytes(s, i, &len);
+    const uint8_t *b = npy_bytes(s, i, &len, true);
     if (!b) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name, m->problem);
     fp4_raw_slab(b + h->data_offset, npy_raw(h), h->big_endian, h->rank, h->dims,
                  h->fortran_order, dim, start, count, raw, buf);

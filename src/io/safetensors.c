@@ -565,12 +565,16 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
     out->rank = t->rank < FP4_MAX_RANK ? t->rank : FP4_MAX_RANK;
     for (int i = 0; i < out->rank; i++) out->dims[i] = t->dims[i];
     out->nelems = t->nelems;
-    fp4_raw k = t->problem[0] ? FP4_RAW_NONE : st_raw(t->type);
-    snprintf(out->dtype, sizeof out->dtype, "%s", k ? fp4_raw_name(k) : t->dtype);
+    /* numeric says what the type is; a tensor of a numeric type that cannot be read (rank
+     * over FP4_ST_MAX_RANK) is an error to report with its problem, never skipped as "not
+     * numeric" */
+    const fp4_raw kt = st_raw(t->type);
+    fp4_raw k = t->problem[0] ? FP4_RAW_NONE : kt;
+    snprintf(out->dtype, sizeof out->dtype, "%s", kt ? fp4_raw_name(kt) : t->dtype);
     snprintf(out->byte_order, sizeof out->byte_order, "%s",
              fp4_st_dtype_bits(t->type) > 8 ? "le" : "");
     out->stored = fp4_raw_stored(k);
-    out->numeric = k != FP4_RAW_NONE;
+    out->numeric = kt != FP4_RAW_NONE;
     out->exact_fp32 = fp4_raw_exact(k);
     out->codec_available = true;
     out->logical_bytes = (int64_t)(t->end - t->begin);
