@@ -3,6 +3,7 @@
  * render through the same report code a single run uses. */
 #include "report/merge.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,6 +120,31 @@ static bool argv_equal(char **a, char **b)
 
 /* --------------------------------------------------------------- checks */
 
+/* The longest run time and the most bytes a part may say it took and read: a year, and 2^53
+ * bytes (8 PiB; every such count is exact in a JSON number). */
+#define TIMING_SECONDS_MAX (366.0 * 86400.0)
+#define TIMING_BYTES_MAX 9007199254740992.0
+
+/* "timing" {seconds, bytes_read} of a part: finite, non-negative, plausible (the merged report
+ * takes the largest seconds and the sum of the bytes; bytes_read a whole number). */
+static fp4_status timing_check(const part *p)
+{
+    const cJSON *tm = get(p->doc, "timing");
+    const cJSON *s = get(tm, "seconds"), *b = get(tm, "bytes_read");
+    if (!cJSON_IsObject(tm))
+        return fp4_error(FP4_ERR_INPUT, "%s: no \"timing\" object", p->name);
+    if (!cJSON_IsNumber(s) || !(s->valuedouble >= 0) || !(s->valuedouble <= TIMING_SECONDS_MAX))
+        return fp4_error(FP4_ERR_INPUT, "%s: timing.seconds is not a run time (a number from 0 "
+                                        "to one year)",
+                         p->name);
+    if (!cJSON_IsNumber(b) || !(b->valuedouble >= 0) || !(b->valuedouble <= TIMING_BYTES_MAX) ||
+        b->valuedouble != floor(b->valuedouble))
+        return fp4_error(FP4_ERR_INPUT, "%s: timing.bytes_read is not a byte count (a whole "
+                                        "number from 0 to 2^53)",
+                         p->name);
+    return FP4_OK;
+}
+
 static fp4_status load(const char *const *texts, const char *const *names, int n, part *p)
 {
     for (int i = 0; i < n; i++) {
@@ -143,6 +169,8 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
         const cJSON *c = get(p[i].doc, "command");
         if (!cJSON_IsString(c) || !cJSON_IsArray(get(p[i].doc, "argv")))
             return fp4_error(FP4_ERR_INPUT, "%s: no command or argv", names[i]);
+        fp4_status st = timing_check(&p[i]);
+        if (st != FP4_OK) return st;
     }
     return FP4_OK;
 }
@@ -540,6 +568,117 @@ out:
 
 /* --------------------------------------------------------------- gemm */
 
+/* A visible number against the value v it was printed from (null when v is not finite): cJSON
+ * prints 15 significant digits whenever they read back within one DBL_EPSILON of v (relative),
+ * so equal within that, as cJSON_Compare (check_rendered) takes numbers; `rel` widens it for a
+ * value recomputed from printed ones. */
+static bool num_matches(const cJSON *shown, double v, double rel)
+{
+    if (!isfinite(v)) return cJSON_IsNull(shown);
+    if (!cJSON_IsNumber(shown)) return false;
+    double a = fabs(shown->valuedouble), b = fabs(v);
+    return fabs(shown->valuedouble - v) <= (a > b ? a : b) * rel;
+}
+
+/* Bitwise equality of two doubles read back from hex floats (NaN equals NaN). */
+static bool same_double(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static const char *sqnr_status_str(fp4_sqnr_status s)
+{
+    return s == FP4_SQNR_OK            ? "ok"
+           : s == FP4_SQNR_ZERO_SIGNAL ? "zero_signal"
+           : s == FP4_SQNR_NONFINITE   ? "nonfinite"
+                                       : "exact";
+}
+
+/* One layer of a gemm part: its exact sums (shard.partials[k]) into L, and every number the
+ * layer shows that they decide recomputed from them (fp4_gemm_sums_finish, the run's own
+ * formula) and compared, as merge_analysis re-renders each tensor: the path list, sqnr_db,
+ * sqnr_status and eta of layers[k].paths[j], the η and SQNR the sums array repeats, and
+ * alpha_product = alpha_a * alpha_b; the layer's name is the one the selection lists at its
+ * position. FP4_ERR_INPUT naming the part and the field that differs (an edited part). */
+static fp4_status gemm_layer_from_json(const part *pt, const unit *u, const cJSON *selnames,
+                                       fp4_gemm_layer *L)
+{
+    const cJSON *ln = get(u->obj, "name"), *sel = cJSON_GetArrayItem(selnames, u->index);
+    if (!cJSON_IsString(ln) || !cJSON_IsString(sel) || strcmp(ln->valuestring, sel->valuestring))
+        return fp4_error(FP4_ERR_INPUT, "%s: layer %d: \"name\" is not the layer the selection "
+                                        "lists there (shard.layers[%d]; edited part?)",
+                         pt->name, u->index, u->index);
+    const char *lname = ln->valuestring;
+    const cJSON *ps = get(u->partial, "paths"), *shown = get(u->obj, "paths");
+    if (!cJSON_IsArray(ps) || !cJSON_IsArray(shown) ||
+        cJSON_GetArraySize(ps) != cJSON_GetArraySize(shown) ||
+        cJSON_GetArraySize(ps) > FP4_GEMM_NPATHS)
+        return fp4_error(FP4_ERR_INPUT, "%s: layer %s: \"paths\" and its exact sums "
+                                        "(shard.partials) differ in length (edited part?)",
+                         pt->name, lname);
+    for (int j = 0; j < cJSON_GetArraySize(ps); j++) {
+        const cJSON *x = cJSON_GetArrayItem(ps, j), *y = cJSON_GetArrayItem(shown, j);
+        const cJSON *pn = get(x, "path"), *sums = get(x, "sums"), *ss = get(x, "sqnr_status");
+        fp4_gemm_path path;
+        if (!cJSON_IsString(pn) || fp4_gemm_path_parse(pn->valuestring, &path) != FP4_OK ||
+            (L->paths & (1u << path)) || cJSON_GetArraySize(sums) != 5 || !cJSON_IsString(ss))
+            return fp4_error(FP4_ERR_INPUT, "%s: layer %s: malformed exact sums "
+                                            "(shard.partials)",
+                             pt->name, lname);
+        double v[5];
+        for (int k = 0; k < 5; k++) {
+            const cJSON *h = cJSON_GetArrayItem(sums, k);
+            char *end = NULL;
+            v[k] = cJSON_IsString(h) ? strtod(h->valuestring, &end) : 0;
+            if (!end || end == h->valuestring || *end)
+                return fp4_error(FP4_ERR_INPUT, "%s: layer %s: malformed exact sums "
+                                                "(shard.partials)",
+                                 pt->name, lname);
+        }
+        fp4_gemm_path_result *r = &L->res[path];
+        r->path = path;
+        r->sum_z2 = v[0], r->sum_err2 = v[1], r->sum_zqz = v[2];
+        fp4_gemm_sums_finish(r->sum_z2, r->sum_err2, r->sum_zqz, &r->sqnr_status, &r->sqnr_db,
+                             &r->eta);
+        L->paths |= 1u << path;
+        const char *pname = fp4_gemm_path_name(path), *field = NULL;
+        const cJSON *yp = get(y, "path"), *ys = get(y, "sqnr_status");
+        /* η is one division (the same bits on every machine); the SQNR's log10 may differ
+         * in its last bit between C libraries */
+        if (!same_double(v[3], r->eta) ||
+            !(same_double(v[4], r->sqnr_db) ||
+              fabs(v[4] - r->sqnr_db) <= fabs(r->sqnr_db) * 4 * DBL_EPSILON) ||
+            strcmp(ss->valuestring, sqnr_status_str(r->sqnr_status)))
+            field = "shard.partials sums (eta, sqnr_db, sqnr_status)";
+        else if (!cJSON_IsString(yp) || strcmp(yp->valuestring, pname))
+            field = "path";
+        else if (!cJSON_IsString(ys) || strcmp(ys->valuestring, ss->valuestring))
+            field = "sqnr_status";
+        else if (!num_matches(get(y, "sqnr_db"),
+                              r->sqnr_status == FP4_SQNR_OK ? r->sqnr_db : (double)NAN,
+                              DBL_EPSILON))
+            field = "sqnr_db";
+        else if (!num_matches(get(y, "eta"), r->eta, DBL_EPSILON))
+            field = "eta";
+        else {
+            const cJSON *aa = get(y, "alpha_a"), *ab = get(y, "alpha_b");
+            double prod = cJSON_IsNumber(aa) && cJSON_IsNumber(ab)
+                              ? aa->valuedouble * ab->valuedouble
+                              : (double)NAN;
+            /* alpha_a, alpha_b as printed: each within an epsilon of the run's */
+            if (!num_matches(get(y, "alpha_product"), prod, 8 * DBL_EPSILON))
+                field = "alpha_product";
+        }
+        if (field)
+            return fp4_error(FP4_ERR_INPUT, "%s: layer %s path %s: \"%s\" is not what its "
+                                            "exact sums give (edited part?)",
+                             pt->name, lname, pname, field);
+    }
+    if (!(L->name = strdup(lname))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    return FP4_OK;
+}
+
+
 static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_result *res)
 {
     fp4_status st = FP4_OK;
@@ -569,44 +708,11 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    /* the exact per-layer sums the pooled summary reads */
-    for (int i = 0; i < nl; i++) {
-        const cJSON *ps = get(lu[i].partial, "paths"), *x;
-        cJSON_ArrayForEach(x, ps)
-        {
-            const cJSON *pn = get(x, "path"), *sums = get(x, "sums"), *ss = get(x, "sqnr_status");
-            fp4_gemm_path path;
-            if (!cJSON_IsString(pn) || fp4_gemm_path_parse(pn->valuestring, &path) != FP4_OK ||
-                cJSON_GetArraySize(sums) != 5 || !cJSON_IsString(ss)) {
-                st = fp4_error(FP4_ERR_INPUT, "%s: layer %d: malformed exact sums",
-                               p[lu[i].part].name, lu[i].index);
-                goto out;
-            }
-            fp4_gemm_path_result *r = &layers[i].res[path];
-            r->path = path;
-            r->sqnr_status = !strcmp(ss->valuestring, "ok")            ? FP4_SQNR_OK
-                             : !strcmp(ss->valuestring, "zero_signal") ? FP4_SQNR_ZERO_SIGNAL
-                             : !strcmp(ss->valuestring, "nonfinite")   ? FP4_SQNR_NONFINITE
-                                                                       : FP4_SQNR_EXACT;
-            double *v[5] = {&r->sum_z2, &r->sum_err2, &r->sum_zqz, &r->eta, &r->sqnr_db};
-            for (int k = 0; k < 5; k++) {
-                const cJSON *h = cJSON_GetArrayItem(sums, k);
-                char *end = NULL;
-                *v[k] = cJSON_IsString(h) ? strtod(h->valuestring, &end) : 0;
-                if (!end || end == h->valuestring || *end) {
-                    st = fp4_error(FP4_ERR_INPUT, "%s: layer %d: malformed exact sums",
-                                   p[lu[i].part].name, lu[i].index);
-                    goto out;
-                }
-            }
-            layers[i].paths |= 1u << path;
-        }
-        const cJSON *ln = get(lu[i].obj, "name");
-        if (!(layers[i].name = strdup(cJSON_IsString(ln) ? ln->valuestring : ""))) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    /* the exact per-layer sums the pooled summary reads, each layer checked against them */
+    const cJSON *selnames = get(p[0].shard, "layers");
+    for (int i = 0; i < nl; i++)
+        if ((st = gemm_layer_from_json(&p[lu[i].part], &lu[i], selnames, &layers[i])) != FP4_OK)
             goto out;
-        }
-    }
     unsigned paths = 0;
     const cJSON *cp = get(get(doc, "config"), "paths"), *x;
     cJSON_ArrayForEach(x, cp)

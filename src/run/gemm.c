@@ -462,25 +462,8 @@ fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
     out->sum_err2 = s_e2;
     out->sum_zqz = s_zqz;
     out->sum_zq2 = s_zq2;
-    if (!isfinite(s_z2) || !isfinite(s_e2) || !isfinite(s_zqz)) {
-        /* a NaN/Inf in an operand reaches every sum through the products: no SQNR, no η */
-        out->sqnr_status = FP4_SQNR_NONFINITE;
-        out->sqnr_db = NAN;
-        out->eta = NAN;
-    } else if (s_z2 == 0.0) {
-        out->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
-        out->sqnr_db = NAN;
-        out->eta = NAN;
-    } else {
-        out->eta = s_zqz / s_z2;
-        if (s_e2 == 0.0) {
-            out->sqnr_status = FP4_SQNR_EXACT;
-            out->sqnr_db = NAN;
-        } else {
-            out->sqnr_status = FP4_SQNR_OK;
-            out->sqnr_db = 10.0 * log10(s_z2 / s_e2);
-        }
-    }
+    /* a NaN/Inf in an operand reaches every sum through the products: no SQNR, no η */
+    fp4_gemm_sums_finish(s_z2, s_e2, s_zqz, &out->sqnr_status, &out->sqnr_db, &out->eta);
     fp4_metrics_finish(&out->op[0].m);
     fp4_metrics_finish(&out->op[1].m);
     out->alpha_a = attenuation(&out->op[0].m);
@@ -498,6 +481,24 @@ out:
     free(z);
     free(zq);
     return st;
+}
+
+void fp4_gemm_sums_finish(double z2, double err2, double zqz, fp4_sqnr_status *status,
+                          double *sqnr_db, double *eta)
+{
+    if (!isfinite(z2) || !isfinite(err2) || !isfinite(zqz)) {
+        *status = FP4_SQNR_NONFINITE;
+        *sqnr_db = NAN;
+        *eta = NAN;
+    } else if (z2 == 0.0) {
+        *status = FP4_SQNR_ZERO_SIGNAL;
+        *sqnr_db = NAN;
+        *eta = NAN;
+    } else {
+        *eta = zqz / z2;
+        *status = err2 == 0.0 ? FP4_SQNR_EXACT : FP4_SQNR_OK;
+        *sqnr_db = err2 == 0.0 ? NAN : 10.0 * log10(z2 / err2);
+    }
 }
 
 void fp4_gemm_compound(const double *eta, int n, int layers, double *prod_eta,
@@ -528,19 +529,8 @@ fp4_status fp4_gemm_pool(const fp4_gemm_layer *layers, int nlayers, fp4_gemm_pat
         out->sum_zqz += r->sum_zqz;
         eta[out->nlayers++] = r->eta;
     }
-    if (!isfinite(out->sum_z2) || !isfinite(out->sum_err2) || !isfinite(out->sum_zqz)) {
-        out->sqnr_status = FP4_SQNR_NONFINITE;
-        out->sqnr_db = NAN;
-        out->eta = NAN;
-    } else if (out->sum_z2 == 0.0) {
-        out->sqnr_status = FP4_SQNR_ZERO_SIGNAL;
-        out->sqnr_db = NAN;
-        out->eta = NAN;
-    } else {
-        out->eta = out->sum_zqz / out->sum_z2;
-        out->sqnr_status = out->sum_err2 == 0.0 ? FP4_SQNR_EXACT : FP4_SQNR_OK;
-        out->sqnr_db = out->sum_err2 == 0.0 ? NAN : 10.0 * log10(out->sum_z2 / out->sum_err2);
-    }
+    fp4_gemm_sums_finish(out->sum_z2, out->sum_err2, out->sum_zqz, &out->sqnr_status,
+                         &out->sqnr_db, &out->eta);
     out->compound_layers = compound_layers > 0 ? compound_layers : out->nlayers;
     fp4_gemm_compound(eta, out->nlayers, out->compound_layers, &out->prod_eta,
                       &out->exp_neg_sum_delta);

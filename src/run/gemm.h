@@ -154,6 +154,14 @@ typedef struct fp4_gemm_path_result {
 fp4_status fp4_gemm_path_run(const fp4_gemm_config *gc, fp4_gemm_path p,
                              const fp4_gemm_operands *ops, fp4_gemm_path_result *out);
 
+/* SQNR and gain from a path's exact output sums Σz², Σ(ẑ−z)², Σẑz (SPEC §6), the one formula of
+ * a layer's path, the pooled summary and `merge`'s check of a partial report: nonfinite when a
+ * sum is not finite, zero_signal when Σz² = 0 (both: *sqnr_db and *eta NAN); else
+ * *eta = Σẑz / Σz² and, when Σ(ẑ−z)² = 0, exact (*sqnr_db NAN), otherwise ok with
+ * *sqnr_db = 10 log10(Σz² / Σ(ẑ−z)²). */
+void fp4_gemm_sums_finish(double z2, double err2, double zqz, fp4_sqnr_status *status,
+                          double *sqnr_db, double *eta);
+
 /* Compound gain over layers (SPEC §5, §6) for one path: given per-layer gains eta[0..n), over
  * `layers` layers (cycling through the n measured ones: layer i uses eta[i mod n]; layers = n
  * when 0): *prod_eta = Π η_i and *exp_neg_sum_delta = exp(−Σ (1 − η_i)). */
