@@ -1,5 +1,6 @@
-/* cmd_compare.c — `fp4diag compare BASE.json NEW.json`: option parsing, the difference table
- * (or --json), and one stderr line per regression; the matching itself is compare.c. */
+/* compare.c — `fp4diag compare BASE.json NEW.json`: its thresholds (an extension of the
+ * shared option parser), the difference table (or --json), and one stderr line per
+ * regression; the matching itself is report/compare.c. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <cJSON.h>
 
 #include "cmd/commands.h"
+#include "cmd/options.h"
 #include "report/compare.h"
 #include "report/report.h"
 
@@ -254,63 +256,55 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
     return st;
 }
 
+/* compare's own options, on top of the shared parser's -o, --json, -q, -v, -h */
+enum { OPT_SQNR = 1000, OPT_ALPHA, OPT_BUCKET, OPT_ALL, OPT_IGNORE };
+static const struct option compare_longopts[] = {
+    {"max-sqnr-drop", required_argument, NULL, OPT_SQNR},
+    {"max-alpha-change", required_argument, NULL, OPT_ALPHA},
+    {"max-bucket-drop", required_argument, NULL, OPT_BUCKET},
+    {"ignore-key", required_argument, NULL, OPT_IGNORE},
+    {"all", no_argument, NULL, OPT_ALL},
+    {NULL, 0, NULL, 0}};
+
+typedef struct compare_args {
+    fp4_compare_opts o;
+    int all;
+} compare_args;
+
+static fp4_status compare_opt(void *ctx, int val, const char *arg)
+{
+    compare_args *a = ctx;
+    switch (val) {
+    case OPT_SQNR: return parse_threshold("--max-sqnr-drop", arg, &a->o.max_sqnr_drop_db);
+    case OPT_ALPHA: return parse_threshold("--max-alpha-change", arg, &a->o.max_alpha_change);
+    case OPT_BUCKET: return parse_threshold("--max-bucket-drop", arg, &a->o.max_bucket_drop);
+    case OPT_IGNORE: return fp4_compare_ignore_parse(arg, &a->o.ignore);
+    case OPT_ALL: a->all = 1; return FP4_OK;
+    default: return fp4_error(FP4_ERR_INTERNAL, "compare: option %d not handled", val);
+    }
+}
+
 fp4_status cmd_compare(int argc, char **argv)
 {
-    fp4_compare_opts o = fp4_compare_opts_default();
-    int json = 0, all = 0, verbosity = 0;
-    const char *output = NULL;
-    enum { OPT_SQNR = 256, OPT_ALPHA, OPT_BUCKET, OPT_JSON, OPT_ALL, OPT_IGNORE };
-    static const struct option longopts[] = {
-        {"max-sqnr-drop", required_argument, NULL, OPT_SQNR},
-        {"max-alpha-change", required_argument, NULL, OPT_ALPHA},
-        {"max-bucket-drop", required_argument, NULL, OPT_BUCKET},
-        {"ignore-key", required_argument, NULL, OPT_IGNORE},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"all", no_argument, NULL, OPT_ALL},
-        {"output", required_argument, NULL, 'o'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:qvh", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_SQNR: FP4_TRY(parse_threshold("--max-sqnr-drop", optarg, &o.max_sqnr_drop_db)); break;
-        case OPT_ALPHA:
-            FP4_TRY(parse_threshold("--max-alpha-change", optarg, &o.max_alpha_change));
-            break;
-        case OPT_BUCKET:
-            FP4_TRY(parse_threshold("--max-bucket-drop", optarg, &o.max_bucket_drop));
-            break;
-        case OPT_IGNORE: FP4_TRY(fp4_compare_ignore_parse(optarg, &o.ignore)); break;
-        case OPT_JSON: json = 1; break;
-        case OPT_ALL: all = 1; break;
-        case 'o':
-            if (!*optarg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
-            output = optarg;
-            json = 1;
-            break;
-        case 'q': verbosity = -1; break;
-        case 'v': verbosity = verbosity < 0 ? 1 : verbosity + 1; break;
-        case 'h': fputs(fp4_usage_compare, stdout); return FP4_OK;
-        case ':':
-            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag compare "
-                                            "--help'", argv[optind - 1]);
-        default:
-            if (optopt > 0 && optopt < 256)
-                return fp4_error(FP4_ERR_USAGE, "unknown option '-%c'; see 'fp4diag compare "
-                                                "--help'", optopt);
-            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag compare --help'",
-                             argv[optind - 1]);
-        }
+    compare_args a = {fp4_compare_opts_default(), 0};
+    fp4_options opt;
+    fp4_options_default(&opt, NULL, FP4_RHT_OFF);
+    const fp4_options_ext ext = {compare_longopts, compare_opt, &a};
+    FP4_TRY(fp4_options_parse(&opt, argc, argv, &ext));
+    if (opt.help) {
+        fputs(fp4_usage_compare, stdout);
+        return FP4_OK;
     }
-    if (argc - optind != 2)
+    FP4_TRY(fp4_options_only(&opt, "compare", NULL, "see 'fp4diag compare --help'"));
+    const fp4_compare_opts o = a.o;
+    const int all = a.all, verbosity = opt.cfg.verbosity;
+    const char *output = opt.cfg.output;
+    const int json = opt.cfg.json || output; /* -o FILE implies --json */
+    if (opt.nargs != 2)
         return fp4_error(FP4_ERR_USAGE, "expected BASE.json NEW.json, got %d file%s; see "
                                         "'fp4diag compare --help'",
-                         argc - optind, argc - optind == 1 ? "" : "s");
-    const char *base = argv[optind], *newp = argv[optind + 1];
+                         opt.nargs, opt.nargs == 1 ? "" : "s");
+    const char *base = opt.args[0], *newp = opt.args[1];
     if (output) { /* before reading: never one of the two reports compared */
         const char *const inputs[2] = {base, newp};
         FP4_TRY(fp4_output_prepare(output, inputs, 2));

@@ -282,12 +282,17 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
             for (int i = 0; i < N_BASE; i++)
                 if (base_longopts[i].val == c) o->given |= (uint64_t)1 << i;
         if (c == ':') {
-            if (optopt == 'o') return fp4_error(FP4_ERR_USAGE, "option '-o' needs a value");
+            if (optopt == 'o')
+                return fp4_error(FP4_ERR_USAGE, "option '-o' needs a value; see 'fp4diag %s "
+                                                "--help'",
+                                 argv[0]);
             for (int i = 0; i < n; i++)
                 if (optopt == longopts[i].val)
-                    return fp4_error(FP4_ERR_USAGE, "option '--%s' needs a value",
-                                     longopts[i].name);
-            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value", argv[optind - 1]);
+                    return fp4_error(FP4_ERR_USAGE, "option '--%s' needs a value; see 'fp4diag "
+                                                    "%s --help'",
+                                     longopts[i].name, argv[0]);
+            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag %s --help'",
+                             argv[optind - 1], argv[0]);
         }
         if (c == '?') {
             if (optopt > 0 && optopt < 256)

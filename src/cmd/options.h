@@ -27,7 +27,7 @@ typedef struct fp4_options {
  * --format mxfp4)". One message per rule. */
 fp4_status fp4_options_check_effect(const fp4_options *o);
 
-/* An extension for commands with options of their own (gemm): extra long options (terminated
+/* An extension for commands with options of their own (gemm, compare): extra long options (terminated
  * by a zero entry; their `val` must be >= 1000 to stay clear of the shared ones) and a handler
  * called with that `val` and optarg. The handler returns FP4_ERR_USAGE with a detail on a bad
  * value. */
@@ -53,8 +53,8 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
 bool fp4_options_given(const fp4_options *o, const char *name);
 
 /* FP4_ERR_USAGE "CMD: --X does not apply ..." naming the first shared option given that is
- * not in `allowed` (a NULL-terminated list of long names; "output", "quiet", "verbose" and
- * "help" are always allowed). `why` ends the message ("grid takes --format, -o, -q, -v"). */
+ * not in `allowed` (a NULL-terminated list of long names; "output", "quiet", "verbose",
+ * "help" and "json" are always allowed). `why` ends the message ("grid takes --format, -o, -q, -v"). */
 fp4_status fp4_options_only(const fp4_options *o, const char *command,
                             const char *const *allowed, const char *why);
 

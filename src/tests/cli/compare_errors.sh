@@ -35,6 +35,16 @@ for bad in "$S" "--max-sqnr-drop -1 $S $S" "--bogus $S $S" "-x $S $S" "--ignore-
     [ ! -s "$T/out" ] || fail "compare $bad: output on stdout"
 done
 grep -q "see 'fp4diag compare --help'" "$T/err" || fail "no hint"
+# one option parser: the analysis options are named as not applying, a missing value hints
+expect 2 "$F" compare --format e2m1 "$S" "$S"
+grep -q -- "--format does not apply to compare" "$T/err" || fail "--format: $(cat "$T/err")"
+expect 2 "$F" compare "$S" "$S" --max-bucket-drop
+grep -q -- "'--max-bucket-drop' needs a value; see 'fp4diag compare --help'" "$T/err" ||
+    fail "missing value: $(cat "$T/err")"
+# -o FILE implies --json; --all lists the same rows too
+expect 0 "$F" compare --all -o "$T/cmp.json" "$S" "$S"
+grep -q '"schema":[[:space:]]*"fp4diag.compare/1"' "$T/cmp.json" || fail "-o does not write JSON"
+grep -q '"verdict":[[:space:]]*"same"' "$T/cmp.json" || fail "--all does not list same rows"
 expect 0 "$F" compare --help
 grep -q 'usage: fp4diag compare' "$T/out" || fail "--help does not print the usage"
 expect 0 "$F" help compare
