@@ -2,7 +2,9 @@
 """make_hf_testdata.py — the shared GPT checkpoint (an fp4diag HDF5 file) rewritten with the
 reference writers in the forms Hugging Face and NumPy users have: Hugging Face names
 (model.layers.N.mlp.down_proj.weight ...), one model.safetensors, two shards plus
-model.safetensors.index.json (in sharded/), and model.npz (stored) and model_z.npz (deflated).
+model.safetensors.index.json (in sharded/), model.npz (stored) and model_z.npz (deflated), and
+PyTorch checkpoints as torch.save writes them (scripts/torch_writer.py, no torch needed):
+pytorch_model.bin, and two shards plus pytorch_model.bin.index.json (in sharded_pt/).
 Tensors whose HDF5 dataset says dtype = "bfloat16" are stored as BF16 in safetensors (their
 values are bf16 exactly, so nothing changes); NumPy has no bf16, so .npz holds float32.
 Deterministic: the same input gives the same bytes (zip timestamps fixed by numpy).
@@ -10,6 +12,7 @@ Deterministic: the same input gives the same bytes (zip timestamps fixed by nump
 usage: make_hf_testdata.py [--names] [IN.h5] OUTDIR
   --names   also write OUTDIR/names.tsv: HDF5 path <TAB> Hugging Face name, one per line
 """
+import collections
 import json
 import os
 import sys
@@ -17,6 +20,9 @@ import sys
 import h5py
 import numpy as np
 import safetensors
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_writer  # noqa: E402
 
 # fp4diag's GPT names -> the Hugging Face (Llama/Phi-3 style) names.
 PARTS = {
@@ -84,6 +90,26 @@ def main():
              "weight_map": {k: weight_map[k] for k in sorted(weight_map)}}
     with open(os.path.join(out, "sharded", "model.safetensors.index.json"), "w") as fh:
         json.dump(index, fh, indent=2)
+        fh.write("\n")
+    # PyTorch: BFloat16Storage for the bf16 tensors, FloatStorage for the rest
+    def pt_dict(ts):
+        d = collections.OrderedDict()
+        for k, (_, n, a, bf) in enumerate(ts):
+            d[n] = torch_writer.contiguous("BFloat16Storage" if bf else "FloatStorage",
+                                           bf16_bytes(a) if bf else np.ascontiguousarray(a, "<f4").tobytes(),
+                                           a.shape, str(k))
+        return d
+
+    torch_writer.save(os.path.join(out, "pytorch_model.bin"), pt_dict(tensors))
+    os.makedirs(os.path.join(out, "sharded_pt"), exist_ok=True)
+    pt_map = {}
+    for i, part in enumerate((first, rest)):
+        shard = "pytorch_model-%05d-of-00002.bin" % (i + 1)
+        torch_writer.save(os.path.join(out, "sharded_pt", shard), pt_dict(part))
+        pt_map.update({n: shard for _, n, _, _ in part})
+    with open(os.path.join(out, "sharded_pt", "pytorch_model.bin.index.json"), "w") as fh:
+        json.dump({"metadata": {"total_size": total}, "weight_map": {k: pt_map[k] for k in sorted(pt_map)}},
+                  fh, indent=2)
         fh.write("\n")
     arrays = {n: a for _, n, a, _ in tensors}
     np.savez(os.path.join(out, "model.npz"), **arrays)

@@ -3,12 +3,14 @@
  * the fallback (its open says "not an HDF5, safetensors or NumPy file" for anything it cannot open). */
 #include "io/source.h"
 
+extern const fp4_source_ops fp4_source_pytorch;
 extern const fp4_source_ops fp4_source_safetensors;
 extern const fp4_source_ops fp4_source_npy;
 extern const fp4_source_ops fp4_source_hdf5;
 
 const fp4_source_ops *const fp4_source_table[] = {
     /* further formats here, each before HDF5 */
+    &fp4_source_pytorch, /* before safetensors (its index) and npy (a zip) */
     &fp4_source_safetensors,
     &fp4_source_npy,
     &fp4_source_hdf5,

@@ -1,8 +1,8 @@
 #!/bin/sh
 # hf_reports_equal.sh — the shared GPT checkpoint written by the reference writers
 # (scripts/make_hf_testdata.py: safetensors with bf16 kept, two shards + index, .npz stored
-# and deflated) gives reports equal to the HDF5 checkpoint's bit for bit, for sqnr, bias,
-# buckets and rht (names mapped, input fields aside: argv, input, tensor dtype), the verdict's
+# and deflated, PyTorch .bin single and two shards + index) gives reports equal to the HDF5
+# checkpoint's bit for bit, for sqnr, bias, buckets and rht (names mapped, input fields aside: argv, input, tensor dtype), the verdict's
 # ranking in the same order; tensors in the index's order; `ls` lists every tensor with shard
 # and offset, type and size as the files say, and the files' and index's metadata; a glob and
 # a prefix select across the '.'-separated names; the -v tables' name column fits these names;
@@ -17,7 +17,8 @@ for cmd in "sqnr --scale nvfp4 --all-tensors" "bias --all-tensors" "buckets --fo
     set -- $cmd
     c=$1
     "$FP4DIAG" "$@" testdata/gpt_ckpt_small.h5 -q -o "$tmp/$c.h5.json" || { echo "$cmd on HDF5: exit $?"; exit 1; }
-    for f in model.safetensors sharded/model.safetensors.index.json sharded model.npz model_z.npz; do
+    for f in model.safetensors sharded/model.safetensors.index.json sharded model.npz model_z.npz \
+             pytorch_model.bin sharded_pt/pytorch_model.bin.index.json sharded_pt; do
         "$FP4DIAG" "$@" "$tmp/$f" -q -o "$tmp/$c.out.json" 2>"$tmp/err" ||
             { echo "$cmd on $f: exit $?"; cat "$tmp/err"; fail=1; continue; }
         python3 - "$tmp/names.tsv" "$tmp/$c.h5.json" "$tmp/$c.out.json" "$f" <<'PY' || fail=1

@@ -1,0 +1,724 @@
+/* io/pickle.c — the strict torch.save pickle reader (pickle.h): a small stack machine over
+ * passive values. No opcode here calls, imports or constructs anything outside this file. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/pickle.h"
+#include "io/st_parse.h" /* fp4_utf8_valid */
+
+typedef enum vkind {
+    V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_TUPLE, V_LIST, V_DICT,
+    V_GLOBAL, V_STORAGE, V_TENSOR
+} vkind;
+
+/* The globals a state dict's pickle names. */
+typedef enum gkind { G_ODICT, G_REBUILD, G_PARAM, G_STORAGE, G_DTYPE } gkind;
+
+typedef struct val val;
+struct val {
+    vkind kind;
+    int64_t i;        /* V_INT, V_BOOL; V_STORAGE: numel */
+    char *s;          /* V_STR (owned, NUL-terminated; len below); V_GLOBAL: the class name
+                         (owned); V_STORAGE: the key (owned) */
+    size_t len;
+    val **items;      /* V_TUPLE, V_LIST: n items; V_DICT: n keys then... see vals */
+    val **vals;       /* V_DICT: values (n of them) */
+    int n, cap;
+    gkind g;          /* V_GLOBAL */
+    val *ref;         /* V_STORAGE: its class (a V_GLOBAL); V_TENSOR: its storage */
+    char loc[32];     /* V_STORAGE: location */
+    fp4_pkl_tensor *t; /* V_TENSOR: the view (storage fields filled when flattened) */
+};
+
+typedef struct pkl {
+    const char *file;
+    const uint8_t *b;
+    size_t n, pos;
+    val **all;         /* every value made, for freeing */
+    size_t nall, capall;
+    val **stack;
+    size_t sp, capstack;
+    size_t *marks;
+    size_t nmarks, capmarks;
+    val **memo;
+    size_t nmemo;
+    size_t nput;       /* distinct memo entries put */
+    fp4_pkl_tensor *out;
+    int nout, capout;
+    size_t budget;     /* entries the flattening may still visit */
+} pkl;
+
+static const char *op_name(uint8_t op)
+{
+    switch (op) {
+    case 'c': return "GLOBAL";
+    case 'R': return "REDUCE";
+    case 'b': return "BUILD";
+    case 'i': return "INST";
+    case 'o': return "OBJ";
+    case 0x81: return "NEWOBJ";
+    case 0x92: return "NEWOBJ_EX";
+    case 'P': return "PERSID";
+    case 'S': return "STRING";
+    case 'V': return "UNICODE";
+    case 'I': return "INT";
+    case 'L': return "LONG";
+    case 'F': return "FLOAT";
+    case 'd': return "DICT";
+    case 'l': return "LIST";
+    case '0': return "POP";
+    case '1': return "POP_MARK";
+    case '2': return "DUP";
+    case 'p': return "PUT";
+    case 'g': return "GET";
+    case 0x82: return "EXT1";
+    case 0x83: return "EXT2";
+    case 0x84: return "EXT4";
+    case 0x8b: return "LONG4";
+    case 0x8f: return "EMPTY_SET";
+    case 0x90: return "ADDITEMS";
+    case 0x91: return "FROZENSET";
+    case 0x96: return "BYTEARRAY8";
+    case 0x97: return "NEXT_BUFFER";
+    case 0x98: return "READONLY_BUFFER";
+    case 'B': return "BINBYTES";
+    case 'C': return "SHORT_BINBYTES";
+    case 0x8e: return "BINBYTES8";
+    case 'T': return "BINSTRING";
+    case 'U': return "SHORT_BINSTRING";
+    default: return "unknown";
+    }
+}
+
+static fp4_status oom(void) { return fp4_error(FP4_ERR_INTERNAL, "out of memory"); }
+
+static val *mk(pkl *p, vkind k)
+{
+    if (p->nall == p->capall) {
+        size_t nc = p->capall ? p->capall * 2 : 64;
+        val **a = realloc(p->all, nc * sizeof *a);
+        if (!a) return NULL;
+        p->all = a;
+        p->capall = nc;
+    }
+    val *v = calloc(1, sizeof *v);
+    if (!v) return NULL;
+    v->kind = k;
+    p->all[p->nall++] = v;
+    return v;
+}
+
+static void val_free(val *v)
+{
+    free(v->s);
+    free(v->items);
+    free(v->vals);
+    if (v->t) free(v->t);
+    free(v);
+}
+
+static fp4_status bad(pkl *p, const char *what)
+{
+    return fp4_error(FP4_ERR_INPUT, "%s: pickle: %s at byte %zu", p->file, what, p->pos);
+}
+
+static fp4_status push(pkl *p, val *v)
+{
+    if (!v) return oom();
+    if (p->sp == p->capstack) {
+        size_t nc = p->capstack ? p->capstack * 2 : 64;
+        val **a = realloc(p->stack, nc * sizeof *a);
+        if (!a) return oom();
+        p->stack = a;
+        p->capstack = nc;
+    }
+    p->stack[p->sp++] = v;
+    return FP4_OK;
+}
+
+/* The bottom of the current frame: the last MARK, or 0. */
+static size_t frame_base(const pkl *p) { return p->nmarks ? p->marks[p->nmarks - 1] : 0; }
+
+static val *pop(pkl *p)
+{
+    if (p->sp <= frame_base(p)) return NULL;
+    return p->stack[--p->sp];
+}
+
+static val *top(pkl *p) { return p->sp > frame_base(p) ? p->stack[p->sp - 1] : NULL; }
+
+static bool need(pkl *p, size_t k) { return p->n - p->pos >= k; }
+
+static uint64_t rd_le(const uint8_t *b, int k)
+{
+    uint64_t v = 0;
+    for (int i = k - 1; i >= 0; i--) v = v << 8 | b[i];
+    return v;
+}
+
+/* Items from the last MARK to the top, as a new tuple/list/items array; the MARK popped. */
+static fp4_status pop_mark(pkl *p, val ***items, size_t *count)
+{
+    *items = NULL;
+    *count = 0;
+    if (!p->nmarks) return bad(p, "no MARK for the opcode");
+    size_t base = p->marks[--p->nmarks];
+    *count = p->sp - base;
+    *items = NULL;
+    if (*count) {
+        if (!(*items = malloc(*count * sizeof **items))) return oom();
+        memcpy(*items, p->stack + base, *count * sizeof **items);
+    }
+    p->sp = base;
+    return FP4_OK;
+}
+
+static fp4_status make_tuple(pkl *p, val **items, size_t count, vkind k)
+{
+    val *t = mk(p, k);
+    if (!t) {
+        free(items);
+        return oom();
+    }
+    t->items = items;
+    t->n = t->cap = (int)count;
+    return push(p, t);
+}
+
+static fp4_status dict_add(pkl *p, val *d, val *k, val *v)
+{
+    if (!d || d->kind != V_DICT) return bad(p, "SETITEM on something that is not a dict");
+    if (!k || !v) return bad(p, "SETITEM without a key and a value");
+    if (d->n == d->cap) {
+        int nc = d->cap ? d->cap * 2 : 8;
+        if (nc < d->cap) return oom();
+        val **a = realloc(d->items, (size_t)nc * sizeof *a);
+        if (!a) return oom();
+        d->items = a;
+        val **b = realloc(d->vals, (size_t)nc * sizeof *b);
+        if (!b) return oom();
+        d->vals = b;
+        d->cap = nc;
+    }
+    d->items[d->n] = k;
+    d->vals[d->n++] = v;
+    return FP4_OK;
+}
+
+static fp4_status list_add(pkl *p, val *l, val *v)
+{
+    if (!l || l->kind != V_LIST) return bad(p, "APPEND on something that is not a list");
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 8;
+        val **a = realloc(l->items, (size_t)nc * sizeof *a);
+        if (!a) return oom();
+        l->items = a;
+        l->cap = nc;
+    }
+    l->items[l->n++] = v;
+    return FP4_OK;
+}
+
+static bool is_ident(const char *s, size_t n)
+{
+    if (!n) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static const char *const dtypes[] = {
+    "float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "uint8",
+    "int16", "short", "int32", "int", "int64", "long", "bool", "uint16", "uint32", "uint64",
+    "float8_e4m3fn", "float8_e5m2", "complex64", "complex128",
+};
+
+/* The global module.name as a value, or an error naming it. */
+static fp4_status global(pkl *p, const char *mod, size_t ml, const char *name, size_t nl)
+{
+    gkind g;
+    bool ok = false;
+#define IS(str, s, l) (strlen(str) == (l) && memcmp((str), (s), (l)) == 0)
+    if (IS("collections", mod, ml) && IS("OrderedDict", name, nl)) {
+        g = G_ODICT;
+        ok = true;
+    } else if (IS("torch._utils", mod, ml) && IS("_rebuild_tensor_v2", name, nl)) {
+        g = G_REBUILD;
+        ok = true;
+    } else if (IS("torch._utils", mod, ml) && IS("_rebuild_parameter", name, nl)) {
+        g = G_PARAM;
+        ok = true;
+    } else if (IS("torch", mod, ml) && nl > 7 && nl < 40 && is_ident(name, nl) &&
+               memcmp(name + nl - 7, "Storage", 7) == 0) {
+        g = G_STORAGE;
+        ok = true;
+    } else if (IS("torch", mod, ml)) {
+        for (size_t i = 0; !ok && i < sizeof dtypes / sizeof *dtypes; i++)
+            if (IS(dtypes[i], name, nl)) {
+                g = G_DTYPE;
+                ok = true;
+            }
+    }
+#undef IS
+    if (!ok) {
+        /* name it, made safe to print: at most 60 bytes of each part, controls escaped */
+        char m[64], nm[64];
+        snprintf(m, sizeof m, "%.*s", (int)(ml < 60 ? ml : 60), mod);
+        snprintf(nm, sizeof nm, "%.*s", (int)(nl < 60 ? nl : 60), name);
+        char *em = fp4_text_escape(m, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        char *en = fp4_text_escape(nm, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        fp4_status st = fp4_error(FP4_ERR_INPUT, "%s: pickle global %s.%s refused (only a "
+                                  "state dict's tensors are read; nothing in it is run)",
+                                  p->file, em ? em : "?", en ? en : "?");
+        free(em);
+        free(en);
+        return st;
+    }
+    val *v = mk(p, V_GLOBAL);
+    if (!v || !(v->s = strndup(name, nl))) return oom();
+    v->len = nl;
+    v->g = g;
+    return push(p, v);
+}
+
+static bool as_int(const val *v, int64_t *out)
+{
+    if (!v || (v->kind != V_INT && v->kind != V_BOOL)) return false;
+    *out = v->i;
+    return true;
+}
+
+/* A tuple of non-negative ints (size or stride) into dims[]; rank returned in *rank. */
+static bool int_tuple(const val *v, int *rank, int64_t *dims, int cap)
+{
+    if (!v || (v->kind != V_TUPLE && v->kind != V_LIST)) return false;
+    *rank = v->n;
+    for (int i = 0; i < v->n; i++) {
+        int64_t x;
+        if (!as_int(v->items[i], &x) || x < 0) return false;
+        if (i < cap) dims[i] = x;
+    }
+    return true;
+}
+
+static fp4_status reduce(pkl *p)
+{
+    val *args = pop(p), *fn = pop(p);
+    if (!args || !fn) return bad(p, "REDUCE with an empty stack");
+    if (fn->kind != V_GLOBAL || args->kind != V_TUPLE) return bad(p, "REDUCE of something not a known callable");
+    switch (fn->g) {
+    case G_ODICT:
+        if (args->n != 0) return bad(p, "OrderedDict with arguments refused");
+        return push(p, mk(p, V_DICT));
+    case G_PARAM: {
+        int64_t rg;
+        if (args->n != 3 || args->items[0]->kind != V_TENSOR || !as_int(args->items[1], &rg))
+            return bad(p, "_rebuild_parameter with arguments other than (tensor, bool, hooks)");
+        return push(p, args->items[0]);
+    }
+    case G_REBUILD: {
+        if (args->n != 6 && args->n != 7)
+            return bad(p, "_rebuild_tensor_v2 with other than 6 or 7 arguments");
+        val *stor = args->items[0];
+        if (stor->kind != V_STORAGE) return bad(p, "_rebuild_tensor_v2 of something not a storage");
+        val *t = mk(p, V_TENSOR);
+        if (!t || !(t->t = calloc(1, sizeof *t->t))) return oom();
+        t->ref = stor;
+        int64_t off, rg;
+        int rank_s = 0, rank_t = 0;
+        int64_t stride[FP4_PKL_MAX_RANK];
+        if (!as_int(args->items[1], &off) || off < 0)
+            return bad(p, "_rebuild_tensor_v2: storage offset not an integer >= 0");
+        if (!int_tuple(args->items[2], &rank_s, t->t->size, FP4_PKL_MAX_RANK))
+            return bad(p, "_rebuild_tensor_v2: size not a tuple of integers >= 0");
+        if (!int_tuple(args->items[3], &rank_t, stride, FP4_PKL_MAX_RANK))
+            return bad(p, "_rebuild_tensor_v2: stride not a tuple of integers >= 0");
+        if (rank_s != rank_t) return bad(p, "_rebuild_tensor_v2: size and stride differ in rank");
+        if (!as_int(args->items[4], &rg)) return bad(p, "_rebuild_tensor_v2: requires_grad not a bool");
+        t->t->offset = off;
+        t->t->rank = rank_s;
+        memcpy(t->t->stride, stride, sizeof stride);
+        if (rank_s > FP4_PKL_MAX_RANK)
+            snprintf(t->t->problem, sizeof t->t->problem, "rank %d exceeds %d", rank_s,
+                     FP4_PKL_MAX_RANK);
+        return push(p, t);
+    }
+    default: return bad(p, "REDUCE of a storage class or dtype refused");
+    }
+}
+
+static fp4_status persid(pkl *p)
+{
+    val *pid = pop(p);
+    if (!pid) return bad(p, "BINPERSID with an empty stack");
+    if (pid->kind != V_TUPLE || pid->n != 5 || pid->items[0]->kind != V_STR ||
+        strcmp(pid->items[0]->s, "storage") != 0)
+        return bad(p, "persistent id other than ('storage', class, key, location, numel)");
+    val *cls = pid->items[1], *key = pid->items[2], *loc = pid->items[3];
+    int64_t numel;
+    if (cls->kind != V_GLOBAL || cls->g != G_STORAGE)
+        return bad(p, "persistent id whose storage class is not torch.*Storage");
+    if (key->kind != V_STR || !key->len || loc->kind != V_STR || !as_int(pid->items[4], &numel) ||
+        numel < 0)
+        return bad(p, "persistent id with a bad key, location or element count");
+    for (size_t i = 0; i < key->len; i++) /* the key names a zip member: no path tricks */
+        if (!is_ident(key->s + i, 1) && key->s[i] != '.' && key->s[i] != '-')
+            return bad(p, "storage key with characters other than [A-Za-z0-9_.-]");
+    if (strstr(key->s, "..")) return bad(p, "storage key holding '..'");
+    val *s = mk(p, V_STORAGE);
+    if (!s || !(s->s = strdup(key->s))) return oom();
+    s->ref = cls;
+    s->i = numel;
+    snprintf(s->loc, sizeof s->loc, "%s", loc->s);
+    return push(p, s);
+}
+
+static fp4_status memo_put(pkl *p, uint64_t idx)
+{
+    val *v = top(p);
+    if (!v) return bad(p, "memo put with an empty stack");
+    if (idx > p->n) return bad(p, "memo index beyond any the stream can use");
+    if (idx >= p->nmemo) {
+        size_t nc = (size_t)idx + 1 > p->nmemo * 2 ? (size_t)idx + 1 : p->nmemo * 2;
+        val **a = realloc(p->memo, nc * sizeof *a);
+        if (!a) return oom();
+        memset(a + p->nmemo, 0, (nc - p->nmemo) * sizeof *a);
+        p->memo = a;
+        p->nmemo = nc;
+    }
+    if (!p->memo[idx]) p->nput++;
+    p->memo[idx] = v;
+    return FP4_OK;
+}
+
+static fp4_status memo_get(pkl *p, uint64_t idx)
+{
+    if (idx >= p->nmemo || !p->memo[idx]) return bad(p, "memo get of an index never put");
+    return push(p, p->memo[idx]);
+}
+
+static fp4_status str_value(pkl *p, size_t len)
+{
+    if (!need(p, len)) return bad(p, "string past the end");
+    val *v = mk(p, V_STR);
+    if (!v || !(v->s = malloc(len + 1))) return oom();
+    memcpy(v->s, p->b + p->pos, len);
+    v->s[len] = 0;
+    v->len = len;
+    p->pos += len;
+    return push(p, v);
+}
+
+/* One run of the machine to STOP; *result the value it returns. */
+static fp4_status run(pkl *p, val **result)
+{
+    bool seen_proto = false;
+    while (p->pos < p->n) {
+        size_t at = p->pos;
+        uint8_t op = p->b[p->pos++];
+        fp4_status st = FP4_OK;
+        switch (op) {
+        case 0x80: /* PROTO */
+            if (!need(p, 1)) return bad(p, "PROTO past the end");
+            if (p->b[p->pos] < 2 || p->b[p->pos] > 5) return bad(p, "pickle protocol not 2 to 5");
+            if (at != 0 && seen_proto) return bad(p, "a second PROTO");
+            seen_proto = true;
+            p->pos++;
+            break;
+        case 0x95: /* FRAME: an 8-byte length, then opcodes (we read them in place) */
+            if (!need(p, 8)) return bad(p, "FRAME past the end");
+            if (rd_le(p->b + p->pos, 8) > p->n - p->pos - 8) return bad(p, "FRAME past the end");
+            p->pos += 8;
+            break;
+        case '.': /* STOP */
+            if (p->nmarks) return bad(p, "STOP inside a MARK");
+            if (p->sp != 1) return bad(p, "STOP without exactly one value on the stack");
+            *result = p->stack[0];
+            return FP4_OK;
+        case '(': /* MARK */
+            if (p->nmarks == p->capmarks) {
+                size_t nc = p->capmarks ? p->capmarks * 2 : 16;
+                size_t *a = realloc(p->marks, nc * sizeof *a);
+                if (!a) return oom();
+                p->marks = a;
+                p->capmarks = nc;
+            }
+            p->marks[p->nmarks++] = p->sp;
+            break;
+        case '}': st = push(p, mk(p, V_DICT)); break;
+        case ']': st = push(p, mk(p, V_LIST)); break;
+        case ')': st = push(p, mk(p, V_TUPLE)); break;
+        case 'N': st = push(p, mk(p, V_NONE)); break;
+        case 0x88: case 0x89: { /* NEWTRUE, NEWFALSE */
+            val *v = mk(p, V_BOOL);
+            if (v) v->i = op == 0x88;
+            st = push(p, v);
+            break;
+        }
+        case 't': { /* TUPLE */
+            val **items;
+            size_t c;
+            st = pop_mark(p, &items, &c);
+            if (st == FP4_OK) st = make_tuple(p, items, c, V_TUPLE);
+            break;
+        }
+        case 0x85: case 0x86: case 0x87: { /* TUPLE1..3 */
+            size_t c = (size_t)(op - 0x84);
+            if (p->sp < frame_base(p) + c) return bad(p, "TUPLE with too few items");
+            val **items = malloc(c * sizeof *items);
+            if (!items) return oom();
+            memcpy(items, p->stack + p->sp - c, c * sizeof *items);
+            p->sp -= c;
+            st = make_tuple(p, items, c, V_TUPLE);
+            break;
+        }
+        case 's': { /* SETITEM */
+            val *v = pop(p), *k = pop(p);
+            st = dict_add(p, top(p), k, v);
+            break;
+        }
+        case 'u': { /* SETITEMS */
+            val **items;
+            size_t c;
+            st = pop_mark(p, &items, &c);
+            if (st == FP4_OK && c % 2) st = bad(p, "SETITEMS with an odd number of items");
+            for (size_t i = 0; st == FP4_OK && i < c; i += 2)
+                st = dict_add(p, top(p), items[i], items[i + 1]);
+            free(items);
+            break;
+        }
+        case 'a': { /* APPEND */
+            val *v = pop(p);
+            st = v ? list_add(p, top(p), v) : bad(p, "APPEND with an empty stack");
+            break;
+        }
+        case 'e': { /* APPENDS */
+            val **items;
+            size_t c;
+            st = pop_mark(p, &items, &c);
+            for (size_t i = 0; st == FP4_OK && i < c; i++) st = list_add(p, top(p), items[i]);
+            free(items);
+            break;
+        }
+        case 'K': case 'M': case 'J': { /* BININT1, BININT2, BININT */
+            int k = op == 'K' ? 1 : op == 'M' ? 2 : 4;
+            if (!need(p, (size_t)k)) return bad(p, "integer past the end");
+            uint64_t u = rd_le(p->b + p->pos, k);
+            p->pos += (size_t)k;
+            val *v = mk(p, V_INT);
+            if (v) v->i = op == 'J' ? (int64_t)(int32_t)(uint32_t)u : (int64_t)u;
+            st = push(p, v);
+            break;
+        }
+        case 0x8a: { /* LONG1: n bytes, two's complement, little-endian; at most 8 here */
+            if (!need(p, 1)) return bad(p, "LONG1 past the end");
+            size_t k = p->b[p->pos++];
+            if (k > 8) return bad(p, "integer wider than 64 bits");
+            if (!need(p, k)) return bad(p, "LONG1 past the end");
+            uint64_t u = k ? rd_le(p->b + p->pos, (int)k) : 0;
+            if (k && k < 8 && (p->b[p->pos + k - 1] & 0x80)) u |= ~(uint64_t)0 << (8 * k);
+            p->pos += k;
+            val *v = mk(p, V_INT);
+            if (v) v->i = (int64_t)u;
+            st = push(p, v);
+            break;
+        }
+        case 'G': { /* BINFLOAT: big-endian double, kept only as "a number" */
+            if (!need(p, 8)) return bad(p, "BINFLOAT past the end");
+            p->pos += 8;
+            st = push(p, mk(p, V_FLOAT));
+            break;
+        }
+        case 'X': case 0x8c: case 0x8d: { /* BINUNICODE, SHORT_BINUNICODE, BINUNICODE8 */
+            int k = op == 'X' ? 4 : op == 0x8c ? 1 : 8;
+            if (!need(p, (size_t)k)) return bad(p, "string length past the end");
+            uint64_t len = rd_le(p->b + p->pos, k);
+            p->pos += (size_t)k;
+            if (len > p->n - p->pos) return bad(p, "string past the end");
+            if (!fp4_utf8_valid(p->b + p->pos, (size_t)len)) return bad(p, "string not valid UTF-8");
+            st = str_value(p, (size_t)len);
+            break;
+        }
+        case 'q': case 'r': { /* BINPUT, LONG_BINPUT */
+            int k = op == 'q' ? 1 : 4;
+            if (!need(p, (size_t)k)) return bad(p, "memo index past the end");
+            uint64_t idx = rd_le(p->b + p->pos, k);
+            p->pos += (size_t)k;
+            st = memo_put(p, idx);
+            break;
+        }
+        case 0x94: /* MEMOIZE */
+            st = memo_put(p, p->nput); /* Python's len(memo) */
+            break;
+        case 'h': case 'j': { /* BINGET, LONG_BINGET */
+            int k = op == 'h' ? 1 : 4;
+            if (!need(p, (size_t)k)) return bad(p, "memo index past the end");
+            uint64_t idx = rd_le(p->b + p->pos, k);
+            p->pos += (size_t)k;
+            st = memo_get(p, idx);
+            break;
+        }
+        case 'c': { /* GLOBAL: "module\nname\n" */
+            const uint8_t *s = p->b + p->pos, *end = p->b + p->n;
+            const uint8_t *nl1 = memchr(s, '\n', (size_t)(end - s));
+            const uint8_t *nl2 = nl1 ? memchr(nl1 + 1, '\n', (size_t)(end - nl1 - 1)) : NULL;
+            if (!nl2) return bad(p, "GLOBAL past the end");
+            p->pos = (size_t)(nl2 + 1 - p->b);
+            st = global(p, (const char *)s, (size_t)(nl1 - s), (const char *)nl1 + 1,
+                        (size_t)(nl2 - nl1 - 1));
+            break;
+        }
+        case 0x93: { /* STACK_GLOBAL */
+            val *name = pop(p), *mod = pop(p);
+            if (!name || !mod || name->kind != V_STR || mod->kind != V_STR)
+                return bad(p, "STACK_GLOBAL without two strings");
+            st = global(p, mod->s, mod->len, name->s, name->len);
+            break;
+        }
+        case 'R': st = reduce(p); break;
+        case 'Q': st = persid(p); break;
+        case 'b': { /* BUILD: only an OrderedDict's attributes (state_dict's _metadata) */
+            val *state = pop(p), *obj = top(p);
+            if (!state || !obj) return bad(p, "BUILD with too few values");
+            if (obj->kind != V_DICT || (state->kind != V_DICT && state->kind != V_NONE))
+                return bad(p, "BUILD on something other than an OrderedDict refused");
+            break;
+        }
+        default: {
+            char what[96];
+            snprintf(what, sizeof what, "opcode 0x%02x (%s) refused", op, op_name(op));
+            p->pos = at;
+            return bad(p, what);
+        }
+        }
+        if (st != FP4_OK) return st;
+    }
+    return bad(p, "no STOP before the end");
+}
+
+/* ---- the dict's tensors ---------------------------------------------------------------- */
+
+static fp4_status out_add(pkl *p, const char *name, const val *tv)
+{
+    if (p->nout == p->capout) {
+        int nc = p->capout ? p->capout * 2 : 16;
+        fp4_pkl_tensor *a = realloc(p->out, (size_t)nc * sizeof *a);
+        if (!a) return oom();
+        p->out = a;
+        p->capout = nc;
+    }
+    fp4_pkl_tensor *t = &p->out[p->nout];
+    *t = *tv->t;
+    const val *s = tv->ref;
+    t->name = strdup(name);
+    t->storage_key = strdup(s->s);
+    if (!t->name || !t->storage_key) {
+        free(t->name);
+        free(t->storage_key);
+        return oom();
+    }
+    p->nout++;
+    snprintf(t->storage_type, sizeof t->storage_type, "%s", s->ref->s);
+    snprintf(t->location, sizeof t->location, "%s", s->loc);
+    t->storage_numel = s->i;
+    return FP4_OK;
+}
+
+/* prefix + sep + key into a new string; NULL when out of memory. */
+static char *join_name(const char *prefix, const char *key, size_t klen)
+{
+    size_t a = strlen(prefix);
+    char *r = malloc(a + klen + 2);
+    if (!r) return NULL;
+    memcpy(r, prefix, a);
+    size_t at = a;
+    if (a) r[at++] = '.';
+    memcpy(r + at, key, klen);
+    r[at + klen] = 0;
+    return r;
+}
+
+static fp4_status walk(pkl *p, const val *v, const char *prefix, int depth)
+{
+    if (v->kind == V_TENSOR) return out_add(p, prefix, v);
+    if (v->kind != V_DICT && v->kind != V_LIST && v->kind != V_TUPLE) return FP4_OK;
+    if (depth > 32) return fp4_error(FP4_ERR_INPUT, "%s: pickle: dicts nested deeper than 32",
+                                     p->file);
+    for (int i = 0; i < v->n; i++) {
+        if (p->budget == 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: pickle: shared objects would list more entries "
+                             "than the pickle has bytes", p->file);
+        p->budget--;
+        const val *child = v->kind == V_DICT ? v->vals[i] : v->items[i];
+        if (child->kind != V_TENSOR && child->kind != V_DICT && child->kind != V_LIST &&
+            child->kind != V_TUPLE)
+            continue;
+        char num[24];
+        const char *key;
+        size_t klen;
+        if (v->kind == V_DICT) {
+            const val *k = v->items[i];
+            if (k->kind == V_STR) {
+                if (memchr(k->s, 0, k->len))
+                    return fp4_error(FP4_ERR_INPUT, "%s: pickle: a key holds a NUL byte", p->file);
+                key = k->s;
+                klen = k->len;
+            } else if (k->kind == V_INT) {
+                klen = (size_t)snprintf(num, sizeof num, "%lld", (long long)k->i);
+                key = num;
+            } else {
+                continue; /* a key of another kind: not a name we can give */
+            }
+        } else {
+            klen = (size_t)snprintf(num, sizeof num, "%d", i);
+            key = num;
+        }
+        char *name = join_name(prefix, key, klen);
+        if (!name) return oom();
+        fp4_status st = walk(p, child, name, depth + 1);
+        free(name);
+        if (st != FP4_OK) return st;
+    }
+    return FP4_OK;
+}
+
+void fp4_pkl_free(fp4_pkl_tensor *t, int n)
+{
+    if (!t) return;
+    for (int i = 0; i < n; i++) {
+        free(t[i].name);
+        free(t[i].storage_key);
+    }
+    free(t);
+}
+
+fp4_status fp4_pickle_state_dict(const char *file, const uint8_t *buf, size_t size,
+                                 fp4_pkl_tensor **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    pkl p = {.file = file, .b = buf, .n = size, .budget = size + 16};
+    val *result = NULL;
+    fp4_status st = run(&p, &result);
+    if (st == FP4_OK && result->kind != V_DICT)
+        st = fp4_error(FP4_ERR_INPUT, "%s: pickle: holds no dict of tensors (a state dict)", file);
+    if (st == FP4_OK) st = walk(&p, result, "", 0);
+    for (size_t i = 0; i < p.nall; i++) val_free(p.all[i]);
+    free(p.all);
+    free(p.stack);
+    free(p.marks);
+    free(p.memo);
+    if (st != FP4_OK) {
+        fp4_pkl_free(p.out, p.nout);
+        return st;
+    }
+    *out = p.out;
+    *n = p.nout;
+    return FP4_OK;
+}

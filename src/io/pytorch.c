@@ -1,0 +1,855 @@
+/* io/pytorch.c — the PyTorch tensor source: a torch.save zip checkpoint (.bin, .pt, .pth:
+ * PREFIX/data.pkl, PREFIX/data/KEY storages, PREFIX/byteorder), a sharded one through its
+ * pytorch_model.bin.index.json, or a directory holding either. data.pkl is read by our own
+ * strict pickle reader (io/pickle.h), never executed; storages are read from the mapping. The
+ * legacy (pre-1.6, non-zip) format is refused with how to convert it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/npy_parse.h" /* the zip directory */
+#include "io/pickle.h"
+#include "io/rawconv.h"
+#include "io/source.h"
+#include "io/st_parse.h" /* the sharded index (same JSON as safetensors') */
+
+typedef struct pt_tensor {
+    fp4_pkl_tensor *p;     /* in its file's list */
+    fp4_raw k;
+    const uint8_t *base;   /* its first element in the mapping; NULL when `problem` */
+    bool fortran;          /* a column-major view (a transposed matrix): strides (1, d0, ...) */
+    uint64_t file_offset;
+    char part[128];
+    char problem[160];
+} pt_tensor;
+
+typedef struct pt_file {
+    char *path;
+    const uint8_t *map;
+    uint64_t size;
+    fp4_zip_member *zip;
+    int nzip;
+    fp4_pkl_tensor *t;
+    int n;
+    bool big_endian;
+    int pkl;               /* the zip member data.pkl */
+    size_t plen;           /* bytes of its prefix ("archive/": 8) */
+} pt_file;
+
+typedef struct pt_entry {
+    const char *name;
+    int f, t;
+} pt_entry;
+
+typedef struct pt_src {
+    char *file;
+    pt_file *files;
+    int nfiles;
+    pt_tensor **tt;       /* per file, per tensor */
+    pt_entry *list;       /* listing order */
+    int n;
+    pt_entry *by_name;
+    fp4_st_index imeta;
+} pt_src;
+
+/* ---- probing ---------------------------------------------------------------------------- */
+
+/* The pickle torch.save wrote before 1.6: PROTO 2, LONG1 of the magic number 0x1950a86a20f9469cfc6c. */
+static const unsigned char legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46,
+                                             0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t b = strlen(suffix);
+    return n >= b && memcmp(s + n - b, suffix, b) == 0;
+}
+
+/* A zip whose first member is data.pkl or PREFIX/data.pkl (torch.save writes it first). */
+static bool pt_probe_zip(const unsigned char *h, size_t n)
+{
+    if (n < 30 || memcmp(h, "PK\3\4", 4) != 0) return false;
+    size_t nl = (size_t)(h[26] | h[27] << 8);
+    if (30 + nl > n) return false;
+    const char *name = (const char *)h + 30;
+    if (nl == 8 && memcmp(name, "data.pkl", 8) == 0) return true;
+    if (!ends_with(name, nl, "/data.pkl")) return false;
+    return memchr(name, '/', nl - 9) == NULL; /* one level: PREFIX/data.pkl */
+}
+
+/* A sharded index (the safetensors index's JSON) whose shards are .bin/.pt/.pth files: the
+ * first shard name after "weight_map" in the first bytes ends so. */
+static bool pt_probe_index(const unsigned char *h, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (h[i] == ' ' || h[i] == '\n' || h[i] == '\r' || h[i] == '\t')) i++;
+    if (i >= n || h[i] != '{') return false;
+    static const char key[] = "\"weight_map\"";
+    const unsigned char *w = NULL;
+    for (size_t k = i; !w && k + sizeof key - 1 <= n; k++)
+        if (memcmp(h + k, key, sizeof key - 1) == 0) w = h + k + sizeof key - 1;
+    if (!w) return false;
+    /* "weight_map": { "NAME": "SHARD" : the fourth quote after the brace closes SHARD */
+    const unsigned char *end = h + n, *b = memchr(w, '{', (size_t)(end - w));
+    if (!b) return false;
+    int q = 0;
+    for (const unsigned char *c = b; c < end; c++) {
+        if (*c == '\\') {
+            c++;
+            continue;
+        }
+        if (*c == '"' && ++q == 4) {
+            size_t len = (size_t)(c - h);
+            return ends_with((const char *)h, len, ".bin") || ends_with((const char *)h, len, ".pt") ||
+                   ends_with((const char *)h, len, ".pth");
+        }
+    }
+    return false;
+}
+
+static bool pt_probe(const unsigned char *head, size_t n)
+{
+    return pt_probe_zip(head, n) || pt_probe_index(head, n) ||
+           (n >= sizeof legacy_magic && memcmp(head, legacy_magic, sizeof legacy_magic) == 0);
+}
+
+static bool name_is_ckpt(const char *s)
+{
+    size_t n = strlen(s);
+    return ends_with(s, n, ".bin") || ends_with(s, n, ".pt") || ends_with(s, n, ".pth");
+}
+
+static bool name_is_index(const char *s) { return ends_with(s, strlen(s), ".bin.index.json"); }
+
+/* A directory holding a *.bin.index.json or .bin/.pt/.pth files and no safetensors (a folder
+ * with both is read as safetensors). */
+static bool pt_probe_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false, st = false;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (ends_with(e->d_name, n, ".safetensors") || ends_with(e->d_name, n, ".safetensors.index.json"))
+            st = true;
+        else if (name_is_index(e->d_name) || name_is_ckpt(e->d_name))
+            found = true;
+    }
+    closedir(d);
+    return found && !st;
+}
+
+/* ---- one checkpoint file ----------------------------------------------------------------- */
+
+static const struct {
+    const char *cls;
+    fp4_raw k;
+} storage_types[] = {
+    {"FloatStorage", FP4_RAW_F32},  {"HalfStorage", FP4_RAW_F16},  {"BFloat16Storage", FP4_RAW_BF16},
+    {"DoubleStorage", FP4_RAW_F64}, {"LongStorage", FP4_RAW_I64},  {"IntStorage", FP4_RAW_I32},
+    {"ShortStorage", FP4_RAW_I16},  {"CharStorage", FP4_RAW_I8},   {"ByteStorage", FP4_RAW_U8},
+};
+
+static fp4_raw storage_raw(const char *cls)
+{
+    for (size_t i = 0; i < sizeof storage_types / sizeof *storage_types; i++)
+        if (strcmp(storage_types[i].cls, cls) == 0) return storage_types[i].k;
+    return FP4_RAW_NONE;
+}
+
+static int find_member(const pt_file *f, const char *name)
+{
+    for (int i = 0; i < f->nzip; i++)
+        if (strcmp(f->zip[i].name, name) == 0) return i;
+    return -1;
+}
+
+static void pt_unmap(pt_file *f)
+{
+    if (f->map) munmap((void *)f->map, (size_t)f->size);
+    fp4_zip_free(f->zip, f->nzip);
+    fp4_pkl_free(f->t, f->n);
+    free(f->path);
+    memset(f, 0, sizeof *f);
+}
+
+/* Map and parse one checkpoint file: its zip directory, byteorder and data.pkl. */
+static fp4_status pt_map(const char *path, const char *named_by, pt_file *f)
+{
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    struct stat sb;
+    const char *why;
+    int fd = fp4_open_regular(path, &sb, &why); /* a FIFO shard is refused, never waited on */
+    if (fd < 0) {
+        if (named_by)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: %s (a shard the index names)", named_by,
+                             path, why);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
+    }
+    f->size = (uint64_t)sb.st_size;
+    if (f->size > 0) {
+        void *m = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            close(fd);
+            return fp4_error(FP4_ERR_INPUT, "%s: cannot map: %s", path, strerror(errno));
+        }
+        f->map = m;
+    }
+    close(fd);
+    if (f->size >= sizeof legacy_magic && memcmp(f->map, legacy_magic, sizeof legacy_magic) == 0)
+        return fp4_error(FP4_ERR_INPUT,
+                         "%s: a PyTorch checkpoint in the legacy (pre-1.6, non-zip) format, not "
+                         "read: save it again with torch.save(obj, f, "
+                         "_use_new_zipfile_serialization=True), or as safetensors "
+                         "(safetensors.torch.save_file)", path);
+    FP4_TRY(fp4_zip_list(path, f->map, f->size, &f->zip, &f->nzip));
+    /* the one PREFIX/data.pkl (or data.pkl) */
+    int pk = -1;
+    size_t plen = 0;
+    for (int i = 0; i < f->nzip; i++) {
+        const char *nm = f->zip[i].name, *sl = strchr(nm, '/');
+        size_t pl = sl ? (size_t)(sl - nm) + 1 : 0;
+        if (strcmp(nm + pl, "data.pkl") != 0 || (sl && strchr(sl + 1, '/'))) continue;
+        if (pk >= 0)
+            return fp4_error(FP4_ERR_INPUT, "%s: holds two pickles (%s, %s): not a torch.save file",
+                             path, f->zip[pk].name, nm);
+        pk = i;
+        plen = pl;
+    }
+    if (pk < 0)
+        return fp4_error(FP4_ERR_INPUT, "%s: a zip archive without data.pkl: not a torch.save "
+                         "checkpoint", path);
+    const fp4_zip_member *z = &f->zip[pk];
+    if (z->problem[0] || z->method != 0)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", path, z->name,
+                         z->problem[0] ? z->problem : "compressed: torch.save stores it plainly");
+    char prefix[256];
+    if (plen >= sizeof prefix - 16)
+        return fp4_error(FP4_ERR_INPUT, "%s: archive prefix longer than %zu bytes", path,
+                         sizeof prefix - 16);
+    memcpy(prefix, z->name, plen);
+    prefix[plen] = 0;
+    f->pkl = pk;
+    f->plen = plen;
+    char bo[300];
+    snprintf(bo, sizeof bo, "%sbyteorder", prefix);
+    int bi = find_member(f, bo);
+    if (bi >= 0) {
+        const fp4_zip_member *b = &f->zip[bi];
+        const char *v = (const char *)f->map + b->data_offset;
+        if (b->method != 0 || b->problem[0] ||
+            !((b->usize == 6 && memcmp(v, "little", 6) == 0) ||
+              (b->usize == 3 && memcmp(v, "big", 3) == 0)))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s is not 'little' or 'big'", path, bo);
+        f->big_endian = b->usize == 3;
+    }
+    return fp4_pickle_state_dict(path, f->map + z->data_offset, (size_t)z->usize, &f->t, &f->n);
+}
+
+/* Where tensor t of file f lies, or why it cannot be read. */
+static void pt_resolve(const pt_file *f, fp4_pkl_tensor *p, pt_tensor *o, bool sharded)
+{
+    memset(o, 0, sizeof *o);
+    o->p = p;
+    char member[300];
+    snprintf(member, sizeof member, "%.*sdata/%.200s", (int)f->plen, f->zip[f->pkl].name,
+             p->storage_key);
+    if (sharded) {
+        const char *b = strrchr(f->path, '/');
+        snprintf(o->part, sizeof o->part, "%.127s", b ? b + 1 : f->path);
+    } else {
+        snprintf(o->part, sizeof o->part, "%.127s", member);
+    }
+    o->k = storage_raw(p->storage_type);
+    if (p->problem[0]) {
+        snprintf(o->problem, sizeof o->problem, "%s", p->problem);
+        return;
+    }
+    if (o->k == FP4_RAW_NONE) {
+        snprintf(o->problem, sizeof o->problem, "storage type torch.%s is not read (%s)",
+                 p->storage_type,
+                 strcmp(p->storage_type, "BoolStorage") == 0 ? "not numeric"
+                                                             : "not a float or integer type");
+        return;
+    }
+    int mi = find_member(f, member);
+    if (mi < 0) {
+        snprintf(o->problem, sizeof o->problem, "its storage %.100s is not in the archive", member);
+        return;
+    }
+    const fp4_zip_member *z = &f->zip[mi];
+    if (z->problem[0] || z->method != 0) {
+        snprintf(o->problem, sizeof o->problem, "storage %.60s: %.80s", member,
+                 z->problem[0] ? z->problem : "compressed (torch.save stores storages plainly)");
+        return;
+    }
+    uint64_t isz = (uint64_t)fp4_raw_size(o->k);
+    if ((uint64_t)p->storage_numel > z->usize / isz) {
+        snprintf(o->problem, sizeof o->problem,
+                 "storage %.80s holds %llu bytes, fewer than its %lld elements need", member,
+                 (unsigned long long)z->usize, (long long)p->storage_numel);
+        return;
+    }
+    int64_t nel = 1;
+    bool overflow = false;
+    for (int d = 0; d < p->rank; d++) {
+        if (p->size[d] && nel > INT64_MAX / p->size[d]) overflow = true;
+        else nel *= p->size[d];
+    }
+    if (overflow) {
+        snprintf(o->problem, sizeof o->problem, "size overflows 64 bits");
+        return;
+    }
+    if (nel == 0) { /* nothing to read: any offset will do */
+        o->base = f->map + z->data_offset;
+        o->file_offset = z->data_offset;
+        return;
+    }
+    /* row-major (C-contiguous), or column-major (a transpose: read as Fortran order) */
+    bool c_ok = true, f_ok = true;
+    int64_t want = 1;
+    for (int d = p->rank - 1; d >= 0; d--) {
+        if (p->size[d] != 1 && p->stride[d] != want) c_ok = false;
+        want *= p->size[d];
+    }
+    want = 1;
+    for (int d = 0; d < p->rank; d++) {
+        if (p->size[d] != 1 && p->stride[d] != want) f_ok = false;
+        want *= p->size[d];
+    }
+    if (!c_ok && !f_ok) {
+        char s[96] = "";
+        size_t at = 0;
+        for (int k = 0; k < p->rank && at < sizeof s - 24; k++)
+            at += (size_t)snprintf(s + at, sizeof s - at, "%s%lld", k ? ", " : "",
+                                   (long long)p->stride[k]);
+        snprintf(o->problem, sizeof o->problem,
+                 "a view with strides (%s) (neither row- nor column-major) into a shared "
+                 "storage: not read; save tensor.contiguous() instead", s);
+        return;
+    }
+    o->fortran = !c_ok;
+    if (p->offset > p->storage_numel || nel > p->storage_numel - p->offset) {
+        snprintf(o->problem, sizeof o->problem,
+                 "view [%lld, +%lld) lies outside its storage of %lld elements",
+                 (long long)p->offset, (long long)nel, (long long)p->storage_numel);
+        return;
+    }
+    o->file_offset = z->data_offset + (uint64_t)p->offset * isz;
+    o->base = f->map + o->file_offset;
+}
+
+/* ---- the source ---------------------------------------------------------------------------- */
+
+static void pt_close(void *impl)
+{
+    pt_src *s = impl;
+    if (!s) return;
+    for (int i = 0; i < s->nfiles; i++) {
+        if (s->tt) free(s->tt[i]);
+        pt_unmap(&s->files[i]);
+    }
+    free(s->tt);
+    free(s->files);
+    free(s->list);
+    free(s->by_name);
+    fp4_st_index_free(&s->imeta);
+    free(s->file);
+    free(s);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const pt_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x->f - y->f;
+}
+
+static int cmp_cstr(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (p) snprintf(p, a + b + 2, "%s/%s", dir, name);
+    return p;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+static fp4_status slurp(const char *path, char **out, size_t *len)
+{
+    *out = NULL;
+    struct stat sb;
+    const char *why;
+    const int fd = fp4_open_regular(path, &sb, &why); /* a FIFO index is refused */
+    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
+    FILE *fh = fdopen(fd, "rb");
+    if (!fh) {
+        close(fd);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap);
+    fp4_status st = FP4_OK;
+    while (b) {
+        if (n == cap) {
+            if (cap > FP4_ST_MAX_HEADER) {
+                st = fp4_error(FP4_ERR_INPUT, "%s: index file exceeds the 100 MB limit", path);
+                break;
+            }
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n, fh);
+        n += r;
+        if (r == 0) break;
+    }
+    if (!b) st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", path);
+    else if (st == FP4_OK && ferror(fh)) st = fp4_error(FP4_ERR_INPUT, "%s: read error", path);
+    fclose(fh);
+    if (st != FP4_OK) {
+        free(b);
+        return st;
+    }
+    *out = b;
+    *len = n;
+    return FP4_OK;
+}
+
+/* Map files paths[0..n) (named by `index` when sharded) into s->files. */
+static fp4_status pt_map_all(pt_src *s, char **paths, int n, const char *index)
+{
+    s->files = calloc((size_t)n + 1, sizeof *s->files);
+    s->tt = calloc((size_t)n + 1, sizeof *s->tt);
+    if (!s->files || !s->tt) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    bool sharded = n > 1 || index;
+    for (int i = 0; i < n; i++) {
+        fp4_status st = pt_map(paths[i], index, &s->files[i]);
+        s->nfiles = i + 1;
+        if (st != FP4_OK) return st;
+        pt_file *f = &s->files[i];
+        if (!(s->tt[i] = calloc((size_t)f->n + 1, sizeof **s->tt)))
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        for (int t = 0; t < f->n; t++) pt_resolve(f, &f->t[t], &s->tt[i][t], sharded);
+    }
+    return FP4_OK;
+}
+
+static fp4_status pt_list_files(pt_src *s)
+{
+    int total = 0;
+    for (int f = 0; f < s->nfiles; f++) total += s->files[f].n;
+    if (!(s->list = calloc((size_t)total + 1, sizeof *s->list)))
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].n; t++)
+            s->list[s->n++] = (pt_entry){s->files[f].t[t].name, f, t};
+    return FP4_OK;
+}
+
+static fp4_status pt_open_index(pt_src *s, const char *index)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FP4_TRY(slurp(index, &buf, &len));
+    fp4_st_index ix;
+    fp4_status st = fp4_st_index_parse(index, buf, len, &ix);
+    free(buf);
+    if (st != FP4_OK) return st;
+    s->imeta.meta_keys = ix.meta_keys;
+    s->imeta.meta_vals = ix.meta_vals;
+    s->imeta.nmeta = ix.nmeta;
+    ix.meta_keys = ix.meta_vals = NULL;
+    ix.nmeta = 0;
+    char *dir = dir_of(index);
+    char **paths = calloc((size_t)ix.nshards + 1, sizeof *paths);
+    pt_entry *all = NULL;
+    if (!dir || !paths) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < ix.nshards; i++)
+        if (!(paths[i] = path_join(dir, ix.shards[i]))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+    st = pt_map_all(s, paths, ix.nshards, index);
+    if (st != FP4_OK) goto out;
+    int nall = 0;
+    for (int f = 0; f < s->nfiles; f++) nall += s->files[f].n;
+    all = calloc((size_t)nall + 1, sizeof *all);
+    s->list = calloc((size_t)ix.n + 1, sizeof *s->list);
+    if (!all || !s->list) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    nall = 0;
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].n; t++) all[nall++] = (pt_entry){s->files[f].t[t].name, f, t};
+    qsort(all, (size_t)nall, sizeof *all, cmp_entry);
+    for (int i = 0; i < ix.n; i++) {
+        pt_entry key = {ix.names[i], ix.shard[i], 0};
+        pt_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_entry);
+        if (!hit) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: listed in %s, which does not hold it", index,
+                           ix.names[i], s->files[ix.shard[i]].path);
+            goto out;
+        }
+        s->list[s->n++] = *hit;
+    }
+out:
+    for (int i = 0; paths && i < ix.nshards; i++) free(paths[i]);
+    free(paths);
+    free(all);
+    free(dir);
+    fp4_st_index_free(&ix);
+    return st;
+}
+
+static fp4_status pt_open_dir(pt_src *s, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return fp4_error(FP4_ERR_INPUT, "%s: %s", dir, strerror(errno));
+    char **names = NULL, **idx = NULL;
+    int nn = 0, ni = 0, cap = 0;
+    fp4_status st = FP4_OK;
+    for (struct dirent *e; (e = readdir(d));) {
+        bool is_idx = name_is_index(e->d_name);
+        if (!is_idx && !name_is_ckpt(e->d_name)) continue;
+        if (nn + ni >= cap) {
+            cap = cap ? cap * 2 : 16;
+            char **a = realloc(names, (size_t)cap * sizeof *a), **b = NULL;
+            if (a) names = a;
+            if (a) b = realloc(idx, (size_t)cap * sizeof *b);
+            if (b) idx = b;
+            if (!a || !b) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                goto out;
+            }
+        }
+        char *p = strdup(e->d_name);
+        if (!p) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        if (is_idx) idx[ni++] = p;
+        else names[nn++] = p;
+    }
+    if (ni > 1) {
+        qsort(idx, (size_t)ni, sizeof *idx, cmp_cstr);
+        st = fp4_error(FP4_ERR_INPUT, "%s: holds %d index files (%s, %s%s): name the one to read",
+                       dir, ni, idx[0], idx[1], ni > 2 ? ", ..." : "");
+        goto out;
+    }
+    if (ni == 1) {
+        char *p = path_join(dir, idx[0]);
+        st = p ? pt_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        free(p);
+        goto out;
+    }
+    if (nn == 0) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: no .bin/.pt/.pth file or index in this directory", dir);
+        goto out;
+    }
+    qsort(names, (size_t)nn, sizeof *names, cmp_cstr);
+    for (int i = 0; i < nn; i++) {
+        char *p = path_join(dir, names[i]);
+        if (!p) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        free(names[i]);
+        names[i] = p;
+    }
+    st = pt_map_all(s, names, nn, NULL);
+    if (st == FP4_OK) st = pt_list_files(s);
+out:
+    closedir(d);
+    for (int i = 0; i < nn; i++) free(names[i]);
+    for (int i = 0; i < ni; i++) free(idx[i]);
+    free(names);
+    free(idx);
+    return st;
+}
+
+static fp4_status pt_open(const char *file, void **impl)
+{
+    *impl = NULL;
+    pt_src *s = calloc(1, sizeof *s);
+    if (!s || !(s->file = strdup(file))) {
+        free(s);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    fp4_status st;
+    struct stat sb;
+    if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        st = pt_open_dir(s, file);
+    } else {
+        unsigned char head[4096];
+        size_t n = 0;
+        struct stat fb;
+        const char *why;
+        int fd = fp4_open_regular(file, &fb, &why); /* else pt_map below says why */
+        if (fd >= 0) {
+            ssize_t r;
+            while (n < sizeof head && (r = read(fd, head + n, sizeof head - n)) > 0) n += (size_t)r;
+            close(fd);
+        }
+        if (pt_probe_index(head, n)) {
+            st = pt_open_index(s, file);
+        } else {
+            char *one = (char *)file;
+            st = pt_map_all(s, &one, 1, NULL);
+            if (st == FP4_OK) st = pt_list_files(s);
+        }
+    }
+    if (st == FP4_OK) {
+        if (!(s->by_name = malloc(((size_t)s->n + 1) * sizeof *s->by_name))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        } else {
+            memcpy(s->by_name, s->list, (size_t)s->n * sizeof *s->by_name);
+            qsort(s->by_name, (size_t)s->n, sizeof *s->by_name, cmp_entry);
+            for (int i = 1; i < s->n; i++)
+                if (strcmp(s->by_name[i - 1].name, s->by_name[i].name) == 0) {
+                    st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s appears twice (%s, %s)", file,
+                                   s->by_name[i].name, s->files[s->by_name[i - 1].f].path,
+                                   s->files[s->by_name[i].f].path);
+                    break;
+                }
+        }
+    }
+    if (st != FP4_OK) {
+        pt_close(s);
+        return st;
+    }
+    *impl = s;
+    return FP4_OK;
+}
+
+static fp4_status pt_list(void *impl, char ***names, int *n)
+{
+    pt_src *s = impl;
+    *names = calloc((size_t)s->n + 1, sizeof **names);
+    if (!*names) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < s->n; i++)
+        if (!((*names)[i] = strdup(s->list[i].name))) {
+            for (int k = 0; k < i; k++) free((*names)[k]);
+            free(*names);
+            *names = NULL;
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
+    *n = s->n;
+    return FP4_OK;
+}
+
+static const pt_entry *pt_find(const pt_src *s, const char *name)
+{
+    int lo = 0, hi = s->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(s->by_name[mid].name, name);
+        if (c == 0) return &s->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+extern const fp4_source_ops fp4_source_pytorch;
+
+static fp4_status pt_describe(void *impl, const char *name, fp4_tensor_desc *out,
+                              fp4_name_kind *kind)
+{
+    pt_src *s = impl;
+    memset(out, 0, sizeof *out);
+    const pt_entry *e = pt_find(s, name);
+    if (!e) {
+        size_t n = strlen(name);
+        for (int i = 0; i < s->n; i++) {
+            const char *t = s->list[i].name;
+            if (n == 0 || (strncmp(t, name, n) == 0 && t[n] &&
+                           strchr(fp4_source_pytorch.separators, t[n]))) {
+                *kind = FP4_NAME_GROUP;
+                return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", s->file, name);
+            }
+        }
+        *kind = FP4_NAME_NONE;
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+    }
+    *kind = FP4_NAME_TENSOR;
+    const pt_tensor *t = &s->tt[e->f][e->t];
+    const fp4_pkl_tensor *p = t->p;
+    if (!(out->name = strdup(p->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    out->rank = p->rank < FP4_MAX_RANK ? p->rank : FP4_MAX_RANK;
+    int64_t nel = 1;
+    for (int i = 0; i < out->rank; i++) {
+        out->dims[i] = p->size[i];
+        if (nel >= 0 && p->size[i] && nel > INT64_MAX / p->size[i]) nel = -1;
+        else if (nel >= 0) nel *= p->size[i];
+    }
+    out->nelems = nel;
+    if (t->k) snprintf(out->dtype, sizeof out->dtype, "%s", fp4_raw_name(t->k));
+    else snprintf(out->dtype, sizeof out->dtype, "%s",
+                  strcmp(p->storage_type, "BoolStorage") == 0 ? "bool" : p->storage_type);
+    snprintf(out->byte_order, sizeof out->byte_order, "%s",
+             fp4_raw_size(t->k) > 1 ? (s->files[e->f].big_endian ? "be" : "le") : "");
+    fp4_raw k = t->problem[0] ? FP4_RAW_NONE : t->k;
+    out->stored = fp4_raw_stored(k);
+    out->numeric = t->k != FP4_RAW_NONE;
+    out->exact_fp32 = fp4_raw_exact(t->k);
+    out->codec_available = true;
+    int isz = fp4_raw_size(t->k);
+    out->logical_bytes = nel >= 0 && isz && nel <= INT64_MAX / isz ? nel * isz : -1;
+    out->stored_bytes = out->logical_bytes;
+    out->file_offset = t->base ? (int64_t)t->file_offset : -1;
+    snprintf(out->part, sizeof out->part, "%s", t->part);
+    snprintf(out->problem, sizeof out->problem, "%s", t->problem);
+    return FP4_OK;
+}
+
+static fp4_status pt_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t start,
+                          int64_t count, bool raw, void *buf)
+{
+    pt_src *s = impl;
+    const pt_entry *e = pt_find(s, d->name);
+    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    const pt_tensor *t = &s->tt[e->f][e->t];
+    if (t->problem[0] || !t->base)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name,
+                         t->problem[0] ? t->problem : "cannot be read");
+    FP4_TRY(fp4_raw_slab_check(s->file, d->name, t->p->rank, t->p->size, dim, start, count));
+    if (count == 0 || d->nelems == 0) return FP4_OK;
+    fp4_raw_slab(t->base, t->k, s->files[e->f].big_endian, t->p->rank, t->p->size, t->fortran, dim,
+                 start, count, raw, buf);
+    return FP4_OK;
+}
+
+static fp4_status pt_read_raw(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                              int64_t count, void *buf)
+{
+    return pt_read(impl, t, dim, start, count, true, buf);
+}
+
+static fp4_status pt_read_f32(void *impl, const fp4_tensor_desc *t, int dim, int64_t start,
+                              int64_t count, float *buf)
+{
+    return pt_read(impl, t, dim, start, count, false, buf);
+}
+
+/* The shards an index names (given, or the one *.bin.index.json of a directory). */
+static fp4_status pt_files(const char *path, char ***files, int *n)
+{
+    *files = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return FP4_OK;
+    char *index = NULL;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        int ni = 0;
+        for (struct dirent *e; d && (e = readdir(d));)
+            if (name_is_index(e->d_name) && ni++ == 0) index = path_join(path, e->d_name);
+        if (d) closedir(d);
+        if (ni != 1) {
+            free(index);
+            return FP4_OK;
+        }
+    } else if (S_ISREG(sb.st_mode)) {
+        unsigned char head[4096];
+        size_t k = 0;
+        struct stat fb;
+        const char *why;
+        int fd = fp4_open_regular(path, &fb, &why);
+        if (fd < 0) return FP4_OK; /* the open says why */
+        ssize_t r;
+        while (k < sizeof head && (r = read(fd, head + k, sizeof head - k)) > 0) k += (size_t)r;
+        close(fd);
+        if (!pt_probe_index(head, k)) return FP4_OK;
+        index = strdup(path);
+    } else {
+        return FP4_OK;
+    }
+    if (!index) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    char *buf = NULL, *dir = NULL;
+    size_t len = 0;
+    fp4_st_index ix = {0};
+    fp4_status st = slurp(index, &buf, &len);
+    if (st == FP4_OK) st = fp4_st_index_parse(index, buf, len, &ix);
+    free(buf);
+    if (st == FP4_OK && !(dir = dir_of(index))) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    if (st == FP4_OK && !(*files = calloc((size_t)ix.nshards + 1, sizeof **files)))
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < ix.nshards; i++) {
+        if (!((*files)[i] = path_join(dir, ix.shards[i])))
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        else *n = i + 1;
+    }
+    fp4_st_index_free(&ix);
+    free(dir);
+    free(index);
+    if (st != FP4_OK) {
+        for (int i = 0; i < *n; i++) free((*files)[i]);
+        free(*files);
+        *files = NULL;
+        *n = 0;
+    }
+    return st;
+}
+
+static fp4_status pt_index_metadata(void *impl, char ***keys, char ***vals, int *n)
+{
+    pt_src *s = impl;
+    *keys = calloc((size_t)s->imeta.nmeta + 1, sizeof **keys);
+    *vals = calloc((size_t)s->imeta.nmeta + 1, sizeof **vals);
+    *n = 0;
+    bool ok = *keys && *vals;
+    for (int i = 0; ok && i < s->imeta.nmeta; i++) {
+        (*keys)[i] = strdup(s->imeta.meta_keys[i]);
+        (*vals)[i] = strdup(s->imeta.meta_vals[i]);
+        *n = i + 1;
+        ok = (*keys)[i] && (*vals)[i];
+    }
+    if (ok) return FP4_OK;
+    fp4_source_metadata_free(*keys, *vals, *n);
+    *keys = *vals = NULL;
+    *n = 0;
+    return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+}
+
+const fp4_source_ops fp4_source_pytorch = {
+    .name = "pytorch",
+    .separators = "./",
+    .rooted = false,
+    .probe = pt_probe,
+    .probe_dir = pt_probe_dir,
+    .open = pt_open,
+    .close = pt_close,
+    .list = pt_list,
+    .describe = pt_describe,
+    .read_raw = pt_read_raw,
+    .read_f32 = pt_read_f32,
+    .files = pt_files,
+    .index_metadata = pt_index_metadata,
+};

@@ -1,0 +1,317 @@
+/* test_pickle.c — the strict torch.save pickle reader (io/pickle.c): a state dict as
+ * torch.save writes it (protocol 2, its exact opcodes) gives each tensor's name, storage,
+ * offset, size and stride; every truncation of it is an error, never a crash; refused globals
+ * are named; opcodes outside the set, REDUCE/BUILD misuse, memo misuse, bad views refused. */
+#include "testutil.h"
+
+#include "io/pickle.h"
+
+/* A growing byte buffer for hand-built pickles. */
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} pb;
+
+static void put(pb *p, const void *s, size_t n)
+{
+    assert_true(p->n + n <= sizeof p->b);
+    memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+static void op(pb *p, uint8_t c) { put(p, &c, 1); }
+static void str(pb *p, const char *s) /* BINUNICODE */
+{
+    uint32_t l = (uint32_t)strlen(s);
+    uint8_t h[5] = {'X', (uint8_t)l, (uint8_t)(l >> 8), (uint8_t)(l >> 16), (uint8_t)(l >> 24)};
+    put(p, h, 5);
+    put(p, s, l);
+}
+static void int1(pb *p, int v)
+{
+    uint8_t h[2] = {'K', (uint8_t)v};
+    put(p, h, 2);
+}
+static void glob(pb *p, const char *m, const char *n)
+{
+    op(p, 'c');
+    put(p, m, strlen(m));
+    op(p, '\n');
+    put(p, n, strlen(n));
+    op(p, '\n');
+}
+
+/* _rebuild_tensor_v2((storage TYPE, KEY, numel), off, size, stride, False, OrderedDict()) */
+static void tensor(pb *p, const char *type, const char *key, int numel, int off, int rank,
+                   const int *size, const int *stride)
+{
+    glob(p, "torch._utils", "_rebuild_tensor_v2");
+    op(p, '(');
+    op(p, '(');
+    str(p, "storage");
+    glob(p, "torch", type);
+    str(p, key);
+    str(p, "cpu");
+    int1(p, numel);
+    op(p, 't');
+    op(p, 'Q');
+    int1(p, off);
+    op(p, '(');
+    for (int i = 0; i < rank; i++) int1(p, size[i]);
+    op(p, 't');
+    op(p, '(');
+    for (int i = 0; i < rank; i++) int1(p, stride[i]);
+    op(p, 't');
+    op(p, 0x89);
+    glob(p, "collections", "OrderedDict");
+    op(p, ')');
+    op(p, 'R');
+    op(p, 't');
+    op(p, 'R');
+}
+
+/* {"a.w": 2x3 FloatStorage '0' at 0, "b": 3 of the same storage at offset 3, "n": 5,
+ *  "sub": {"t": HalfStorage '1' (4,)}} with _metadata set by BUILD */
+static void state_dict(pb *p)
+{
+    p->n = 0;
+    op(p, 0x80);
+    op(p, 2);
+    glob(p, "collections", "OrderedDict");
+    uint8_t put0[2] = {'q', 0};
+    put(p, put0, 2);
+    op(p, ')');
+    op(p, 'R');
+    op(p, '(');
+    str(p, "a.w");
+    tensor(p, "FloatStorage", "0", 6, 0, 2, (int[]){2, 3}, (int[]){3, 1});
+    str(p, "b");
+    tensor(p, "FloatStorage", "0", 6, 3, 1, (int[]){3}, (int[]){1});
+    str(p, "n");
+    int1(p, 5);
+    str(p, "sub");
+    op(p, '}');
+    str(p, "t");
+    tensor(p, "HalfStorage", "1", 4, 0, 1, (int[]){4}, (int[]){1});
+    op(p, 's');
+    op(p, 'u');
+    op(p, '}'); /* BUILD with {"_metadata": OrderedDict()} */
+    str(p, "_metadata");
+    uint8_t get0[2] = {'h', 0};
+    put(p, get0, 2);
+    op(p, ')');
+    op(p, 'R');
+    op(p, 's');
+    op(p, 'b');
+    op(p, '.');
+}
+
+static void test_state_dict(void **state)
+{
+    (void)state;
+    pb p;
+    state_dict(&p);
+    fp4_pkl_tensor *t;
+    int n;
+    assert_int_equal(fp4_pickle_state_dict("x.pt", p.b, p.n, &t, &n), FP4_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(t[0].name, "a.w");
+    assert_string_equal(t[0].storage_key, "0");
+    assert_string_equal(t[0].storage_type, "FloatStorage");
+    assert_string_equal(t[0].location, "cpu");
+    assert_int_equal(t[0].storage_numel, 6);
+    assert_int_equal(t[0].rank, 2);
+    assert_int_equal(t[0].size[0], 2);
+    assert_int_equal(t[0].size[1], 3);
+    assert_int_equal(t[0].stride[0], 3);
+    assert_int_equal(t[0].stride[1], 1);
+    assert_int_equal(t[0].offset, 0);
+    assert_string_equal(t[1].name, "b");
+    assert_int_equal(t[1].offset, 3);
+    assert_int_equal(t[1].rank, 1);
+    assert_string_equal(t[2].name, "sub.t");
+    assert_string_equal(t[2].storage_type, "HalfStorage");
+    assert_string_equal(t[2].storage_key, "1");
+    fp4_pkl_free(t, n);
+}
+
+/* Every prefix of the stream is an error (no STOP, or STOP missing its value), never a crash. */
+static void test_truncated(void **state)
+{
+    (void)state;
+    pb p;
+    state_dict(&p);
+    for (size_t k = 0; k < p.n; k++) {
+        uint8_t *cut = malloc(k ? k : 1); /* exactly k bytes: ASan sees a read past */
+        memcpy(cut, p.b, k);
+        fp4_pkl_tensor *t = NULL;
+        int n = -1;
+        assert_int_equal(fp4_pickle_state_dict("x.pt", cut, k, &t, &n), FP4_ERR_INPUT);
+        assert_null(t);
+        free(cut);
+    }
+}
+
+static void expect_bad(const pb *p, const char *want)
+{
+    fp4_pkl_tensor *t = NULL;
+    int n = 0;
+    assert_int_equal(fp4_pickle_state_dict("x.pt", p->b, p->n, &t, &n), FP4_ERR_INPUT);
+    if (!strstr(fp4_last_error(), want)) fail_msg("'%s' lacks '%s'", fp4_last_error(), want);
+    assert_non_null(strstr(fp4_last_error(), "x.pt: "));
+    assert_null(t);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    pb p = {.n = 0};
+    op(&p, 0x80);
+    op(&p, 2);
+    glob(&p, "os", "system");
+    str(&p, "touch /tmp/x");
+    op(&p, 0x85);
+    op(&p, 'R');
+    op(&p, '.');
+    expect_bad(&p, "pickle global os.system refused");
+    /* a global on the stack via STACK_GLOBAL (protocol 4) */
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 4);
+    str(&p, "builtins");
+    str(&p, "eval");
+    op(&p, 0x93);
+    op(&p, '.');
+    expect_bad(&p, "pickle global builtins.eval refused");
+    /* torch names that are not storages or dtypes */
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    glob(&p, "torch", "load");
+    op(&p, '.');
+    expect_bad(&p, "pickle global torch.load refused");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    glob(&p, "torch._utils", "_rebuild_from_type_v2");
+    op(&p, '.');
+    expect_bad(&p, "pickle global torch._utils._rebuild_from_type_v2 refused");
+    /* opcodes outside the set */
+    const uint8_t others[] = {'i', 'o', 0x81, 0x92, 'P', 'S', 'V', 'I', 'd', '0', '2', 'g', 0x82};
+    for (size_t i = 0; i < sizeof others; i++) {
+        p.n = 0;
+        op(&p, 0x80);
+        op(&p, 2);
+        op(&p, others[i]);
+        op(&p, '.');
+        expect_bad(&p, "refused");
+    }
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, 0x81); /* NEWOBJ */
+    expect_bad(&p, "opcode 0x81 (NEWOBJ) refused at byte 2");
+    /* REDUCE of a storage class; OrderedDict with arguments; BUILD on a tensor-less list */
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    glob(&p, "torch", "FloatStorage");
+    op(&p, ')');
+    op(&p, 'R');
+    op(&p, '.');
+    expect_bad(&p, "REDUCE of a storage class or dtype refused");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    glob(&p, "collections", "OrderedDict");
+    int1(&p, 1);
+    op(&p, 0x85);
+    op(&p, 'R');
+    op(&p, '.');
+    expect_bad(&p, "OrderedDict with arguments refused");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, ']');
+    op(&p, '}');
+    op(&p, 'b');
+    op(&p, '.');
+    expect_bad(&p, "BUILD on something other than an OrderedDict refused");
+    /* memo misuse, stack misuse, not a dict */
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    uint8_t get9[2] = {'h', 9};
+    put(&p, get9, 2);
+    op(&p, '.');
+    expect_bad(&p, "memo get of an index never put");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, 's');
+    op(&p, '.');
+    expect_bad(&p, "SETITEM");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, ']');
+    op(&p, '.');
+    expect_bad(&p, "holds no dict of tensors");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, '}');
+    op(&p, '}');
+    op(&p, '.');
+    expect_bad(&p, "STOP without exactly one value");
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 9);
+    expect_bad(&p, "pickle protocol not 2 to 5");
+}
+
+/* Bad views and storage ids: negative offsets/sizes, rank mismatch, path-like keys. */
+static void test_bad_tensors(void **state)
+{
+    (void)state;
+    pb p = {.n = 0};
+    const char *want[] = {"size and stride differ in rank", "storage key with characters",
+                          "storage key holding '..'", "storage offset not an integer >= 0"};
+    for (int c = 0; c < 4; c++) {
+        p.n = 0;
+        op(&p, 0x80);
+        op(&p, 2);
+        op(&p, '}');
+        str(&p, "w");
+        if (c == 0) tensor(&p, "FloatStorage", "0", 6, 0, 2, (int[]){2, 3}, (int[]){3, 1});
+        else if (c == 1) tensor(&p, "FloatStorage", "../x", 6, 0, 1, (int[]){6}, (int[]){1});
+        else if (c == 2) tensor(&p, "FloatStorage", "a..b", 6, 0, 1, (int[]){6}, (int[]){1});
+        else tensor(&p, "FloatStorage", "0", 6, 0, 1, (int[]){6}, (int[]){1});
+        op(&p, 's');
+        op(&p, '.');
+        if (c == 0) { /* rewrite the stride tuple (3, 1) as (3,): drop its "K\x01" */
+            uint8_t *s = NULL;
+            for (size_t i = 0; i + 5 < p.n; i++)
+                if (memcmp(p.b + i, "K\x03K\x01t", 5) == 0) s = p.b + i;
+            assert_non_null(s);
+            memmove(s + 2, s + 4, (size_t)(p.b + p.n - (s + 4)));
+            p.n -= 2;
+        }
+        if (c == 3) { /* offset -1: K 0 after BINPERSID -> J ffffffff */
+            uint8_t *q = memchr(p.b, 'Q', p.n);
+            assert_non_null(q);
+            memmove(q + 6, q + 3, (size_t)(p.b + p.n - (q + 3)));
+            p.n += 3;
+            memcpy(q + 1, "J\xff\xff\xff\xff", 5);
+        }
+        expect_bad(&p, want[c]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_state_dict), cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_refused), cmocka_unit_test(test_bad_tensors),
+    };
+    return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);
+}
