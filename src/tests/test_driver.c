@@ -111,10 +111,10 @@ static void test_rht_delta(void **state)
     fp4_rht_delta d;
     fp4_rht_delta_compute(&p, &r, &d);
     assert_true(d.sqnr_ok);
-    assert_float_equal(d.delta_sqnr_db, 1.5, 1e-12);
-    assert_float_equal(d.delta_alpha, 0.01, 1e-12);
-    assert_float_equal(d.delta_bucket_ratio_15, 0.1, 1e-12);
-    assert_float_equal(d.delta_bucket_ratio_8, -0.05, 1e-12);
+    assert_double_abs(d.delta_sqnr_db, 1.5, 1e-12);
+    assert_double_abs(d.delta_alpha, 0.01, 1e-12);
+    assert_double_abs(d.delta_bucket_ratio_15, 0.1, 1e-12);
+    assert_double_abs(d.delta_bucket_ratio_8, -0.05, 1e-12);
     r.sqnr_status = FP4_SQNR_EXACT;
     fp4_rht_delta_compute(&p, &r, &d);
     assert_false(d.sqnr_ok);

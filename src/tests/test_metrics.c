@@ -31,7 +31,9 @@ static void test_sqnr_known_and_statuses(void **state)
     (void)state;
     const float x[4] = {1, 2, 3, 4}, xq[4] = {1, 2, 3, 5}, z[4] = {0};
     fp4_sqnr_status st;
-    assert_float_equal(fp4_sqnr_db(x, xq, 4, &st), 14.771212547, 1e-9);
+    /* 10 log10(Σx² / Σ(x̂-x)²) = 10 log10(30 / 1); wrong forms give other finite values:
+     * -14.77 (sign), 34.01 (natural log), 15.91 (Σx̂² = 39 as the signal energy) */
+    assert_double_rel(fp4_sqnr_db(x, xq, 4, &st), 14.771212547196624, 1e-15);
     assert_int_equal(st, FP4_SQNR_OK);
     assert_true(isinf(fp4_sqnr_db(x, x, 4, &st)));
     assert_int_equal(st, FP4_SQNR_EXACT);
@@ -42,11 +44,12 @@ static void test_sqnr_known_and_statuses(void **state)
     m.sum_x2 = 30.0;
     m.sum_err2 = 1.0;
     m.sum_xqx = 34.0;
+    m.sum_xq2 = 39.0; /* the same data: α = Σx̂x/Σx² = 34/30, the wrong Σx̂x/Σx̂² is 34/39 */
     fp4_metrics_finish(&m);
-    assert_float_equal(m.sqnr_db, 14.771212547, 1e-9);
-    assert_float_equal(m.nmse, 1.0 / 30.0, 1e-15);
-    assert_float_equal(m.alpha, 34.0 / 30.0, 1e-15);
-    assert_float_equal(m.delta, -4.0 / 30.0, 1e-15);
+    assert_double_rel(m.sqnr_db, 14.771212547196624, 1e-15);
+    assert_double_exact(m.nmse, 1.0 / 30.0);
+    assert_double_exact(m.alpha, 34.0 / 30.0);
+    assert_double_ulp(m.delta, -4.0 / 30.0, 2);
     m.sum_err2 = 0.0;
     fp4_metrics_finish(&m);
     assert_int_equal(m.sqnr_status, FP4_SQNR_EXACT);
@@ -155,18 +158,18 @@ static void test_bucket_ratios_and_merge(void **state)
     for (int i = 0; i < 16; i++) m.hist[i] = 10;
     m.sum_x2 = 1;
     fp4_metrics_finish(&m);
-    assert_float_equal(m.bucket_ratio_8, 1.0, 1e-12);
+    assert_double_abs(m.bucket_ratio_8, 1.0, 1e-12);
     /* 15 values: ±0 merged holds 20, the others 10 each */
     double p0 = 20.0 / 160.0, p = 10.0 / 160.0;
     double h = -(p0 * log(p0) + 14 * p * log(p));
-    assert_float_equal(m.bucket_ratio_15, exp(h) / 15.0, 1e-12);
+    assert_double_abs(m.bucket_ratio_15, exp(h) / 15.0, 1e-12);
     fp4_metrics_init(&m);
     m.hist[8] = 5;
     m.hist[0] = 5;
     m.sum_x2 = 1;
     fp4_metrics_finish(&m);
-    assert_float_equal(m.bucket_ratio_15, 1.0 / 15.0, 1e-12);
-    assert_float_equal(m.bucket_ratio_8, 1.0 / 8.0, 1e-12);
+    assert_double_abs(m.bucket_ratio_15, 1.0 / 15.0, 1e-12);
+    assert_double_abs(m.bucket_ratio_8, 1.0 / 8.0, 1e-12);
     fp4_metrics a, b;
     fp4_metrics_init(&a);
     fp4_metrics_init(&b);
@@ -192,8 +195,8 @@ static void test_compound_shrinkage(void **state)
     const double d[3] = {0.1, 0.2, -0.05};
     double prod, expo;
     fp4_compound_shrinkage(d, 3, &prod, &expo);
-    assert_float_equal(prod, 0.9 * 0.8 * 1.05, 1e-15);
-    assert_float_equal(expo, exp(-0.25), 1e-15);
+    assert_double_abs(prod, 0.9 * 0.8 * 1.05, 1e-15);
+    assert_double_abs(expo, exp(-0.25), 1e-15);
     fp4_compound_shrinkage(d, 0, &prod, &expo);
     assert_true(prod == 1.0 && expo == 1.0);
 }

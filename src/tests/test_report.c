@@ -246,20 +246,19 @@ static void test_analysis_json(void **state)
     assert_true(cJSON_IsFalse(item(r0, "rht")));
     assert_int_equal(item(item(r1, "rht"), "size")->valueint, 16);
     assert_string_equal(item(item(r1, "rht"), "signs")->valuestring, "te");
-    assert_float_equal(item(r0, "sqnr_db")->valuedouble, 20.0, 1e-12);
+    assert_double_abs(item(r0, "sqnr_db")->valuedouble, 20.0, 1e-12);
     assert_string_equal(item(r0, "sqnr_status")->valuestring, "ok");
     assert_int_equal(cJSON_GetArraySize(item(r0, "histogram")), 16);
     assert_int_equal(cJSON_GetArrayItem(item(r0, "histogram"), 9)->valueint, 6);
     cJSON *lv = item(r0, "levels");
     assert_int_equal(cJSON_GetArraySize(lv), 8);
     cJSON *l1 = cJSON_GetArrayItem(lv, 1);
-    assert_float_equal(item(l1, "q")->valuedouble, 0.5, 0);
+    assert_double_exact(item(l1, "q")->valuedouble, 0.5);
     assert_int_equal(item(l1, "count")->valueint, 16);
-    assert_float_equal(item(l1, "mean_error")->valuedouble, 0.05, 1e-12);
+    assert_double_abs(item(l1, "mean_error")->valuedouble, 0.05, 1e-12);
     assert_true(cJSON_IsNull(item(cJSON_GetArrayItem(lv, 0), "mean_error"))); /* count 0 */
     /* E2M1 level 4 (q = 2): analytic bias (0.25 - 0.5)/2 = -1/8 (SPEC §5) */
-    assert_float_equal(item(cJSON_GetArrayItem(lv, 4), "analytic_bias")->valuedouble, -0.125,
-                       1e-15);
+    assert_double_exact(item(cJSON_GetArrayItem(lv, 4), "analytic_bias")->valuedouble, -0.125);
     assert_int_equal(item(item(r0, "counts"), "elements")->valueint, 16);
     /* the exact result: null with its status */
     cJSON *r3 = cJSON_GetArrayItem(res, 3);
@@ -270,8 +269,8 @@ static void test_analysis_json(void **state)
     assert_int_equal(cJSON_GetArraySize(rd), 2);
     cJSON *d0 = cJSON_GetArrayItem(rd, 0);
     assert_string_equal(item(d0, "format")->valuestring, "e2m1");
-    assert_float_equal(item(d0, "delta_sqnr_db")->valuedouble, 1.0, 1e-12);
-    assert_float_equal(item(d0, "delta_alpha")->valuedouble, 0.005, 1e-12);
+    assert_double_abs(item(d0, "delta_sqnr_db")->valuedouble, 1.0, 1e-12);
+    assert_double_abs(item(d0, "delta_alpha")->valuedouble, 0.005, 1e-12);
     cJSON *d1 = cJSON_GetArrayItem(rd, 1);
     assert_true(cJSON_IsNull(item(d1, "delta_sqnr_db")));
     assert_string_equal(item(d1, "delta_sqnr_status")->valuestring, "exact");
@@ -280,8 +279,8 @@ static void test_analysis_json(void **state)
     assert_int_equal(item(sm, "tensors")->valueint, 1);
     cJSON *co = item(sm, "compound");
     assert_int_equal(item(co, "layers")->valueint, 4);
-    assert_float_equal(item(co, "prod_one_minus_delta")->valuedouble, pow(0.98, 4), 1e-12);
-    assert_float_equal(item(co, "exp_neg_sum_delta")->valuedouble, exp(-4 * 0.02), 1e-12);
+    assert_double_rel(item(co, "prod_one_minus_delta")->valuedouble, pow(0.98, 4), 1e-12);
+    assert_double_rel(item(co, "exp_neg_sum_delta")->valuedouble, exp(-4 * 0.02), 1e-12);
     assert_int_equal(cJSON_GetArraySize(item(item(root, "summary"), "rht_delta")), 2);
 
     cJSON *e0 = cJSON_GetArrayItem(item(root, "errors"), 0);
@@ -352,11 +351,11 @@ static void test_verdict_margin_and_ties(void **state)
     cJSON *v = item(root, "verdict"), *w = item(v, "winner");
     assert_string_equal(item(w, "format")->valuestring, "e1m2");
     assert_true(cJSON_IsTrue(item(w, "rht")));
-    assert_float_equal(item(w, "margin_db")->valuedouble, 0.4, 1e-12);
+    assert_double_abs(item(w, "margin_db")->valuedouble, 0.4, 1e-12);
     cJSON *ru = item(w, "runner_up");
     assert_string_equal(item(ru, "format")->valuestring, "e1m2");
     assert_true(cJSON_IsFalse(item(ru, "rht")));
-    assert_float_equal(item(ru, "sqnr_db")->valuedouble, 21.0, 0);
+    assert_double_exact(item(ru, "sqnr_db")->valuedouble, 21.0);
     cJSON *same = item(w, "same_values");
     assert_int_equal(cJSON_GetArraySize(same), 1);
     assert_string_equal(item(cJSON_GetArrayItem(same, 0), "format")->valuestring, "int4");
@@ -415,20 +414,20 @@ static void test_grid_json(void **state)
     assert_string_equal(item(root, "command")->valuestring, "grid");
     cJSON *g0 = cJSON_GetArrayItem(item(root, "grids"), 0);
     assert_string_equal(item(g0, "format")->valuestring, "e2m1");
-    assert_float_equal(item(g0, "g_max")->valuedouble, 6, 0);
+    assert_double_exact(item(g0, "g_max")->valuedouble, 6);
     cJSON *lv = item(g0, "levels");
     assert_int_equal(cJSON_GetArraySize(lv), 8);
     /* E2M1 bins (SPEC §2): [1.75, 2.5] -> 2, (2.5, 3.5) -> 3, [3.5, 5] -> 4 */
     cJSON *l4 = cJSON_GetArrayItem(lv, 4), *l5 = cJSON_GetArrayItem(lv, 5);
-    assert_float_equal(item(l4, "bin_lo")->valuedouble, 1.75, 0);
-    assert_float_equal(item(l4, "bin_hi")->valuedouble, 2.5, 0);
+    assert_double_exact(item(l4, "bin_lo")->valuedouble, 1.75);
+    assert_double_exact(item(l4, "bin_hi")->valuedouble, 2.5);
     assert_true(cJSON_IsTrue(item(l4, "bin_lo_closed")));
     assert_true(cJSON_IsFalse(item(l5, "bin_lo_closed")));
-    assert_float_equal(item(cJSON_GetArrayItem(lv, 6), "analytic_bias")->valuedouble, -0.25, 0);
-    assert_float_equal(item(g0, "uniform_mean_error")->valuedouble, 0, 1e-15);
+    assert_double_exact(item(cJSON_GetArrayItem(lv, 6), "analytic_bias")->valuedouble, -0.25);
+    assert_double_abs(item(g0, "uniform_mean_error")->valuedouble, 0, 1e-15);
     cJSON *g1 = cJSON_GetArrayItem(item(root, "grids"), 1);
-    assert_float_equal(item(g1, "max_interior_bias")->valuedouble, 0, 0);
-    assert_float_equal(item(g1, "uniform_mean_error")->valuedouble, 0, 1e-15);
+    assert_double_exact(item(g1, "max_interior_bias")->valuedouble, 0);
+    assert_double_abs(item(g1, "uniform_mean_error")->valuedouble, 0, 1e-15);
     cJSON_Delete(root);
     free(text);
 }
