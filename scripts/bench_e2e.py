@@ -54,6 +54,8 @@ import time
 import h5py
 import numpy as np
 
+from fp4dump import bf16_type  # the HDF5 custom float bf16 of the project's checkpoints
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FP4DIAG = os.environ.get("FP4DIAG", os.path.join(ROOT, "fp4diag"))
 COLS = 4096
@@ -61,17 +63,6 @@ NT = 4  # tensors per file
 GZIP_ROWS = 64
 ONE = ["--format", "e2m1", "--scale", "nvfp4", "--rht", "off"]
 SIX = ["--format", "e2m1,e1m2,int4", "--scale", "nvfp4", "--rht", "both"]
-
-
-def bf16_type():
-    """The HDF5 custom float bf16 (as the project's checkpoints store it)."""
-    t = h5py.h5t.IEEE_F32LE.copy()
-    t.set_fields(15, 7, 8, 0, 7)
-    t.set_offset(16)
-    t.set_precision(16)
-    t.set_size(2)
-    t.set_ebias(127)
-    return t
 
 
 def values(rows, seed):

@@ -129,7 +129,8 @@ exec "$B/glibc/ld-linux-x86-64.so.2" --library-path "$B/lib:$B/glibc" --argv0 mp
     "$B/libexec/orterun" "$@"
 EOF
 chmod 755 "$B/bin/fp4diag" "$B/bin/mpirun"
-cp "$root/scripts/bench_mpi.sh" "$root/scripts/make_scale_ckpt.py" "$root/scripts/bench_e2e.py" "$B/scripts/"
+cp "$root/scripts/bench_mpi.sh" "$root/scripts/make_scale_ckpt.py" "$root/scripts/bench_e2e.py" \
+    "$root/scripts/fp4dump.py" "$B/scripts/"
 (cd "$root" && git describe --always --dirty 2>/dev/null || echo unknown) >"$B/VERSION"
 
 # --- a check here, then the tarball -----------------------------------------------------------

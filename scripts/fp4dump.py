@@ -46,9 +46,10 @@ class BF16:
         return (self.bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def _h5_bf16_type():
+def bf16_type():
     """The HDF5 custom float the project's files store bf16 as: 16 bits, sign bit 15, exponent
-    bits 7-14 (bias 127), mantissa bits 0-6."""
+    bits 7-14 (bias 127), mantissa bits 0-6. The one definition: the test-data and benchmark
+    scripts import it from here."""
     import h5py
     t = h5py.h5t.IEEE_F32LE.copy()
     t.set_fields(15, 7, 8, 0, 7)
@@ -66,7 +67,7 @@ def _h5_put(group, name, arr):
     shape = arr.shape
     chunks = tuple(max(1, min(s, 256)) for s in shape) if all(shape) else None
     if isinstance(arr, BF16):
-        ftype = _h5_bf16_type()
+        ftype = bf16_type()
         space = h5py.h5s.create_simple(shape)
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
         if chunks:

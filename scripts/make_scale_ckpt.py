@@ -15,7 +15,7 @@ import sys
 import h5py
 import numpy as np
 
-from bench_e2e import bf16_type  # the HDF5 custom float bf16 of the project's checkpoints
+from fp4dump import bf16_type  # the HDF5 custom float bf16 of the project's checkpoints
 
 COLS = 4096
 
