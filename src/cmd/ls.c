@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "cmd/commands.h"
+#include "io/quantized.h"
 #include "io/source.h"
 #include "report/report.h"
 #include "base/version.h"
@@ -24,7 +25,9 @@ const char fp4_usage_ls[] =
     "NumPy files the byte offset and the shard (or .npz member), then the file's metadata\n"
     "(safetensors __metadata__) and a sharded checkpoint's index metadata (total_size). A\n"
     "dataset fp4diag cannot read (string, compound, opaque class; a filter not available\n"
-    "here; BOOL, F8_E8M0, packed 4/6-bit types) is listed with a note saying why.\n"
+    "here; BOOL, F8_E8M0, packed 4/6-bit types) is listed with a note saying why. An\n"
+    "already-quantized checkpoint (ModelOpt, compressed-tensors, gpt-oss NVFP4/MXFP4) is\n"
+    "listed one row per logical tensor (codes + scales), dtype nvfp4/mxfp4, with its producer.\n"
     "\n"
     "SELECT is a dataset path, a group (every dataset below it) or a glob on the full path\n"
     "('*' does not cross '/'; in safetensors and NumPy names nor '.'): /blocks/0,\n"
@@ -83,10 +86,15 @@ static const char *ls_widening(const fp4_source *src, const fp4_tensor_desc *d)
     if (!d->numeric || d->problem[0]) return NULL;
     return fp4_source_widens(src, d) ? "fp4diag" : fp4_source_format(src)->name;
 }
-static void ls_note(char *buf, size_t cap, const fp4_source *src, const fp4_tensor_desc *d)
+static void ls_note(char *buf, size_t cap, const fp4_source *src, const fp4_tensor_desc *d,
+                    const fp4_qtensor *q)
 {
     const char *wd = ls_widening(src, d);
-    if (d->problem[0])
+    if (q && d->problem[0])
+        snprintf(buf, cap, "%s: %s", fp4_qproducer_name(q->producer), d->problem);
+    else if (q)
+        snprintf(buf, cap, "%s, %s", fp4_qproducer_name(q->producer), q->layout);
+    else if (d->problem[0])
         snprintf(buf, cap, "%s", d->problem);
     else if (wd && strcmp(wd, "fp4diag") != 0)
         snprintf(buf, cap, "converted by %s (a layout fp4diag does not widen: slower)", wd);
@@ -103,7 +111,8 @@ typedef struct ls_row {
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
 
-static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_desc *ds, int n)
+static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_desc *ds, int n,
+                           const fp4_qset *qs, const int *qidx)
 {
     ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
     if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -132,7 +141,7 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
         w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
         w[5] = ls_max(w[5], (int)strlen(r->size));
-        ls_note(r->note, sizeof r->note, src, d);
+        ls_note(r->note, sizeof r->note, src, d, qidx && qidx[i] >= 0 ? &qs->t[qidx[i]] : NULL);
         notes = notes || r->note[0];
         offsets = offsets || d->file_offset >= 0;
         parts = parts || d->part[0];
@@ -174,8 +183,9 @@ static cJSON *ls_json_dims(int rank, const int64_t *dims)
  * filters_available, logical_bytes, stored_bytes, offset, shard, problem, widening}], metadata: {key:
  * value}, index_metadata: {key: the index's JSON value}}. Sizes of -1 (overflow) are null; offset is null where the tensor is not one plain
  * range of the file (HDF5), shard null for a one-file source. */
-static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_desc *ds, int n, char **mk, char **mv,
-                      int nm, char **ik, char **iv, int ni)
+static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_desc *ds, int n,
+                      const fp4_qset *qs, const int *qidx, char **mk, char **mv, int nm,
+                      char **ik, char **iv, int ni)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) return NULL;
@@ -245,6 +255,26 @@ static cJSON *ls_json(const char *file, const fp4_source *src, const fp4_tensor_
             cJSON_AddStringToObject(o, "widening", wd);
         else
             cJSON_AddNullToObject(o, "widening");
+        const fp4_qtensor *q = qidx && qidx[i] >= 0 ? &qs->t[qidx[i]] : NULL;
+        if (!q) {
+            cJSON_AddNullToObject(o, "quant");
+            continue;
+        }
+        cJSON *qo = cJSON_AddObjectToObject(o, "quant");
+        if (!qo) break;
+        cJSON_AddStringToObject(qo, "format", fp4_qformat_name(q->format));
+        cJSON_AddStringToObject(qo, "producer", fp4_qproducer_name(q->producer));
+        cJSON_AddStringToObject(qo, "layout", q->layout);
+        cJSON_AddNumberToObject(qo, "block", q->block);
+        cJSON *mo = cJSON_AddObjectToObject(qo, "members");
+        const char *role[4] = {"codes", "block_scales", "tensor_scale", "input_scale"};
+        const char *who[4] = {q->packed, q->scale, q->global, q->input_scale};
+        for (int k = 0; mo && k < 4; k++) {
+            if (who[k])
+                cJSON_AddStringToObject(mo, role[k], who[k]);
+            else
+                cJSON_AddNullToObject(mo, role[k]);
+        }
     }
     return root;
 }
@@ -290,12 +320,17 @@ fp4_status cmd_ls(int argc, char **argv)
     FP4_TRY(fp4_source_open(file, &f));
     char **mk = NULL, **mv = NULL, **ik = NULL, **iv = NULL;
     int nm = 0, ni = 0;
+    fp4_qset qs = {0};
+    int *qidx = NULL;
     fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
+    /* a quantized tensor's members are listed as one row (io/quantized.h) */
+    if (st == FP4_OK) st = fp4_quant_scan(f, &qs);
+    if (st == FP4_OK && qs.n > 0) st = fp4_quant_fold(&qs, ds, &n, &qidx);
     if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
     if (st == FP4_OK) st = fp4_source_index_metadata(f, &ik, &iv, &ni);
     if (st == FP4_OK) {
         if (json) {
-            cJSON *doc = ls_json(file, f, ds, n, mk, mv, nm, ik, iv, ni);
+            cJSON *doc = ls_json(file, f, ds, n, &qs, qidx, mk, mv, nm, ik, iv, ni);
             if (doc) fp4_json_make_valid(doc);
             char *text = doc ? cJSON_Print(doc) : NULL;
             if (text)
@@ -305,7 +340,7 @@ fp4_status cmd_ls(int argc, char **argv)
             cJSON_free(text);
             cJSON_Delete(doc);
         } else if (verbosity >= 0) {
-            st = ls_table(stdout, f, ds, n);
+            st = ls_table(stdout, f, ds, n, &qs, qidx);
             for (int i = 0; st == FP4_OK && i < nm; i++) {
                 char *k = fp4_text_escape(mk[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
                 char *v = fp4_text_escape(mv[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
@@ -334,6 +369,8 @@ fp4_status cmd_ls(int argc, char **argv)
     fp4_source_metadata_free(mk, mv, nm);
     fp4_source_metadata_free(ik, iv, ni);
     fp4_tensor_desc_free_list(ds, n);
+    free(qidx);
+    fp4_qset_free(&qs);
     fp4_source_close(f);
     return st;
 }

@@ -638,6 +638,17 @@ static const void *st_view(void *impl, const fp4_tensor_desc *d)
     return f->map + f->h.data_start + t->begin;
 }
 
+static const void *st_bytes(void *impl, const fp4_tensor_desc *d)
+{
+    st_src *s = impl;
+    const st_entry *e = st_find(s, d->name);
+    if (!e) return NULL;
+    const st_file *f = &s->files[e->f];
+    const fp4_st_tensor *t = &f->h.t[e->t];
+    /* the parser checked every tensor's range lies inside the data section */
+    return f->map + f->h.data_start + t->begin;
+}
+
 static fp4_status st_metadata(void *impl, char ***keys, char ***vals, int *n)
 {
     st_src *s = impl;
@@ -771,6 +782,7 @@ const fp4_source_ops fp4_source_safetensors = {
     .read_raw = st_read_raw,
     .read_f32 = st_read_f32,
     .view = st_view,
+    .bytes = st_bytes,
     .metadata = st_metadata,
     .files = st_files,
     .index_metadata = st_index_metadata,

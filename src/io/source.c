@@ -544,3 +544,8 @@ bool fp4_source_zero_fill(fp4_source *s, const fp4_tensor_desc *t, int dim, int6
     if (t->problem[0] || !s->ops->zero_fill || count <= 0) return false;
     return s->ops->zero_fill(s->impl, t, dim, start, count);
 }
+
+const void *fp4_source_bytes(fp4_source *s, const fp4_tensor_desc *t)
+{
+    return s->ops->bytes ? s->ops->bytes(s->impl, t) : NULL;
+}

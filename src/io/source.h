@@ -144,6 +144,11 @@ typedef struct fp4_source_ops {
     /* Optional. The whole tensor's stored words inside a read-only mapping, or NULL when it
      * is not stored plainly (zero-copy formats). Valid until close. */
     const void *(*view)(void *impl, const fp4_tensor_desc *t);
+    /* Optional. The tensor's stored bytes as the file holds them (t->stored_bytes of them),
+     * whatever its type, readable or not (F8_E8M0, packed 4-bit), or NULL when they are not
+     * one range of a mapping. Valid until close. (io/quantized.c reads packed codes and
+     * block scales through it.) */
+    const void *(*bytes)(void *impl, const fp4_tensor_desc *t);
     /* Optional. The chunks of a chunked tensor, and the encoded bytes of chunk i into buf
      * (cap bytes). */
     fp4_status (*chunk_count)(void *impl, const fp4_tensor_desc *t, int64_t *n);
@@ -273,6 +278,10 @@ bool fp4_source_widens(const fp4_source *s, const fp4_tensor_desc *t);
  * zero fill value (see fp4_source_ops.zero_fill); false when unknown or not so. */
 bool fp4_source_zero_fill(fp4_source *s, const fp4_tensor_desc *t, int dim, int64_t start,
                           int64_t count);
+
+/* The tensor's stored bytes as the file holds them (see fp4_source_ops.bytes); NULL when the
+ * format cannot give them. */
+const void *fp4_source_bytes(fp4_source *s, const fp4_tensor_desc *t);
 
 /* The slab's stored words in host order (see fp4_source_ops.read_raw). FP4_ERR_INPUT when the
  * format cannot give them (FP4_STORED_OTHER). */

@@ -944,21 +944,39 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         }
     }
     verdict_table(out, run, w);
-    if (run->nskipped > 0) {
-        /* one line: how many, the first few with their reasons, how to include them */
-        fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", run->nskipped,
-                run->nskipped == 1 ? "" : "s");
-        for (int i = 0; i < run->nskipped && i < 4; i++) {
+    /* already-quantized tensors (io/quantized.h) on a line of their own: no option analyses
+     * them */
+    static const char qpfx[] = "already quantized";
+    int nq = 0;
+    for (int i = 0; i < run->nskipped; i++)
+        nq += strncmp(run->skipped[i].reason, qpfx, sizeof qpfx - 1) == 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int count = pass ? run->nskipped - nq : nq, shown = 0;
+        if (count == 0) continue;
+        if (pass == 0)
+            fprintf(out, "already quantized: %d tensor%s (not analysed, not pooled):", count,
+                    count == 1 ? "" : "s");
+        else /* one line: how many, the first few with their reasons, how to include them */
+            fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", count,
+                    count == 1 ? "" : "s");
+        for (int i = 0; i < run->nskipped && shown < 4; i++) {
             const fp4_tensor_skip *x = &run->skipped[i];
+            if ((strncmp(x->reason, qpfx, sizeof qpfx - 1) == 0) != (pass == 0)) continue;
             char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            char *why = fp4_text_escape(x->reason, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            fprintf(out, "%s %s [%s]", i ? "," : "", nm ? nm : x->info.name,
+            char *why = fp4_text_escape(x->reason + (pass == 0 ? sizeof qpfx : 0),
+                                        FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            fprintf(out, "%s %s [%s]", shown ? "," : "", nm ? nm : x->info.name,
                     why ? why : x->reason);
             free(nm);
             free(why);
+            shown++;
         }
-        fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
-                run->nskipped > 4 ? ", ..." : "");
+        if (pass == 0)
+            fprintf(out, "%s; the verdict covers the tensors in high precision only\n",
+                    count > 4 ? ", ..." : "");
+        else
+            fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
+                    count > 4 ? ", ..." : "");
     }
     for (int i = 0; i < run->nerrors; i++) {
         char *m = fp4_text_escape(run->errors[i].message, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);

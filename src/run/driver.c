@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "base/trace.h"
+#include "io/quantized.h"
 
 void fp4_layout_of(const int64_t *dims, int rank, int axis, fp4_layout *L)
 {
@@ -894,6 +895,8 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     fp4_backend *be = NULL;
     fp4_tensor_desc *infos = NULL;
     int ninfos = 0;
+    fp4_qset qset = {0};
+    int *qidx = NULL;
     fp4_qconfig *cfgs_t = NULL;
     fp4_status st;
     int nseq = 0;
@@ -923,6 +926,12 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     if (st != FP4_OK) goto out;
     st = fp4_source_select(src, patterns, npatterns, &infos, &ninfos);
     if (st != FP4_OK) goto out;
+    /* Already-quantized tensors (io/quantized.h): the packed codes, block scales and tensor
+     * scale become one entry, never analysed (skipped, or an error entry when its partners
+     * are inconsistent); no scale tensor is analysed as a weight. */
+    st = fp4_quant_scan(src, &qset);
+    if (st == FP4_OK && qset.n > 0) st = fp4_quant_fold(&qset, infos, &ninfos, &qidx);
+    if (st != FP4_OK) goto out;
 
     run->datasets = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->datasets);
     run->tensors = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->tensors);
@@ -937,9 +946,17 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     for (int i = 0; i < ninfos; i++) {
         char why[160];
         const char *reason = NULL;
-        st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
-                                    opt->exclude, opt->nexclude, why, sizeof why, &reason);
-        if (st != FP4_OK) goto out;
+        if (qidx && qidx[i] >= 0) {
+            /* a quantized tensor with a problem stays: its problem is its error entry */
+            if (!infos[i].problem[0]) {
+                fp4_quant_skip_reason(&qset.t[qidx[i]], why, sizeof why);
+                reason = why;
+            }
+        } else {
+            st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
+                                        opt->exclude, opt->nexclude, why, sizeof why, &reason);
+            if (st != FP4_OK) goto out;
+        }
         if (reason) {
             fp4_tensor_skip *sk = &run->skipped[run->nskipped];
             if (!(sk->reason = xstrdup(reason))) {
@@ -1059,6 +1076,8 @@ out:
     free(tmem);
     progress(run, 0, 0, "", true);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
+    free(qidx);
+    fp4_qset_free(&qset);
     free(cfgs_t);
     if (be) fp4_backend_close(be);
     if (src) fp4_source_close(src);

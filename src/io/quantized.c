@@ -1,0 +1,809 @@
+/* io/quantized.c — already-quantized checkpoints as logical tensors (see io/quantized.h and
+ * SPEC §10). Layouts and decode orders follow the producers' own code: ModelOpt
+ * (modelopt/torch/quantization/qtensor/nvfp4_tensor.py, mxfp4_tensor.py), compressed-tensors
+ * (compressors/nvfp4, quantization/lifecycle/forward_helpers.py), transformers' gpt-oss
+ * integration (integrations/mxfp4.py, convert_moe_packed_tensors). */
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <math.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "io/quantized.h"
+#include "io/widen_f8.h"
+
+/* Longest tensor name grouped (longer ones are left as they are). */
+#define FP4_NAME_MAX_Q 1024
+
+const char *fp4_qformat_name(fp4_qformat f)
+{
+    switch (f) {
+    case FP4_QF_NVFP4: return "nvfp4";
+    case FP4_QF_MXFP4: return "mxfp4";
+    }
+    return NULL;
+}
+
+const char *fp4_qproducer_name(fp4_qproducer p)
+{
+    switch (p) {
+    case FP4_QP_MODELOPT: return "modelopt";
+    case FP4_QP_COMPRESSED_TENSORS: return "compressed-tensors";
+    case FP4_QP_GPT_OSS: return "gpt-oss";
+    }
+    return NULL;
+}
+
+float fp4_e2m1_value(unsigned code)
+{
+    static const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    float v = mag[code & 7u];
+    return (code & 8u) ? -v : v;
+}
+
+/* ---- scanning ------------------------------------------------------------------------------ */
+
+typedef struct name_ix {
+    const char *name;
+    int i;
+} name_ix;
+
+static int name_ix_cmp(const void *a, const void *b)
+{
+    return strcmp(((const name_ix *)a)->name, ((const name_ix *)b)->name);
+}
+
+typedef struct scan_ctx {
+    fp4_tensor_desc *all;
+    int n;
+    name_ix *sorted;
+    bool *used; /* a member of some group */
+} scan_ctx;
+
+static const fp4_tensor_desc *find_desc(const scan_ctx *c, const char *name, int *idx)
+{
+    name_ix key = {name, -1};
+    const name_ix *h = bsearch(&key, c->sorted, (size_t)c->n, sizeof *c->sorted, name_ix_cmp);
+    if (idx) *idx = h ? h->i : -1;
+    return h ? &c->all[h->i] : NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static bool is_dtype(const fp4_tensor_desc *d, const char *dt)
+{
+    return d && strcasecmp(d->dtype, dt) == 0;
+}
+
+static bool is_e8m0(const fp4_tensor_desc *d) { return is_dtype(d, "u8") || is_dtype(d, "F8_E8M0"); }
+
+static void dims_text(char *buf, size_t cap, int rank, const int64_t *dims)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    if (rank == 0) snprintf(buf, cap, "scalar");
+    for (int i = 0; i < rank && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? "x" : "", (long long)dims[i]);
+}
+
+/* snprintf that may cut its text (names are long; a cut message still names the tensor). */
+__attribute__((format(printf, 3, 4))) static void say(char *buf, size_t cap, const char *fmt,
+                                                      ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* Set a problem (the first one wins; later ones are dropped). */
+__attribute__((format(printf, 2, 3))) static void problem(fp4_qtensor *q, const char *fmt, ...)
+{
+    if (q->problem[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(q->problem, sizeof q->problem, fmt, ap);
+    va_end(ap);
+}
+
+static fp4_status add_q(fp4_qset *qs, int *cap, fp4_qtensor **out)
+{
+    if (qs->n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        fp4_qtensor *t = realloc(qs->t, (size_t)nc * sizeof *t);
+        if (!t) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        qs->t = t;
+        *cap = nc;
+    }
+    *out = &qs->t[qs->n++];
+    memset(*out, 0, sizeof **out);
+    return FP4_OK;
+}
+
+/* Mark member `name` used and count its bytes; returns its descriptor or NULL. */
+static const fp4_tensor_desc *member(scan_ctx *c, fp4_qtensor *q, const char *name)
+{
+    int idx;
+    const fp4_tensor_desc *d = find_desc(c, name, &idx);
+    if (d) {
+        c->used[idx] = true;
+        q->stored_bytes += d->stored_bytes;
+    }
+    return d;
+}
+
+/* The per-tensor scale partner: F32 with one value. */
+static void check_scalar(fp4_qtensor *q, const fp4_tensor_desc *d, const char *role)
+{
+    char sh[64];
+    if (!is_dtype(d, "f32")) {
+        problem(q, "%s is %s, expected f32", role, d->dtype);
+        return;
+    }
+    if (d->nelems != 1) {
+        dims_text(sh, sizeof sh, d->rank, d->dims);
+        problem(q, "%s is %s, expected one value (0-d or [1])", role, sh);
+    }
+}
+
+static const char *short_role(const char *member_name)
+{
+    const char *dot = strrchr(member_name, '.');
+    return dot ? dot + 1 : member_name;
+}
+
+/* The checks every packed tensor gets: packed U8 of rank >= 1 with K = 2 x its last dim, and
+ * block scales [..., K/block] (flat) or, for ModelOpt NVFP4 of rank 2, the swizzled shape. */
+static void check_packed(fp4_qtensor *q, const fp4_tensor_desc *p, const fp4_tensor_desc *s)
+{
+    char a[96], b[96], kb[32];
+    const char *pr = short_role(q->packed), *sr = q->scale ? short_role(q->scale) : "scale";
+    if (!is_dtype(p, "u8")) {
+        problem(q, "%s is %s, expected u8 (two 4-bit codes a byte)", pr, p->dtype);
+        return;
+    }
+    if (p->rank < 1 || p->rank > FP4_MAX_RANK - 1) {
+        problem(q, "%s has rank %s, expected 1 or more", pr, p->rank < 1 ? "0" : "> 7");
+        return;
+    }
+    q->rank = p->rank;
+    memcpy(q->dims, p->dims, sizeof q->dims);
+    q->dims[q->rank - 1] = 2 * p->dims[p->rank - 1];
+    q->rows = 1;
+    for (int i = 0; i < q->rank - 1; i++) q->rows *= q->dims[i];
+    int64_t K = q->dims[q->rank - 1];
+    if (!s) return; /* the missing scale is named by the caller */
+    if (K % q->block != 0) {
+        say(kb, sizeof kb, "%lld", (long long)K);
+        problem(q, "%s inputs per row are not a whole number of %s-element blocks", kb,
+                q->block == 16 ? "16" : "32");
+        return;
+    }
+    int64_t want[FP4_MAX_RANK];
+    memcpy(want, q->dims, sizeof want);
+    want[q->rank - 1] = K / q->block;
+    bool flat = s->rank == q->rank;
+    for (int i = 0; flat && i < q->rank; i++) flat = s->dims[i] == want[i];
+    if (flat) {
+        q->scale_cols = K / q->block;
+        q->scale_layout = FP4_QS_FLAT;
+        return;
+    }
+    if (q->producer == FP4_QP_MODELOPT && q->format == FP4_QF_NVFP4 && q->rank == 2 &&
+        s->rank == 2 && s->dims[0] == (q->dims[0] + 127) / 128 * 128 &&
+        s->dims[1] == (K / 16 + 3) / 4 * 4) {
+        q->scale_cols = s->dims[1];
+        q->scale_layout = FP4_QS_SWIZZLED;
+        return;
+    }
+    dims_text(a, sizeof a, s->rank, s->dims);
+    dims_text(b, sizeof b, q->rank, want);
+    char why[160];
+    say(why, sizeof why, "%s, expected %s (one %s scale per %d of %lld inputs)", a, b,
+             q->format == FP4_QF_NVFP4 ? "E4M3" : "E8M0", q->block, (long long)K);
+    problem(q, "%s is %s", sr, why);
+}
+
+static void set_layout(fp4_qtensor *q)
+{
+    const char *g = q->format == FP4_QF_MXFP4                  ? ""
+                    : q->producer == FP4_QP_COMPRESSED_TENSORS ? ", global divided"
+                                                               : ", global multiplied";
+    say(q->layout, sizeof q->layout, "nibble low=even, %s scales %s%s",
+             q->format == FP4_QF_NVFP4 ? "e4m3" : "e8m0",
+             q->scale_layout == FP4_QS_SWIZZLED ? "swizzled 128x4" : "flat", g);
+}
+
+/* ModelOpt (<m>.weight) and compressed-tensors (<m>.weight_packed) groups. */
+static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_tensor_desc *p,
+                               fp4_qproducer prod, const char *module)
+{
+    char nm[4][FP4_NAME_MAX_Q];
+    const char *sfx[4];
+    if (prod == FP4_QP_MODELOPT) {
+        sfx[0] = ".weight_scale", sfx[1] = ".weight_scale_2", sfx[2] = ".input_scale";
+    } else {
+        sfx[0] = ".weight_scale", sfx[1] = ".weight_global_scale", sfx[2] = ".input_global_scale";
+    }
+    for (int i = 0; i < 3; i++) say(nm[i], sizeof nm[i], "%s%s", module, sfx[i]);
+    say(nm[3], sizeof nm[3], "%s.weight", module);
+    const fp4_tensor_desc *s = find_desc(c, nm[0], NULL);
+    const fp4_tensor_desc *g = find_desc(c, nm[1], NULL);
+    if (prod == FP4_QP_MODELOPT && !s && !g) return FP4_OK; /* a plain u8 weight */
+    fp4_qtensor *q;
+    FP4_TRY(add_q(qs, cap, &q));
+    q->producer = prod;
+    q->name = strdup(nm[3]);
+    q->packed = strdup(p->name);
+    if (!q->name || !q->packed) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    member(c, q, p->name);
+    q->format = s && is_dtype(s, "f8_e4m3") ? FP4_QF_NVFP4 : s && is_e8m0(s) ? FP4_QF_MXFP4
+                : g                                       ? FP4_QF_NVFP4
+                                                          : FP4_QF_MXFP4;
+    q->block = q->format == FP4_QF_NVFP4 ? 16 : 32;
+    if (s) {
+        member(c, q, s->name);
+        if (!(q->scale = strdup(s->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    if (g) {
+        member(c, q, g->name);
+        if (!(q->global = strdup(g->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    const fp4_tensor_desc *in = find_desc(c, nm[2], NULL);
+    if (in) {
+        member(c, q, in->name);
+        if (!(q->input_scale = strdup(in->name)))
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    check_packed(q, p, s);
+    if (!s)
+        problem(q, "%s missing (the block scales of %s)", short_role(nm[0]), p->name);
+    else if (!is_dtype(s, "f8_e4m3") && !is_e8m0(s))
+        problem(q, "%s is %s, expected f8_e4m3 (NVFP4) or u8/F8_E8M0 (MXFP4)",
+                short_role(nm[0]), s->dtype);
+    if (q->format == FP4_QF_NVFP4 && !g)
+        problem(q, "%s missing (the per-tensor scale of NVFP4)", short_role(nm[1]));
+    if (q->format == FP4_QF_MXFP4 && g)
+        problem(q, "%s beside E8M0 block scales (MXFP4 has no per-tensor scale)",
+                short_role(nm[1]));
+    if (g && q->format == FP4_QF_NVFP4) check_scalar(q, g, short_role(nm[1]));
+    if (in) check_scalar(q, in, short_role(nm[2]));
+    set_layout(q);
+    return FP4_OK;
+}
+
+/* gpt-oss: <p>_blocks U8 [..., G, 16] and <p>_scales U8 [..., G]. */
+static fp4_status group_gptoss(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_tensor_desc *b,
+                               const char *prefix)
+{
+    char sn[FP4_NAME_MAX_Q];
+    say(sn, sizeof sn, "%s_scales", prefix);
+    const fp4_tensor_desc *s = find_desc(c, sn, NULL);
+    fp4_qtensor *q;
+    FP4_TRY(add_q(qs, cap, &q));
+    q->producer = FP4_QP_GPT_OSS;
+    q->format = FP4_QF_MXFP4;
+    q->block = 32;
+    q->name = strdup(prefix);
+    q->packed = strdup(b->name);
+    if (!q->name || !q->packed) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    member(c, q, b->name);
+    if (s) {
+        member(c, q, s->name);
+        if (!(q->scale = strdup(s->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    char a[96], w[96];
+    if (!is_dtype(b, "u8") || b->rank < 2 || b->dims[b->rank - 1] != 16) {
+        dims_text(a, sizeof a, b->rank, b->dims);
+        problem(q, "%s is %s %s, expected u8 [..., K/32, 16]", short_role(b->name), b->dtype, a);
+    } else {
+        q->rank = b->rank - 1;
+        memcpy(q->dims, b->dims, sizeof q->dims);
+        q->dims[q->rank - 1] = b->dims[b->rank - 2] * 32;
+        q->dims[q->rank] = 0;
+        q->rows = 1;
+        for (int i = 0; i < q->rank - 1; i++) q->rows *= q->dims[i];
+        q->scale_cols = b->dims[b->rank - 2];
+    }
+    if (!s) {
+        problem(q, "%s missing (the E8M0 block scales of %s)", short_role(sn), b->name);
+    } else if (!q->problem[0]) {
+        bool ok = is_e8m0(s) && s->rank == b->rank - 1;
+        for (int i = 0; ok && i < s->rank; i++) ok = s->dims[i] == b->dims[i];
+        if (!ok) {
+            dims_text(a, sizeof a, s->rank, s->dims);
+            dims_text(w, sizeof w, b->rank - 1, b->dims);
+            char why[200];
+            say(why, sizeof why, "%s %s, expected u8 %s (one E8M0 per 32-element block)",
+                     s->dtype, a, w);
+            problem(q, "%s is %s", short_role(sn), why);
+        }
+    }
+    set_layout(q);
+    return FP4_OK;
+}
+
+/* ---- config files -------------------------------------------------------------------------- */
+
+typedef struct decl {
+    char file[32];          /* "hf_quant_config.json", "config.json" */
+    int producer;           /* fp4_qproducer, 0 when not declared */
+    int format;             /* fp4_qformat, 0 when any / not known */
+    char what[96];          /* "modelopt NVFP4" */
+    char **exclude;
+    int nexclude;
+    char exclude_key[32];   /* "exclude_modules", "ignore", "modules_to_not_convert" */
+    char bad[200];          /* the file cannot be used: why */
+} decl;
+
+static void decl_free(decl *d)
+{
+    for (int i = 0; i < d->nexclude; i++) free(d->exclude[i]);
+    free(d->exclude);
+    memset(d, 0, sizeof *d);
+}
+
+static char *slurp_small(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            if (cap > (64u << 20)) break; /* config files are small */
+            char *nb = realloc(buf, cap);
+            if (!nb) break;
+            buf = nb;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+static int format_from_text(const char *s)
+{
+    if (!s) return 0;
+    char up[64];
+    size_t i = 0;
+    for (; s[i] && i + 1 < sizeof up; i++) up[i] = (char)(s[i] >= 'a' && s[i] <= 'z' ? s[i] - 32 : s[i]);
+    up[i] = '\0';
+    if (strstr(up, "NVFP4")) return FP4_QF_NVFP4;
+    if (strstr(up, "MXFP4")) return FP4_QF_MXFP4;
+    return 0;
+}
+
+static void decl_excludes(decl *d, const cJSON *arr, const char *key)
+{
+    if (!cJSON_IsArray(arr)) return;
+    int n = cJSON_GetArraySize(arr);
+    d->exclude = calloc((size_t)n + 1, sizeof *d->exclude);
+    if (!d->exclude) return;
+    say(d->exclude_key, sizeof d->exclude_key, "%s", key);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr) {
+        if (cJSON_IsString(it) && (d->exclude[d->nexclude] = strdup(it->valuestring)))
+            d->nexclude++;
+    }
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* hf_quant_config.json (ModelOpt). Returns false when the file is absent. */
+static bool read_hf_quant(const char *dir, decl *d)
+{
+    char path[4096];
+    size_t len = 0;
+    say(path, sizeof path, "%s/hf_quant_config.json", dir);
+    char *txt = slurp_small(path, &len);
+    if (!txt) return false;
+    say(d->file, sizeof d->file, "hf_quant_config.json");
+    cJSON *j = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    const cJSON *q = j ? cJSON_GetObjectItemCaseSensitive(j, "quantization") : NULL;
+    if (!cJSON_IsObject(q)) {
+        say(d->bad, sizeof d->bad, "hf_quant_config.json: %s",
+                 j ? "no \"quantization\" object" : "not valid JSON");
+        cJSON_Delete(j);
+        return true;
+    }
+    const char *algo = jstr(q, "quant_algo");
+    d->producer = FP4_QP_MODELOPT;
+    d->format = format_from_text(algo);
+    say(d->what, sizeof d->what, "modelopt %s", algo ? algo : "(no quant_algo)");
+    decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "exclude_modules"), "exclude_modules");
+    cJSON_Delete(j);
+    return true;
+}
+
+/* config.json's quantization_config. Returns false when absent or without one. */
+static bool read_config_json(const char *dir, decl *d)
+{
+    char path[4096];
+    size_t len = 0;
+    say(path, sizeof path, "%s/config.json", dir);
+    char *txt = slurp_small(path, &len);
+    if (!txt) return false;
+    cJSON *j = cJSON_ParseWithLength(txt, len);
+    free(txt);
+    say(d->file, sizeof d->file, "config.json");
+    if (!j) {
+        say(d->bad, sizeof d->bad, "config.json: not valid JSON");
+        return true;
+    }
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(j, "quantization_config");
+    if (!cJSON_IsObject(q)) {
+        cJSON_Delete(j);
+        return false;
+    }
+    const char *m = jstr(q, "quant_method");
+    if (m && !strcmp(m, "modelopt")) {
+        d->producer = FP4_QP_MODELOPT;
+        d->format = format_from_text(jstr(q, "quant_algo"));
+        say(d->what, sizeof d->what, "modelopt %s",
+                 jstr(q, "quant_algo") ? jstr(q, "quant_algo") : "(no quant_algo)");
+        decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "ignore"), "ignore");
+    } else if (m && !strcmp(m, "compressed-tensors")) {
+        d->producer = FP4_QP_COMPRESSED_TENSORS;
+        const char *f = jstr(q, "format");
+        d->format = format_from_text(f); /* "mixed-precision": any */
+        say(d->what, sizeof d->what, "compressed-tensors %s", f ? f : "(no format)");
+        decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "ignore"), "ignore");
+    } else if (m && !strcmp(m, "mxfp4")) {
+        d->producer = FP4_QP_GPT_OSS;
+        d->format = FP4_QF_MXFP4;
+        say(d->what, sizeof d->what, "mxfp4 (gpt-oss)");
+        decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "modules_to_not_convert"),
+                      "modules_to_not_convert");
+    } else {
+        /* another method (fp8, gptq, awq, ...): it declares no 4-bit float format */
+        d->producer = -1;
+        say(d->what, sizeof d->what, "quant_method %s", m ? m : "(none)");
+    }
+    cJSON_Delete(j);
+    return true;
+}
+
+/* Whether exclude pattern `pat` names module `mod` (exact, a glob, or compressed-tensors'
+ * "re:" regular expression matched in full). */
+static bool exclude_matches(const char *pat, const char *mod)
+{
+    if (!strncmp(pat, "re:", 3)) {
+        regex_t re;
+        char full[1024];
+        say(full, sizeof full, "^(%s)$", pat + 3);
+        if (regcomp(&re, full, REG_EXTENDED | REG_NOSUB) != 0) return false;
+        bool m = regexec(&re, mod, 0, NULL, 0) == 0;
+        regfree(&re);
+        return m;
+    }
+    return !strcmp(pat, mod) || fnmatch(pat, mod, 0) == 0;
+}
+
+static void apply_decl(fp4_qset *qs, const decl *d)
+{
+    for (int i = 0; i < qs->n; i++) {
+        fp4_qtensor *q = &qs->t[i];
+        if (q->problem[0]) continue;
+        char found[160];
+        say(found, sizeof found, "%s %s", fp4_qproducer_name(q->producer),
+                 q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4");
+        if (d->bad[0]) {
+            problem(q, "%s", d->bad);
+            continue;
+        }
+        if (d->producer != 0 && (d->producer != (int)q->producer ||
+                                 (d->format && d->format != (int)q->format))) {
+            char a[200];
+            say(a, sizeof a, "%s declares %s", d->file, d->what);
+            problem(q, "%s, the tensors are %s", a, found);
+            continue;
+        }
+        char mod[FP4_NAME_MAX_Q];
+        say(mod, sizeof mod, "%s", q->name);
+        if (ends_with(mod, ".weight")) mod[strlen(mod) - 7] = '\0';
+        for (int k = 0; k < d->nexclude; k++) {
+            if (exclude_matches(d->exclude[k], mod)) {
+                char a[200];
+                say(a, sizeof a, "%s %s", d->file, d->exclude_key);
+                problem(q, "stored packed, but %s names %s", a, d->exclude[k]);
+                break;
+            }
+        }
+    }
+}
+
+static void source_dir(const char *file, char *dir, size_t cap)
+{
+    struct stat st;
+    if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        say(dir, cap, "%s", file);
+        return;
+    }
+    const char *sl = strrchr(file, '/');
+    if (!sl)
+        say(dir, cap, ".");
+    else if (sl == file)
+        say(dir, cap, "/");
+    else
+        say(dir, cap, "%.*s", (int)(sl - file), file);
+}
+
+fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
+{
+    memset(out, 0, sizeof *out);
+    if (strcmp(fp4_source_format(src)->name, "safetensors") != 0) return FP4_OK;
+    scan_ctx c = {0};
+    fp4_status st = fp4_source_select(src, NULL, 0, &c.all, &c.n);
+    if (st != FP4_OK) return st;
+    int cap = 0;
+    c.sorted = calloc((size_t)c.n + 1, sizeof *c.sorted);
+    c.used = calloc((size_t)c.n + 1, sizeof *c.used);
+    if (!c.sorted || !c.used) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < c.n; i++) c.sorted[i] = (name_ix){c.all[i].name, i};
+    qsort(c.sorted, (size_t)c.n, sizeof *c.sorted, name_ix_cmp);
+
+    for (int i = 0; st == FP4_OK && i < c.n; i++) {
+        const fp4_tensor_desc *d = &c.all[i];
+        char base[FP4_NAME_MAX_Q];
+        if (strlen(d->name) >= sizeof base) continue;
+        say(base, sizeof base, "%s", d->name);
+        if (ends_with(d->name, ".weight_packed")) {
+            base[strlen(base) - strlen(".weight_packed")] = '\0';
+            st = group_linear(&c, out, &cap, d, FP4_QP_COMPRESSED_TENSORS, base);
+        } else if (ends_with(d->name, ".weight") && is_dtype(d, "u8")) {
+            base[strlen(base) - strlen(".weight")] = '\0';
+            st = group_linear(&c, out, &cap, d, FP4_QP_MODELOPT, base);
+        } else if (ends_with(d->name, "_blocks") && is_dtype(d, "u8")) {
+            base[strlen(base) - strlen("_blocks")] = '\0';
+            st = group_gptoss(&c, out, &cap, d, base);
+        }
+    }
+    /* block scales with no packed partner: an error, never a weight to analyse */
+    for (int i = 0; st == FP4_OK && i < c.n; i++) {
+        const fp4_tensor_desc *d = &c.all[i];
+        if (c.used[i] || d->rank < 1) continue;
+        bool e4 = ends_with(d->name, ".weight_scale") && (is_dtype(d, "f8_e4m3") || is_e8m0(d));
+        bool gs = ends_with(d->name, "_scales") && is_e8m0(d);
+        if (!e4 && !gs) continue;
+        fp4_qtensor *q;
+        st = add_q(out, &cap, &q);
+        if (st != FP4_OK) break;
+        q->producer = gs ? FP4_QP_GPT_OSS : FP4_QP_MODELOPT;
+        q->format = is_dtype(d, "f8_e4m3") ? FP4_QF_NVFP4 : FP4_QF_MXFP4;
+        q->block = q->format == FP4_QF_NVFP4 ? 16 : 32;
+        q->name = strdup(d->name);
+        q->scale = strdup(d->name);
+        q->packed = strdup(d->name);
+        if (!q->name || !q->scale || !q->packed) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            break;
+        }
+        q->rank = d->rank;
+        memcpy(q->dims, d->dims, sizeof q->dims);
+        q->stored_bytes = d->stored_bytes;
+        c.used[i] = true;
+        problem(q, "block scales (%s) with no packed u8 codes beside them (%s)", d->dtype,
+                gs ? "<p>_blocks" : "<m>.weight or <m>.weight_packed");
+        set_layout(q);
+    }
+    if (st != FP4_OK) goto out;
+
+    /* the declarations: checked against the tensors, never trusted over them */
+    char dir[4096];
+    source_dir(fp4_source_file(src), dir, sizeof dir);
+    decl hf = {0}, cj = {0};
+    bool has_hf = read_hf_quant(dir, &hf), has_cj = read_config_json(dir, &cj);
+    if (has_hf) apply_decl(out, &hf);
+    if (has_cj && cj.producer != -1) apply_decl(out, &cj);
+    if (has_hf && has_cj && cj.producer > 0 && hf.producer != cj.producer && !hf.bad[0] &&
+        !cj.bad[0]) {
+        for (int i = 0; i < out->n; i++)
+            problem(&out->t[i], "hf_quant_config.json declares %s, config.json %s", hf.what,
+                    cj.what);
+    }
+    if (has_hf && !hf.bad[0])
+        say(out->declared, sizeof out->declared, "hf_quant_config.json: %s", hf.what);
+    else if (has_cj && !cj.bad[0] && cj.producer > 0)
+        say(out->declared, sizeof out->declared, "config.json: %s", cj.what);
+    /* a declared 4-bit checkpoint whose tensors hold none is no error here: `ls` shows what
+     * is stored */
+    decl_free(&hf);
+    decl_free(&cj);
+out:
+    if (st != FP4_OK) fp4_qset_free(out);
+    free(c.sorted);
+    free(c.used);
+    fp4_tensor_desc_free_list(c.all, c.n);
+    return st;
+}
+
+void fp4_qset_free(fp4_qset *qs)
+{
+    for (int i = 0; i < qs->n; i++) {
+        fp4_qtensor *q = &qs->t[i];
+        free(q->name);
+        free(q->packed);
+        free(q->scale);
+        free(q->global);
+        free(q->input_scale);
+    }
+    free(qs->t);
+    memset(qs, 0, sizeof *qs);
+}
+
+int fp4_qset_find(const fp4_qset *qs, const char *name)
+{
+    for (int i = 0; i < qs->n; i++) {
+        const fp4_qtensor *q = &qs->t[i];
+        if ((q->packed && !strcmp(q->packed, name)) || (q->scale && !strcmp(q->scale, name)) ||
+            (q->global && !strcmp(q->global, name)) ||
+            (q->input_scale && !strcmp(q->input_scale, name)))
+            return i;
+    }
+    return -1;
+}
+
+fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx)
+{
+    int *ix = calloc((size_t)*n + 1, sizeof *ix);
+    bool *seen = calloc((size_t)qs->n + 1, sizeof *seen);
+    if (!ix || !seen) {
+        free(ix);
+        free(seen);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < *n; i++) {
+        int q = qs->n ? fp4_qset_find(qs, list[i].name) : -1;
+        if (q >= 0 && seen[q]) { /* a later member: folded into the first */
+            fp4_tensor_desc_free(&list[i]);
+            continue;
+        }
+        if (q >= 0) {
+            const fp4_qtensor *t = &qs->t[q];
+            fp4_tensor_desc *d = &list[i];
+            char *nm = strdup(t->name);
+            if (!nm) {
+                free(ix);
+                free(seen);
+                return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            }
+            free(d->name);
+            d->name = nm;
+            d->rank = t->rank;
+            memcpy(d->dims, t->dims, sizeof d->dims);
+            d->nelems = 1;
+            for (int r = 0; r < t->rank; r++) d->nelems *= t->dims[r];
+            say(d->dtype, sizeof d->dtype, "%s", fp4_qformat_name(t->format));
+            d->byte_order[0] = '\0';
+            d->stored = FP4_STORED_OTHER;
+            d->numeric = false;
+            d->exact_fp32 = false;
+            d->logical_bytes = d->nelems / 2;
+            d->stored_bytes = t->stored_bytes;
+            d->file_offset = -1;
+            say(d->problem, sizeof d->problem, "%s", t->problem);
+            seen[q] = true;
+        }
+        ix[k] = q;
+        if (k < i) {
+            list[k] = list[i];
+            memset(&list[i], 0, sizeof list[i]);
+        }
+        k++;
+    }
+    *n = k;
+    free(seen);
+    *qidx = ix;
+    return FP4_OK;
+}
+
+void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n)
+{
+    say(buf, n, "already quantized (%s, %s): audit needs the source",
+             q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4", fp4_qproducer_name(q->producer));
+}
+
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+static int64_t scale_index(const fp4_qtensor *q, int64_t r, int64_t c)
+{
+    if (q->scale_layout == FP4_QS_FLAT) return r * q->scale_cols + c;
+    /* cuBLAS block-scaling layout: 128x4 tiles of 512 bytes, inside a tile row r0 = a*32 + b
+     * goes to byte b*16 + a*4 + c0 */
+    int64_t nC = q->scale_cols / 4, r1 = r / 128, r0 = r % 128, c1 = c / 4, c0 = c % 4;
+    return ((r1 * nC + c1) * 32 + (r0 % 32)) * 16 + (r0 / 32) * 4 + c0;
+}
+
+void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
+                      float global, int64_t row0, int64_t nrows, float *out)
+{
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    for (int64_t r = 0; r < nrows; r++) {
+        const uint8_t *pr = packed + (row0 + r) * (K / 2);
+        float *o = out + r * K;
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t sb = scales[scale_index(q, row0 + r, b)];
+            float s;
+            if (q->format == FP4_QF_NVFP4) {
+                float e = fp4_f8e4m3_to_f32(sb);
+                /* the producers' own fp32 operation: ModelOpt multiplies by weight_scale_2,
+                 * compressed-tensors divides by weight_global_scale */
+                s = q->producer == FP4_QP_COMPRESSED_TENSORS ? e / global : e * global;
+            } else {
+                /* 2^(b-127) as an fp32 power (torch.ldexp = x * pow(2, e)): 2^-127 is a
+                 * subnormal, exact; 2^128 overflows to +inf */
+                s = sb == 255 ? INFINITY : ldexpf(1.0f, (int)sb - 127);
+            }
+            for (int64_t j = 0; j < q->block; j += 2) {
+                uint8_t byte = pr[(b * q->block + j) / 2];
+                o[b * q->block + j] = fp4_e2m1_value(byte & 15u) * s;
+                o[b * q->block + j + 1] = fp4_e2m1_value(byte >> 4) * s;
+            }
+        }
+    }
+}
+
+fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
+                          float *out)
+{
+    const char *file = fp4_source_file(src);
+    if (q->problem[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, q->name, q->problem);
+    if (row0 < 0 || nrows < 0 || row0 + nrows > q->rows)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: rows %lld..%lld outside 0..%lld", file, q->name,
+                         (long long)row0, (long long)(row0 + nrows), (long long)q->rows);
+    fp4_tensor_desc p = {0}, s = {0}, g = {0};
+    fp4_status st = fp4_source_describe(src, q->packed, &p);
+    if (st == FP4_OK) st = fp4_source_describe(src, q->scale, &s);
+    if (st == FP4_OK && q->global) st = fp4_source_describe(src, q->global, &g);
+    if (st != FP4_OK) goto out;
+    const uint8_t *pb = fp4_source_bytes(src, &p), *sb = fp4_source_bytes(src, &s);
+    const uint8_t *gb = q->global ? fp4_source_bytes(src, &g) : NULL;
+    int64_t K = q->dims[q->rank - 1];
+    int64_t want_s = q->scale_layout == FP4_QS_SWIZZLED ? s.dims[0] * s.dims[1]
+                                                        : q->rows * q->scale_cols;
+    if (!pb || !sb || (q->global && !gb) || p.stored_bytes != q->rows * (K / 2) ||
+        s.stored_bytes != want_s || (q->global && g.stored_bytes != 4)) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: the packed codes or scales cannot be read", file,
+                       q->name);
+        goto out;
+    }
+    float global = 1.0f;
+    if (gb) memcpy(&global, gb, 4); /* safetensors is little-endian, as every host we build on */
+    if (q->format == FP4_QF_NVFP4 && !(global > 0.0f && isfinite(global))) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s is %g, expected finite and > 0", file,
+                       q->name, q->global, (double)global);
+        goto out;
+    }
+    fp4_quant_decode(q, pb, sb, global, row0, nrows, out);
+out:
+    fp4_tensor_desc_free(&p);
+    fp4_tensor_desc_free(&s);
+    fp4_tensor_desc_free(&g);
+    return st;
+}

@@ -1,0 +1,126 @@
+/* io/quantized.h — already-quantized checkpoints (SPEC §10): the packed 4-bit codes, their
+ * block scales and their per-tensor scale, stored as separate safetensors tensors by a
+ * producer, recognised as ONE logical tensor named as the module's weight, and decoded to fp32
+ * bit for bit in that producer's own order of fp32 operations.
+ *
+ * Producers and their tensors (per module <m>; "K" is the input dimension, the last one):
+ *   modelopt NVFP4       <m>.weight U8 [..., K/2], <m>.weight_scale F8_E4M3 [..., K/16]
+ *                        (flat; or the cuBLAS 128x4 swizzle, padded), <m>.weight_scale_2 F32
+ *                        0-d or [1] (multiplied), <m>.input_scale F32 (optional)
+ *   modelopt MXFP4       <m>.weight U8 [..., K/2], <m>.weight_scale U8/F8_E8M0 [..., K/32]
+ *   compressed-tensors   <m>.weight_packed U8 [..., K/2], <m>.weight_scale F8_E4M3 [..., K/16],
+ *     NVFP4              <m>.weight_global_scale F32 [1] (divided), <m>.input_global_scale
+ *   compressed-tensors   <m>.weight_packed U8 [..., K/2], <m>.weight_scale U8/F8_E8M0 [..., K/32]
+ *     MXFP4
+ *   gpt-oss MXFP4        <p>_blocks U8 [E, R, K/32, 16], <p>_scales U8 [E, R, K/32]; logical
+ *                        tensor <p> [E, R, K] (gate/up rows interleaved as stored)
+ * Every producer puts element 2j of a row in the low nibble of byte j, 2j+1 in the high one.
+ * The tensors decide the format; the directory's hf_quant_config.json and config.json
+ * (quantization_config) are read for the declared producer/format and the exclude list, and
+ * a declaration the tensors contradict is a problem of each tensor concerned.
+ * No cJSON type crosses this header. */
+#ifndef FP4_IO_QUANTIZED_H
+#define FP4_IO_QUANTIZED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "io/source.h"
+
+typedef enum fp4_qformat { FP4_QF_NVFP4 = 1, FP4_QF_MXFP4 = 2 } fp4_qformat;
+
+typedef enum fp4_qproducer {
+    FP4_QP_MODELOPT = 1,
+    FP4_QP_COMPRESSED_TENSORS = 2,
+    FP4_QP_GPT_OSS = 3
+} fp4_qproducer;
+
+/* How the block scales are stored. */
+typedef enum fp4_qscale_layout {
+    FP4_QS_FLAT = 0,    /* [..., K/block] row-major */
+    FP4_QS_SWIZZLED = 1 /* cuBLAS 2-D block-scaling layout, rows padded to 128, columns to 4 */
+} fp4_qscale_layout;
+
+/* "nvfp4", "mxfp4"; "modelopt", "compressed-tensors", "gpt-oss" (NULL for a bad value). */
+const char *fp4_qformat_name(fp4_qformat f);
+const char *fp4_qproducer_name(fp4_qproducer p);
+
+/* One logical quantized tensor. */
+typedef struct fp4_qtensor {
+    char *name;               /* "model.layers.0.self_attn.q_proj.weight" (owned) */
+    fp4_qformat format;
+    fp4_qproducer producer;
+    fp4_qscale_layout scale_layout;
+    int block;                /* elements per block scale: 16 (NVFP4) or 32 (MXFP4) */
+    int rank;                 /* of the logical tensor: the packed rank (gpt-oss: one less) */
+    int64_t dims[FP4_MAX_RANK]; /* logical dims; the last is K (2 x the packed bytes per row) */
+    int64_t rows;             /* product of every dim but the last */
+    int64_t scale_cols;       /* block scales per row as stored (K / block for flat) */
+    char layout[96];          /* "nibble low=even, scales flat e4m3, global multiplied" */
+    char *packed, *scale, *global, *input_scale; /* member tensor names (owned; global and
+                                                    input_scale NULL when absent) */
+    int64_t stored_bytes;     /* the members' bytes together */
+    char problem[320];        /* "" when the members are consistent; else what is wrong
+                                 ("weight_scale_2 missing", "weight_scale is 4x8, expected
+                                 4x16 (one E4M3 per 16 of 256 inputs)") */
+} fp4_qtensor;
+
+/* Every quantized tensor of a source. */
+typedef struct fp4_qset {
+    fp4_qtensor *t;
+    int n;
+    char declared[160];       /* what the config files declare: "hf_quant_config.json: modelopt
+                                 NVFP4", or "" when none */
+} fp4_qset;
+
+/* Find the quantized tensors of `src` (safetensors only; any other format gets an empty set):
+ * lists and describes every tensor, groups partners by name, checks each group's shapes and
+ * dtypes, then reads the config files beside the checkpoint (FILE's directory, or FILE when it
+ * is a directory) and marks each tensor the declaration contradicts (another producer or
+ * format, or a module the exclude list names) with a problem. A config file that cannot be
+ * parsed is a problem of every quantized tensor. FP4_ERR_INTERNAL only when out of memory;
+ * errors describing a tensor propagate. */
+fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out);
+void fp4_qset_free(fp4_qset *qs);
+
+/* The quantized tensor `name` is a member of (packed codes, block scales, global or input
+ * scale), or -1. */
+int fp4_qset_find(const fp4_qset *qs, const char *name);
+
+/* Fold a described list (selection order, as fp4_source_select gives it) into logical
+ * tensors: the first member of each quantized tensor in the list becomes one descriptor named
+ * as the logical tensor (its logical dims, dtype "nvfp4"/"mxfp4", not numeric, stored_bytes of
+ * every member, `problem` the tensor's problem), its other members are removed (freed), the
+ * rest is unchanged. (*qidx)[i] is the fp4_qset index of entry i or -1 (malloc'd, *n + 1
+ * entries). FP4_ERR_INTERNAL only when out of memory. */
+fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx);
+
+/* The skip reason of a quantized tensor in the analysis commands:
+ * "already quantized (NVFP4, modelopt): audit needs the source". */
+void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);
+
+/* The E2M1 value of a 4-bit code (bit 3 sign): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives
+ * (code 8 is -0). */
+float fp4_e2m1_value(unsigned code);
+
+/* Decode `nrows` logical rows starting at row `row0` of q to fp32, row-major (nrows * K
+ * floats), from the whole tensor's packed bytes (rows * K/2), block-scale bytes (as stored,
+ * swizzled included) and global scale (ignored by MXFP4), in the producer's own order:
+ *   modelopt NVFP4           s = e4m3(b) * global; w = e2m1(c) * s
+ *   compressed-tensors NVFP4 s = e4m3(b) / global; w = e2m1(c) * s
+ *   MXFP4 (every producer)   w = e2m1(c) * 2^(b - 127), computed as fp32 multiplication by
+ *                            the fp32 power (byte 255: 2^128 = +inf, code 0 then NaN, as
+ *                            torch.ldexp gives)
+ * E4M3 byte 0x7F/0xFF decodes as NaN. No error: the caller checked the shapes (fp4_quant_scan). */
+void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
+                      float global, int64_t row0, int64_t nrows, float *out);
+
+/* Read the members of q from src and decode rows [row0, row0 + nrows) (see fp4_quant_decode).
+ * FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with a problem or a member whose bytes
+ * the source cannot give; the global scale must be finite and > 0 for NVFP4. */
+fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
+                          float *out);
+
+#endif
