@@ -9,7 +9,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
-libdeflate-dev zlib1g-dev librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev \
+libdeflate-dev zlib1g-dev libxxhash-dev librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev \
 libomp-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do

@@ -580,6 +580,19 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
         goto out;
     run.nassigned = nmine;
+    if (opt.cfg.shard.count > 0) { /* what every share reads the same: the operand files */
+        operand_src in[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
+        const char *files[3] = {by_spec ? NULL : opt.args[0], NULL, NULL};
+        for (int t = 0; by_spec && t < 3 && st == FP4_OK; t++)
+            if (g.spec[t] && (st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t),
+                                              g.spec[t], &in[t])) == FP4_OK)
+                files[t] = in[t].file;
+        fp4_file_print *prints = NULL;
+        if (st == FP4_OK) st = fp4_fingerprint_inputs(files, 3, &prints, &run.nprints);
+        run.prints = prints;
+        for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
+        if (st != FP4_OK) goto out;
+    }
     for (int k = 0; k < nmine; k++) {
         const int i = mine[k];
         operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
@@ -655,6 +668,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
 out:
     fp4_output_forget();
     fp4_dgemm_close(products);
+    fp4_fingerprint_free((fp4_file_print *)run.prints, run.nprints);
     for (int i = 0; i < run.nlayers; i++) layer_free(&layers[i]);
     free(layers);
     for (int i = 0; i < run.nerrors; i++) free(errs[i].layer), free(errs[i].message);

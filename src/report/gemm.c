@@ -253,6 +253,7 @@ static void add_shard(cJSON *root, const fp4_gemm_run *run)
     cJSON *es = cJSON_AddArrayToObject(sh, "errors");
     for (int i = 0; es && i < run->nerrors; i++)
         cJSON_AddItemToArray(es, cJSON_CreateNumber(run->error_index[i]));
+    cJSON_AddItemToObject(sh, "fingerprint", fp4_report_fingerprint_json(run->prints, run->nprints));
 }
 
 static void gemm_add_verdict(cJSON *root, const fp4_gemm_run *run);

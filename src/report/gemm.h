@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "io/fingerprint.h"
 #include "run/gemm.h"
 #include "run/config.h"
 #include "base/status.h"
@@ -36,6 +37,8 @@ typedef struct fp4_gemm_run {
     int nassigned;
     int *index;
     int *error_index;
+    const fp4_file_print *prints; /* --shard: the fingerprint of the operand files */
+    int nprints;
     double seconds;
     int64_t bytes_read;
 } fp4_gemm_run;

@@ -120,6 +120,18 @@ static bool argv_equal(char **a, char **b)
 
 /* --------------------------------------------------------------- checks */
 
+/* One entry of a "shard.fingerprint" array: file, size (whole), xxh3 (16 hex digits). */
+static bool print_entry(const cJSON *e, const char **file, double *size, const char **hash)
+{
+    const cJSON *f = get(e, "file"), *z = get(e, "size"), *h = get(e, "xxh3");
+    if (!cJSON_IsString(f) || !cJSON_IsNumber(z) || !(z->valuedouble >= 0) ||
+        z->valuedouble != floor(z->valuedouble) || !cJSON_IsString(h) ||
+        strlen(h->valuestring) != 16 || strspn(h->valuestring, "0123456789abcdef") != 16)
+        return false;
+    *file = f->valuestring, *size = z->valuedouble, *hash = h->valuestring;
+    return true;
+}
+
 /* The longest run time and the most bytes a part may say it took and read: a year, and 2^53
  * bytes (8 PiB; every such count is exact in a JSON number). */
 #define TIMING_SECONDS_MAX (366.0 * 86400.0)
@@ -171,6 +183,19 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
             return fp4_error(FP4_ERR_INPUT, "%s: no command or argv", names[i]);
         fp4_status st = timing_check(&p[i]);
         if (st != FP4_OK) return st;
+        const cJSON *fa = get(p[i].shard, "fingerprint"), *e;
+        if (!cJSON_IsArray(fa))
+            return fp4_error(FP4_ERR_INPUT, "%s: no shard.fingerprint (a part of an older "
+                                            "fp4diag: make the shares again)",
+                             names[i]);
+        cJSON_ArrayForEach(e, fa)
+        {
+            const char *file, *hash;
+            double size;
+            if (!print_entry(e, &file, &size, &hash))
+                return fp4_error(FP4_ERR_INPUT, "%s: malformed shard.fingerprint entry",
+                                 names[i]);
+        }
     }
     return FP4_OK;
 }
@@ -214,6 +239,53 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
     return eq;
 }
 
+static const cJSON *print_find(const cJSON *arr, const char *file)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *f = get(e, "file");
+        if (cJSON_IsString(f) && !strcmp(f->valuestring, file)) return e;
+    }
+    return NULL;
+}
+
+/* Part b read the same input files as part a (the fingerprints every share takes: size and
+ * sampled XXH3 per file; io/fingerprint.h): FP4_ERR_INPUT naming the file and what differs. */
+static fp4_status same_input(const part *a, const part *b)
+{
+    const cJSON *fa = get(a->shard, "fingerprint"), *fb = get(b->shard, "fingerprint");
+    for (int s = 0; s < 2; s++) {
+        const cJSON *x = s ? fb : fa, *y = s ? fa : fb, *e;
+        const part *px = s ? b : a, *py = s ? a : b;
+        cJSON_ArrayForEach(e, x)
+        {
+            const char *file, *hx, *hy;
+            double zx, zy;
+            print_entry(e, &file, &zx, &hx); /* checked by load */
+            const cJSON *o = print_find(y, file);
+            if (!o)
+                return fp4_error(FP4_ERR_INPUT, "%s is not a share of the run of %s: %s read "
+                                                "%s, %s did not (shares of different inputs)",
+                                 b->name, a->name, px->name, file, py->name);
+            if (s) continue; /* both ways for names; sizes and hashes once */
+            print_entry(o, &file, &zy, &hy);
+            if (zx != zy)
+                return fp4_error(FP4_ERR_INPUT, "%s is not a share of the run of %s: its input "
+                                                "%s had %.0f bytes, %.0f in %s (shares of "
+                                                "different contents at the same path)",
+                                 b->name, a->name, file, zy, zx, a->name);
+            if (strcmp(hx, hy))
+                return fp4_error(FP4_ERR_INPUT, "%s is not a share of the run of %s: its input "
+                                                "%s had other contents (xxh3 %s, %s in %s; "
+                                                "shares of different contents at the same "
+                                                "path)",
+                                 b->name, a->name, file, hy, hx, a->name);
+        }
+    }
+    return FP4_OK;
+}
+
 static fp4_status check_parts(part *p, int n, bool gemm)
 {
     for (int i = 1; i < n; i++) {
@@ -222,6 +294,8 @@ static fp4_status check_parts(part *p, int n, bool gemm)
             return fp4_error(FP4_ERR_INPUT,
                              "%s is not a share of the run of %s: its %s differs (foreign part)",
                              p[i].name, p[0].name, what);
+        fp4_status st = same_input(&p[0], &p[i]);
+        if (st != FP4_OK) return st;
     }
     const int N = p[0].count;
     int *seen = malloc((size_t)N * sizeof *seen);

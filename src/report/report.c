@@ -497,6 +497,23 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
     return (double)m->tensor_amax == amax || isnan(amax);
 }
 
+cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(a, o);
+        char hex[17];
+        fp4_fingerprint_hex(p[i].xxh3, hex);
+        cJSON_AddStringToObject(o, "file", p[i].path);
+        cJSON_AddNumberToObject(o, "size", (double)p[i].size);
+        cJSON_AddStringToObject(o, "xxh3", hex);
+        cJSON_AddNumberToObject(o, "hashed", (double)p[i].hashed);
+    }
+    return a;
+}
+
 /* --shard: which share this is, the selection positions it was given, and per tensor the
  * exact state `merge` pools (see fp4_metrics_raw_json). */
 static void add_shard(cJSON *root, const fp4_run *run)
@@ -522,6 +539,7 @@ static void add_shard(cJSON *root, const fp4_run *run)
     cJSON *es = cJSON_AddArrayToObject(sh, "errors");
     for (int i = 0; es && i < run->nerrors; i++)
         cJSON_AddItemToArray(es, cJSON_CreateNumber(run->errors[i].index));
+    cJSON_AddItemToObject(sh, "fingerprint", fp4_report_fingerprint_json(run->prints, run->nprints));
 }
 
 static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)

@@ -44,6 +44,10 @@ char *fp4_report_analysis_json(const char *command, int argc, char **argv, const
  * A cJSON object (struct cJSON: report.c and merge.c are the cJSON users). */
 struct cJSON;
 struct cJSON *fp4_metrics_raw_json(const fp4_metrics *m);
+
+/* A partial report's "shard.fingerprint": per input file (io/fingerprint.h) {file, size, xxh3
+ * (16 hex digits), hashed (bytes in the sample)}, in the given (path) order. */
+struct cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n);
 bool fp4_metrics_raw_parse(const struct cJSON *o, fp4_metrics *m);
 
 /* The status of an errors entry by its name in a report ("input_error", ...); FP4_ERR_INTERNAL

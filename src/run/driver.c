@@ -985,6 +985,9 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     if (opt->shard.count > 0) { /* this share only; SR streams keep the selection index */
         st = shard_pick(run, infos, ninfos);
         if (st != FP4_OK) goto out;
+        /* what every share reads the same: the input files' sizes and sampled contents */
+        st = fp4_fingerprint_input(file, &run->prints, &run->nprints);
+        if (st != FP4_OK) goto out;
     }
 
     /* Every tensor's plan (or the reason it is an error entry), then the reader over those
@@ -1093,6 +1096,7 @@ void fp4_run_free(fp4_run *run)
     for (int i = 0; i < run->ndatasets; i++) free(run->datasets[i]);
     free(run->datasets);
     free(run->assigned);
+    fp4_fingerprint_free(run->prints, run->nprints);
     for (int i = 0; i < run->ntensors; i++) {
         fp4_tensor_desc_free(&run->tensors[i].info);
         free(run->tensors[i].metrics);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "io/fingerprint.h"
 #include "io/source.h"
 #include "num/metrics.h"
 #include "num/quant.h"
@@ -59,6 +60,9 @@ typedef struct fp4_run {
     int *assigned;             /* --shard: the positions in datasets[] of this share's
                                   tensors, ascending (tensors and errors come from these) */
     int nassigned;
+    fp4_file_print *prints;    /* --shard: the input's fingerprint (io/fingerprint.h), taken
+                                  before any tensor is read */
+    int nprints;
     fp4_tensor_result *tensors; /* analysed tensors, in walk order */
     int ntensors;
     fp4_tensor_error *errors;
