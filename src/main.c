@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     }
     fp4_threads_cap_default(); /* before any parallel region */
     fp4_reexec_set_argv(argv); /* settings read at load time: the program may run again */
-    if (!strcmp(name, "gemm")) fp4_dgemm_pick_openblas_core(argv); /* may re-exec */
+    if (!strcmp(name, "gemm")) fp4_reexec_openblas_core(argv); /* may re-exec */
     else fp4_blas_threads_release(); /* no BLAS: its idle pollers off the analysis' cores */
     fp4_trace("main: %s", name);
     const fp4_command *c = command_find(name);

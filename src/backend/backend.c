@@ -2,17 +2,14 @@
  * the fp4_analysis_* protocol checks (slab order, amax pass, weight_2d slab sizes) around a
  * backend's vtable (backend_impl.h). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include <dirent.h>
 #include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/impl.h"
 #include "io/widen.h"
-#include "cmd/reexec.h"
 #include "base/trace.h"
 
 int fp4_cpu_count(void)
@@ -34,38 +31,6 @@ void fp4_threads_cap_default(void)
 }
 
 static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out);
-
-/* Bytes in a file, or in the regular files of a directory (not its subdirectories). */
-static int64_t input_bytes(const char *path)
-{
-    struct stat sb;
-    if (!path || stat(path, &sb) != 0) return 0;
-    if (S_ISREG(sb.st_mode)) return (int64_t)sb.st_size;
-    if (!S_ISDIR(sb.st_mode)) return 0;
-    DIR *d = opendir(path);
-    if (!d) return 0;
-    int64_t total = 0;
-    char p[4096];
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p) continue;
-        if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) total += (int64_t)sb.st_size;
-    }
-    closedir(d);
-    return total;
-}
-
-/* Inputs smaller than this are not worth the second process start (see backend.h). */
-#define OMP_WAIT_REEXEC_BYTES ((int64_t)128 << 20)
-
-void fp4_omp_wait_default(const char *input, int threads)
-{
-    if (threads < 2 || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    /* started by mpirun (world.c's test): MPI_Init has run, no exec now */
-    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
-    if (input_bytes(input) < OMP_WAIT_REEXEC_BYTES) return;
-    fp4_trace("re-exec with OMP_WAIT_POLICY=passive");
-    fp4_reexec_with(NULL, "OMP_WAIT_POLICY", "passive");
-}
 
 fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
 {

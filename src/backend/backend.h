@@ -26,20 +26,6 @@ void fp4_backend_close(fp4_backend *be);
  * its local rank modulo the GPUs). No CUDA call; a no-op in a build without CUDA. */
 void fp4_cuda_backend_set_device(int dev);
 
-/* fp4diag's default for OpenMP's idle threads: OMP_WAIT_POLICY=passive, i.e. an idle thread
- * sleeps at once instead of spinning (libgomp's default spins 300000 rounds, milliseconds, at
- * every end of a parallel region, on cores the reader thread and the widening need). On the
- * 16-core H200 host, 16 threads, 1 GiB as f32 / bf16, one analysis: 0.63 / 0.45 s wall with
- * libgomp's default, 0.50 / 0.35 s passive, 0.46 / 0.40 s with GOMP_SPINCOUNT=1000; six
- * analyses on bf16: 0.88, 0.77, 0.91 s. User time (f32 one, bf16 one, bf16 six): 9.0, 6.4,
- * 13.2 s with libgomp's default, 1.8, 1.8, 8.1 s passive.
- * libgomp reads its variables once, when it is loaded, so this sets the variable and executes
- * the program again (reexec.h), which costs a process start (~10 ms): done only when the user
- * set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT, the run uses more than one CPU thread
- * (threads), it was not started by mpirun (MPI is up by now), and `input` (a file, or a
- * directory's files) holds at least 128 MiB. Returns when nothing is done. */
-void fp4_omp_wait_default(const char *input, int threads);
-
 /* The CPUs this process may run on (its affinity mask; at least 1). */
 int fp4_cpu_count(void);
 

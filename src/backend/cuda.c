@@ -9,6 +9,21 @@
  * reports its absence). */
 #include "backend/impl.h"
 
+#include <stddef.h>
+
+#include "kernels.h"
+#include "num/metrics.h"
+
+/* fp4_fsums is laid out as the kernels' per-chunk sums (kernels.h FP4K_S_*, SPEC §7): the
+ * partials this file copies back are read as fp4_fsums. Checked in every build. */
+_Static_assert(offsetof(fp4_fsums, x2) == FP4K_S_X2 * sizeof(double), "FP4K_S_X2");
+_Static_assert(offsetof(fp4_fsums, err2) == FP4K_S_ERR2 * sizeof(double), "FP4K_S_ERR2");
+_Static_assert(offsetof(fp4_fsums, xqx) == FP4K_S_XQX * sizeof(double), "FP4K_S_XQX");
+_Static_assert(offsetof(fp4_fsums, xq2) == FP4K_S_XQ2 * sizeof(double), "FP4K_S_XQ2");
+_Static_assert(offsetof(fp4_fsums, serr) == FP4K_S_SIGNED * sizeof(double), "FP4K_S_SIGNED");
+_Static_assert(offsetof(fp4_fsums, lerr) == FP4K_S_LEVEL0 * sizeof(double), "FP4K_S_LEVEL0");
+_Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
+
 #ifdef FP4_HAVE_CUDA
 
 #include <cuda_runtime_api.h>
@@ -18,7 +33,6 @@
 #include <unistd.h>
 
 #include "io/widen.h"
-#include "kernels.h"
 #include "base/trace.h"
 
 #define NSLOT 2

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
+#include "cmd/reexec.h"
 #include "run/driver.h"
 #include "io/chunked.h"
 #include "io/pario.h"

@@ -1,13 +1,20 @@
-/* reexec.c — execv("/proc/self/exe") with one more environment variable (reexec.h). */
+/* reexec.c — execv("/proc/self/exe") with one more environment variable (reexec.h), and the
+ * two settings that need it: OpenMP's wait policy and OpenBLAS's core type. */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include "cmd/reexec.h"
 
+#include <dirent.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/trace.h"
+#include "run/gemm_blas.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
 #include <link.h>
-#include <sys/stat.h>
 #endif
 
 static char **g_argv;
@@ -58,4 +65,42 @@ void fp4_reexec_with(char **argv, const char *var, const char *value)
 #else
     (void)argv, (void)var, (void)value;
 #endif
+}
+
+/* Bytes in a file, or in the regular files of a directory (not its subdirectories). */
+static int64_t input_bytes(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return 0;
+    if (S_ISREG(sb.st_mode)) return (int64_t)sb.st_size;
+    if (!S_ISDIR(sb.st_mode)) return 0;
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int64_t total = 0;
+    char p[4096];
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (snprintf(p, sizeof p, "%s/%s", path, e->d_name) >= (int)sizeof p) continue;
+        if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) total += (int64_t)sb.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Inputs smaller than this are not worth the second process start (see reexec.h). */
+#define OMP_WAIT_REEXEC_BYTES ((int64_t)128 << 20)
+
+void fp4_omp_wait_default(const char *input, int threads)
+{
+    if (threads < 2 || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    /* started by mpirun (world.c's test): MPI_Init has run, no exec now */
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK")) return;
+    if (input_bytes(input) < OMP_WAIT_REEXEC_BYTES) return;
+    fp4_trace("re-exec with OMP_WAIT_POLICY=passive");
+    fp4_reexec_with(NULL, "OMP_WAIT_POLICY", "passive");
+}
+
+void fp4_reexec_openblas_core(char **argv)
+{
+    const char *want = fp4_dgemm_openblas_core_wanted();
+    if (want) fp4_reexec_with(argv, "OPENBLAS_CORETYPE", want); /* returns if not done */
 }

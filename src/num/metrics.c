@@ -2,19 +2,6 @@
  * α, δ, mean signed error, B15, B8), level geometry, and compound shrinkage. */
 #include "num/metrics.h"
 
-#include "kernels.h"
-
-#include <stddef.h>
-
-/* fp4_fsums is laid out as the kernels' per-chunk sums (kernels.h FP4K_S_*, SPEC §7) */
-_Static_assert(offsetof(fp4_fsums, x2) == FP4K_S_X2 * sizeof(double), "FP4K_S_X2");
-_Static_assert(offsetof(fp4_fsums, err2) == FP4K_S_ERR2 * sizeof(double), "FP4K_S_ERR2");
-_Static_assert(offsetof(fp4_fsums, xqx) == FP4K_S_XQX * sizeof(double), "FP4K_S_XQX");
-_Static_assert(offsetof(fp4_fsums, xq2) == FP4K_S_XQ2 * sizeof(double), "FP4K_S_XQ2");
-_Static_assert(offsetof(fp4_fsums, serr) == FP4K_S_SIGNED * sizeof(double), "FP4K_S_SIGNED");
-_Static_assert(offsetof(fp4_fsums, lerr) == FP4K_S_LEVEL0 * sizeof(double), "FP4K_S_LEVEL0");
-_Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
-
 #include <math.h>
 #include <string.h>
 

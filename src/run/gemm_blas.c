@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/reexec.h"
-
 #ifdef FP4_HAVE_CUDA_BACKEND
 #include <cuda_runtime_api.h>
 
@@ -191,17 +189,17 @@ void fp4_blas_threads_release(void)
     if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
-void fp4_dgemm_pick_openblas_core(char **argv)
+const char *fp4_dgemm_openblas_core_wanted(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__)
-    if (getenv("OPENBLAS_CORETYPE")) return; /* the user's choice, or our second run */
+    if (getenv("OPENBLAS_CORETYPE")) return NULL; /* the user's choice, or our second run */
     const char *core = openblas_get_corename();
     /* the generic fallbacks of OpenBLAS's dynamic dispatch for an unknown model */
     static const char *const fallback[] = {"Prescott", "Core2", "Katmai", "Coppermine",
                                            "Northwood", "Banias", "unknown", NULL};
     bool generic = core == NULL;
     for (int i = 0; !generic && fallback[i]; i++) generic = strcmp(core, fallback[i]) == 0;
-    if (!generic) return;
+    if (!generic) return NULL;
     __builtin_cpu_init();
     const char *want = NULL;
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
@@ -209,8 +207,8 @@ void fp4_dgemm_pick_openblas_core(char **argv)
         want = "SkylakeX";
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         want = "Haswell";
-    if (want) fp4_reexec_with(argv, "OPENBLAS_CORETYPE", want); /* returns if not done */
+    return want;
 #else
-    (void)argv;
+    return NULL;
 #endif
 }

@@ -39,12 +39,11 @@ fp4_status fp4_dgemm_products(fp4_dgemm *e, const double *a, const double *aq, i
  * from the CPUID model or from the environment variable OPENBLAS_CORETYPE. CPUs newer than the
  * library (Sapphire Rapids guests, for one) come out as "Prescott", an SSE3 kernel 3x slower
  * at dgemm than its AVX-512 one. When OPENBLAS_CORETYPE is unset, OpenBLAS reports such a
- * fallback core and this CPU has AVX-512 (AVX2), this sets OPENBLAS_CORETYPE=SkylakeX
- * (Haswell) and execs the program again with the same argv (/proc/self/exe); otherwise, or
- * when /proc/self/exe is the dynamic loader (started as ld.so fp4diag ...), or if the exec
- * fails, it returns and nothing changes. Products agree either way within a few
- * ulps. Call it first thing in main, for commands that run BLAS. */
-void fp4_dgemm_pick_openblas_core(char **argv);
+ * fallback core and this CPU has AVX-512 (AVX2), this returns the core to ask for,
+ * "SkylakeX" ("Haswell"); otherwise NULL. Products agree either way within a few ulps.
+ * Setting it takes a second start of the program, which is the program's business
+ * (cmd/reexec.h fp4_reexec_openblas_core). */
+const char *fp4_dgemm_openblas_core_wanted(void);
 
 /* For commands that run no BLAS: ends the worker threads OpenBLAS (pthreads build) starts
  * when it is loaded, one per CPU but one. Each of them polls with sched_yield for about 2^28

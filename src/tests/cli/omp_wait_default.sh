@@ -1,5 +1,5 @@
 #!/bin/sh
-# omp_wait_default.sh — fp4diag's OpenMP wait default (backend.h fp4_omp_wait_default): on an
+# omp_wait_default.sh — fp4diag's OpenMP wait default (cmd/reexec.h fp4_omp_wait_default): on an
 # input of 128 MiB or more with more than one thread, and neither OMP_WAIT_POLICY nor
 # GOMP_SPINCOUNT set, the program runs itself again with OMP_WAIT_POLICY=passive (the trace shows
 # it, and 'main' twice); the user's variable, --threads 1, --device cuda or a small input: no
