@@ -129,10 +129,19 @@ $(BUILD):
 
 tests: $(TEST_BINS) $(BIN) $(if $(filter 1,$(USE_CUDA)),$(BUILD)/bench_gpu)
 
-# Unit suites (cmocka prints its summary per suite), then the CLI cases.
-check: tests
+# The layer rule first (nothing is built before it), then the unit suites (cmocka prints its
+# summary per suite), then the CLI cases.
+check: check-layers
+	@$(MAKE) --no-print-directory tests
 	@FP4DIAG=$(CURDIR)/$(BIN) BUILD=$(BUILD) sh src/tests/run_all.sh $(TEST_BINS)
 	@$(if $(CHECK_EXTRA),$(MAKE) --no-print-directory $(CHECK_EXTRA))
+
+# The layer rule of src/ (README, Layout): includes go down the wings only, no cycle between
+# wings; the script's self-test shows each of its rules failing on a made-up tree.
+check-layers:
+	@python3 scripts/check_layers.py --self-test
+	@python3 scripts/check_layers.py
+.PHONY: check-layers
 
 demo: fp4diag
 	@sh scripts/demo.sh
