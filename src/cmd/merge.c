@@ -52,8 +52,10 @@ fp4_status cmd_merge(int argc, char **argv)
     st = fp4_output_prepare(o.cfg.output, (const char *const *)o.args, o.nargs);
     char **texts = st == FP4_OK ? calloc((size_t)o.nargs, sizeof *texts) : NULL;
     if (st == FP4_OK && !texts) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    /* never /dev/zero; each part at most 256 MiB, all of them parsed within 1 GiB */
+    int64_t budget = FP4_REPORT_PARSE_MAX;
     for (int i = 0; st == FP4_OK && i < o.nargs; i++)
-        st = fp4_report_file_read(o.args[i], &texts[i]); /* never /dev/zero; at most 1 GiB */
+        st = fp4_report_file_read_budget(o.args[i], &budget, &texts[i]);
     fp4_merge_result res;
     memset(&res, 0, sizeof res);
     if (st == FP4_OK)

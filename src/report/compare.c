@@ -539,7 +539,38 @@ out:
  * socket). A device (/dev/zero, a terminal), a directory: never read. */
 static bool readable_kind(mode_t m) { return S_ISREG(m) || S_ISFIFO(m) || S_ISSOCK(m); }
 
+int64_t fp4_report_parse_cost(const char *text, size_t len)
+{
+    int64_t values = 0;
+    bool in_scalar = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"') { /* a string (key or value): to its closing quote */
+            values++;
+            in_scalar = false;
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+        } else if (c == '{' || c == '[') {
+            values++;
+            in_scalar = false;
+        } else if (c == ',' || c == ':' || c == '}' || c == ']' || c == ' ' || c == '\t' ||
+                   c == '\n' || c == '\r') {
+            in_scalar = false;
+        } else if (!in_scalar) { /* a number or literal starts */
+            values++;
+            in_scalar = true;
+        }
+    }
+    return values * FP4_REPORT_VALUE_BYTES + (int64_t)len;
+}
+
 fp4_status fp4_report_file_read(const char *path, char **text)
+{
+    int64_t budget = FP4_REPORT_PARSE_MAX;
+    return fp4_report_file_read_budget(path, &budget, text);
+}
+
+fp4_status fp4_report_file_read_budget(const char *path, int64_t *budget, char **text)
 {
     *text = NULL;
     int is_stdin = strcmp(path, "-") == 0;
@@ -604,6 +635,17 @@ fp4_status fp4_report_file_read(const char *path, char **text)
         goto out;
     }
     buf[len] = '\0';
+    int64_t cost = fp4_report_parse_cost(buf, len);
+    if (cost > *budget) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %lld JSON values in %.1f MiB would take about %lld "
+                       "MiB to parse, more than the %lld MiB left of the %lld MiB that the "
+                       "reports of one command may take (not parsed)",
+                       shown, (long long)((cost - (int64_t)len) / FP4_REPORT_VALUE_BYTES),
+                       (double)len / (1 << 20), (long long)(cost >> 20),
+                       (long long)(*budget >> 20), (long long)(FP4_REPORT_PARSE_MAX >> 20));
+        goto out;
+    }
+    *budget -= cost;
     *text = buf;
     buf = NULL;
 out:
@@ -619,8 +661,9 @@ fp4_status fp4_compare_files(const char *base_path, const char *new_path,
     if (!strcmp(base_path, "-") && !strcmp(new_path, "-"))
         return fp4_error(FP4_ERR_INPUT, "compare: only one report can come from stdin");
     char *a = NULL, *b = NULL;
-    fp4_status st = fp4_report_file_read(base_path, &a);
-    if (st == FP4_OK) st = fp4_report_file_read(new_path, &b);
+    int64_t budget = FP4_REPORT_PARSE_MAX; /* both reports together */
+    fp4_status st = fp4_report_file_read_budget(base_path, &budget, &a);
+    if (st == FP4_OK) st = fp4_report_file_read_budget(new_path, &budget, &b);
     if (st == FP4_OK) st = fp4_compare_texts(a, base_path, b, new_path, opts, out);
     free(a);
     free(b);

@@ -5,6 +5,7 @@
 #define FP4_COMPARE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/status.h"
 
@@ -98,14 +99,32 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
                              const char *new_label, const fp4_compare_opts *opts,
                              fp4_compare_result *out);
 
-/* The largest report compare reads (1 GiB): a bigger regular file is refused before reading,
- * a pipe once it has given more. */
-#define FP4_COMPARE_MAX_BYTES (1 << 30)
+/* Reports are read in bounded memory (compare, merge): a report file over
+ * FP4_COMPARE_MAX_BYTES (256 MiB) is refused before it is read (a pipe once it has given
+ * more), and a report is parsed only when its parsed form fits what is left of a budget of
+ * FP4_REPORT_PARSE_MAX (1 GiB) shared by every report of the command: FP4_REPORT_VALUE_BYTES
+ * (80) per JSON value (each cJSON node with its allocation) plus the text. Our reports take
+ * 19-23 bytes of text per value, so a report past 256 MiB would need more than the budget in
+ * any case; a text of tiny values ("[1,1,1,...]", 2 bytes each) is refused before parsing. */
+#define FP4_COMPARE_MAX_BYTES (256 << 20)
+#define FP4_REPORT_PARSE_MAX ((int64_t)1 << 30)
+#define FP4_REPORT_VALUE_BYTES 80
+
+/* The memory the parsed form of JSON `text` (len bytes) is estimated to take: values x
+ * FP4_REPORT_VALUE_BYTES + len, counting every object, array, string (keys included), number
+ * and literal in one pass without allocating (not a validation: the parse does that). */
+int64_t fp4_report_parse_cost(const char *text, size_t len);
 
 /* The whole of a report file ("-": stdin) as a NUL-terminated malloc'd string, for compare and
  * merge: only a regular file or a pipe is read (never a device such as /dev/zero, nor a
- * directory), at most FP4_COMPARE_MAX_BYTES, stopping at a NUL byte (binary data).
- * FP4_ERR_INPUT "PATH: why"; FP4_ERR_INTERNAL when out of memory. */
+ * directory), at most FP4_COMPARE_MAX_BYTES, stopping at a NUL byte (binary data); then its
+ * fp4_report_parse_cost is taken from *budget, and a report costing more than is left is
+ * refused ("PATH: N JSON values in M MiB would take about K MiB to parse, more than the
+ * L MiB left of the 1024 MiB that the reports of one command may take") and not kept. FP4_ERR_INPUT "PATH: why";
+ * FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_report_file_read_budget(const char *path, int64_t *budget, char **text);
+
+/* fp4_report_file_read_budget with a budget of its own (FP4_REPORT_PARSE_MAX). */
 fp4_status fp4_report_file_read(const char *path, char **text);
 
 /* As fp4_compare_texts, reading the two files ("-" is stdin, at most one of them).

@@ -343,6 +343,59 @@ static void test_files(void **state)
     fp4t_rmtree(dir);
 }
 
+/* fp4_report_parse_cost: values counted as cJSON allocates them (objects, arrays, keys,
+ * strings with escaped quotes, numbers, literals), whitespace and separators free; the text's
+ * bytes added. */
+static void test_parse_cost(void **state)
+{
+    (void)state;
+    const struct {
+        const char *text;
+        int64_t values;
+    } cases[] = {
+        {"", 0},
+        {"1", 1},
+        {"[]", 1},
+        {"{\"a\":[1,2,\"x\\\"y\"],\"b\":true}", 8},
+        {"{\n\t\"a\":\t[1, -2.5e3, null],\n\t\"b\":\t\"]\\\\\"\n}", 8},
+        {"[1,1,1,1,1,1,1,1,1,1]", 11},
+        {"\"unterminated", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t len = strlen(cases[i].text);
+        assert_int_equal(fp4_report_parse_cost(cases[i].text, len),
+                         cases[i].values * FP4_REPORT_VALUE_BYTES + (int64_t)len);
+    }
+}
+
+/* A report file costing more than the budget left is refused and not kept; the budget falls
+ * by each report's cost. */
+static void test_read_budget(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/r.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[1,2,3]", f); /* 4 values, 7 bytes */
+    assert_int_equal(fclose(f), 0);
+    const int64_t cost = 4 * FP4_REPORT_VALUE_BYTES + 7;
+    int64_t budget = 2 * cost;
+    char *t = NULL;
+    assert_int_equal(fp4_report_file_read_budget(path, &budget, &t), FP4_OK);
+    assert_string_equal(t, "[1,2,3]");
+    free(t);
+    assert_int_equal(budget, cost);
+    assert_int_equal(fp4_report_file_read_budget(path, &budget, &t), FP4_OK);
+    free(t);
+    assert_int_equal(budget, 0);
+    assert_int_equal(fp4_report_file_read_budget(path, &budget, &t), FP4_ERR_INPUT);
+    assert_null(t);
+    assert_int_equal(budget, 0);
+    fp4t_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
         cmocka_unit_test(test_ignore_key),
+        cmocka_unit_test(test_parse_cost),         cmocka_unit_test(test_read_budget),
         cmocka_unit_test(test_grid_exact),         cmocka_unit_test(test_input_file_noted),
     };
     return cmocka_run_group_tests_name("compare", tests, NULL, NULL);

@@ -6,7 +6,7 @@
 #  - `gemm` over several layers, some bad: an `errors` entry per bad layer, the good layers
 #    reported, exit 3 after the whole report;
 #  - `compare` refuses devices and directories (never reads /dev/zero), binary data from a
-#    pipe at once, and regular files larger than any report (1 GiB) before reading them.
+#    pipe at once, and regular files larger than any report (256 MiB) before reading them.
 . "$(dirname "$0")/lib/hostile.sh"
 need_command gemm
 need_fixtures gemm.h5
@@ -47,7 +47,7 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a["layers"] == b["layers"] and a["summary"] == b["summary"]
 PY
 
-# compare: only regular files and pipes, at most 1 GiB.
+# compare: only regular files and pipes, at most 256 MiB.
 clean_fail "/dev/zero: not a regular file or a pipe" compare "$tmp/good.json" /dev/zero
 clean_fail "/dev/null: not a regular file or a pipe" compare /dev/null "$tmp/good.json"
 clean_fail "$tmp/fx: is a directory" compare "$tmp/good.json" "$tmp/fx"
