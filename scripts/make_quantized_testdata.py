@@ -18,8 +18,10 @@ fp32/bf16 order of operations:
                                 32, its power-of-two rounding)
   gptoss_mxfp4/                 gpt-oss: gate_up_proj_blocks [E, R, K/32, 16] + _scales
   bad_*/                        partner faults: a missing weight_scale_2, a scale of the wrong
-                                shape, a config naming another producer, an orphan scale
-Beside each quantized file, expected.safetensors holds every logical tensor decoded to F32 by
+                                shape, a config naming another producer, an orphan scale;
+                                bad_nibble/: down_proj's nibbles swapped (the audit's layout
+                                check names it)
+expected/<name>.safetensors holds every logical tensor decoded to F32 by
 the producer's formula (the unit test compares fp4diag's decode with it bit for bit).
 
 Run from the repository root: python3 scripts/make_quantized_testdata.py
@@ -151,6 +153,7 @@ def make_source(rng):
         src[P + name + ".weight"] = bf16_round(w)
     src[P + "self_attn.q_proj.weight"][3, 16:32] = 0.0  # one all-zero block
     src[P + "mlp.down_proj.weight"][5, 7] = 0.9         # an outlier
+    src[P + "mlp.down_proj.weight"] = bf16_round(src[P + "mlp.down_proj.weight"])
     src["lm_head.weight"] = bf16_round(rng.standard_normal((16, 64)).astype(np.float32) * 0.05)
     src["model.norm.weight"] = bf16_round(1 + 0.1 * rng.standard_normal(64).astype(np.float32))
     src[P + "mlp.experts.gate_up_proj"] = bf16_round(
@@ -336,6 +339,19 @@ def main():
         "quantization_config": {"quant_method": "compressed-tensors",
                                 "format": "nvfp4-pack-quantized", "ignore": ["lm_head"]}})
     write_st(f"{OUT}/bad_exclude/model.safetensors", modelopt_t + keep)
+    # a layout fault for the audit: down_proj's nibbles swapped (element 2j in the high
+    # nibble), everything else as ModelOpt writes it
+    swapped = []
+    for name, dt, shape, data in modelopt_t:
+        if name == P + "mlp.down_proj.weight":
+            b = np.frombuffer(data, np.uint8)
+            data = ((b >> 4) | ((b & 15) << 4)).astype(np.uint8).tobytes()
+        swapped.append((name, dt, shape, data))
+    write_st(f"{OUT}/bad_nibble/model.safetensors", swapped + keep)
+    write_json(f"{OUT}/bad_nibble/hf_quant_config.json", {
+        "producer": {"name": "modelopt"},
+        "quantization": {"quant_algo": "W4A16_NVFP4", "group_size": 16,
+                         "exclude_modules": ["lm_head"]}})
     write_json(f"{OUT}/bad_exclude/hf_quant_config.json", {
         "producer": {"name": "modelopt"},
         "quantization": {"quant_algo": "NVFP4", "group_size": 16,

@@ -34,6 +34,8 @@ const fp4_command fp4_commands[] = {
      fp4_usage_compare},
     {"merge", cmd_merge, "join the partial reports of --shard I/N runs into one report",
      fp4_usage_merge},
+    {"audit", cmd_audit, "an NVFP4/MXFP4 checkpoint against its source: SQNR, RTN, scales, layout",
+     fp4_usage_audit},
 };
 const int fp4_ncommands = (int)(sizeof fp4_commands / sizeof fp4_commands[0]);
 

@@ -31,10 +31,11 @@ fp4_status cmd_grid(int argc, char **argv);
 fp4_status cmd_gemm(int argc, char **argv);
 fp4_status cmd_compare(int argc, char **argv);
 fp4_status cmd_merge(int argc, char **argv);
+fp4_status cmd_audit(int argc, char **argv);
 
 /* Usage texts, defined beside each command. */
 extern const char fp4_usage_ls[], fp4_usage_sqnr[], fp4_usage_bias[], fp4_usage_buckets[],
     fp4_usage_rht[], fp4_usage_grid[], fp4_usage_gemm[], fp4_usage_compare[],
-    fp4_usage_merge[];
+    fp4_usage_merge[], fp4_usage_audit[];
 
 #endif

@@ -731,13 +731,26 @@ void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n)
 
 /* ---- decoding ------------------------------------------------------------------------------ */
 
-static int64_t scale_index(const fp4_qtensor *q, int64_t r, int64_t c)
+int64_t fp4_quant_scale_index(const fp4_qtensor *q, int64_t r, int64_t c)
 {
     if (q->scale_layout == FP4_QS_FLAT) return r * q->scale_cols + c;
     /* cuBLAS block-scaling layout: 128x4 tiles of 512 bytes, inside a tile row r0 = a*32 + b
      * goes to byte b*16 + a*4 + c0 */
     int64_t nC = q->scale_cols / 4, r1 = r / 128, r0 = r % 128, c1 = c / 4, c0 = c % 4;
     return ((r1 * nC + c1) * 32 + (r0 % 32)) * 16 + (r0 / 32) * 4 + c0;
+}
+
+float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global)
+{
+    if (q->format == FP4_QF_NVFP4) {
+        float e = fp4_f8e4m3_to_f32(b);
+        /* the producers' own fp32 operation: ModelOpt multiplies by weight_scale_2,
+         * compressed-tensors divides by weight_global_scale */
+        return q->producer == FP4_QP_COMPRESSED_TENSORS ? e / global : e * global;
+    }
+    /* 2^(b-127) as an fp32 power (torch.ldexp = x * pow(2, e)): 2^-127 is a subnormal,
+     * exact; 2^128 overflows to +inf */
+    return b == 255 ? INFINITY : ldexpf(1.0f, (int)b - 127);
 }
 
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
@@ -748,18 +761,8 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
         const uint8_t *pr = packed + (row0 + r) * (K / 2);
         float *o = out + r * K;
         for (int64_t b = 0; b < nb; b++) {
-            uint8_t sb = scales[scale_index(q, row0 + r, b)];
-            float s;
-            if (q->format == FP4_QF_NVFP4) {
-                float e = fp4_f8e4m3_to_f32(sb);
-                /* the producers' own fp32 operation: ModelOpt multiplies by weight_scale_2,
-                 * compressed-tensors divides by weight_global_scale */
-                s = q->producer == FP4_QP_COMPRESSED_TENSORS ? e / global : e * global;
-            } else {
-                /* 2^(b-127) as an fp32 power (torch.ldexp = x * pow(2, e)): 2^-127 is a
-                 * subnormal, exact; 2^128 overflows to +inf */
-                s = sb == 255 ? INFINITY : ldexpf(1.0f, (int)sb - 127);
-            }
+            uint8_t sb = scales[fp4_quant_scale_index(q, row0 + r, b)];
+            float s = fp4_quant_block_scale(q, sb, global);
             for (int64_t j = 0; j < q->block; j += 2) {
                 uint8_t byte = pr[(b * q->block + j) / 2];
                 o[b * q->block + j] = fp4_e2m1_value(byte & 15u) * s;
@@ -769,14 +772,11 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
     }
 }
 
-fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
-                          float *out)
+fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
+                           const uint8_t **scales, float *global_out)
 {
     const char *file = fp4_source_file(src);
     if (q->problem[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, q->name, q->problem);
-    if (row0 < 0 || nrows < 0 || row0 + nrows > q->rows)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: rows %lld..%lld outside 0..%lld", file, q->name,
-                         (long long)row0, (long long)(row0 + nrows), (long long)q->rows);
     fp4_tensor_desc p = {0}, s = {0}, g = {0};
     fp4_status st = fp4_source_describe(src, q->packed, &p);
     if (st == FP4_OK) st = fp4_source_describe(src, q->scale, &s);
@@ -800,10 +800,27 @@ fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, i
                        q->name, q->global, (double)global);
         goto out;
     }
-    fp4_quant_decode(q, pb, sb, global, row0, nrows, out);
+    *packed = pb;
+    *scales = sb;
+    *global_out = global;
 out:
     fp4_tensor_desc_free(&p);
     fp4_tensor_desc_free(&s);
     fp4_tensor_desc_free(&g);
     return st;
+}
+
+fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
+                          float *out)
+{
+    const char *file = fp4_source_file(src);
+    if (q->problem[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, q->name, q->problem);
+    if (row0 < 0 || nrows < 0 || row0 + nrows > q->rows)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: rows %lld..%lld outside 0..%lld", file, q->name,
+                         (long long)row0, (long long)(row0 + nrows), (long long)q->rows);
+    const uint8_t *pb = NULL, *sb = NULL;
+    float global = 1.0f;
+    FP4_TRY(fp4_quant_bytes(src, q, &pb, &sb, &global));
+    fp4_quant_decode(q, pb, sb, global, row0, nrows, out);
+    return FP4_OK;
 }

@@ -105,6 +105,15 @@ void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);
  * (code 8 is -0). */
 float fp4_e2m1_value(unsigned code);
 
+/* Where the block scale of logical row r, block c lies in the stored scale bytes (flat:
+ * r * scale_cols + c; swizzled: the cuBLAS 128x4 tile layout). */
+int64_t fp4_quant_scale_index(const fp4_qtensor *q, int64_t r, int64_t c);
+
+/* The decoded fp32 scale of block-scale byte b in the producer's order (see
+ * fp4_quant_decode): e4m3(b) * global (modelopt), e4m3(b) / global (compressed-tensors),
+ * 2^(b - 127) for MXFP4 (255: +inf). */
+float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global);
+
 /* Decode `nrows` logical rows starting at row `row0` of q to fp32, row-major (nrows * K
  * floats), from the whole tensor's packed bytes (rows * K/2), block-scale bytes (as stored,
  * swizzled included) and global scale (ignored by MXFP4), in the producer's own order:
@@ -116,6 +125,14 @@ float fp4_e2m1_value(unsigned code);
  * E4M3 byte 0x7F/0xFF decodes as NaN. No error: the caller checked the shapes (fp4_quant_scan). */
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
                       float global, int64_t row0, int64_t nrows, float *out);
+
+/* The stored bytes of q's members inside src's mapping (valid until the source closes): the
+ * packed codes (rows * K/2 bytes), the block-scale bytes as stored (flat or swizzled) and the
+ * per-tensor scale (1.0 for MXFP4). FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with a
+ * problem, members whose bytes the source cannot give or whose sizes disagree with q, and an
+ * NVFP4 per-tensor scale that is not finite and > 0. */
+fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
+                           const uint8_t **scales, float *global);
 
 /* Read the members of q from src and decode rows [row0, row0 + nrows) (see fp4_quant_decode).
  * FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with a problem or a member whose bytes

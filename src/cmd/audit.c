@@ -1,0 +1,135 @@
+/* cmd/audit.c — `fp4diag audit SOURCE QUANTIZED [SELECT...]`: an already-quantized checkpoint
+ * against its high-precision source (run/audit.c computes, report/audit.c prints; SPEC §11). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/commands.h"
+#include "cmd/options.h"
+#include "io/source.h"
+#include "report/audit.h"
+#include "report/output.h"
+#include "run/audit.h"
+
+const char fp4_usage_audit[] =
+    "usage: fp4diag audit [-o FILE] [--json] [-q] SOURCE QUANTIZED [SELECT...]\n"
+    "\n"
+    "Audit an already-quantized checkpoint (NVFP4/MXFP4 exported by ModelOpt,\n"
+    "compressed-tensors / llm-compressor, or laid out as gpt-oss) against the high-precision\n"
+    "checkpoint it was made from. Each quantized tensor of QUANTIZED (one logical tensor: codes,\n"
+    "block scales, per-tensor scale; see 'fp4diag ls') is paired by name with SOURCE's tensor\n"
+    "and measured, all sums in fp64:\n"
+    "  export     SQNR and alpha of the checkpoint as stored (decoded bit for bit in the\n"
+    "             producer's order) against the source;\n"
+    "  RTN        SQNR and alpha of fp4diag's own round-to-nearest quantization of the source\n"
+    "             with the producer's scale rule (per-tensor scales per fused group q/k/v,\n"
+    "             gate/up, w1/w3); gain = export - RTN is what the exporter's algorithm bought;\n"
+    "  nonnearest_frac   codes that are not a nearest grid point of the source under the\n"
+    "             stored scale (exact, fp64; ~0 for a round-to-nearest export);\n"
+    "  scale_match_frac  stored block-scale bytes equal to the producer's rule from the source\n"
+    "             block's amax (1 for a round-to-nearest export of this source);\n"
+    "  layout     the declared nibble order and global-scale direction checked against the\n"
+    "             source: a layout only another convention makes sane is named (left out of\n"
+    "             the pool); one no convention makes sane is an errors entry.\n"
+    "SELECT: names, groups or globs of the logical tensors (default: every quantized tensor).\n"
+    "\n"
+    "options:\n"
+    "  -o FILE   write the JSON report (schema fp4diag.audit/1) to FILE; the table still\n"
+    "            goes to standard output\n"
+    "  --json    the JSON report on standard output instead of the table\n"
+    "  -q        no table\n"
+    "  -h, --help  this text\n"
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 a file unreadable, no quantized tensor, a pattern that\n"
+    "selects none, or any errors entry (the report is written first).\n";
+
+static fp4_status audit_main(int argc, char **argv, char **orig);
+
+fp4_status cmd_audit(int argc, char **argv)
+{
+    /* getopt_long permutes its argv: parse a copy, the report keeps the order as given */
+    char **args = fp4_argv_dup(argc, argv);
+    if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = audit_main(argc, args, argv);
+    free(args);
+    return st;
+}
+
+static fp4_status audit_main(int argc, char **argv, char **orig)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, quiet = false;
+    const char *output = NULL;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'o': output = optarg; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
+        case ':':
+            return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag audit --help'",
+                             argv[optind - 1]);
+        default:
+            return fp4_error(FP4_ERR_USAGE, "unknown option '%s'; see 'fp4diag audit --help'",
+                             argv[optind - 1]);
+        }
+    }
+    if (argc - optind < 2)
+        return fp4_error(FP4_ERR_USAGE,
+                         "missing SOURCE or QUANTIZED; see 'fp4diag audit --help'");
+    const char *source = argv[optind], *quantized = argv[optind + 1];
+    const char *inputs[2] = {source, quantized};
+    if (output) FP4_TRY(fp4_output_prepare(output, inputs, 2));
+    fp4_audit a;
+    fp4_status st = fp4_audit_run(source, quantized, (const char *const *)argv + optind + 2,
+                                  argc - optind - 2, &a);
+    if (st != FP4_OK) {
+        fp4_audit_free(&a);
+        fp4_output_forget();
+        return st;
+    }
+    if (output || json) {
+        char *text = fp4_report_audit_json(argc, orig, &a);
+        if (!text) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory building JSON");
+        } else {
+            size_t len = strlen(text);
+            char *full = malloc(len + 2);
+            if (!full) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            } else {
+                memcpy(full, text, len);
+                full[len] = '\n';
+                full[len + 1] = '\0';
+                if (output)
+                    st = fp4_output_write(output, full, len + 1);
+                else
+                    fputs(full, stdout);
+                free(full);
+            }
+            free(text);
+        }
+    }
+    if (st == FP4_OK && !quiet && !json) fp4_report_audit_table(stdout, &a);
+    if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
+                       errno == EPIPE ? "the reading end of the pipe was closed"
+                                      : strerror(errno));
+    if (st == FP4_OK && a.nerrors > 0)
+        st = fp4_error(FP4_ERR_INPUT, "%d tensor%s failed (see \"errors\"); first: %s",
+                       a.nerrors, a.nerrors == 1 ? "" : "s", a.errors[0].message);
+    fp4_audit_free(&a);
+    fp4_output_forget();
+    return st;
+}

@@ -1,0 +1,265 @@
+/* report/audit.c — the audit report: JSON (fp4diag.audit/1) and the table (see
+ * report/audit.h). */
+#include "report/audit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "base/status.h"
+#include "base/version.h"
+#include "report/report.h"
+
+static const char *status_name(fp4_status st)
+{
+    switch (st) {
+    case FP4_OK: return "ok";
+    case FP4_ERR_USAGE: return "usage_error";
+    case FP4_ERR_INPUT: return "input_error";
+    case FP4_ERR_DEVICE: return "device_error";
+    default: return "internal_error";
+    }
+}
+
+/* A number, or null when not finite. */
+static void num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static double frac(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : NAN; }
+
+static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s)
+{
+    cJSON *o = cJSON_AddObjectToObject(parent, key);
+    if (!o) return;
+    const char *status;
+    num(o, "sqnr_db", fp4_audit_sqnr(s, &status));
+    cJSON_AddStringToObject(o, "sqnr_status", status);
+    num(o, "alpha", fp4_audit_alpha(s));
+}
+
+static const char *fit_name(const fp4_audit_tensor *t)
+{
+    return t->layout_fit >= 0 ? fp4_audit_hypothesis_name(t->layout_fit) : "none";
+}
+
+char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "schema", "fp4diag.audit/1");
+    cJSON *tool = cJSON_AddObjectToObject(root, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
+    cJSON_AddStringToObject(root, "command", "audit");
+    cJSON *av = cJSON_AddArrayToObject(root, "argv");
+    if (av) cJSON_AddItemToArray(av, cJSON_CreateString(FP4DIAG_NAME));
+    for (int i = 0; av && i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON *in = cJSON_AddObjectToObject(root, "input");
+    if (in) {
+        cJSON_AddStringToObject(in, "source", a->source);
+        cJSON_AddStringToObject(in, "quantized", a->quantized);
+        if (a->declared[0])
+            cJSON_AddStringToObject(in, "declared", a->declared);
+        else
+            cJSON_AddNullToObject(in, "declared");
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
+    for (int i = 0; arr && i < a->n; i++) {
+        const fp4_audit_tensor *t = &a->t[i];
+        if (t->layout_fit < 0) continue; /* an errors entry */
+        const fp4_qtensor *q = &t->q;
+        cJSON *o = cJSON_CreateObject();
+        if (!o) break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "name", t->name);
+        cJSON *sh = cJSON_AddArrayToObject(o, "shape");
+        for (int d = 0; sh && d < q->rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)q->dims[d]));
+        cJSON *qo = cJSON_AddObjectToObject(o, "quant");
+        if (qo) {
+            cJSON_AddStringToObject(qo, "format", fp4_qformat_name(q->format));
+            cJSON_AddStringToObject(qo, "producer", fp4_qproducer_name(q->producer));
+            cJSON_AddStringToObject(qo, "layout", q->layout);
+            cJSON_AddNumberToObject(qo, "block", q->block);
+        }
+        sums_json(o, "export", &t->export_);
+        cJSON *ex = cJSON_GetObjectItemCaseSensitive(o, "export");
+        cJSON *h = ex ? cJSON_AddArrayToObject(ex, "histogram") : NULL;
+        for (int c = 0; h && c < 16; c++)
+            cJSON_AddItemToArray(h, cJSON_CreateNumber((double)t->histogram[c]));
+        sums_json(o, "requant", &t->requant);
+        cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
+        num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
+        cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
+        num(o, "scale_match_frac", frac(t->scale_match, t->scale_bytes));
+        cJSON_AddNumberToObject(o, "scale_bytes", (double)t->scale_bytes);
+        cJSON *df = cJSON_AddArrayToObject(o, "scale_byte_diff");
+        for (int k = 0; df && k < FP4_AUDIT_DIFF_BINS; k++)
+            cJSON_AddItemToArray(df, cJSON_CreateNumber((double)t->diff[k]));
+        if (q->format == FP4_QF_NVFP4) {
+            cJSON *g = cJSON_AddObjectToObject(o, "global_scale");
+            if (g) {
+                num(g, "stored", t->global_stored);
+                num(g, "rule", t->global_rule);
+                cJSON_AddBoolToObject(g, "match", t->global_stored == t->global_rule);
+                num(g, "group_amax", t->group_amax);
+                if (t->group[0])
+                    cJSON_AddStringToObject(g, "group", t->group);
+                else
+                    cJSON_AddNullToObject(g, "group");
+            }
+        } else {
+            cJSON_AddNullToObject(o, "global_scale");
+        }
+        cJSON *sp = cJSON_AddObjectToObject(o, "special_scale_bytes");
+        if (sp) {
+            cJSON_AddNumberToObject(sp, "e8m0_ff", (double)t->e8m0_ff);
+            cJSON_AddNumberToObject(sp, "e4m3_nan", (double)t->e4m3_nan);
+        }
+        cJSON_AddNumberToObject(o, "zero_blocks", (double)t->zero_blocks);
+        cJSON *lo = cJSON_AddObjectToObject(o, "layout_check");
+        if (lo) {
+            cJSON_AddStringToObject(lo, "fits", fit_name(t));
+            cJSON_AddBoolToObject(lo, "as_declared", t->layout_fit == FP4_AUDIT_H_DECLARED);
+            cJSON *hy = cJSON_AddArrayToObject(lo, "hypotheses");
+            for (int k = 0; hy && k < FP4_AUDIT_NH; k++) {
+                if (!t->hyp_tried[k]) continue;
+                cJSON *e = cJSON_CreateObject();
+                if (!e) break;
+                cJSON_AddItemToArray(hy, e);
+                cJSON_AddStringToObject(e, "layout", fp4_audit_hypothesis_name(k));
+                const char *status;
+                num(e, "sqnr_db", fp4_audit_sqnr(&t->hyp[k], &status));
+                cJSON_AddStringToObject(e, "sqnr_status", status);
+            }
+        }
+    }
+    cJSON *po = cJSON_AddObjectToObject(root, "pooled");
+    if (po) {
+        int np = 0;
+        for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
+        cJSON_AddNumberToObject(po, "tensors", np);
+        sums_json(po, "export", &a->pooled_export);
+        sums_json(po, "requant", &a->pooled_requant);
+        num(po, "nonnearest_frac", frac(a->pooled_nonnearest, a->pooled_elements));
+        num(po, "scale_match_frac", frac(a->pooled_scale_match, a->pooled_scale_bytes));
+    }
+    cJSON *er = cJSON_AddArrayToObject(root, "errors");
+    for (int i = 0; er && i < a->nerrors; i++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(er, e);
+        cJSON_AddStringToObject(e, "tensor", a->errors[i].tensor);
+        cJSON_AddStringToObject(e, "status", status_name(a->errors[i].status));
+        cJSON_AddStringToObject(e, "message", a->errors[i].message);
+    }
+    cJSON *tm = cJSON_AddObjectToObject(root, "timing");
+    if (tm) cJSON_AddNumberToObject(tm, "seconds", a->seconds);
+    fp4_json_make_valid(root);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+static int by_sqnr(const void *pa, const void *pb)
+{
+    const fp4_audit_tensor *a = *(const fp4_audit_tensor *const *)pa;
+    const fp4_audit_tensor *b = *(const fp4_audit_tensor *const *)pb;
+    const char *s;
+    double x = fp4_audit_sqnr(&a->export_, &s), y = fp4_audit_sqnr(&b->export_, &s);
+    if (isnan(x)) x = INFINITY; /* exact exports last */
+    if (isnan(y)) y = INFINITY;
+    return x < y ? -1 : x > y ? 1 : strcmp(a->name, b->name);
+}
+
+static void db_text(char *buf, size_t cap, const fp4_audit_sums *s)
+{
+    const char *status;
+    double v = fp4_audit_sqnr(s, &status);
+    if (isnan(v))
+        snprintf(buf, cap, "%s", status);
+    else
+        snprintf(buf, cap, "%.3f", v);
+}
+
+void fp4_report_audit_table(FILE *out, const fp4_audit *a)
+{
+    int n = 0, w = 6;
+    const fp4_audit_tensor **ord = calloc((size_t)a->n + 1, sizeof *ord);
+    if (!ord) return;
+    for (int i = 0; i < a->n; i++) {
+        if (a->t[i].layout_fit < 0) continue;
+        ord[n++] = &a->t[i];
+        int l = (int)strlen(a->t[i].name);
+        if (l > w) w = l;
+    }
+    qsort(ord, (size_t)n, sizeof *ord, by_sqnr);
+    fprintf(out, "%-*s  %-24s  %9s %8s  %9s %8s  %7s  %9s  %11s\n", w, "tensor",
+            "format/producer", "export dB", "alpha", "RTN dB", "alpha", "gain dB", "nonnear%",
+            "scale same%");
+    char e[32], r[32], fp[48];
+    for (int i = 0; i < n; i++) {
+        const fp4_audit_tensor *t = ord[i];
+        const char *s1, *s2;
+        double ev = fp4_audit_sqnr(&t->export_, &s1), rv = fp4_audit_sqnr(&t->requant, &s2);
+        db_text(e, sizeof e, &t->export_);
+        db_text(r, sizeof r, &t->requant);
+        snprintf(fp, sizeof fp, "%s %s", fp4_qformat_name(t->q.format),
+                 fp4_qproducer_name(t->q.producer));
+        char gain[16] = "-";
+        if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
+        fprintf(out, "%-*s  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", w, t->name, fp,
+                e, fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
+                100.0 * frac(t->nonnearest, t->export_.n),
+                100.0 * frac(t->scale_match, t->scale_bytes),
+                t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : "");
+    }
+    if (n > 0) {
+        db_text(e, sizeof e, &a->pooled_export);
+        db_text(r, sizeof r, &a->pooled_requant);
+        char label[64];
+        int np = 0;
+        for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
+        snprintf(label, sizeof label, "(pooled, %d tensor%s)", np, np == 1 ? "" : "s");
+        fprintf(out, "%-*s  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f\n", w, label, "", e,
+                fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant), "",
+                100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+                100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        fprintf(out, "export: the checkpoint as stored vs SOURCE; RTN: fp4diag's round-to-nearest "
+                     "of SOURCE with the producer's scale rule;\n"
+                     "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
+                     "under the stored scale; scale same%%: stored block-scale bytes the rule "
+                     "reproduces (SPEC 11)\n");
+    }
+    /* findings */
+    for (int i = 0; i < n; i++) {
+        const fp4_audit_tensor *t = ord[i];
+        if (t->layout_fit != FP4_AUDIT_H_DECLARED) {
+            const char *s1, *s2;
+            fprintf(out,
+                    "layout: %s: the export is sane only with %s (%.3f dB; as declared, %s: "
+                    "%.3f dB); left out of the pool\n",
+                    t->name, fp4_audit_hypothesis_name(t->layout_fit),
+                    fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1), t->q.layout,
+                    fp4_audit_sqnr(&t->export_, &s2));
+        }
+        if (t->q.format == FP4_QF_NVFP4 && t->global_stored != t->global_rule)
+            fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g\n",
+                    t->name, (double)t->global_stored, fp4_qproducer_name(t->q.producer),
+                    (double)t->global_rule, t->group[0] ? t->group : "tensor", t->group_amax);
+        if (t->e8m0_ff || t->e4m3_nan)
+            fprintf(out, "special scale bytes: %s: %lld E8M0 0xFF, %lld E4M3 NaN\n", t->name,
+                    (long long)t->e8m0_ff, (long long)t->e4m3_nan);
+    }
+    for (int i = 0; i < a->nerrors; i++) fprintf(out, "error: %s\n", a->errors[i].message);
+    free(ord);
+}

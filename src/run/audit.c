@@ -1,0 +1,582 @@
+/* run/audit.c — the audit of an already-quantized checkpoint against its source (see
+ * run/audit.h, SPEC §11). */
+#include "run/audit.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/common.h"
+#include "io/source.h"
+
+/* Source elements read at a time (a slab along dim 0 holds at least one of its rows). */
+#define AUDIT_SLAB_ELEMS (1 << 22)
+/* A layout hypothesis is sane when its export SQNR is at most this far below our own
+ * round-to-nearest re-quantization's (GPTQ-style exports sit at or above it). */
+#define AUDIT_SANE_DB 3.0
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double fp4_audit_sqnr(const fp4_audit_sums *s, const char **status)
+{
+    if (!(s->xx > 0)) {
+        *status = "zero_signal";
+        return NAN;
+    }
+    if (!(s->ee > 0)) {
+        *status = s->ee == 0 ? "exact" : "nonfinite";
+        return NAN;
+    }
+    if (!isfinite(s->ee) || !isfinite(s->xx)) {
+        *status = "nonfinite";
+        return NAN;
+    }
+    *status = "ok";
+    return 10.0 * log10(s->xx / s->ee);
+}
+
+double fp4_audit_alpha(const fp4_audit_sums *s)
+{
+    return s->xx > 0 && isfinite(s->xq) ? s->xq / s->xx : NAN;
+}
+
+const char *fp4_audit_hypothesis_name(int h)
+{
+    switch (h) {
+    case FP4_AUDIT_H_DECLARED: return "as declared";
+    case FP4_AUDIT_H_NIBBLE_SWAP: return "nibble order swapped";
+    case FP4_AUDIT_H_RECIPROCAL: return "global scale reciprocal";
+    }
+    return "?";
+}
+
+static const float MAG[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+bool fp4_audit_is_nearest(float x, float v, float s)
+{
+    if (s == 0.0f || !isfinite(s) || !isfinite(x)) return true;
+    const double xd = x, sd = s;
+    const double err = fabs(xd - (double)v * sd);
+    const double sg = xd < 0 ? -1.0 : 1.0;
+    double best = INFINITY;
+    for (int k = 0; k < 8; k++) { /* the grid points on x's side are the only candidates */
+        double e = fabs(xd - sg * (double)MAG[k] * sd);
+        if (e < best) best = e;
+    }
+    return !(err > best);
+}
+
+unsigned fp4_audit_e2m1_rtne(float t)
+{
+    if (t != t) return 0;
+    static const float bound[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    const float a = fabsf(t);
+    unsigned idx = 0;
+    for (unsigned k = 0; k < 7; k++) /* above a midpoint, or on it when the upper code is even */
+        if (a > bound[k] || (a == bound[k] && (k + 1) % 2 == 0)) idx = k + 1;
+    return idx | (t < 0 ? 8u : 0u);
+}
+
+static float bf16_round(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7F800000u) == 0x7F800000u) return x; /* inf, NaN */
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+float fp4_audit_global_rule(fp4_qproducer p, float group_amax)
+{
+    if (p == FP4_QP_COMPRESSED_TENSORS) {
+        /* generate_gparam in the weight dtype: amax.reciprocal() * 2688, each step in bf16 */
+        float g = bf16_round(2688.0f * bf16_round(1.0f / group_amax));
+        return isfinite(g) && g > 0 ? g : 1.0f;
+    }
+    return group_amax / 2688.0f; /* ModelOpt get_weights_scaling_factor_2 */
+}
+
+static uint8_t clamp_byte(int b) { return (uint8_t)(b < 0 ? 0 : b > 254 ? 254 : b); }
+
+uint8_t fp4_audit_scale_rule(const fp4_qtensor *q, float amax, float global)
+{
+    if (q->format == FP4_QF_NVFP4) {
+        if (q->producer == FP4_QP_COMPRESSED_TENSORS) {
+            uint8_t b = fp4c_e4m3_encode(global * bf16_round(amax / 6.0f));
+            return b == 0 ? 0x20 : b; /* E4M3's eps 0.125 for a zero/underflowed scale */
+        }
+        const float den = 6.0f * global;
+        float r = amax == 0.0f ? 1.0f : amax / den;
+        r = fminf(fmaxf(r, 0x1p-9f), 448.0f);
+        return fp4c_e4m3_encode(r);
+    }
+    if (!(amax > 0.0f) || !isfinite(amax)) return 0;
+    switch (q->producer) {
+    case FP4_QP_MODELOPT: /* mxfp4_tensor.py: ceil(max(log2(amax / 6), -127)) + 127 */
+        return clamp_byte((int)ceilf(fmaxf(log2f(amax / 6.0f), -127.0f)) + 127);
+    case FP4_QP_COMPRESSED_TENSORS: { /* mxfp_utils.py: round amax up to a power of two from
+                                         1.75 * 2^e, then 127 + e - 2 */
+        uint32_t u;
+        memcpy(&u, &amax, 4);
+        u = (u + (1u << 21)) & 0x7F800000u;
+        return clamp_byte((int)(u >> 23) - 127 + 127 - 2);
+    }
+    default: /* OCP floor: 127 + floor(log2 amax) - emax(e2m1) */
+        return clamp_byte(127 + fp4c_floor_log2(amax) - 2);
+    }
+}
+
+/* The fused group a module's weight belongs to (producers share one global scale in it). */
+static void group_key(const char *name, char *key, size_t cap, char *kind, size_t kcap)
+{
+    static const struct {
+        const char *suffix, *kind;
+    } g[] = {{".q_proj.weight", "qkv"},     {".k_proj.weight", "qkv"},
+             {".v_proj.weight", "qkv"},     {".gate_proj.weight", "gate_up"},
+             {".up_proj.weight", "gate_up"}, {".w1.weight", "w13"},
+             {".w3.weight", "w13"}};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        size_t m = strlen(g[i].suffix);
+        if (n > m && strcmp(name + n - m, g[i].suffix) == 0) {
+            snprintf(key, cap, "%.*s#%s", (int)(n - m), name, g[i].kind);
+            snprintf(kind, kcap, "%s", g[i].kind);
+            return;
+        }
+    }
+    snprintf(key, cap, "%s", name);
+    kind[0] = '\0';
+}
+
+static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, const char *msg)
+{
+    fp4_audit_error *e = realloc(a->errors, (size_t)(a->nerrors + 1) * sizeof *e);
+    if (!e) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->errors = e;
+    e = &a->errors[a->nerrors];
+    e->tensor = strdup(tensor);
+    e->message = strdup(msg);
+    e->status = st;
+    if (!e->tensor || !e->message) {
+        free(e->tensor);
+        free(e->message);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    a->nerrors++;
+    return FP4_OK;
+}
+
+/* The source tensor paired with q: described, numeric, of q's shape. A mismatch sets *why. */
+static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_desc *d,
+                              char *why, size_t cap)
+{
+    why[0] = '\0';
+    fp4_status st = fp4_source_describe(src, q->name, d);
+    if (st != FP4_OK) {
+        snprintf(why, cap, "%s: %s: no such tensor in the source", fp4_source_file(src),
+                 q->name);
+        return FP4_OK;
+    }
+    bool same = d->rank == q->rank;
+    for (int i = 0; same && i < q->rank; i++) same = d->dims[i] == q->dims[i];
+    if (d->problem[0] || !d->numeric) {
+        snprintf(why, cap, "%s: %s: %s", fp4_source_file(src), q->name,
+                 d->problem[0] ? d->problem : "not numeric");
+    } else if (!same) {
+        char a[96] = "", b[96] = "";
+        size_t ka = 0, kb = 0;
+        for (int i = 0; i < d->rank && ka < sizeof a; i++)
+            ka += (size_t)snprintf(a + ka, sizeof a - ka, "%s%lld", i ? "x" : "",
+                                   (long long)d->dims[i]);
+        for (int i = 0; i < q->rank && kb < sizeof b; i++)
+            kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%lld", i ? "x" : "",
+                                   (long long)q->dims[i]);
+        snprintf(why, cap, "%s: shape %s in the source, %s in the quantized checkpoint",
+                 q->name, a, b);
+    }
+    return FP4_OK;
+}
+
+/* Rows of q per index of dim 0, and slab size along dim 0. */
+static void slab_plan(const fp4_qtensor *q, int64_t *rows_per, int64_t *count)
+{
+    if (q->rank == 1) {
+        *rows_per = 1;
+        *count = q->dims[0]; /* one row: the whole tensor at once */
+        return;
+    }
+    *rows_per = q->rows / q->dims[0];
+    const int64_t per = *rows_per * q->dims[q->rank - 1];
+    int64_t c = per > 0 ? AUDIT_SLAB_ELEMS / per : 1;
+    *count = c < 1 ? 1 : c;
+}
+
+/* The source amax of q (finite values; NaN/Inf skipped). */
+static fp4_status source_amax(fp4_source *src, const fp4_tensor_desc *d, const fp4_qtensor *q,
+                              float *buf, float *amax)
+{
+    int64_t rows_per, count;
+    slab_plan(q, &rows_per, &count);
+    const int64_t K = q->dims[q->rank - 1];
+    float m = 0.0f;
+    for (int64_t s = 0; s < q->dims[0]; s += count) {
+        int64_t c = q->dims[0] - s < count ? q->dims[0] - s : count;
+        FP4_TRY(fp4_source_read_f32(src, d, 0, s, c, buf));
+        int64_t n = q->rank == 1 ? c : c * rows_per * K;
+        for (int64_t i = 0; i < n; i++) {
+            float a = fabsf(buf[i]);
+            if (a > m && isfinite(a)) m = a;
+        }
+    }
+    *amax = m;
+    return FP4_OK;
+}
+
+static void sums_add(fp4_audit_sums *s, const float *x, const float *q, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double xd = x[i], qd = q[i], e = xd - qd;
+        s->xx += xd * xd;
+        s->ee += e * e;
+        s->xq += xd * qd;
+    }
+    s->n += n;
+}
+
+static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
+{
+    a->xx += b->xx;
+    a->ee += b->ee;
+    a->xq += b->xq;
+    a->n += b->n;
+}
+
+/* One tensor: every measure over the slabs of its rows. */
+static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tensor_desc *d,
+                               fp4_audit_tensor *t, float group_amax, float *x, float *dec,
+                               float *alt)
+{
+    const fp4_qtensor *q = &t->q;
+    const uint8_t *packed = NULL, *scales = NULL;
+    float global = 1.0f;
+    FP4_TRY(fp4_quant_bytes(qsrc, q, &packed, &scales, &global));
+    const bool nv = q->format == FP4_QF_NVFP4;
+    const float grule = nv ? fp4_audit_global_rule(q->producer, group_amax) : 1.0f;
+    t->global_stored = global;
+    t->global_rule = grule;
+    t->group_amax = group_amax;
+    fp4_qtensor recip = *q; /* the other direction of the global scale */
+    recip.producer = q->producer == FP4_QP_COMPRESSED_TENSORS ? FP4_QP_MODELOPT
+                                                              : FP4_QP_COMPRESSED_TENSORS;
+    t->hyp_tried[FP4_AUDIT_H_DECLARED] = t->hyp_tried[FP4_AUDIT_H_NIBBLE_SWAP] = true;
+    t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = nv;
+
+    int64_t rows_per, count;
+    slab_plan(q, &rows_per, &count);
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
+        const int64_t c = q->dims[0] - s0 < count ? q->dims[0] - s0 : count;
+        const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
+        const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
+        const int64_t n = nr * K;
+        FP4_TRY(fp4_source_read_f32(src, d, 0, s0, c, x));
+        /* the export as declared */
+        fp4_quant_decode(q, packed, scales, global, r0, nr, dec);
+        sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, n);
+        /* nibble order swapped: elements 2j and 2j+1 exchanged */
+        for (int64_t i = 0; i < n; i += 2) {
+            alt[i] = dec[i + 1];
+            alt[i + 1] = dec[i];
+        }
+        sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, alt, n);
+        if (nv) {
+            fp4_quant_decode(&recip, packed, scales, global, r0, nr, alt);
+            sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, alt, n);
+        }
+        /* codes, scales and the requantization, block by block */
+        for (int64_t r = 0; r < nr; r++) {
+            const int64_t row = r0 + r;
+            const uint8_t *pr = packed + row * (K / 2);
+            const float *xr = x + r * K;
+            float *rq = alt + r * K;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t sb = scales[fp4_quant_scale_index(q, row, b)];
+                const float s = fp4_quant_block_scale(q, sb, global);
+                if (nv && (sb & 0x7F) == 0x7F) t->e4m3_nan++;
+                if (!nv && sb == 0xFF) t->e8m0_ff++;
+                float amax = 0.0f;
+                for (int64_t j = 0; j < q->block; j++) {
+                    const int64_t k = b * q->block + j;
+                    const unsigned code = (pr[k / 2] >> ((k & 1) * 4)) & 15u;
+                    t->histogram[code]++;
+                    t->nonnearest += !fp4_audit_is_nearest(xr[k], fp4_e2m1_value(code), s);
+                    const float a = fabsf(xr[k]);
+                    if (a > amax && isfinite(a)) amax = a;
+                }
+                if (amax == 0.0f) t->zero_blocks++;
+                const uint8_t want = fp4_audit_scale_rule(q, amax, grule);
+                const int diff = (int)sb - (int)want;
+                t->scale_bytes++;
+                t->scale_match += diff == 0;
+                t->diff[(diff < -8 ? -8 : diff > 8 ? 8 : diff) + 8]++;
+                const float sr = fp4_quant_block_scale(q, want, grule);
+                for (int64_t j = 0; j < q->block; j++) {
+                    const int64_t k = b * q->block + j;
+                    /* the producer's fp32 quotient, rounded to nearest (ties to even) */
+                    const unsigned code = sr == 0.0f ? 0u : fp4_audit_e2m1_rtne(xr[k] / sr);
+                    rq[k] = fp4_e2m1_value(code) * sr;
+                }
+            }
+        }
+        sums_add(&t->requant, x, alt, n);
+    }
+    t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
+    return FP4_OK;
+}
+
+static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
+{
+    const char *st;
+    double e = fp4_audit_sqnr(h, &st), r;
+    if (strcmp(st, "exact") == 0) return true;
+    if (isnan(e)) return false;
+    r = fp4_audit_sqnr(rq, &st);
+    if (isnan(r)) return true; /* nothing to compare against */
+    return e >= r - AUDIT_SANE_DB;
+}
+
+static char *norm_pattern(const char *p)
+{
+    while (*p == '/') p++;
+    return strdup(p);
+}
+
+fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
+                         int npatterns, fp4_audit *a)
+{
+    memset(a, 0, sizeof *a);
+    double t0 = now_seconds();
+    fp4_source *src = NULL, *qsrc = NULL;
+    fp4_qset qs = {0};
+    bool *sel = NULL;
+    float *amax = NULL, *x = NULL, *dec = NULL, *alt = NULL;
+    char **pat = NULL, **keys = NULL, **kinds = NULL;
+    fp4_status st;
+    a->source = strdup(source);
+    a->quantized = strdup(quantized);
+    if (!a->source || !a->quantized) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    st = fp4_source_open(quantized, &qsrc);
+    if (st == FP4_OK) st = fp4_source_open(source, &src);
+    if (st == FP4_OK) st = fp4_quant_scan(qsrc, &qs);
+    if (st != FP4_OK) goto out;
+    snprintf(a->declared, sizeof a->declared, "%s", qs.declared);
+    if (qs.n == 0) {
+        st = fp4_error(FP4_ERR_INPUT,
+                       "%s: no already-quantized tensor (NVFP4/MXFP4: ModelOpt, "
+                       "compressed-tensors, gpt-oss) in it",
+                       quantized);
+        goto out;
+    }
+    sel = calloc((size_t)qs.n, sizeof *sel);
+    amax = calloc((size_t)qs.n, sizeof *amax);
+    pat = calloc((size_t)npatterns + 1, sizeof *pat);
+    if (!sel || !amax || !pat) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < npatterns; k++) {
+        if (!(pat[k] = norm_pattern(patterns[k]))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        bool any = false;
+        for (int i = 0; i < qs.n; i++)
+            if (fp4_select_matches(pat[k], qs.t[i].name, "./")) sel[i] = any = true;
+        if (!any) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no quantized tensor matches", quantized,
+                           patterns[k]);
+            goto out;
+        }
+    }
+    if (npatterns == 0)
+        for (int i = 0; i < qs.n; i++) sel[i] = true;
+
+    int64_t maxel = 1;
+    for (int i = 0; i < qs.n; i++) {
+        if (qs.t[i].problem[0] || qs.t[i].rank < 1) continue;
+        int64_t rows_per, count;
+        slab_plan(&qs.t[i], &rows_per, &count);
+        int64_t n = qs.t[i].rank == 1 ? qs.t[i].dims[0]
+                                      : count * rows_per * qs.t[i].dims[qs.t[i].rank - 1];
+        if (n > maxel) maxel = n;
+    }
+    maxel += 2; /* room for the odd element of a pair */
+    x = malloc((size_t)maxel * sizeof *x);
+    dec = malloc((size_t)maxel * sizeof *dec);
+    alt = malloc((size_t)maxel * sizeof *alt);
+    a->t = calloc((size_t)qs.n, sizeof *a->t);
+    if (!x || !dec || !alt || !a->t) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory (%lld elements a slab)",
+                       (long long)maxel);
+        goto out;
+    }
+
+    /* the fused groups' source amax: every member paired, selected or not */
+    keys = calloc((size_t)qs.n, sizeof *keys);
+    kinds = calloc((size_t)qs.n, sizeof *kinds);
+    if (!keys || !kinds) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < qs.n; i++) {
+        char key[1200], kind[32];
+        group_key(qs.t[i].name, key, sizeof key, kind, sizeof kind);
+        keys[i] = strdup(key);
+        kinds[i] = strdup(kind);
+        if (!keys[i] || !kinds[i]) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        amax[i] = -1.0f; /* not measured */
+    }
+    for (int i = 0; i < qs.n; i++) {
+        if (!sel[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
+        for (int j = 0; j < qs.n; j++) {
+            if (amax[j] >= 0.0f || qs.t[j].problem[0] || strcmp(keys[i], keys[j]) != 0)
+                continue;
+            fp4_tensor_desc d = {0};
+            char why[512];
+            st = pair_source(src, &qs.t[j], &d, why, sizeof why);
+            if (st == FP4_OK && !why[0]) st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
+            fp4_tensor_desc_free(&d);
+            if (st != FP4_OK) goto out;
+        }
+    }
+
+    for (int i = 0; i < qs.n; i++) {
+        if (!sel[i]) continue;
+        const fp4_qtensor *q = &qs.t[i];
+        char why[600];
+        if (q->problem[0]) {
+            snprintf(why, sizeof why, "%s: %s: %s", quantized, q->name, q->problem);
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            continue;
+        }
+        fp4_tensor_desc d = {0};
+        st = pair_source(src, q, &d, why, sizeof why);
+        if (st != FP4_OK) goto out;
+        if (why[0]) {
+            fp4_tensor_desc_free(&d);
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            continue;
+        }
+        float gam = 0.0f;
+        for (int j = 0; j < qs.n; j++)
+            if (amax[j] > gam && strcmp(keys[i], keys[j]) == 0) gam = amax[j];
+        fp4_audit_tensor *t = &a->t[a->n];
+        memset(t, 0, sizeof *t);
+        t->q = *q;
+        t->q.name = strdup(q->name);
+        t->q.packed = strdup(q->packed);
+        t->q.scale = strdup(q->scale);
+        t->q.global = q->global ? strdup(q->global) : NULL;
+        t->q.input_scale = q->input_scale ? strdup(q->input_scale) : NULL;
+        t->name = t->q.name;
+        snprintf(t->group, sizeof t->group, "%s", kinds[i]);
+        a->n++;
+        fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, x, dec, alt);
+        fp4_tensor_desc_free(&d);
+        if (ts == FP4_ERR_INTERNAL) {
+            st = ts;
+            goto out;
+        }
+        if (ts != FP4_OK) { /* this tensor only */
+            if ((st = add_error(a, q->name, ts, fp4_last_error())) != FP4_OK) goto out;
+            t->layout_fit = -1;
+            continue;
+        }
+        /* which layout makes the export sane, judged against our own requantization */
+        t->layout_fit = -1;
+        if (sane(&t->hyp[FP4_AUDIT_H_DECLARED], &t->requant)) {
+            t->layout_fit = FP4_AUDIT_H_DECLARED;
+        } else {
+            const char *s1;
+            double best = -INFINITY;
+            for (int h = 1; h < FP4_AUDIT_NH; h++) {
+                double v = t->hyp_tried[h] ? fp4_audit_sqnr(&t->hyp[h], &s1) : NAN;
+                if (t->hyp_tried[h] && sane(&t->hyp[h], &t->requant) && !(v <= best)) {
+                    best = isnan(v) ? INFINITY : v;
+                    t->layout_fit = h;
+                }
+            }
+        }
+        if (t->layout_fit < 0) {
+            const char *s1, *s2, *s3, *s4;
+            snprintf(why, sizeof why,
+                     "%s: %s: no layout makes the export sane against the source: SQNR %.3f dB "
+                     "as declared (%s), %.3f dB nibble order swapped, %.3f dB global scale "
+                     "reciprocal; our round-to-nearest gives %.3f dB",
+                     quantized, q->name, fp4_audit_sqnr(&t->hyp[0], &s1), q->layout,
+                     fp4_audit_sqnr(&t->hyp[1], &s2),
+                     t->hyp_tried[2] ? fp4_audit_sqnr(&t->hyp[2], &s3) : NAN,
+                     fp4_audit_sqnr(&t->requant, &s4));
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            continue;
+        }
+        if (t->layout_fit == FP4_AUDIT_H_DECLARED) { /* the pool: tensors read as declared */
+            sums_merge(&a->pooled_export, &t->export_);
+            sums_merge(&a->pooled_requant, &t->requant);
+            a->pooled_nonnearest += t->nonnearest;
+            a->pooled_elements += t->export_.n;
+            a->pooled_scale_bytes += t->scale_bytes;
+            a->pooled_scale_match += t->scale_match;
+        }
+    }
+    st = FP4_OK;
+out:
+    a->seconds = now_seconds() - t0;
+    for (int k = 0; pat && k < npatterns; k++) free(pat[k]);
+    free(pat);
+    for (int i = 0; keys && i < qs.n; i++) free(keys[i]);
+    for (int i = 0; kinds && i < qs.n; i++) free(kinds[i]);
+    free(keys);
+    free(kinds);
+    free(sel);
+    free(amax);
+    free(x);
+    free(dec);
+    free(alt);
+    fp4_qset_free(&qs);
+    fp4_source_close(src);
+    fp4_source_close(qsrc);
+    return st;
+}
+
+void fp4_audit_free(fp4_audit *a)
+{
+    for (int i = 0; i < a->n; i++) {
+        fp4_qtensor *q = &a->t[i].q;
+        free(q->name);
+        free(q->packed);
+        free(q->scale);
+        free(q->global);
+        free(q->input_scale);
+    }
+    free(a->t);
+    for (int i = 0; i < a->nerrors; i++) {
+        free(a->errors[i].tensor);
+        free(a->errors[i].message);
+    }
+    free(a->errors);
+    free(a->source);
+    free(a->quantized);
+    memset(a, 0, sizeof *a);
+}

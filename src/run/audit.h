@@ -1,0 +1,100 @@
+/* run/audit.h — `fp4diag audit SOURCE QUANTIZED` (SPEC §11): each already-quantized tensor of
+ * QUANTIZED (io/quantized.h) paired by name with its high-precision original in SOURCE, and
+ * measured: the export against the source, fp4diag's own round-to-nearest re-quantization of
+ * the source under the producer's scale rule, the share of codes that are not a nearest grid
+ * point, the share of block-scale bytes the rule reproduces, and which layout hypothesis fits.
+ * All sums in fp64; computing only (report/audit.c prints). */
+#ifndef FP4_RUN_AUDIT_H
+#define FP4_RUN_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "io/quantized.h"
+
+/* Sums of one comparison q(x) against x. */
+typedef struct fp4_audit_sums {
+    double xx, ee, xq; /* sum x^2, sum (x - q)^2, sum x q */
+    int64_t n;
+} fp4_audit_sums;
+
+/* 10 log10(xx / ee) (status "ok"), or NAN with status "exact" (ee = 0) / "zero_signal"
+ * (xx = 0); alpha = xq / xx (NAN when xx = 0). */
+double fp4_audit_sqnr(const fp4_audit_sums *s, const char **status);
+double fp4_audit_alpha(const fp4_audit_sums *s);
+
+/* Byte differences stored - rule, counted in bins -8..+8 (index d + 8); beyond: the ends. */
+#define FP4_AUDIT_DIFF_BINS 17
+
+/* Layout hypotheses tried on every tensor. */
+enum { FP4_AUDIT_H_DECLARED = 0, FP4_AUDIT_H_NIBBLE_SWAP, FP4_AUDIT_H_RECIPROCAL, FP4_AUDIT_NH };
+/* "as declared", "nibble order swapped", "global scale reciprocal" */
+const char *fp4_audit_hypothesis_name(int h);
+
+typedef struct fp4_audit_tensor {
+    char *name;                 /* the logical name (owned) */
+    fp4_qtensor q;              /* a copy; its owned strings are this entry's */
+    fp4_audit_sums export_, requant;
+    fp4_audit_sums hyp[FP4_AUDIT_NH]; /* export under each hypothesis ([0] = export_) */
+    bool hyp_tried[FP4_AUDIT_NH];
+    int layout_fit;             /* hypothesis that fits: FP4_AUDIT_H_DECLARED when sane */
+    int64_t histogram[16];      /* stored codes */
+    int64_t nonnearest;         /* elements whose stored code is not a nearest grid point */
+    int64_t scale_bytes, scale_match;
+    int64_t diff[FP4_AUDIT_DIFF_BINS];
+    int64_t zero_blocks;        /* blocks whose source values are all zero */
+    int64_t e8m0_ff, e4m3_nan;  /* special scale bytes stored */
+    float global_stored, global_rule; /* NVFP4: the stored per-tensor scale and the rule's */
+    double group_amax;          /* the fused group's source amax the rule used */
+    char group[64];             /* "qkv", "gate_up", "w13" or "" */
+} fp4_audit_tensor;
+
+typedef struct fp4_audit_error {
+    char *tensor, *message;
+    fp4_status status;
+} fp4_audit_error;
+
+typedef struct fp4_audit {
+    char *source, *quantized;
+    char declared[160];
+    fp4_audit_tensor *t;        /* in QUANTIZED's listing order */
+    int n;
+    fp4_audit_sums pooled_export, pooled_requant;
+    int64_t pooled_nonnearest, pooled_elements, pooled_scale_bytes, pooled_scale_match;
+    fp4_audit_error *errors;
+    int nerrors;
+    double seconds;
+} fp4_audit;
+
+/* Run the audit of every quantized tensor of `quantized` selected by patterns (the selection
+ * grammar on logical names; none = all) against `source`. Per-tensor failures (no partner in
+ * SOURCE, shapes differing, a quantized tensor with a problem, no layout hypothesis sane) are
+ * error entries; FP4_ERR_INPUT for a file that cannot be opened, a pattern that selects no
+ * quantized tensor, or a QUANTIZED holding none. */
+fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
+                         int npatterns, fp4_audit *out);
+void fp4_audit_free(fp4_audit *a);
+
+/* --- the rules, exposed for tests ---------------------------------------------------------- */
+
+/* Whether stored value v*s is a nearest grid point of x (fp64; ties count as nearest, beyond
+ * the grid the end point is nearest, s = 0 makes every code nearest). */
+bool fp4_audit_is_nearest(float x, float v, float s);
+
+/* The E2M1 code of fp32 quotient t, round to nearest with ties to the even code, saturating at
+ * 6 (NaN: 0); the sign in bit 3 (+0 for 0). */
+unsigned fp4_audit_e2m1_rtne(float t);
+
+/* The producer's per-tensor scale from the fused group's amax (NVFP4): ModelOpt
+ * fp32(amax / 2688); compressed-tensors bf16(2688 * bf16(1 / amax)) (1.0 when not finite). */
+float fp4_audit_global_rule(fp4_qproducer p, float group_amax);
+
+/* The producer's block-scale byte from the block's amax (given the per-tensor scale for
+ * NVFP4): ModelOpt e4m3(clamp(amax / fp32(6 * global), 2^-9, 448)), zero blocks 1.0;
+ * compressed-tensors e4m3(fp32(global * bf16(amax / 6))), byte 0 -> 0x20; MXFP4: ModelOpt
+ * ceil(max(log2(amax / 6), -127)) + 127, compressed-tensors its power-of-two rounding,
+ * gpt-oss the OCP floor rule 127 + floor(log2 amax) - 2. */
+uint8_t fp4_audit_scale_rule(const fp4_qtensor *q, float block_amax, float global);
+
+#endif

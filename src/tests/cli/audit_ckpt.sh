@@ -1,0 +1,102 @@
+#!/bin/sh
+# audit_ckpt.sh — `fp4diag audit SOURCE QUANTIZED` on the fixtures of testdata/quantized/
+# (scripts/make_quantized_testdata.py): per-tensor and pooled export SQNR and alpha equal an
+# independent fp64 computation (numpy, from the bf16 source and the writer's own decodes) to
+# 1e-6 dB; the round-to-nearest exports reproduce every scale byte (scale_match_frac 1) and
+# almost every code (nonnearest_frac < 1 %); a swapped nibble order is named, with both SQNRs,
+# and left out of the pool; the table lists the worst tensor first; bad input exits 3.
+set -u
+Q=testdata/quantized
+[ -d "$Q/source" ] || { echo "no $Q"; exit 77; }
+python3 -c 'import numpy' 2>/dev/null || { echo "numpy not installed"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4; do
+    "$FP4DIAG" audit "$Q/source" "$Q/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
+    python3 - "$tmp/$fx.json" "$Q/source/model.safetensors" "$Q/expected/$fx.safetensors" <<'PY' || fail "audit $fx numbers"
+import json, struct, sys
+import numpy as np
+def load(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); base = 8 + n; out = {}
+    for k, v in h.items():
+        if k == "__metadata__": continue
+        raw = b[base + v["data_offsets"][0]: base + v["data_offsets"][1]]
+        if v["dtype"] == "BF16":
+            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(raw, "<f4")
+        out[k] = a.astype(np.float64).reshape(v["shape"])
+    return out
+r = json.load(open(sys.argv[1])); src = load(sys.argv[2]); dec = load(sys.argv[3])
+assert r["schema"] == "fp4diag.audit/1" and r["errors"] == [], r["errors"]
+assert len(r["tensors"]) == len(dec), [t["name"] for t in r["tensors"]]
+XX = EE = XQ = 0.0
+for t in r["tensors"]:
+    x = src[t["name"]].ravel(); q = dec[t["name"]].ravel()
+    xx = float(np.dot(x, x)); ee = float(np.dot(x - q, x - q)); xq = float(np.dot(x, q))
+    XX += xx; EE += ee; XQ += xq
+    want = 10 * np.log10(xx / ee)
+    assert abs(t["export"]["sqnr_db"] - want) <= 1e-6, (t["name"], t["export"], want)
+    assert abs(t["export"]["alpha"] - xq / xx) <= 1e-12, (t["name"], t["export"])
+    assert t["scale_match_frac"] == 1, t
+    assert t["nonnearest_frac"] < 0.01, t
+    assert t["layout_check"]["as_declared"] and t["layout_check"]["fits"] == "as declared", t
+    assert abs(t["requant"]["sqnr_db"] - want) <= 1e-6, t   # the export is a round-to-nearest one
+    for k in ("name", "quant", "export", "requant", "nonnearest_frac", "scale_match_frac"):
+        assert k in t, k
+p = r["pooled"]
+assert abs(p["export"]["sqnr_db"] - 10 * np.log10(XX / EE)) <= 1e-6, p
+assert abs(p["export"]["alpha"] - XQ / XX) <= 1e-12, p
+assert p["scale_match_frac"] == 1 and p["tensors"] == len(dec), p
+PY
+done
+
+# every report against schema/audit.schema.json (when jsonschema is installed)
+python3 - "$tmp" schema/audit.schema.json <<'PY' || fail "schema"
+import glob, json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+s = json.load(open(sys.argv[2]))
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    jsonschema.validate(json.load(open(f)), s)
+PY
+
+# the layout fault: named with both SQNRs, left out of the pool, exit 0
+"$FP4DIAG" audit "$Q/source" "$Q/bad_nibble" -o "$tmp/n.json" >"$tmp/table" || fail "bad_nibble exited $?"
+grep -q '^layout: model.layers.0.mlp.down_proj.weight: the export is sane only with nibble order swapped (20\.[0-9]* dB; as declared, .*: -3\.[0-9]* dB); left out of the pool' "$tmp/table" \
+    || { cat "$tmp/table"; fail "nibble fault not named"; }
+head -n 2 "$tmp/table" | tail -n 1 | grep -q '^model.layers.0.mlp.down_proj.weight .*LAYOUT$' \
+    || { cat "$tmp/table"; fail "worst tensor not first"; }
+grep -q '^(pooled, 3 tensors)' "$tmp/table" || fail "pool should hold 3 tensors"
+python3 - "$tmp/n.json" <<'PY' || fail "bad_nibble JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in r["tensors"]}["model.layers.0.mlp.down_proj.weight"]
+h = {x["layout"]: x["sqnr_db"] for x in t["layout_check"]["hypotheses"]}
+assert t["layout_check"]["fits"] == "nibble order swapped" and not t["layout_check"]["as_declared"]
+assert h["nibble order swapped"] > 20 and h["as declared"] < 0, h
+assert t["nonnearest_frac"] > 0.5, t
+PY
+
+# selection, and what is refused
+"$FP4DIAG" audit "$Q/source" "$Q/ct_nvfp4" 'model.layers.0.self_attn.*' --json >"$tmp/s.json" || fail "selection exited $?"
+python3 -c "import json,sys; r=json.load(open('$tmp/s.json')); assert len(r['tensors']) == 3, r['tensors']" || fail "selection"
+"$FP4DIAG" audit "$Q/source" "$Q/ct_nvfp4" lm_head.weight >/dev/null 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 3 ] && grep -q 'lm_head.weight: no quantized tensor matches' "$tmp/e" || fail "unquantized pattern: exit $rc"
+"$FP4DIAG" audit "$Q/source" "$Q/source" >/dev/null 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 3 ] && grep -q 'no already-quantized tensor' "$tmp/e" || fail "no quantized: exit $rc"
+"$FP4DIAG" audit "$Q/source" "$Q/bad_partners" -o "$tmp/b.json" -q 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 3 ] || fail "bad_partners: exit $rc"
+[ "$(wc -l <"$tmp/e")" -eq 1 ] || fail "bad_partners: not one line"
+grep -q 'weight_scale_2 missing' "$tmp/b.json" || fail "bad_partners: error entry"
+grep -q '"name":	"model.layers.0.self_attn.v_proj.weight"' "$tmp/b.json" || fail "bad_partners: v_proj not audited"
+"$FP4DIAG" audit "$Q/source" >/dev/null 2>&1; [ $? -eq 2 ] || fail "one operand: not a usage error"
+"$FP4DIAG" audit "$Q/source" "$Q/ct_nvfp4" -o "$Q/source/model.safetensors" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "-o onto an input not refused"
+exit 0

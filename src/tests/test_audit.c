@@ -1,0 +1,167 @@
+/* test_audit.c — run/audit's rules: the exact nearest-code judgement, RTNE to E2M1, each
+ * producer's per-tensor and block-scale rules (known answers from ../shared/QUANTIZED.md),
+ * and the audit of the fixtures (round-to-nearest exports: every scale byte reproduced; a
+ * swapped nibble order named). */
+#include <math.h>
+
+#include "testutil.h"
+
+#include "run/audit.h"
+
+static fp4_qtensor qt(fp4_qformat f, fp4_qproducer p)
+{
+    fp4_qtensor q;
+    memset(&q, 0, sizeof q);
+    q.format = f;
+    q.producer = p;
+    q.block = f == FP4_QF_NVFP4 ? 16 : 32;
+    return q;
+}
+
+static void test_is_nearest(void **state)
+{
+    (void)state;
+    /* x = 1.2 s: nearest 1.0, not 1.5 */
+    assert_true(fp4_audit_is_nearest(1.2f, 1.0f, 1.0f));
+    assert_false(fp4_audit_is_nearest(1.2f, 1.5f, 1.0f));
+    assert_false(fp4_audit_is_nearest(1.2f, 2.0f, 1.0f));
+    /* an exact tie is nearest for either neighbour */
+    assert_true(fp4_audit_is_nearest(1.25f, 1.0f, 1.0f));
+    assert_true(fp4_audit_is_nearest(1.25f, 1.5f, 1.0f));
+    assert_true(fp4_audit_is_nearest(-2.5f, -2.0f, 1.0f));
+    assert_true(fp4_audit_is_nearest(-2.5f, -3.0f, 1.0f));
+    /* beyond the grid: the end point */
+    assert_true(fp4_audit_is_nearest(100.0f, 6.0f, 1.0f));
+    assert_false(fp4_audit_is_nearest(100.0f, 4.0f, 1.0f));
+    /* the wrong sign is never nearest of a nonzero x; zero is nearest of a tiny x */
+    assert_false(fp4_audit_is_nearest(0.6f, -0.5f, 1.0f));
+    assert_true(fp4_audit_is_nearest(0.1f, -0.0f, 1.0f));
+    /* s = 0: every code nearest */
+    assert_true(fp4_audit_is_nearest(3.0f, 6.0f, 0.0f));
+    /* judged in fp64 with the scale: x = 0.7499999 s is nearer 0.5 s */
+    assert_false(fp4_audit_is_nearest(0.7499999f * 0.1f, 1.0f, 0.1f));
+}
+
+static void test_e2m1_rtne(void **state)
+{
+    (void)state;
+    static const struct { float t; unsigned code; } k[] = {
+        {0.0f, 0},   {0.25f, 0}, {0.2500001f, 1}, {0.75f, 2}, {0.7499999f, 1}, {1.25f, 2},
+        {1.75f, 4},  {2.5f, 4},  {2.5000002f, 5}, {3.5f, 6}, {5.0f, 6},        {5.0000005f, 7},
+        {100.0f, 7}, {-0.75f, 10}, {-6.0f, 15},   {-0.1f, 8}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (fp4_audit_e2m1_rtne(k[i].t) != k[i].code)
+            fail_msg("%.9g -> %u, want %u", (double)k[i].t, fp4_audit_e2m1_rtne(k[i].t), k[i].code);
+    assert_int_equal(fp4_audit_e2m1_rtne(NAN), 0);
+}
+
+static void test_global_rules(void **state)
+{
+    (void)state;
+    /* ModelOpt: fp32(amax / 2688) */
+    assert_double_exact(fp4_audit_global_rule(FP4_QP_MODELOPT, 2.640625f), 2.640625f / 2688.0f);
+    /* compressed-tensors in bf16: 1/2.640625 -> 0.37890625, x 2688 = 1018.5 -> 1020 */
+    assert_double_exact(fp4_audit_global_rule(FP4_QP_COMPRESSED_TENSORS, 2.640625f), 1020.0);
+    /* an all-zero group: 1/0 is not finite, replaced by 1.0 */
+    assert_double_exact(fp4_audit_global_rule(FP4_QP_COMPRESSED_TENSORS, 0.0f), 1.0);
+}
+
+static void test_block_rules(void **state)
+{
+    (void)state;
+    fp4_qtensor mo = qt(FP4_QF_NVFP4, FP4_QP_MODELOPT), ct = qt(FP4_QF_NVFP4, FP4_QP_COMPRESSED_TENSORS);
+    /* ModelOpt: zero block -> 1.0 (0x38); amax / (6 g) = 448 -> 0x7E; tiny -> clamp 2^-9 (0x01) */
+    assert_int_equal(fp4_audit_scale_rule(&mo, 0.0f, 0.01f), 0x38);
+    assert_int_equal(fp4_audit_scale_rule(&mo, 448.0f * 6.0f * 0.01f, 0.01f), 0x7E);
+    assert_int_equal(fp4_audit_scale_rule(&mo, 1e-12f, 0.01f), 0x01);
+    assert_int_equal(fp4_audit_scale_rule(&mo, 6.0f * 0.5f, 0.5f), 0x38); /* ratio 1.0 */
+    /* compressed-tensors: zero block -> 0x20 (0.125); g * bf16(amax / 6) */
+    assert_int_equal(fp4_audit_scale_rule(&ct, 0.0f, 1020.0f), 0x20);
+    assert_int_equal(fp4_audit_scale_rule(&ct, 6.0f, 2.0f), 0x40); /* 2.0: e=8, m=0 */
+    /* MX, compressed-tensors (QUANTIZED.md case 2): 1.75 * 2^e -> 127+e+1-2, 1.74 * 2^e ->
+     * 127+e-2; OCP floor (gpt-oss): 127+e-2 for both */
+    fp4_qtensor cm = qt(FP4_QF_MXFP4, FP4_QP_COMPRESSED_TENSORS), go = qt(FP4_QF_MXFP4, FP4_QP_GPT_OSS);
+    fp4_qtensor mm = qt(FP4_QF_MXFP4, FP4_QP_MODELOPT);
+    for (int e = -10; e <= 10; e += 5) {
+        assert_int_equal(fp4_audit_scale_rule(&cm, ldexpf(1.75f, e), 1), 127 + e + 1 - 2);
+        assert_int_equal(fp4_audit_scale_rule(&cm, ldexpf(1.74f, e), 1), 127 + e - 2);
+        assert_int_equal(fp4_audit_scale_rule(&go, ldexpf(1.75f, e), 1), 127 + e - 2);
+        assert_int_equal(fp4_audit_scale_rule(&go, ldexpf(1.74f, e), 1), 127 + e - 2);
+    }
+    /* ModelOpt MX: ceil(log2(amax / 6)) + 127: amax 6 -> 127, 6.01 -> 128, 12 -> 128 */
+    assert_int_equal(fp4_audit_scale_rule(&mm, 6.0f, 1), 127);
+    assert_int_equal(fp4_audit_scale_rule(&mm, 6.01f, 1), 128);
+    assert_int_equal(fp4_audit_scale_rule(&mm, 12.0f, 1), 128);
+    assert_int_equal(fp4_audit_scale_rule(&mm, 0.0f, 1), 0);
+}
+
+static void test_sqnr(void **state)
+{
+    (void)state;
+    fp4_audit_sums s = {100.0, 1.0, 99.0, 4};
+    const char *st;
+    assert_double_rel(fp4_audit_sqnr(&s, &st), 20.0, 1e-15);
+    assert_string_equal(st, "ok");
+    assert_double_rel(fp4_audit_alpha(&s), 0.99, 1e-15);
+    s.ee = 0;
+    assert_true(isnan(fp4_audit_sqnr(&s, &st)));
+    assert_string_equal(st, "exact");
+    s.xx = 0;
+    assert_true(isnan(fp4_audit_sqnr(&s, &st)));
+    assert_string_equal(st, "zero_signal");
+}
+
+/* The round-to-nearest fixtures reproduce every scale byte and the export equals our RTN;
+ * the swapped-nibble fixture is named. */
+static void test_fixtures(void **state)
+{
+    (void)state;
+    static const char *rtn[] = {"modelopt_nvfp4", "ct_nvfp4", "ct_mxfp4", "gptoss_mxfp4"};
+    for (size_t k = 0; k < sizeof rtn / sizeof rtn[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "testdata/quantized/%s", rtn[k]);
+        fp4_audit a;
+        assert_int_equal(fp4_audit_run("testdata/quantized/source", path, NULL, 0, &a), FP4_OK);
+        assert_int_equal(a.nerrors, 0);
+        assert_true(a.n >= 1);
+        for (int i = 0; i < a.n; i++) {
+            const fp4_audit_tensor *t = &a.t[i];
+            assert_int_equal(t->layout_fit, FP4_AUDIT_H_DECLARED);
+            assert_int_equal(t->scale_match, t->scale_bytes);
+            assert_true(t->scale_bytes > 0);
+            assert_double_exact(t->export_.ee, t->requant.ee); /* the export is our RTN */
+            assert_true(t->nonnearest * 100 <= t->export_.n); /* under 1 % (near-ties) */
+            if (t->q.format == FP4_QF_NVFP4) assert_double_exact(t->global_stored, t->global_rule);
+        }
+        fp4_audit_free(&a);
+    }
+    fp4_audit a;
+    const char *sel[] = {"model.layers.0.mlp"};
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_nibble",
+                                   sel, 1, &a),
+                     FP4_OK);
+    assert_int_equal(a.n, 1);
+    assert_int_equal(a.t[0].layout_fit, FP4_AUDIT_H_NIBBLE_SWAP);
+    assert_true(a.t[0].nonnearest * 2 > a.t[0].export_.n);
+    fp4_audit_free(&a);
+    /* a pattern selecting no quantized tensor; a checkpoint holding none */
+    const char *none[] = {"lm_head.weight"};
+    assert_int_equal(fp4_audit_run("testdata/quantized/source",
+                                   "testdata/quantized/modelopt_nvfp4", none, 1, &a),
+                     FP4_ERR_INPUT);
+    fp4_audit_free(&a);
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/source",
+                                   NULL, 0, &a),
+                     FP4_ERR_INPUT);
+    fp4_audit_free(&a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_is_nearest),   cmocka_unit_test(test_e2m1_rtne),
+        cmocka_unit_test(test_global_rules), cmocka_unit_test(test_block_rules),
+        cmocka_unit_test(test_sqnr),         cmocka_unit_test(test_fixtures),
+    };
+    return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
+}
