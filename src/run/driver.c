@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "run/reader.h"
 #include "base/trace.h"
 #include "io/quantized.h"
 
@@ -115,32 +116,14 @@ static int64_t gcd64(int64_t a, int64_t b)
     return a;
 }
 
-/* Slabs are read by one reader thread per run (io/ sources are called from it alone while it
- * runs) in the order the analysis takes them, into a bounded queue of ready slabs: the next
- * slabs and the next tensors are read and decoded while the current one is analysed. Slabs of
- * about SLAB_TARGET_BYTES stay in cache between the read and the analysis; their buffers are
- * reused (few page faults). Results do not depend on the split (SPEC §7), and the analysis
- * takes the same slabs in the same order whatever the reader does ahead of it. */
+/* Slabs are read by one reader thread per run (reader.h) in the order the analysis takes them.
+ * Slabs of about SLAB_TARGET_BYTES stay in cache between the read and the analysis; their
+ * buffers are reused (few page faults). Results do not depend on the split (SPEC §7), and the
+ * analysis takes the same slabs in the same order whatever the reader does ahead of it. */
 #define SLAB_TARGET_BYTES ((int64_t)8 << 20)
 /* The least memory a tensor's smallest slab may take whatever --mem-limit says (a limit of a
  * few KiB still analyses small tensors, slab by slab). */
 #define MIN_SLAB_FLOOR ((int64_t)64 << 20)
-/* Slab buffers of its own the reader may hold ready ahead of the analysis (each also within
- * --mem-limit; slabs read into a tensor's kept rows and runs of never-written zeros take no
- * buffer and are not bounded by it), and slab buffers kept for reuse. */
-#define READER_QUEUE 8
-#define READER_CACHE 4
-
-/* Bytes of one element as read: a stored 16-bit word, or fp32. */
-static size_t elem_size(int words) { return words ? 2 : sizeof(float); }
-
-static fp4_status read_slab(fp4_source *src, const fp4_tensor_desc *t, int dim, int64_t start,
-                            int64_t cnt, int words, void *buf)
-{
-    return words ? fp4_source_read_raw(src, t, dim, start, cnt, buf)
-                 : fp4_source_read_f32(src, t, dim, start, cnt, buf);
-}
-
 /* One slab of rows, fp32 or words, into the amax pass or the quantization pass. */
 static fp4_status pass_rows(fp4_analysis *an, bool amax, const void *in, int words,
                             int64_t nrows)
@@ -164,479 +147,10 @@ static int words_for(fp4_source *src, const fp4_backend *be, const fp4_tensor_de
     return w && fp4_backend_takes_words(be, w) ? (int)w : 0;
 }
 
-/* How one tensor is read and analysed: decided before the reader starts, from the description
- * and the config alone, so that reader and analysis agree on every slab. */
-typedef struct tensor_plan {
-    fp4_status err; /* FP4_OK, or why the tensor is an error entry before any read */
-    char *msg;
-    int axis;
-    fp4_layout L;
-    int64_t count_max, total, buf_elems;
-    bool need_transpose, two_pass, keep, reads;
-    bool skip_zero;  /* ask the source for slabs of never-written zeros: counted, not read
-                        (rows not kept, several slabs) */
-    int nbuf;       /* 1: the whole tensor is one slab (read once for both passes) */
-    int read_passes; /* 2 when the second pass reads the tensor again (too large to keep) */
-    int words;       /* 0: fp32; else the stored 16-bit words, fp4_words of that kind */
-    int64_t esz;     /* bytes per element as read */
-} tensor_plan;
-
-/* One slab read ahead: the values of [k * count_max, +cnt) along slab_dim of tensor `seq`. */
-typedef struct ready_slab {
-    int seq, pass;
-    int64_t k, cnt;
-    int64_t zend;       /* > 0: slabs k .. zend-1 are never-written zeros, nothing read */
-    unsigned char *buf; /* the values (NULL on failure); inside the kept rows when !own */
-    int64_t cap;    /* bytes of buf when owned */
-    bool own, last; /* last: no more slabs of this tensor follow */
-    fp4_status st;  /* a read failure of this tensor, detail in err */
-    char *err;
-} ready_slab;
-
-/* The buffers a tensor holds for its whole analysis (allocated by the reader before its first
- * slab, freed by the analysis after its last use): the kept rows, the transposition target. */
-typedef struct tensor_mem {
-    unsigned char *kept; /* the whole tensor as read (fp32 or words) */
-    float *rows;
-    int64_t kept_cap, rows_cap; /* their sizes in bytes (what they hold of the budget) */
-} tensor_mem;
-
-typedef struct slab_reader {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    fp4_source *src;
-    const fp4_tensor_desc *const *infos; /* [n], in analysis order */
-    const tensor_plan *plans;            /* [n] */
-    tensor_mem *mem;                     /* [n] */
-    int n;
-    int64_t budget, inuse; /* bytes: --mem-limit, and what buffers hold now (cached ones too) */
-    ready_slab *q;     /* ring of ready slabs [qcap], grown as needed */
-    int qcap, qhead, qn;
-    int qown;          /* queued slabs holding a buffer of their own (at most READER_QUEUE) */
-    void *cache[READER_CACHE];
-    int64_t cache_cap[READER_CACHE];
-    int ncache;
-    int cancel;        /* a tensor the analysis gave up: read no more of it (-1: none) */
-    int ndone;         /* tensors the analysis is through with (its position in the order) */
-    bool waiting;      /* the analysis waits for a slab */
-    bool blocked;      /* the reader waits for memory */
-    void *pinned[FP4_HOST_REGS]; /* buffers registered with the backend
-                          (fp4_backend_host_register; NULL: free): freed by the analysis'
-                          thread alone, after unregistering them */
-    fp4_backend *be;
-    bool stop;
-} slab_reader;
-
-/* Whether b is one of the registered buffers. */
-static bool is_pinned(const slab_reader *r, const void *b)
-{
-    for (int i = 0; i < FP4_HOST_REGS; i++)
-        if (b && r->pinned[i] == b) return true;
-    return false;
-}
-
-/* On the analysis' thread: unregister b (a registered buffer) before it is freed. */
-static void unpin(slab_reader *r, const void *b)
-{
-    for (int i = 0; i < FP4_HOST_REGS; i++)
-        if (b && r->pinned[i] == b) {
-            fp4_backend_host_unregister(r->be, r->pinned[i]);
-            r->pinned[i] = NULL;
-        }
-}
-
-/* Under mu: whether `bytes` more may be taken now. Beyond the budget only when the analysis
- * waits on an empty queue (then it holds nothing but its current tensor's own buffers, as
- * without the reader): the reader never deadlocks on its own read-ahead. Idle cached buffers
- * are given back first. */
-static bool reader_may_take(slab_reader *r, int64_t bytes)
-{
-    for (int i = r->ncache - 1; i >= 0 && r->inuse + bytes > r->budget; i--) {
-        if (is_pinned(r, r->cache[i])) continue; /* the analysis' thread frees those */
-        free(r->cache[i]);
-        r->inuse -= r->cache_cap[i];
-        r->ncache--;
-        r->cache[i] = r->cache[r->ncache];
-        r->cache_cap[i] = r->cache_cap[r->ncache];
-    }
-    return r->inuse + bytes <= r->budget || (r->waiting && r->qn == 0);
-}
-
-enum { SLOT_NONE, SLOT_ENTRY, SLOT_OWNED };
-
-/* Under mu: whether a queue entry may be added (of a slab with its own buffer: owned). The
- * ring grows (in order from qhead) when full; out of memory, the reader waits instead. */
-static bool queue_room(slab_reader *r, bool owned)
-{
-    if (owned && r->qown >= READER_QUEUE) return false;
-    if (r->qn < r->qcap) return true;
-    const int cap = r->qcap ? 2 * r->qcap : 2 * READER_QUEUE;
-    ready_slab *q = malloc((size_t)cap * sizeof *q);
-    if (!q) return false;
-    for (int i = 0; i < r->qn; i++) q[i] = r->q[(r->qhead + i) % r->qcap];
-    free(r->q);
-    r->q = q;
-    r->qcap = cap;
-    r->qhead = 0;
-    return true;
-}
-
-/* Under mu: wait until a queue entry (slot: SLOT_ENTRY or SLOT_OWNED) and `bytes` may be
- * taken; false when stopped. */
-static bool reader_reserve(slab_reader *r, int64_t bytes, int slot)
-{
-    while (!r->stop &&
-           ((slot && !queue_room(r, slot == SLOT_OWNED)) || !reader_may_take(r, bytes))) {
-        r->blocked = true;
-        pthread_cond_broadcast(&r->cv);
-        pthread_cond_wait(&r->cv, &r->mu);
-    }
-    r->blocked = false;
-    if (r->stop) return false;
-    r->inuse += bytes;
-    return true;
-}
-
-/* Under mu: a slab buffer of at least `bytes`: a cached one, else a new one (reserved). */
-static void *reader_buffer(slab_reader *r, int64_t bytes, int64_t *cap)
-{
-    int best = -1;
-    for (int i = 0; i < r->ncache; i++)
-        if (r->cache_cap[i] >= bytes && (best < 0 || r->cache_cap[i] < r->cache_cap[best]))
-            best = i;
-    if (best >= 0) {
-        void *b = r->cache[best];
-        *cap = r->cache_cap[best];
-        r->ncache--;
-        r->cache[best] = r->cache[r->ncache];
-        r->cache_cap[best] = r->cache_cap[r->ncache];
-        return b;
-    }
-    if (!reader_reserve(r, bytes, SLOT_NONE)) return NULL;
-    void *b = malloc((size_t)bytes);
-    if (!b) r->inuse -= bytes;
-    *cap = b ? bytes : 0;
-    return b;
-}
-
-/* Under mu: a buffer no longer used, kept for reuse (its pages stay mapped: no page faults
- * when the next tensor or slab takes it) or freed. */
-static void reader_cache_put(slab_reader *r, void *b, int64_t cap)
-{
-    if (!b) return;
-    if (r->ncache < READER_CACHE) {
-        r->cache[r->ncache] = b;
-        r->cache_cap[r->ncache++] = cap;
-    } else {
-        unpin(r, b); /* only the analysis' thread puts buffers back */
-        free(b);
-        r->inuse -= cap;
-    }
-    pthread_cond_broadcast(&r->cv);
-}
-
-/* Under mu: queue a finished slab. */
-static void reader_push(slab_reader *r, const ready_slab *s)
-{
-    r->q[(r->qhead + r->qn) % r->qcap] = *s;
-    r->qn++;
-    r->qown += s->own;
-    pthread_cond_broadcast(&r->cv);
-}
-
-static char *dup_error(void)
-{
-    const char *m = fp4_last_error();
-    return strdup(m && m[0] ? m : "read failed");
-}
-
-/* The end (a slab number) of the run of never-written zero slabs of t beginning at slab k,
- * or 0 when slab k is not one. The run grows in doubling steps of whole slabs: a 4 TiB tensor
- * with 1 MiB stored is a few lookups. */
-static int64_t zero_run(fp4_source *src, const fp4_tensor_desc *t, const tensor_plan *P,
-                        int64_t k)
-{
-    const int64_t cm = P->count_max, total = P->total, nslabs = (total + cm - 1) / cm;
-    const int dim = P->L.slab_dim;
-    const int64_t start = k * cm;
-    const int64_t cnt = total - start < cm ? total - start : cm;
-    if (!P->skip_zero || !fp4_source_zero_fill(src, t, dim, start, cnt)) return 0;
-    int64_t end = k + 1;
-    for (int64_t step = 1; end < nslabs;) {
-        const int64_t m = nslabs - end < step ? nslabs - end : step;
-        const int64_t s0 = end * cm;
-        const int64_t s1 = end + m < nslabs ? (end + m) * cm : total;
-        if (fp4_source_zero_fill(src, t, dim, s0, s1 - s0)) {
-            end += m;
-            step = step > nslabs ? step : 2 * step;
-        } else if (step > 1) {
-            step = 1;
-        } else {
-            break;
-        }
-    }
-    return end;
-}
-
-static void *slab_reader_main(void *arg)
-{
-    slab_reader *r = arg;
-    pthread_mutex_lock(&r->mu);
-    for (int seq = 0; seq < r->n && !r->stop; seq++) {
-        const tensor_plan *P = &r->plans[seq];
-        const fp4_tensor_desc *t = r->infos[seq];
-        if (P->err != FP4_OK || !P->reads) continue;
-        ready_slab fail = {.seq = seq, .last = true, .st = FP4_ERR_INPUT};
-        /* the tensor's own buffers first */
-        const int64_t kept_n = P->keep ? t->nelems * P->esz : 0; /* bytes */
-        const int64_t rows_n = P->need_transpose && !P->keep ? P->buf_elems : 0;
-        tensor_mem *m = &r->mem[seq];
-        if (kept_n + rows_n > 0) {
-            /* one tensor ahead at most: the next tensor's rows are read while the current
-             * one is analysed, into a buffer of their own (later ones would only take more
-             * fresh pages, and memory, without starting sooner) */
-            while (!r->stop && seq > r->ndone + 1) pthread_cond_wait(&r->cv, &r->mu);
-            if (r->stop) break;
-            if (kept_n) m->kept = reader_buffer(r, kept_n, &m->kept_cap);
-            if (r->stop) break;
-            if (rows_n) m->rows = reader_buffer(r, rows_n * (int64_t)sizeof(float), &m->rows_cap);
-            if (r->stop) break;
-            if ((kept_n && !m->kept) || (rows_n && !m->rows)) {
-                fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values",
-                          fp4_source_file(r->src), t->name, (long long)P->buf_elems);
-                fail.err = dup_error();
-                if (!reader_reserve(r, 0, SLOT_ENTRY)) break;
-                reader_push(r, &fail);
-                continue;
-            }
-        }
-        const bool direct = P->keep && !P->need_transpose; /* slabs read straight into kept */
-        const int64_t nslabs = (P->total + P->count_max - 1) / P->count_max;
-        bool failed = false;
-        for (int pass = 0; pass < P->read_passes && !failed && !r->stop; pass++) {
-            for (int64_t k = 0; k < nslabs && !r->stop;) {
-                const int64_t start = k * P->count_max;
-                const int64_t cnt = P->total - start < P->count_max ? P->total - start
-                                                                      : P->count_max;
-                ready_slab s = {.seq = seq, .pass = pass, .k = k, .cnt = cnt, .st = FP4_OK};
-                if (r->cancel == seq) { /* the analysis gave this tensor up */
-                    s.last = true;
-                    if (!reader_reserve(r, 0, SLOT_ENTRY)) break;
-                    reader_push(r, &s);
-                    failed = true;
-                    break;
-                }
-                if (P->skip_zero) { /* a run of never-written zeros: counted, not read */
-                    pthread_mutex_unlock(&r->mu);
-                    fp4_error_clear();
-                    s.zend = zero_run(r->src, t, P, k);
-                    pthread_mutex_lock(&r->mu);
-                }
-                const int64_t next = s.zend ? s.zend : k + 1;
-                s.last = pass + 1 == P->read_passes && next == nslabs;
-                if (!reader_reserve(r, 0, direct || s.zend ? SLOT_ENTRY : SLOT_OWNED)) break;
-                if (s.zend) {
-                    reader_push(r, &s);
-                    k = next;
-                    continue;
-                }
-                if (direct) {
-                    s.buf = m->kept + start * P->L.outer_stride * P->esz;
-                } else {
-                    s.buf = reader_buffer(r, (P->buf_elems ? P->buf_elems : 1) * P->esz,
-                                          &s.cap);
-                    if (r->stop) break;
-                    if (!s.buf) {
-                        fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values",
-                                  fp4_source_file(r->src), t->name, (long long)P->buf_elems);
-                        s.st = FP4_ERR_INPUT;
-                        s.err = dup_error();
-                    }
-                    s.own = s.buf != NULL;
-                }
-                if (s.st == FP4_OK) {
-                    pthread_mutex_unlock(&r->mu);
-                    fp4_error_clear();
-                    s.st = read_slab(r->src, t, P->L.slab_dim, start, cnt, P->words, s.buf);
-                    if (s.st != FP4_OK) s.err = dup_error();
-                    pthread_mutex_lock(&r->mu);
-                }
-                if (s.st != FP4_OK) {
-                    s.last = true;
-                    failed = true;
-                }
-                /* room was made when reserved and only this thread fills the queue */
-                reader_push(r, &s);
-                if (failed) break;
-                k = next;
-            }
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
-}
-
-/* Start the reader over the tensors to analyse. */
-static fp4_status slab_reader_start(slab_reader *r)
-{
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    r->cancel = -1;
-    if (pthread_create(&r->th, NULL, slab_reader_main, r) != 0) {
-        pthread_cond_destroy(&r->cv);
-        pthread_mutex_destroy(&r->mu);
-        return fp4_error(FP4_ERR_INTERNAL, "cannot start the reader thread");
-    }
-    return FP4_OK;
-}
-
-/* The next ready slab, which is of tensor seq (the reader's order is the analysis'). A read
- * failure is re-recorded on this thread and returned; the slab is then the tensor's last. */
-static fp4_status slab_reader_next(slab_reader *r, int seq, ready_slab *s)
-{
-    pthread_mutex_lock(&r->mu);
-    r->waiting = true;
-    pthread_cond_broadcast(&r->cv);
-    while (r->qn == 0) {
-        /* the reader waits for memory registered buffers hold idle: free them here (the
-         * backend's calls stay on this thread) */
-        for (int i = 0; r->blocked && i < r->ncache; i++)
-            if (is_pinned(r, r->cache[i])) {
-                unpin(r, r->cache[i]);
-                free(r->cache[i]);
-                r->inuse -= r->cache_cap[i];
-                r->ncache--;
-                r->cache[i] = r->cache[r->ncache];
-                r->cache_cap[i] = r->cache_cap[r->ncache];
-                i--; /* the entry moved here is looked at too */
-                pthread_cond_broadcast(&r->cv);
-            }
-        pthread_cond_wait(&r->cv, &r->mu);
-    }
-    r->waiting = false;
-    *s = r->q[r->qhead];
-    r->qhead = (r->qhead + 1) % r->qcap;
-    r->qn--;
-    r->qown -= s->own;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    if (s->seq != seq) /* cannot happen: both follow the plans */
-        return fp4_error(FP4_ERR_INTERNAL, "reader out of order (tensor %d, expected %d)",
-                         s->seq, seq);
-    if (s->st != FP4_OK) {
-        fp4_status st = fp4_error(s->st, "%s", s->err ? s->err : "read failed");
-        free(s->err);
-        s->err = NULL;
-        return st;
-    }
-    return FP4_OK;
-}
-
-/* Give a slab's buffer back (kept for reuse, or freed). */
-static void slab_reader_release(slab_reader *r, ready_slab *s)
-{
-    free(s->err);
-    s->err = NULL;
-    if (!s->own) return;
-    pthread_mutex_lock(&r->mu);
-    reader_cache_put(r, s->buf, s->cap);
-    pthread_mutex_unlock(&r->mu);
-    s->own = false;
-    s->buf = NULL;
-}
-
-/* The analysis is through with tensor seq (analysed, or an error entry). */
-static void slab_reader_passed(slab_reader *r, int seq)
-{
-    pthread_mutex_lock(&r->mu);
-    r->ndone = seq + 1;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Give a tensor's own buffers back once its analysis is over. */
-static void slab_reader_tensor_done(slab_reader *r, int seq)
-{
-    pthread_mutex_lock(&r->mu);
-    tensor_mem *m = &r->mem[seq];
-    reader_cache_put(r, m->kept, m->kept_cap);
-    reader_cache_put(r, m->rows, m->rows_cap);
-    memset(m, 0, sizeof *m);
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* The analysis gave tensor seq up after `seen_last` said whether its last slab came: the
- * reader reads no more of it, and its remaining slabs are dropped. */
-static void slab_reader_skip(slab_reader *r, int seq, bool seen_last)
-{
-    pthread_mutex_lock(&r->mu);
-    r->cancel = seq;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    while (!seen_last) {
-        ready_slab s;
-        fp4_status st = slab_reader_next(r, seq, &s);
-        seen_last = s.last || st == FP4_ERR_INTERNAL;
-        slab_reader_release(r, &s);
-    }
-    fp4_error_clear();
-}
-
-/* Stop and join the reader; free what it left. */
-static void slab_reader_join(slab_reader *r)
-{
-    pthread_mutex_lock(&r->mu);
-    r->stop = true;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    pthread_join(r->th, NULL);
-    for (int i = 0; i < FP4_HOST_REGS; i++) unpin(r, r->pinned[i]);
-    while (r->qn > 0) {
-        ready_slab *s = &r->q[r->qhead];
-        free(s->err);
-        if (s->own) free(s->buf);
-        r->qhead = (r->qhead + 1) % r->qcap;
-        r->qn--;
-    }
-    free(r->q);
-    r->q = NULL;
-    r->qcap = r->qown = 0;
-    for (int i = 0; i < r->ncache; i++) free(r->cache[i]);
-    r->ncache = 0;
-    for (int i = 0; i < r->n; i++) {
-        free(r->mem[i].kept);
-        free(r->mem[i].rows);
-        memset(&r->mem[i], 0, sizeof r->mem[i]);
-    }
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
-}
-
-/* Kept-rows buffers are handed to the backend as stable ranges (fp4_backend_host_register:
- * CUDA pins each at its first use and copies from it without staging) and stay registered
- * while the reader hands them back for later tensors: the tensor analysed and the one read
- * ahead each have one (FP4_HOST_REGS). One registration per buffer lifetime (pinning is not
- * cheap), dropped on this thread before the buffer is freed; a buffer beyond those goes
- * through staging. */
-static void register_kept(slab_reader *r, unsigned char *kept, int64_t cap)
-{
-    pthread_mutex_lock(&r->mu);
-    int slot = -1;
-    for (int i = 0; i < FP4_HOST_REGS && !is_pinned(r, kept); i++)
-        if (!r->pinned[i] && slot < 0) slot = i;
-    if (slot >= 0 && !is_pinned(r, kept)) {
-        fp4_backend_host_register(r->be, kept, (size_t)cap);
-        r->pinned[slot] = kept;
-    }
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Decide how a tensor is read (see tensor_plan). A tensor that cannot be analysed gets err
+/* Decide how a tensor is read (see fp4_read_plan). A tensor that cannot be analysed gets err
  * and its message. */
 static fp4_status plan_tensor(const fp4_run *run, fp4_source *src, const fp4_backend *be,
-                              const fp4_tensor_desc *info, tensor_plan *P)
+                              const fp4_tensor_desc *info, fp4_read_plan *P)
 {
     const fp4_run_config *o = run->config;
     const char *file = run->file;
@@ -720,7 +234,7 @@ static fp4_status plan_tensor(const fp4_run *run, fp4_source *src, const fp4_bac
        them is whole rows of 0.0, transposed or not); a one-slab tensor is read as it is */
     P->skip_zero = P->nbuf == 2 && P->reads && !P->keep;
     P->words = words_for(src, be, info, P->need_transpose);
-    P->esz = (int64_t)elem_size(P->words);
+    P->esz = (int64_t)fp4_read_elem_size(P->words);
     return FP4_OK;
 failed:
     P->msg = strdup(fp4_last_error());
@@ -731,8 +245,8 @@ failed:
 /* Analyse one numeric tensor (position seq of the reader's order) from the slabs the reader
  * hands over. Failures of this tensor only are returned as FP4_ERR_INPUT / FP4_ERR_USAGE with
  * the detail recorded; the caller turns them into error entries. */
-static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, int seq,
-                                 const tensor_plan *P, const fp4_tensor_desc *info, int tindex,
+static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, fp4_reader *r, int seq,
+                                 const fp4_read_plan *P, const fp4_tensor_desc *info, int tindex,
                                  fp4_tensor_result *tr, fp4_qconfig *cfgs)
 {
     if (P->err != FP4_OK) return fp4_error(P->err, "%s", P->msg ? P->msg : "");
@@ -748,7 +262,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, 
     fp4_analysis *an = NULL;
     fp4_status st = FP4_OK;
     bool seen_last = !P->reads; /* no slab of this tensor is coming (any more) */
-    ready_slab s = {0};
+    fp4_ready_slab s = {0};
     tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics);
     if (!tr->metrics) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: cannot allocate a slab of %lld values", run->file,
@@ -763,7 +277,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, 
         if (pass == 1 && (P->nbuf == 1 || P->keep)) {
             if (P->nbuf == 1) break; /* both passes were made on the one slab */
             /* the second pass from the rows kept by the first, in the same slabs */
-            const unsigned char *kept = r->mem[seq].kept;
+            const unsigned char *kept = fp4_reader_mem(r, seq)->kept;
             for (int64_t k = 0; k * P->count_max < P->total && st == FP4_OK; k++) {
                 const int64_t cnt = P->total - k * P->count_max < P->count_max
                                         ? P->total - k * P->count_max
@@ -775,7 +289,7 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, 
             continue;
         }
         for (int64_t k = 0; k * P->count_max < P->total; k++) {
-            st = slab_reader_next(r, seq, &s);
+            st = fp4_reader_next(r, seq, &s);
             seen_last = seen_last || s.last || st != FP4_OK;
             if (st != FP4_OK) goto out;
             if (s.zend) { /* slabs k .. zend-1: zeros, not read */
@@ -788,14 +302,14 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, 
                 continue;
             }
             const int64_t cnt = s.cnt;
-            if (P->keep && k == 0) register_kept(r, r->mem[seq].kept, r->mem[seq].kept_cap);
+            if (P->keep && k == 0) fp4_reader_register_kept(r, seq);
             run->bytes_read += (rank <= 1 ? P->buf_elems : cnt * L.outer_stride) *
                                (int64_t)sizeof(float);
             /* kept: this slab's rows go to their place in the whole tensor's rows (words
              * never need the transposition) */
-            float *const to = P->keep ? (float *)(void *)r->mem[seq].kept +
-                                            k * P->count_max * L.outer_stride
-                                      : r->mem[seq].rows;
+            const fp4_tensor_mem *m = fp4_reader_mem(r, seq);
+            float *const to =
+                P->keep ? (float *)(void *)m->kept + k * P->count_max * L.outer_stride : m->rows;
             if (P->need_transpose)
                 fp4_slab_to_rows((const float *)(const void *)s.buf, to, info->dims, rank,
                                  P->axis, L.slab_dim, cnt);
@@ -807,23 +321,23 @@ static fp4_status analyse_tensor(fp4_run *run, fp4_backend *be, slab_reader *r, 
             } else {
                 st = pass_rows(an, amax_pass, in, P->words, nrows);
             }
-            slab_reader_release(r, &s);
+            fp4_reader_release(r, &s);
             if (st != FP4_OK) goto out;
         }
     }
     st = fp4_analysis_end(an, tr->metrics);
     an = NULL;
 out:
-    slab_reader_release(r, &s);
+    fp4_reader_release(r, &s);
     if (an) fp4_analysis_abort(an);
     if (!seen_last) {
         /* keep this tensor's detail over the dropped slabs */
         char *keep_msg = strdup(fp4_last_error());
-        slab_reader_skip(r, seq, seen_last);
+        fp4_reader_skip(r, seq, seen_last);
         if (keep_msg && st != FP4_OK) fp4_error(st, "%s", keep_msg);
         free(keep_msg);
     }
-    if (P->reads) slab_reader_tensor_done(r, seq);
+    if (P->reads) fp4_reader_tensor_done(r, seq);
     return st;
 }
 
@@ -900,11 +414,9 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     fp4_qconfig *cfgs_t = NULL;
     fp4_status st;
     int nseq = 0;
-    tensor_plan *plans = NULL;
+    fp4_read_plan *plans = NULL;
     const fp4_tensor_desc **order = NULL;
-    tensor_mem *tmem = NULL;
-    slab_reader reader;
-    bool reading = false;
+    fp4_reader *reader = NULL;
 
     run->file = xstrdup(file);
     int cap = 2 * FP4_MAX_FORMATS;
@@ -995,8 +507,7 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     nseq = run->assigned ? run->nassigned : ninfos;
     plans = calloc((size_t)(nseq ? nseq : 1), sizeof *plans);
     order = calloc((size_t)(nseq ? nseq : 1), sizeof *order);
-    tmem = calloc((size_t)(nseq ? nseq : 1), sizeof *tmem);
-    if (!plans || !order || !tmem) {
+    if (!plans || !order) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -1030,12 +541,9 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
         if (st != FP4_OK) goto out;
     }
     fp4_error_clear();
-    reader = (slab_reader){.src = src, .be = be, .infos = order, .plans = plans, .mem = tmem,
-                           .n = nseq, .budget = opt->mem_limit};
     if (nseq > 0) {
-        st = slab_reader_start(&reader);
+        st = fp4_reader_start(src, be, order, plans, nseq, opt->mem_limit, &reader);
         if (st != FP4_OK) goto out;
-        reading = true;
     }
     for (int k = 0; k < nseq; k++) {
         const int i = run->assigned ? run->assigned[k] : k;
@@ -1044,8 +552,8 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
         fp4_tensor_result *tr = &run->tensors[run->ntensors];
         memset(tr, 0, sizeof *tr);
         fp4_error_clear();
-        fp4_status ts = analyse_tensor(run, be, &reader, k, &plans[k], info, i, tr, cfgs_t);
-        slab_reader_passed(&reader, k);
+        fp4_status ts = analyse_tensor(run, be, reader, k, &plans[k], info, i, tr, cfgs_t);
+        fp4_reader_passed(reader, k);
         if (ts == FP4_ERR_INPUT || ts == FP4_ERR_USAGE) {
             free(tr->metrics);
             tr->metrics = NULL;
@@ -1067,16 +575,15 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
         memset(&infos[i], 0, sizeof infos[i]);
         run->ntensors++;
     }
-    if (reading) slab_reader_join(&reader);
-    reading = false;
+    fp4_reader_join(reader);
+    reader = NULL;
     progress(run, 0, 0, "", true);
     st = fp4_run_pool(run);
 out:
-    if (reading) slab_reader_join(&reader); /* before the source closes */
+    fp4_reader_join(reader); /* before the source closes */
     for (int k = 0; plans && k < nseq; k++) free(plans[k].msg);
     free(plans);
     free(order);
-    free(tmem);
     progress(run, 0, 0, "", true);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
     free(qidx);
