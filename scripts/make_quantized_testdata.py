@@ -20,7 +20,8 @@ fp32/bf16 order of operations:
   bad_*/                        partner faults: a missing weight_scale_2, a scale of the wrong
                                 shape, a config naming another producer, an orphan scale;
                                 bad_nibble/: down_proj's nibbles swapped (the audit's layout
-                                check names it)
+                                check names it); bad_fused/: k_proj with a global scale of its
+                                own; bad_swizzle/: scales swizzled 128x4 in the flat shape
 expected/<name>.safetensors holds every logical tensor decoded to F32 by
 the producer's formula (the unit test compares fp4diag's decode with it bit for bit).
 
@@ -158,6 +159,8 @@ def make_source(rng):
     src["model.norm.weight"] = bf16_round(1 + 0.1 * rng.standard_normal(64).astype(np.float32))
     src[P + "mlp.experts.gate_up_proj"] = bf16_round(
         rng.standard_normal((2, 8, 64)).astype(np.float32) * 0.03)
+    src["model.layers.1.mlp.up_proj.weight"] = bf16_round(  # for the swizzle fault
+        np.random.default_rng(28).standard_normal((128, 64)).astype(np.float32) * 0.02)
     return src
 
 
@@ -348,6 +351,30 @@ def main():
             data = ((b >> 4) | ((b & 15) << 4)).astype(np.uint8).tobytes()
         swapped.append((name, dt, shape, data))
     write_st(f"{OUT}/bad_nibble/model.safetensors", swapped + keep)
+    # fused partners not sharing one global scale: k_proj re-exported with its own
+    t = []
+    for name, dt, shape, data in modelopt_t:
+        if ".k_proj." not in name:
+            t.append((name, dt, shape, data))
+    kw = src[P + "self_attn.k_proj.weight"]
+    ws2 = np.float32(np.float32(np.max(np.abs(kw))) / np.float32(2688.0))
+    p, sb, _ = modelopt_nvfp4(kw, ws2)
+    t += [u8(P + "self_attn.k_proj.weight", p), u8(P + "self_attn.k_proj.weight_scale", sb, "F8_E4M3"),
+          f32(P + "self_attn.k_proj.weight_scale_2", np.float32(ws2).reshape(()))]
+    write_st(f"{OUT}/bad_fused/model.safetensors", t + keep)
+    # swizzled scales stored in the flat shape (128 rows, 4 scale columns: the two layouts have
+    # one shape), declared flat: ModelOpt's swizzle_nvfp4_scales,
+    # view(nR,128,nC,4).permute(0,2,1,3).reshape(-1,4,32,4).transpose(1,2)
+    uw = src["model.layers.1.mlp.up_proj.weight"]
+    ws2 = np.float32(np.float32(np.max(np.abs(uw))) / np.float32(2688.0))
+    p, sb, _ = modelopt_nvfp4(uw, ws2)
+    R, C = sb.shape
+    swz = sb.reshape(R // 128, 128, C // 4, 4).transpose(0, 2, 1, 3).reshape(-1, 4, 32, 4)
+    swz = swz.transpose(0, 2, 1, 3).reshape(R, C)
+    write_st(f"{OUT}/bad_swizzle/model.safetensors", [
+        u8("model.layers.1.mlp.up_proj.weight", p),
+        u8("model.layers.1.mlp.up_proj.weight_scale", swz, "F8_E4M3"),
+        f32("model.layers.1.mlp.up_proj.weight_scale_2", np.float32(ws2).reshape(()))])
     write_json(f"{OUT}/bad_nibble/hf_quant_config.json", {
         "producer": {"name": "modelopt"},
         "quantization": {"quant_algo": "W4A16_NVFP4", "group_size": 16,

@@ -46,7 +46,7 @@ static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s)
 
 static const char *fit_name(const fp4_audit_tensor *t)
 {
-    return t->layout_fit >= 0 ? fp4_audit_hypothesis_name(t->layout_fit) : "none";
+    return t->layout_fit >= 0 ? fp4_audit_hypothesis_label(t, t->layout_fit) : "none";
 }
 
 char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
@@ -116,6 +116,10 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
                     cJSON_AddStringToObject(g, "group", t->group);
                 else
                     cJSON_AddNullToObject(g, "group");
+                if (t->group_shared >= 0)
+                    cJSON_AddBoolToObject(g, "group_shared", t->group_shared == 1);
+                else
+                    cJSON_AddNullToObject(g, "group_shared");
             }
         } else {
             cJSON_AddNullToObject(o, "global_scale");
@@ -136,7 +140,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
                 cJSON *e = cJSON_CreateObject();
                 if (!e) break;
                 cJSON_AddItemToArray(hy, e);
-                cJSON_AddStringToObject(e, "layout", fp4_audit_hypothesis_name(k));
+                cJSON_AddStringToObject(e, "layout", fp4_audit_hypothesis_label(t, k));
                 const char *status;
                 num(e, "sqnr_db", fp4_audit_sqnr(&t->hyp[k], &status));
                 cJSON_AddStringToObject(e, "sqnr_status", status);
@@ -223,13 +227,13 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
                 100.0 * frac(t->scale_match, t->scale_bytes),
                 t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : "");
     }
-    if (n > 0) {
+    int npool = 0;
+    for (int i = 0; i < a->n; i++) npool += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
+    if (npool > 0) {
         db_text(e, sizeof e, &a->pooled_export);
         db_text(r, sizeof r, &a->pooled_requant);
         char label[64];
-        int np = 0;
-        for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
-        snprintf(label, sizeof label, "(pooled, %d tensor%s)", np, np == 1 ? "" : "s");
+        snprintf(label, sizeof label, "(pooled, %d tensor%s)", npool, npool == 1 ? "" : "s");
         fprintf(out, "%-*s  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f\n", w, label, "", e,
                 fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant), "",
                 100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
@@ -239,6 +243,8 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
                      "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
                      "under the stored scale; scale same%%: stored block-scale bytes the rule "
                      "reproduces (SPEC 11)\n");
+    } else if (n > 0) {
+        fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");
     }
     /* findings */
     for (int i = 0; i < n; i++) {
@@ -248,7 +254,7 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
             fprintf(out,
                     "layout: %s: the export is sane only with %s (%.3f dB; as declared, %s: "
                     "%.3f dB); left out of the pool\n",
-                    t->name, fp4_audit_hypothesis_name(t->layout_fit),
+                    t->name, fp4_audit_hypothesis_label(t, t->layout_fit),
                     fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1), t->q.layout,
                     fp4_audit_sqnr(&t->export_, &s2));
         }
@@ -256,6 +262,10 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
             fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g\n",
                     t->name, (double)t->global_stored, fp4_qproducer_name(t->q.producer),
                     (double)t->global_rule, t->group[0] ? t->group : "tensor", t->group_amax);
+        if (t->group_shared == 0)
+            fprintf(out, "fused group: %s: its %s partners do not share one per-tensor scale "
+                         "(this one stores %.9g)\n",
+                    t->name, t->group, (double)t->global_stored);
         if (t->e8m0_ff || t->e4m3_nan)
             fprintf(out, "special scale bytes: %s: %lld E8M0 0xFF, %lld E4M3 NaN\n", t->name,
                     (long long)t->e8m0_ff, (long long)t->e4m3_nan);

@@ -53,8 +53,15 @@ const char *fp4_audit_hypothesis_name(int h)
     case FP4_AUDIT_H_DECLARED: return "as declared";
     case FP4_AUDIT_H_NIBBLE_SWAP: return "nibble order swapped";
     case FP4_AUDIT_H_RECIPROCAL: return "global scale reciprocal";
+    case FP4_AUDIT_H_SWIZZLE: return "scales swizzled 128x4";
     }
     return "?";
+}
+
+const char *fp4_audit_hypothesis_label(const fp4_audit_tensor *t, int h)
+{
+    if (h == FP4_AUDIT_H_SWIZZLE && t->q.scale_layout == FP4_QS_SWIZZLED) return "scales flat";
+    return fp4_audit_hypothesis_name(h);
 }
 
 static const float MAG[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -278,6 +285,10 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
                                                               : FP4_QP_COMPRESSED_TENSORS;
     t->hyp_tried[FP4_AUDIT_H_DECLARED] = t->hyp_tried[FP4_AUDIT_H_NIBBLE_SWAP] = true;
     t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = nv;
+    fp4_qtensor other = *q; /* the other scale layout, where both have one shape */
+    other.scale_layout = q->scale_layout == FP4_QS_FLAT ? FP4_QS_SWIZZLED : FP4_QS_FLAT;
+    t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = nv && q->rank == 2 && q->rows % 128 == 0 &&
+                                        q->scale_cols % 4 == 0;
 
     int64_t rows_per, count;
     slab_plan(q, &rows_per, &count);
@@ -300,6 +311,10 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
         if (nv) {
             fp4_quant_decode(&recip, packed, scales, global, r0, nr, alt);
             sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, alt, n);
+        }
+        if (t->hyp_tried[FP4_AUDIT_H_SWIZZLE]) {
+            fp4_quant_decode(&other, packed, scales, global, r0, nr, alt);
+            sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, alt, n);
         }
         /* codes, scales and the requantization, block by block */
         for (int64_t r = 0; r < nr; r++) {
@@ -491,6 +506,12 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
         t->q.input_scale = q->input_scale ? strdup(q->input_scale) : NULL;
         t->name = t->q.name;
         snprintf(t->group, sizeof t->group, "%s", kinds[i]);
+        t->group_key = strdup(keys[i]);
+        t->group_shared = -1;
+        if (!t->group_key) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
         a->n++;
         fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, x, dec, alt);
         fp4_tensor_desc_free(&d);
@@ -519,15 +540,20 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
             }
         }
         if (t->layout_fit < 0) {
-            const char *s1, *s2, *s3, *s4;
-            snprintf(why, sizeof why,
-                     "%s: %s: no layout makes the export sane against the source: SQNR %.3f dB "
-                     "as declared (%s), %.3f dB nibble order swapped, %.3f dB global scale "
-                     "reciprocal; our round-to-nearest gives %.3f dB",
-                     quantized, q->name, fp4_audit_sqnr(&t->hyp[0], &s1), q->layout,
-                     fp4_audit_sqnr(&t->hyp[1], &s2),
-                     t->hyp_tried[2] ? fp4_audit_sqnr(&t->hyp[2], &s3) : NAN,
-                     fp4_audit_sqnr(&t->requant, &s4));
+            const char *s1;
+            size_t k = (size_t)snprintf(why, sizeof why,
+                                        "%s: %s: no layout makes the export sane against the "
+                                        "source: SQNR",
+                                        quantized, q->name);
+            for (int h = 0; h < FP4_AUDIT_NH && k < sizeof why; h++) {
+                if (!t->hyp_tried[h]) continue;
+                k += (size_t)snprintf(why + k, sizeof why - k, "%s %.3f dB %s",
+                                      h ? "," : "", fp4_audit_sqnr(&t->hyp[h], &s1),
+                                      fp4_audit_hypothesis_label(t, h));
+            }
+            if (k < sizeof why)
+                snprintf(why + k, sizeof why - k, "; our round-to-nearest gives %.3f dB",
+                         fp4_audit_sqnr(&t->requant, &s1));
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
             continue;
         }
@@ -539,6 +565,21 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
             a->pooled_scale_bytes += t->scale_bytes;
             a->pooled_scale_match += t->scale_match;
         }
+    }
+    /* fused partners sharing one per-tensor scale (as ModelOpt and llm-compressor export) */
+    for (int i = 0; i < a->n; i++) {
+        fp4_audit_tensor *t = &a->t[i];
+        if (t->layout_fit < 0 || t->q.format != FP4_QF_NVFP4 || !t->group[0]) continue;
+        int members = 0, same = 1;
+        for (int j = 0; j < a->n; j++) {
+            const fp4_audit_tensor *u = &a->t[j];
+            if (u->layout_fit < 0 || u->q.format != FP4_QF_NVFP4 || !u->group_key ||
+                strcmp(u->group_key, t->group_key) != 0)
+                continue;
+            members++;
+            same &= u->global_stored == t->global_stored;
+        }
+        t->group_shared = members > 1 ? same : -1;
     }
     st = FP4_OK;
 out:
@@ -569,6 +610,7 @@ void fp4_audit_free(fp4_audit *a)
         free(q->scale);
         free(q->global);
         free(q->input_scale);
+        free(a->t[i].group_key);
     }
     free(a->t);
     for (int i = 0; i < a->nerrors; i++) {

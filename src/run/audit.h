@@ -28,9 +28,18 @@ double fp4_audit_alpha(const fp4_audit_sums *s);
 #define FP4_AUDIT_DIFF_BINS 17
 
 /* Layout hypotheses tried on every tensor. */
-enum { FP4_AUDIT_H_DECLARED = 0, FP4_AUDIT_H_NIBBLE_SWAP, FP4_AUDIT_H_RECIPROCAL, FP4_AUDIT_NH };
-/* "as declared", "nibble order swapped", "global scale reciprocal" */
+enum {
+    FP4_AUDIT_H_DECLARED = 0,
+    FP4_AUDIT_H_NIBBLE_SWAP,
+    FP4_AUDIT_H_RECIPROCAL, /* NVFP4: the per-tensor scale applied the other way */
+    FP4_AUDIT_H_SWIZZLE,    /* NVFP4 rank 2, rows a multiple of 128 and scale columns of 4,
+                               where flat and swizzled scales have one shape: the other one */
+    FP4_AUDIT_NH
+};
+/* "as declared", "nibble order swapped", "global scale reciprocal", "scales swizzled 128x4"
+ * (or "scales flat" for a tensor declared swizzled: fp4_audit_hypothesis_label) */
 const char *fp4_audit_hypothesis_name(int h);
+
 
 typedef struct fp4_audit_tensor {
     char *name;                 /* the logical name (owned) */
@@ -48,7 +57,13 @@ typedef struct fp4_audit_tensor {
     float global_stored, global_rule; /* NVFP4: the stored per-tensor scale and the rule's */
     double group_amax;          /* the fused group's source amax the rule used */
     char group[64];             /* "qkv", "gate_up", "w13" or "" */
+    char *group_key;            /* the module and group ("model.layers.0.self_attn.#qkv"; owned) */
+    int group_shared;           /* NVFP4 in a group: 1 when every audited member stores the same
+                                   per-tensor scale, 0 when not; -1 no group (or alone) */
 } fp4_audit_tensor;
+
+/* The name of hypothesis h for tensor t (the swizzle one names the layout tried). */
+const char *fp4_audit_hypothesis_label(const fp4_audit_tensor *t, int h);
 
 typedef struct fp4_audit_error {
     char *tensor, *message;

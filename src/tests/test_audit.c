@@ -132,6 +132,8 @@ static void test_fixtures(void **state)
             assert_double_exact(t->export_.ee, t->requant.ee); /* the export is our RTN */
             assert_true(t->nonnearest * 100 <= t->export_.n); /* under 1 % (near-ties) */
             if (t->q.format == FP4_QF_NVFP4) assert_double_exact(t->global_stored, t->global_rule);
+            assert_int_equal(t->group_shared, t->group[0] && t->q.format == FP4_QF_NVFP4 ? 1 : -1);
+            assert_false(t->hyp_tried[FP4_AUDIT_H_SWIZZLE]); /* 16..32 rows: one layout only */
         }
         fp4_audit_free(&a);
     }
@@ -143,6 +145,37 @@ static void test_fixtures(void **state)
     assert_int_equal(a.n, 1);
     assert_int_equal(a.t[0].layout_fit, FP4_AUDIT_H_NIBBLE_SWAP);
     assert_true(a.t[0].nonnearest * 2 > a.t[0].export_.n);
+    fp4_audit_free(&a);
+    /* swizzled scales in the flat shape: the other scale layout fits */
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_swizzle",
+                                   NULL, 0, &a),
+                     FP4_OK);
+    assert_int_equal(a.n, 1);
+    assert_true(a.t[0].hyp_tried[FP4_AUDIT_H_SWIZZLE]);
+    assert_int_equal(a.t[0].layout_fit, FP4_AUDIT_H_SWIZZLE);
+    assert_string_equal(fp4_audit_hypothesis_label(&a.t[0], a.t[0].layout_fit),
+                        "scales swizzled 128x4");
+    fp4_audit_free(&a);
+    /* k_proj with a global scale of its own: the qkv group does not share one, its scale
+     * bytes and global differ from the rule, the others still match */
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_fused",
+                                   NULL, 0, &a),
+                     FP4_OK);
+    assert_int_equal(a.n, 4);
+    for (int i = 0; i < a.n; i++) {
+        const fp4_audit_tensor *t = &a.t[i];
+        bool k = strstr(t->name, "k_proj") != NULL, qkv = strstr(t->name, "_proj.weight") &&
+                                                          !strstr(t->name, "down_proj");
+        assert_int_equal(t->group_shared, qkv ? 0 : -1);
+        assert_int_equal(t->layout_fit, FP4_AUDIT_H_DECLARED);
+        if (k) {
+            assert_true(t->scale_match < t->scale_bytes);
+            assert_true(t->global_stored != t->global_rule);
+        } else {
+            assert_int_equal(t->scale_match, t->scale_bytes);
+            assert_double_exact(t->global_stored, t->global_rule);
+        }
+    }
     fp4_audit_free(&a);
     /* a pattern selecting no quantized tensor; a checkpoint holding none */
     const char *none[] = {"lm_head.weight"};

@@ -84,6 +84,16 @@ assert h["nibble order swapped"] > 20 and h["as declared"] < 0, h
 assert t["nonnearest_frac"] > 0.5, t
 PY
 
+# fused partners with different global scales; swizzled scales stored in the flat shape
+"$FP4DIAG" audit "$Q/source" "$Q/bad_fused" >"$tmp/table" || fail "bad_fused exited $?"
+grep -q '^fused group: model.layers.0.self_attn.k_proj.weight: its qkv partners do not share one per-tensor scale' "$tmp/table" \
+    || { cat "$tmp/table"; fail "fused group not named"; }
+grep -q '^global scale: model.layers.0.self_attn.k_proj.weight: stored .*, the modelopt rule gives .* from the qkv amax' "$tmp/table" \
+    || { cat "$tmp/table"; fail "k_proj global not named"; }
+"$FP4DIAG" audit "$Q/source" "$Q/bad_swizzle" >"$tmp/table" || fail "bad_swizzle exited $?"
+grep -q '^layout: model.layers.1.mlp.up_proj.weight: the export is sane only with scales swizzled 128x4' "$tmp/table" \
+    || { cat "$tmp/table"; fail "swizzle not named"; }
+
 # selection, and what is refused
 "$FP4DIAG" audit "$Q/source" "$Q/ct_nvfp4" 'model.layers.0.self_attn.*' --json >"$tmp/s.json" || fail "selection exited $?"
 python3 -c "import json,sys; r=json.load(open('$tmp/s.json')); assert len(r['tensors']) == 3, r['tensors']" || fail "selection"
