@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "io/chunked.h"
+#include "io/mapguard.h"
 #include "io/npy_parse.h"
 #include "io/rawconv.h"
 #include "io/source.h"
@@ -80,6 +81,38 @@ static char *strip_npy(const char *name)
     return strndup(name, n);
 }
 
+/* ---- reads of the mapping under io/mapguard.h: a file shrunk meanwhile is an error -------- */
+
+#define SHRANK "the file shrank while it was read (truncated)"
+
+typedef struct parse_args {
+    const char *file;
+    const uint8_t *buf;
+    uint64_t size;
+    fp4_npy_header *h;
+    int op; /* 0: probe, 1: parse, 2: zip list */
+    fp4_zip_member **zip;
+    int *nzip;
+    bool yes;
+    fp4_status st;
+} parse_args;
+
+static void parse_run(void *ctx)
+{
+    parse_args *a = ctx;
+    if (a->op == 0) a->yes = fp4_npy_probe(a->buf, (size_t)a->size);
+    else if (a->op == 1) a->st = fp4_npy_parse(a->file, a->buf, a->size, a->h);
+    else a->st = fp4_zip_list(a->file, a->buf, a->size, a->zip, a->nzip);
+}
+
+/* op under the guard; a fault is FP4_ERR_INPUT "FILE: the file shrank ..." (a zip listing cut
+ * short by it may leave its partial list unfreed: the file changed under the open) */
+static fp4_status parse_guarded(parse_args *a)
+{
+    if (!fp4_mapguard_call(parse_run, a)) return fp4_error(FP4_ERR_INPUT, "%s: " SHRANK, a->file);
+    return a->op == 0 ? FP4_OK : a->st;
+}
+
 static fp4_status npy_open(const char *file, void **impl)
 {
     *impl = NULL;
@@ -108,7 +141,9 @@ static fp4_status npy_open(const char *file, void **impl)
         s->map = m;
     }
     close(fd);
-    if (fp4_npy_probe(s->map, s->size)) {
+    parse_args pa = {.file = file, .buf = s->map, .size = s->size, .op = 0};
+    if ((st = parse_guarded(&pa)) != FP4_OK) goto out;
+    if (pa.yes) {
         s->m = calloc(1, sizeof *s->m);
         if (!s->m) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -123,11 +158,16 @@ static fp4_status npy_open(const char *file, void **impl)
             goto out;
         }
         /* A lone .npy with a bad header is a bad file, not one bad tensor among others. */
-        st = fp4_npy_parse(file, s->map, s->size, &s->m[0].hdr);
+        pa.op = 1;
+        pa.h = &s->m[0].hdr;
+        st = parse_guarded(&pa);
         if (st != FP4_OK) goto out;
         s->m[0].parsed = true;
     } else {
-        st = fp4_zip_list(file, s->map, s->size, &s->zip, &s->nzip);
+        pa.op = 2;
+        pa.zip = &s->zip;
+        pa.nzip = &s->nzip;
+        st = parse_guarded(&pa);
         if (st != FP4_OK) goto out;
         s->m = calloc((size_t)s->nzip + 1, sizeof *s->m);
         if (!s->m) {
@@ -198,6 +238,33 @@ static int npy_find(const npy_src *s, const char *name)
     return -1;
 }
 
+typedef struct crc_args {
+    const uint8_t *p;
+    size_t n;
+    uint32_t crc;
+} crc_args;
+
+static void crc_run(void *ctx)
+{
+    crc_args *c = ctx;
+    c->crc = libdeflate_crc32(0, c->p, c->n);
+}
+
+typedef struct inflate_args {
+    struct libdeflate_decompressor *dec;
+    const uint8_t *in;
+    size_t nin;
+    uint8_t *out;
+    size_t nout, got;
+    enum libdeflate_result r;
+} inflate_args;
+
+static void inflate_run(void *ctx)
+{
+    inflate_args *a = ctx;
+    a->r = libdeflate_deflate_decompress(a->dec, a->in, a->nin, a->out, a->nout, &a->got);
+}
+
 /* The bytes of member i's .npy (the mapping, or its inflated copy), or NULL with why in
  * m->problem. `verify`: the data is about to be used (a stored member's CRC-32 is checked;
  * reading only its header does not read the whole member). */
@@ -218,7 +285,12 @@ static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len, bool verify)
         /* a stored member is read from the mapping: its CRC-32 checked once, before its data
          * is first used (as numpy does; a deflated member's is checked as it is inflated) */
         if (verify && !m->crc_checked) {
-            if (libdeflate_crc32(0, s->map + z->data_offset, (size_t)z->usize) != z->crc32) {
+            crc_args c = {s->map + z->data_offset, (size_t)z->usize, 0};
+            if (!fp4_mapguard_call(crc_run, &c)) {
+                snprintf(m->problem, sizeof m->problem, SHRANK);
+                return NULL;
+            }
+            if (c.crc != z->crc32) {
                 snprintf(m->problem, sizeof m->problem,
                          "stored zip member fails its CRC-32 check");
                 return NULL;
@@ -240,9 +312,14 @@ static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len, bool verify)
                  (unsigned long long)z->usize);
         return NULL;
     }
-    size_t got = 0;
-    enum libdeflate_result r = libdeflate_deflate_decompress(
-        s->dec, s->map + z->data_offset, (size_t)z->csize, s->buf, (size_t)z->usize, &got);
+    inflate_args ia = {s->dec, s->map + z->data_offset, (size_t)z->csize, s->buf,
+                       (size_t)z->usize, 0, LIBDEFLATE_BAD_DATA};
+    if (!fp4_mapguard_call(inflate_run, &ia)) { /* libdeflate keeps no state between calls */
+        snprintf(m->problem, sizeof m->problem, SHRANK);
+        return NULL;
+    }
+    const size_t got = ia.got;
+    const enum libdeflate_result r = ia.r;
     if (r != LIBDEFLATE_SUCCESS || got != z->usize) {
         snprintf(m->problem, sizeof m->problem,
                  "deflated zip member is corrupt or does not inflate to its %llu bytes",
@@ -257,6 +334,17 @@ static const uint8_t *npy_bytes(npy_src *s, int i, uint64_t *len, bool verify)
     return s->buf;
 }
 
+typedef struct zinf_args {
+    z_stream *zs;
+    int r;
+} zinf_args;
+
+static void zinf_run(void *ctx)
+{
+    zinf_args *a = ctx;
+    while (a->zs->avail_out > 0 && a->r == Z_OK) a->r = inflate(a->zs, Z_SYNC_FLUSH);
+}
+
 /* The first min(usize, cap) bytes of deflated member z inflated into buf (zlib, raw deflate,
  * stopping there); *got the count. False when the stream is corrupt before that. */
 static bool inflate_prefix(const npy_src *s, const fp4_zip_member *z, uint8_t *buf, size_t cap,
@@ -269,11 +357,12 @@ static bool inflate_prefix(const npy_src *s, const fp4_zip_member *z, uint8_t *b
     zs.avail_in = z->csize > UINT_MAX ? UINT_MAX : (uInt)z->csize;
     zs.next_out = buf;
     zs.avail_out = (uInt)cap;
-    int r = Z_OK;
-    while (zs.avail_out > 0 && r == Z_OK) r = inflate(&zs, Z_SYNC_FLUSH);
+    zinf_args a = {&zs, Z_OK};
+    const bool whole = fp4_mapguard_call(zinf_run, &a); /* false: the file shrank */
     *got = cap - zs.avail_out;
-    inflateEnd(&zs);
-    return r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && zs.avail_out == 0);
+    inflateEnd(&zs); /* zlib's state stays whole between its reads of the input */
+    const int r = a.r;
+    return whole && (r == Z_OK || r == Z_STREAM_END || (r == Z_BUF_ERROR && zs.avail_out == 0));
 }
 
 static void npy_parse_member(npy_src *s, int i)
@@ -314,7 +403,8 @@ static void npy_parse_member(npy_src *s, int i)
         uint64_t len;
         const uint8_t *b = npy_bytes(s, i, &len, false);
         if (!b) return;
-        st = fp4_npy_parse(zname, b, len, &m->hdr);
+        parse_args pa = {.file = zname, .buf = b, .size = len, .h = &m->hdr, .op = 1};
+        st = parse_guarded(&pa);
     }
     if (st != FP4_OK) {
         snprintf(m->problem, sizeof m->problem, "%s", fp4_last_error());
@@ -408,8 +498,10 @@ static fp4_status npy_read(void *impl, const fp4_tensor_desc *d, int dim, int64_
     uint64_t len;
     const uint8_t *b = npy_bytes(s, i, &len, true);
     if (!b) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name, m->problem);
-    fp4_raw_slab(b + h->data_offset, npy_raw(h), h->big_endian, h->rank, h->dims,
-                 h->fortran_order, dim, start, count, raw, buf);
+    /* a stored member or a lone .npy is read from the mapping (an inflated one from memory) */
+    if (!fp4_raw_slab_mapped(b + h->data_offset, npy_raw(h), h->big_endian, h->rank, h->dims,
+                             h->fortran_order, dim, start, count, raw, buf))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: " SHRANK, s->file, d->name);
     return FP4_OK;
 }
 

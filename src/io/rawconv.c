@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "io/mapguard.h"
 #include "io/pario.h"
 #include "io/widen_f8.h"
 
@@ -158,20 +159,37 @@ typedef struct slab_job {
     int size;
     int64_t osize, run, inner, extent, start, pe, per;
     uint8_t *out;
+    bool guarded; /* each piece under its own fp4_mapguard_call (it may run on a pool thread) */
+    int faulted;  /* a guarded piece touched a page the file no longer holds */
 } slab_job;
 
-static void slab_piece(void *ctx, int64_t q)
+typedef struct piece_args {
+    const slab_job *J;
+    int64_t q;
+} piece_args;
+
+static void slab_piece_run(void *ctx)
 {
-    const slab_job *J = ctx;
-    const int64_t o = q / J->per, j = (q % J->per) * J->pe;
+    const piece_args *a = ctx;
+    const slab_job *J = a->J;
+    const int64_t o = a->q / J->per, j = (a->q % J->per) * J->pe;
     const int64_t m = J->run - j < J->pe ? J->run - j : J->pe;
     run_out(J->k, J->be, J->base + ((o * J->extent + J->start) * J->inner + j) * J->size, J->size,
             m, J->raw, J->out + (o * J->run + j) * J->osize);
 }
 
-void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
-                  const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
-                  bool raw, void *buf)
+static void slab_piece(void *ctx, int64_t q)
+{
+    slab_job *J = ctx;
+    piece_args a = {J, q};
+    if (!J->guarded) slab_piece_run(&a);
+    else if (!fp4_mapguard_call(slab_piece_run, &a))
+        __atomic_store_n(&J->faulted, 1, __ATOMIC_RELAXED);
+}
+
+static void raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
+                     const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
+                     bool raw, void *buf, bool guarded, int *faulted)
 {
     const int size = fp4_raw_size(k);
     const int64_t osize = raw ? size : (int64_t)sizeof(float);
@@ -195,9 +213,10 @@ void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
         /* large: in pieces on a few threads (io/pario.c), each its own part of buf */
         slab_job J = {.k = k, .be = big_endian, .base = base, .size = size, .osize = osize,
                       .raw = raw, .out = out, .run = run, .inner = inner, .extent = dims[dim],
-                      .start = start, .pe = FP4_PARIO_PIECE / osize};
+                      .start = start, .pe = FP4_PARIO_PIECE / osize, .guarded = guarded};
         J.per = (run + J.pe - 1) / J.pe;
         fp4_pario_for(slab_piece, &J, outer * J.per, nth);
+        if (__atomic_load_n(&J.faulted, __ATOMIC_RELAXED)) *faulted = 1;
         return;
     }
     /* Column-major: element (i0..ir-1) at sum i_j * stride_j, stride_0 = 1. Rows of the slab
@@ -219,4 +238,42 @@ void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
         while (j >= 0 && ++idx[j] == ext[j]) idx[j--] = 0;
         if (j < 0) break;
     }
+}
+
+void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
+                  const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
+                  bool raw, void *buf)
+{
+    int faulted = 0;
+    raw_slab(base, k, big_endian, rank, dims, fortran, dim, start, count, raw, buf, false,
+             &faulted);
+}
+
+typedef struct mapped_args {
+    const uint8_t *base;
+    fp4_raw k;
+    bool be, fortran, raw;
+    int rank, dim;
+    const int64_t *dims;
+    int64_t start, count;
+    void *buf;
+    int faulted;
+} mapped_args;
+
+static void raw_slab_mapped(void *ctx)
+{
+    mapped_args *a = ctx;
+    raw_slab(a->base, a->k, a->be, a->rank, a->dims, a->fortran, a->dim, a->start, a->count,
+             a->raw, a->buf, true, &a->faulted);
+}
+
+bool fp4_raw_slab_mapped(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
+                         const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
+                         bool raw, void *buf)
+{
+    mapped_args a = {.base = base, .k = k, .be = big_endian, .fortran = fortran, .raw = raw,
+                     .rank = rank, .dim = dim, .dims = dims, .start = start, .count = count,
+                     .buf = buf};
+    /* the single-thread paths under this guard; pool pieces under their own */
+    return fp4_mapguard_call(raw_slab_mapped, &a) && !a.faulted;
 }

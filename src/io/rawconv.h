@@ -54,4 +54,12 @@ void fp4_raw_slab(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
                   const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
                   bool raw, void *buf);
 
+/* fp4_raw_slab from a memory mapping of a file that may shrink meanwhile: every byte read
+ * under fp4_mapguard_call (io/mapguard.h), on each thread that reads. False when a page read
+ * lies past the file's new end (buf then holds part of the slab): the caller's error, "the
+ * file shrank while it was read". */
+bool fp4_raw_slab_mapped(const uint8_t *base, fp4_raw k, bool big_endian, int rank,
+                         const int64_t *dims, bool fortran, int dim, int64_t start, int64_t count,
+                         bool raw, void *buf);
+
 #endif

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/mapguard.h"
 #include "io/rawconv.h"
 #include "io/source.h"
 #include "io/st_parse.h"
@@ -154,6 +155,26 @@ static bool st_probe_dir(const char *dir)
 
 /* ---- files ---------------------------------------------------------------------------- */
 
+/* The first 8 + header-length bytes of a mapped file (just the 8 when the length is over the
+ * limit or past the end: the parser then refuses it), copied into out (malloc'd before any
+ * byte is copied, so that a fault leaves it to free). */
+typedef struct hdr_copy {
+    const uint8_t *map;
+    uint64_t size;
+    uint8_t *out;
+    size_t n;
+} hdr_copy;
+
+static void hdr_copy_run(void *ctx)
+{
+    hdr_copy *c = ctx;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | c->map[i];
+    c->n = n <= FP4_ST_MAX_HEADER && n <= c->size - 8 ? (size_t)(8 + n) : 8;
+    if (!(c->out = malloc(c->n))) return;
+    memcpy(c->out, c->map, c->n);
+}
+
 static fp4_status st_map(const char *path, const char *named_by, st_file *f)
 {
     memset(f, 0, sizeof *f);
@@ -177,7 +198,17 @@ static fp4_status st_map(const char *path, const char *named_by, st_file *f)
     close(fd);
     if (m == MAP_FAILED) return fp4_error(FP4_ERR_INPUT, "%s: cannot map: %s", path, strerror(errno));
     f->map = m;
-    return fp4_st_parse(path, f->map, f->size, &f->h);
+    /* the header copied out of the mapping under the guard (the file may shrink meanwhile),
+     * then parsed from the copy: fp4_st_parse reads only its first 8 + header-length bytes */
+    hdr_copy c = {f->map, f->size, NULL, 0};
+    if (!fp4_mapguard_call(hdr_copy_run, &c)) {
+        free(c.out);
+        return fp4_error(FP4_ERR_INPUT, "%s: the file shrank while it was read (truncated)", path);
+    }
+    if (!c.out) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the header", path);
+    const fp4_status st = fp4_st_parse(path, c.out, f->size, &f->h);
+    free(c.out);
+    return st;
 }
 
 static void st_unmap(st_file *f)
@@ -610,8 +641,12 @@ static fp4_status st_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t
     const fp4_st_tensor *t = NULL;
     FP4_TRY(st_slab_args(s, d, dim, start, count, &f, &t));
     if (t->nelems == 0 || count == 0) return FP4_OK;
-    fp4_raw_slab(f->map + f->h.data_start + t->begin, st_raw(t->type), false, t->rank, t->dims,
-                 false, dim, start, count, raw, buf);
+    /* read from the mapping under io/mapguard.h: a file shrunk meanwhile is this tensor's
+     * error, never SIGBUS */
+    if (!fp4_raw_slab_mapped(f->map + f->h.data_start + t->begin, st_raw(t->type), false,
+                             t->rank, t->dims, false, dim, start, count, raw, buf))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file shrank while it was read (truncated)",
+                         f->path, d->name);
     return FP4_OK;
 }
 

@@ -69,7 +69,9 @@ typedef struct fp4_st_header {
  * An unknown type or an unreadable one (BOOL, F8_E8M0, F4, F6_*, C64) is not a header error:
  * the tensor gets `problem` set, so that the others still run. An unknown type's size is not
  * checked beyond being in bounds and not overlapping.
- * Every byte read lies inside buf[0..size). *out is filled (free with fp4_st_header_free) only
+ * Every byte read lies inside buf[0..8 + header length) (and so inside buf[0..size)): the
+ * caller may pass only those bytes (a copy of a mapping's header) with the file's size. A key
+ * twice in any object of the header is refused. *out is filled (free with fp4_st_header_free) only
  * on FP4_OK; FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4_st_header *out);
 void fp4_st_header_free(fp4_st_header *h);
