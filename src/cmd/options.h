@@ -112,8 +112,9 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --shard I/N         share I of N (0 <= I < N) of the selected tensors, balanced by\n"   \
     "                      element count; 'fp4diag merge' joins the N partial reports\n"
 #define FP4_OPTHELP_IO                                                                         \
-    "  --allow-external    follow external links, external storage and virtual-dataset\n"     \
-    "                      sources outside the file's directory (regular files only)\n"       \
+    "  --allow-external    read files the input names outside its directory tree: HDF5\n"     \
+    "                      external links/storage/virtual-dataset sources, safetensors\n"    \
+    "                      shards and directory entries symlinked out (regular files only)\n" \
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
     "  --json              the JSON report on stdout even when it is a terminal\n"            \

@@ -36,7 +36,23 @@ typedef struct st_src {
     int n;
     st_entry *by_name; /* the same, sorted by name */
     fp4_st_index imeta; /* only its metadata fields: the index's "metadata" */
+    char *root;         /* the input's tree: the real directory named, or the real directory
+                           of the file named; every file read must resolve inside it */
 } st_src;
+
+/* --allow-external: files a checkpoint names (shards, directory entries) may resolve outside
+ * the input's tree (symlinks out of it); the same rule as HDF5's external files. */
+static bool st_allow_external;
+
+static void st_set_allow_external(bool allow) { st_allow_external = allow; }
+
+/* Whether the real path p lies in the tree of the real directory root. */
+static bool st_inside(const char *p, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/') return true;
+    return strncmp(p, root, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
 
 /* ---- probing ---------------------------------------------------------------------------- */
 
@@ -175,10 +191,24 @@ static void hdr_copy_run(void *ctx)
     memcpy(c->out, c->map, c->n);
 }
 
-static fp4_status st_map(const char *path, const char *named_by, st_file *f)
+static fp4_status st_map(const char *path, const char *named_by, const char *root, st_file *f)
 {
     memset(f, 0, sizeof *f);
     if (!(f->path = strdup(path))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    /* a shard or directory entry that resolves (symlinks) outside the input's tree is not
+     * read unless --allow-external */
+    if (root && !st_allow_external) {
+        char *real = realpath(path, NULL);
+        const bool out = real && !st_inside(real, root);
+        free(real);
+        if (out && named_by)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: resolves outside the checkpoint's directory "
+                             "%s (a shard the index names; --allow-external reads it)",
+                             named_by, path, root);
+        if (out)
+            return fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
+                             "(--allow-external reads it)", path, root);
+    }
     struct stat sb;
     const char *why;
     int fd = fp4_open_regular(path, &sb, &why); /* a FIFO shard is refused, never waited on */
@@ -228,6 +258,7 @@ static void st_close(void *impl)
     free(s->list);
     free(s->by_name);
     fp4_st_index_free(&s->imeta);
+    free(s->root);
     free(s->file);
     free(s);
 }
@@ -334,7 +365,7 @@ static fp4_status st_open_index(st_src *s, const char *index)
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;
         }
-        st = st_map(p, index, &s->files[i]);
+        st = st_map(p, index, s->root, &s->files[i]);
         s->nfiles = i + 1;
         free(p);
         if (st != FP4_OK) goto out;
@@ -409,7 +440,13 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
     }
     if (ni == 1) {
         char *p = path_join(dir, idx[0]);
-        st = p ? st_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        char *real = p && s->root && !st_allow_external ? realpath(p, NULL) : NULL;
+        if (real && !st_inside(real, s->root))
+            st = fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
+                           "(--allow-external reads it)", p, s->root);
+        else
+            st = p ? st_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        free(real);
         free(p);
         goto out;
     }
@@ -430,7 +467,7 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;
         }
-        st = st_map(p, NULL, &s->files[i]);
+        st = st_map(p, NULL, s->root, &s->files[i]);
         s->nfiles = i + 1;
         free(p);
         if (st != FP4_OK) goto out;
@@ -464,6 +501,15 @@ static fp4_status st_open(const char *file, void **impl)
     struct stat sb;
     unsigned char head[4096];
     size_t n = 0;
+    /* the input's tree (HDF5's rule): the real directory named, or the real directory of
+     * the file named */
+    char *real = realpath(file, NULL);
+    if (real && stat(real, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(real, '/');
+        if (slash == real) slash[1] = '\0';
+        else if (slash) *slash = '\0';
+    }
+    s->root = real; /* NULL: the open below says why */
     if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         st = st_open_dir(s, file);
     } else {
@@ -478,7 +524,7 @@ static fp4_status st_open(const char *file, void **impl)
             st = st_open_index(s, file);
         } else {
             s->files = calloc(1, sizeof *s->files);
-            st = s->files ? st_map(file, NULL, &s->files[0])
+            st = s->files ? st_map(file, NULL, NULL, &s->files[0])
                           : fp4_error(FP4_ERR_INTERNAL, "out of memory");
             if (s->files) s->nfiles = 1;
             if (st == FP4_OK && !(s->list = calloc((size_t)s->files[0].h.n + 1, sizeof *s->list)))
@@ -809,6 +855,7 @@ const fp4_source_ops fp4_source_safetensors = {
     .rooted = false,
     .probe = st_probe,
     .probe_file = st_probe_path,
+    .set_allow_external = st_set_allow_external,
     .probe_dir = st_probe_dir,
     .open = st_open,
     .close = st_close,

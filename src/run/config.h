@@ -62,9 +62,10 @@ typedef struct fp4_run_config {
 
     /* --- the selection --- */
     fp4_shard shard;       /* --shard I/N: share I of N of the selection (count 0: all) */
-    bool allow_external;   /* --allow-external: follow external links, external raw storage
-                              and virtual-dataset sources outside the input file's directory
-                              tree (still only to regular files) */
+    bool allow_external;   /* --allow-external: read files the input names outside its
+                              directory tree (HDF5 external links, external raw storage and
+                              virtual-dataset sources; safetensors shards and directory entries
+                              that resolve outside), still only regular files */
     bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
     const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (borrowed strings) */
     int nexclude;
