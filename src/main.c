@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "run/gemm_blas.h"
 #include "cmd/reexec.h"
+#include "base/isa.h"
 #include "base/status.h"
 #include "base/trace.h"
 #include "base/version.h"
@@ -139,6 +140,11 @@ int main(int argc, char **argv)
         free(line);
     }
     fp4_world_finalize();
+    if (fp4_trace_on()) { /* which variant each CPU dispatch ran (FP4DIAG_ISA, base/isa.h) */
+        char ran[256];
+        fp4_isa_ran_describe(ran, sizeof ran);
+        fp4_trace("isa ran: %s", ran);
+    }
     fp4_trace("main returns %d", (int)st);
     return (int)st;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/impl.h"
+#include "base/isa.h"
 #include "io/widen.h"
 
 /* rows per work batch: bounds the per-chunk partials kept before the ordered merge (4M
@@ -213,11 +214,10 @@ static fp4_status wide_room(fp4_analysis *an, int64_t k)
 
 /* Max |v| over the finite values of n stored words of kind w, as the fp32 their widening
  * gives: on the words themselves, since widening (exact, monotonic) keeps the order of finite
- * magnitudes; NaN and infinities skipped, -0 as +0 (fp4_amax_row's rule, its bits). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static float words_amax(int w, const uint16_t *x, int64_t n)
+ * magnitudes; NaN and infinities skipped, -0 as +0 (fp4_amax_row's rule, its bits). Compiled
+ * for AVX-512, AVX2 and the baseline, each exact, run by FP4DIAG_ISA's choice
+ * (FP4_ISA_SITE_WORDS_MAX). */
+static inline FP4_ISA_INLINE float words_amax_body(int w, const uint16_t *x, int64_t n)
 {
     const uint16_t lim = w == FP4_WORDS_BF16 ? 0x7f80u : 0x7c00u; /* the infinity's bits */
     uint16_t m = 0;
@@ -229,6 +229,8 @@ static float words_amax(int w, const uint16_t *x, int64_t n)
     }
     return fp4c_u2f(w == FP4_WORDS_BF16 ? (uint32_t)m << 16 : fp4_f16_bits_to_f32_bits(m));
 }
+FP4_ISA_VARIANTS(FP4_ISA_SITE_WORDS_MAX, float, words_amax,
+                 (int w, const uint16_t *x, int64_t n), (w, x, n))
 
 /* The amax pass on fp32 rows (w == 0) or stored words of kind w: pieces of rows
  * (CPU_AMAX_PIECE) run in parallel, a piece of words widened once for every config. A tensor

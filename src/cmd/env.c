@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/status.h"
-#include "engine/engine.h"
+#include "base/isa.h"
 #include "io/pario.h"
 
 /* The value shown in a message: escaped (terminal escapes, newlines, bytes that are not
@@ -44,12 +44,7 @@ fp4_status fp4_env_check(void)
             return env_bad("FP4DIAG_READ_THREADS", e, want);
         }
     }
-    e = getenv("FP4DIAG_ISA");
-    if (e && *e) {
-        fp4_isa isa;
-        if (fp4_isa_parse(e, &isa) != FP4_OK)
-            return env_bad("FP4DIAG_ISA", e, "want generic, avx2, avx512 or neon");
-    }
+    FP4_TRY(fp4_isa_init()); /* FP4DIAG_ISA: read once, for every dispatch (base/isa.c) */
     static const char *const trace_ok[] = {"", "0", "1", "2"};
     e = getenv("FP4DIAG_TRACE");
     if (e && !env_one_of(e, trace_ok, 4)) return env_bad("FP4DIAG_TRACE", e, "want 0, 1 or 2");

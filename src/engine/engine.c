@@ -10,26 +10,9 @@
 
 #include "engine/engine_impl.h"
 
-/* ---- variants ---------------------------------------------------------------------------- */
-static const char *const isa_names[FP4_ISA_COUNT] = {"generic", "avx2", "avx512", "neon"};
-
-const char *fp4_isa_name(fp4_isa isa)
-{
-    return (int)isa >= 0 && isa < FP4_ISA_COUNT ? isa_names[isa] : "?";
-}
-
-fp4_status fp4_isa_parse(const char *s, fp4_isa *out)
-{
-    for (int i = 0; s && i < FP4_ISA_COUNT; i++)
-        if (strcmp(s, isa_names[i]) == 0) {
-            *out = (fp4_isa)i;
-            return FP4_OK;
-        }
-    return fp4_error(FP4_ERR_USAGE, "unknown instruction set '%s' (known: generic, avx2, avx512, "
-                     "neon)", s ? s : "");
-}
-
-const fp4_engine *fp4_engine_get(fp4_isa isa)
+/* ---- variants (which one runs: base/isa.c) ----------------------------------------------- */
+/* The variant compiled for isa, whether or not this CPU runs it (NULL: not compiled). */
+static const fp4_engine *engine_of(fp4_isa isa)
 {
     const fp4_engine *e = NULL;
     switch (isa) {
@@ -39,51 +22,25 @@ const fp4_engine *fp4_engine_get(fp4_isa isa)
     case FP4_ISA_NEON: e = fp4_engine_arm(isa); break;
     default: return NULL;
     }
-    return e && (!e->cpu_has || e->cpu_has()) ? e : NULL;
+    return e;
+}
+
+const fp4_engine *fp4_engine_get(fp4_isa isa)
+{
+    const fp4_engine *e = engine_of(isa);
+    return e && fp4_isa_cpu_runs(isa) ? e : NULL;
 }
 
 fp4_isa fp4_engine_isa(const fp4_engine *e) { return e->isa; }
 
-static const fp4_engine *engine_default(void)
-{
-    static const fp4_isa widest[] = {FP4_ISA_AVX512, FP4_ISA_AVX2, FP4_ISA_NEON};
-    const fp4_engine *best = &fp4_engine_generic;
-    for (size_t i = 0; i < sizeof widest / sizeof *widest && best == &fp4_engine_generic; i++)
-        if (fp4_engine_get(widest[i])) best = fp4_engine_get(widest[i]);
-    const char *env = getenv("FP4DIAG_ISA");
-    if (env && *env) {
-        fp4_isa isa;
-        const fp4_engine *e = fp4_isa_parse(env, &isa) == FP4_OK ? fp4_engine_get(isa) : NULL;
-        if (e) return e;
-        fprintf(stderr, "fp4diag: FP4DIAG_ISA=%s: %s; using %s\n", env,
-                fp4_isa_parse(env, &isa) == FP4_OK ? "this build or CPU does not run it"
-                                                   : "unknown (generic, avx2, avx512, neon)",
-                fp4_isa_name(best->isa));
-    }
-    return best;
-}
-
-static const fp4_engine *engine_chosen; /* fp4_engine_use's, or the default once resolved */
-static const fp4_engine *engine_resolved;
-
+/* fp4_isa_active() is one this CPU runs: no second feature test here (called per group) */
 const fp4_engine *fp4_engine_active(void)
 {
-    const fp4_engine *e = __atomic_load_n(&engine_chosen, __ATOMIC_RELAXED);
-    if (e) return e;
-    e = __atomic_load_n(&engine_resolved, __ATOMIC_ACQUIRE);
-    if (e) return e;
-#pragma omp critical(fp4_engine_resolve)
-    {
-        e = __atomic_load_n(&engine_resolved, __ATOMIC_ACQUIRE);
-        if (!e) {
-            e = engine_default(); /* warns at most once: resolved once per process */
-            __atomic_store_n(&engine_resolved, e, __ATOMIC_RELEASE);
-        }
-    }
-    return e;
+    const fp4_engine *e = engine_of(fp4_isa_active());
+    return e ? e : &fp4_engine_generic;
 }
 
-void fp4_engine_use(const fp4_engine *e) { __atomic_store_n(&engine_chosen, e, __ATOMIC_RELAXED); }
+void fp4_engine_use(const fp4_engine *e) { fp4_isa_use(e ? e->isa : FP4_ISA_COUNT); }
 
 /* nb <= GRP consecutive blocks of one row (all in one chunk), loaded by group_load into T,
  * am, ak, bad; jn[b] counted entries each, tile amax per block when weight_2d (else NULL);
@@ -163,27 +120,29 @@ void fp4_grpcache_reset(fp4_grpcache *gc)
 void fp4_qplan_prep(const fp4_qplan *p, const float *in, int nr, float *v)
 {
     const int64_t L = p->row_len, P = p->padded_len;
-    const fp4_rht_impl rht = fp4_engine_active()->rht;
     for (int r = 0; r < nr; r++) {
         float *vr = v + (int64_t)r * P;
         const float *ir = in + (int64_t)r * L;
         /* the whole RHT groups are rotated straight from the input (no copy); the rest, the
          * last partial group and the padding, is copied, zero-padded and rotated in place */
         const int64_t whole = p->cfg.rht ? L / p->cfg.rht->n * p->cfg.rht->n : 0;
-        if (whole > 0) fp4_rht_forward_impl(rht, p->cfg.rht, ir, vr, whole);
+        if (whole > 0) fp4_rht_forward(p->cfg.rht, ir, vr, whole);
         memcpy(vr + whole, ir + whole, (size_t)(L - whole) * sizeof *vr);
         memset(vr + L, 0, (size_t)(P - L) * sizeof *vr);
-        if (p->cfg.rht && P > whole) fp4_rht_forward_impl(rht, p->cfg.rht, vr + whole, vr + whole, P - whole);
+        if (p->cfg.rht && P > whole) fp4_rht_forward(p->cfg.rht, vr + whole, vr + whole, P - whole);
     }
 }
 
 /* 32-bit counters over pieces of 2^20 elements vectorize twice as wide as 64-bit ones;
- * compiled for AVX-512, AVX2 and the baseline (the counts are exact in every variant). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
+ * compiled for AVX-512, AVX2 and the baseline (the counts are exact in every variant), run by
+ * FP4DIAG_ISA's choice (FP4_ISA_SITE_COUNTS). */
+typedef struct in_counts {
+    uint64_t zero, nan, inf;
+} in_counts;
+
+static inline FP4_ISA_INLINE in_counts input_counts_body(const float *x, int64_t n)
 {
+    in_counts c = {0, 0, 0};
     for (int64_t j0 = 0; j0 < n; j0 += (int64_t)1 << 20) {
         const int64_t e = n - j0 < ((int64_t)1 << 20) ? n - j0 : ((int64_t)1 << 20);
         const float *y = x + j0;
@@ -195,10 +154,21 @@ void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
             nn += u > 0x7F800000u;
             ni += u == 0x7F800000u;
         }
-        m->zero += z;
-        m->nan += nn;
-        m->inf += ni;
+        c.zero += z;
+        c.nan += nn;
+        c.inf += ni;
     }
+    return c;
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_COUNTS, in_counts, input_counts, (const float *x, int64_t n),
+                 (x, n))
+
+void fp4_input_counts(const float *x, int64_t n, fp4_metrics *m)
+{
+    const in_counts c = input_counts(x, n);
+    m->zero += c.zero;
+    m->nan += c.nan;
+    m->inf += c.inf;
 }
 
 void fp4_qplan_unit(const fp4_qplan *p, const float *in, int64_t grow, int nr, float *scratch,
@@ -247,6 +217,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         /* the row's groups from the shared cache (loaded there by the first config of this
          * preparation and block size), else loaded here one group at a time */
         const fp4_engine *kern = fp4_engine_active();
+        fp4_isa_note(FP4_ISA_SITE_QUANT, kern->isa);
         grp_in row = {NULL, NULL, NULL, NULL};
         if (gc) {
             const int gr = gc_row + r;
@@ -315,11 +286,9 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
  * |value|, >= 0): on the bits, since |x| of finite floats orders as its bits do; NaN and
  * infinities (bits >= 0x7F800000 once the sign is cleared) are skipped, -0 counts as +0. An
  * unsigned max vectorises (the float compare with its NaN test did not); compiled for AVX-512,
- * AVX2 and the baseline, each exact. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static uint32_t amax_finite_bits(const float *x, int64_t n, uint32_t a)
+ * AVX2 and the baseline, each exact, run by FP4DIAG_ISA's choice (FP4_ISA_SITE_AMAX). */
+static inline FP4_ISA_INLINE uint32_t amax_finite_bits_body(const float *x, int64_t n,
+                                                            uint32_t a)
 {
 #pragma omp simd reduction(max : a)
     for (int64_t j = 0; j < n; j++) {
@@ -329,6 +298,8 @@ static uint32_t amax_finite_bits(const float *x, int64_t n, uint32_t a)
     }
     return a;
 }
+FP4_ISA_VARIANTS(FP4_ISA_SITE_AMAX, uint32_t, amax_finite_bits,
+                 (const float *x, int64_t n, uint32_t a), (x, n, a))
 
 float fp4_amax_row(const fp4_qconfig *cfg, const float *row, int64_t row_len)
 {

@@ -8,44 +8,28 @@
 #include <stdint.h>
 
 #include "base/common.h"
+#include "base/isa.h"
 #include "num/metrics.h"
 #include "num/quant.h"
 #include "base/status.h"
 
 /* ---- variants ---------------------------------------------------------------------------
- * One row per instruction set. Every variant gives ref.c's bits exactly, for every config
- * (SPEC §7; test_engine loops over every variant the CPU runs); they differ in speed only.
- *   generic  portable C (GCC vectors): every CPU, aarch64 included
- *   avx2     x86-64 AVX2 + FMA
- *   avx512   x86-64 AVX-512 F/VL/BW/DQ
- *   neon     aarch64 Advanced SIMD */
-typedef enum fp4_isa {
-    FP4_ISA_GENERIC = 0,
-    FP4_ISA_AVX2,
-    FP4_ISA_AVX512,
-    FP4_ISA_NEON,
-    FP4_ISA_COUNT
-} fp4_isa;
-
+ * One row per instruction set (fp4_isa, base/isa.h, which also decides which one runs). Every
+ * variant gives ref.c's bits exactly, for every config (SPEC §7; test_engine loops over every
+ * variant the CPU runs); they differ in speed only. */
 typedef struct fp4_engine fp4_engine;
 
-/* "generic", "avx2", "avx512", "neon"; "?" out of range. */
-const char *fp4_isa_name(fp4_isa isa);
-/* The name as fp4_isa_name spells it; FP4_ERR_USAGE with the known names otherwise. */
-fp4_status fp4_isa_parse(const char *s, fp4_isa *out);
-
 /* The variant for isa, or NULL when this build does not compile it or this CPU lacks its
- * instructions. */
+ * instructions (fp4_isa_cpu_runs). */
 const fp4_engine *fp4_engine_get(fp4_isa isa);
 fp4_isa fp4_engine_isa(const fp4_engine *e);
 
-/* The variant the engine runs: the one fp4_engine_use set, else the environment's
- * FP4DIAG_ISA=generic|avx2|avx512|neon when this CPU runs it (otherwise a one-line warning on
- * stderr, once, and the default), else the widest this CPU runs (avx512, avx2, neon,
- * generic). Never NULL. */
+/* The variant the engine runs: fp4_isa_active()'s (fp4_isa_use, else FP4DIAG_ISA, else the
+ * widest this CPU runs), generic where this build has no engine for it. Never NULL. */
 const fp4_engine *fp4_engine_active(void);
-/* Run every later call on e (NULL: back to the choice above). Process-wide; for tests and
- * benchmarks, not while another thread is inside the engine. */
+/* Run every later dispatch on e's instruction set, the RHT and amax passes too (fp4_isa_use;
+ * NULL: back to the choice above). Process-wide; for tests and benchmarks, not while another
+ * thread is inside the engine. */
 void fp4_engine_use(const fp4_engine *e);
 
 /* Everything derived once per (config, tensor): the grid, the row geometry and the

@@ -412,16 +412,14 @@ typedef void (*group_fn)(GROUP_ARGS);
 #define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
 typedef void (*row_fn)(ROW_ARGS);
 
-/* One variant: the per-group body (group_quant), the group loader, the whole-row kernel (or
- * NULL: group by group), the RHT implementation fp4_qplan_prep uses, and whether this CPU
- * runs it (NULL: always). */
+/* One variant: the per-group body (group_quant), the group loader and the whole-row kernel
+ * (or NULL: group by group). Whether this CPU runs it, and which one runs, base/isa.c decides;
+ * the RHT follows the same choice (fp4_rht_forward). */
 struct fp4_engine {
     fp4_isa isa;
     group_fn body;
     load_fn load;
     row_fn row;
-    fp4_rht_impl rht;
-    int (*cpu_has)(void);
 };
 
 /* The variants each file compiles: generic.c always; arch/x86.c (avx2, avx512) on x86-64

@@ -3,6 +3,8 @@
  * takes F16C (8 halves per instruction) when the CPU has it. */
 #include "io/widen.h"
 
+#include "base/isa.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -141,15 +143,22 @@ WIDEN_INT(widen_u64, uint64_t, uint64_t, __builtin_bswap64)
 static void widen_aligned(fp4_stored st, bool swap, const void *src, float *dst, size_t n)
 {
     switch (st) {
-    case FP4_STORED_F16:
+    case FP4_STORED_F16: {
+        /* F16C is the avx2 and avx512 variants' code (FP4DIAG_ISA, base/isa.h); generic, and
+         * words in the other byte order, take the portable loop */
+        const fp4_isa isa = fp4_isa_active();
 #ifdef WIDEN_X86
-        if (!swap && fp4_widen_f16c()) {
+        if (!swap && (isa == FP4_ISA_AVX2 || isa == FP4_ISA_AVX512) && fp4_widen_f16c()) {
+            fp4_isa_note(FP4_ISA_SITE_WIDEN_F16, isa);
             widen_f16_f16c(src, dst, n);
             break;
         }
 #endif
+        (void)isa;
+        fp4_isa_note(FP4_ISA_SITE_WIDEN_F16, FP4_ISA_GENERIC);
         widen_f16(src, dst, n, swap);
         break;
+    }
     case FP4_STORED_BF16: widen_bf16(src, dst, n, swap); break;
     case FP4_STORED_F32: widen_f32(src, dst, n, swap); break;
     case FP4_STORED_F64: widen_f64(src, dst, n, swap); break;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/common.h"
+#include "base/isa.h"
 
 static int is_pow2_in(int n) { return n >= 16 && n <= FP4_RHT_MAX && (n & (n - 1)) == 0; }
 
@@ -61,7 +62,7 @@ static void fwd_scalar(const fp4_rht_signs *sg, const float *x, float *y, int64_
     }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef FP4_ISA_X86
 #include <immintrin.h>
 #define RHT_HAVE_DISPATCH 1
 /* No "fma" in either target: the butterflies have nothing to contract, and without FMA the
@@ -251,38 +252,26 @@ RHT_AVX2 static void fwd_avx2(const fp4_rht_signs *sg, const float *x, float *y,
     }
 }
 
-static int have_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
-static int have_avx2(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
-}
 #endif
 
 bool fp4_rht_forward_impl(fp4_rht_impl impl, const fp4_rht_signs *sg, const float *x, float *y,
                           int64_t len)
 {
+    if (impl == FP4_RHT_IMPL_AUTO) {
+        const fp4_isa isa = fp4_isa_dispatch(FP4_ISA_SITE_RHT);
+        impl = isa == FP4_ISA_AVX512 ? FP4_RHT_IMPL_AVX512
+               : isa == FP4_ISA_AVX2 ? FP4_RHT_IMPL_AVX2
+                                     : FP4_RHT_IMPL_SCALAR;
+    }
     switch (impl) {
-    case FP4_RHT_IMPL_AUTO:
-#ifdef RHT_HAVE_DISPATCH
-        if (have_avx512()) fwd_avx512(sg, x, y, len);
-        else if (have_avx2()) fwd_avx2(sg, x, y, len);
-        else
-#endif
-            fwd_scalar(sg, x, y, len);
-        return true;
     case FP4_RHT_IMPL_SCALAR: fwd_scalar(sg, x, y, len); return true;
 #ifdef RHT_HAVE_DISPATCH
     case FP4_RHT_IMPL_AVX2:
-        if (!have_avx2()) return false;
+        if (!fp4_isa_cpu_runs(FP4_ISA_AVX2)) return false;
         fwd_avx2(sg, x, y, len);
         return true;
     case FP4_RHT_IMPL_AVX512:
-        if (!have_avx512()) return false;
+        if (!fp4_isa_cpu_runs(FP4_ISA_AVX512)) return false;
         fwd_avx512(sg, x, y, len);
         return true;
 #endif

@@ -22,12 +22,13 @@ fp4_status fp4_rht_signs_make(const char *spec, int n, fp4_rht_signs *out);
 
 /* SPEC §4: y = ((x ⊙ s) · H_n) / sqrt(n) for each of the len/n groups of x (len a multiple of n; a
  * trailing partial group is left unwritten); x and y may alias (x == y). fp64 butterfly in
- * common.h's fixed order, rounded once to fp32. Runs the widest SIMD variant this CPU has
- * (AVX-512, AVX2, else plain C); every variant gives the same bits as the plain C one. */
+ * common.h's fixed order, rounded once to fp32. Runs the variant fp4_isa_active() names
+ * (base/isa.h: FP4DIAG_ISA, else the widest this CPU has): AVX-512, AVX2, else plain C (generic
+ * and neon); every variant gives the same bits as the plain C one. Records FP4_ISA_SITE_RHT. */
 void fp4_rht_forward(const fp4_rht_signs *sg, const float *x, float *y, int64_t len);
 
-/* The implementations behind fp4_rht_forward: AUTO is its dispatch, SCALAR the plain C
- * reference, AVX2 / AVX512 the SIMD variants (x86-64 GCC builds only). */
+/* The implementations behind fp4_rht_forward: AUTO is its dispatch (fp4_isa_active), SCALAR the
+ * plain C reference, AVX2 / AVX512 the SIMD variants (x86-64 GCC builds only). */
 typedef enum fp4_rht_impl {
     FP4_RHT_IMPL_AUTO = 0,
     FP4_RHT_IMPL_SCALAR,

@@ -281,8 +281,7 @@ static void row_neon(ROW_ARGS)
     }
 }
 
-static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon,
-                                FP4_RHT_IMPL_SCALAR, NULL};
+static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon};
 
 const fp4_engine *fp4_engine_arm(fp4_isa isa) { return isa == FP4_ISA_NEON ? &neon : NULL; }
 #else

@@ -5,8 +5,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define FP4_AVX2 __attribute__((target("avx2,fma")))
-#define FP4_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define FP4_AVX2 FP4_TARGET_AVX2 /* base/isa.h */
+#define FP4_AVX512 FP4_TARGET_AVX512
 #define RNE_IMM (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC) /* explicit, not MXCSR */
 FP4_AVX2 static void group_avx2(GROUP_ARGS) { group_body(GROUP_PASS, 1); }
 /* The 8x8 tile of elements j0..j0+7 of the 8 blocks at v (block length B) transposed in
@@ -751,24 +751,10 @@ FP4_AVX2 static void row_avx2(ROW_ARGS)
     }
 }
 
-static int cpu_avx2(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-static int cpu_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-           cpu_avx2();
-}
-
-static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, FP4_RHT_IMPL_AVX2,
-                                cpu_avx2};
+/* which of them this CPU runs: fp4_isa_cpu_runs (base/isa.c) */
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
-static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512,
-                                  FP4_RHT_IMPL_AVX512, cpu_avx512};
+static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512};
 
 const fp4_engine *fp4_engine_x86(fp4_isa isa)
 {
