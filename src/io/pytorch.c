@@ -741,8 +741,12 @@ static fp4_status pt_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t
                          t->problem[0] ? t->problem : "cannot be read");
     FP4_TRY(fp4_raw_slab_check(s->file, d->name, t->p->rank, t->p->size, dim, start, count));
     if (count == 0 || d->nelems == 0) return FP4_OK;
-    fp4_raw_slab(t->base, t->k, s->files[e->f].big_endian, t->p->rank, t->p->size, t->fortran, dim,
-                 start, count, raw, buf);
+    /* read from the mapping under io/mapguard.h: a file shrunk meanwhile is this tensor's
+     * error, never SIGBUS */
+    if (!fp4_raw_slab_mapped(t->base, t->k, s->files[e->f].big_endian, t->p->rank, t->p->size,
+                             t->fortran, dim, start, count, raw, buf))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file shrank while it was read (truncated)",
+                         s->files[e->f].path, d->name);
     return FP4_OK;
 }
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# hostile_truncate_mapped.sh — a safetensors file and an .npy file cut short by another process
+# hostile_truncate_mapped.sh — safetensors, .npy, .npz and PyTorch files cut short by another process
 # while fp4diag reads them from their mapping (issue 26): SIGBUS killed the run (exit 135, no
 # message, no report). Now whenever the cut lands: exit 0 with the reference report, or exit 3
 # with one stderr line, the tensors read after the cut errors entries ("truncated"), and every
@@ -23,6 +23,10 @@ with open(d + "/t.safetensors", "wb") as f:
     for a in ts.values(): f.write(a.tobytes())
 np.save(d + "/t.npy", rng.standard_normal((4096, 2048)).astype("<f4"))
 np.savez(d + "/t.npz", **ts)  # stored members
+sys.path.insert(0, "scripts")
+import collections, torch_writer as tw  # a torch.save archive, written without torch
+tw.save(d + "/t.pt", collections.OrderedDict(
+    (k, tw.contiguous("FloatStorage", a.tobytes(), list(a.shape), str(i))) for i, (k, a) in enumerate(ts.items())))
 PY
 # a small --mem-limit: every tensor read in slabs, twice (the amax pass, then the analysis),
 # so reads go on through the whole run; the cuts land at fractions of the reference run's time
@@ -32,7 +36,7 @@ fracs="0.15 0.35 0.6 0.85"
 [ "$SLOW" = 1 ] && fracs="0.3 0.6"
 mkdir "$tmp/cut"
 cut=0
-for fx in t.safetensors t.npy t.npz; do
+for fx in t.safetensors t.npy t.npz t.pt; do
 f=$tmp/$fx
 t0=$(date +%s.%N)
 timeout 300 "$FP4DIAG" sqnr $args "$f" -q -o "$tmp/ref.json" 2>"$tmp/err" || fail "$fx: reference run: exit $?"
