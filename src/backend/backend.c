@@ -138,23 +138,41 @@ static fp4_status feed_check(const fp4_analysis *an, int64_t nrows)
     return FP4_OK;
 }
 
+static fp4_status words_widen(const fp4_analysis *an, const void *words, fp4_words w,
+                              int64_t nrows, float **out);
+
+/* One pass (the amax pass when amax, else the feed) on nrows rows of fp32 (w == 0) or stored
+ * words of kind w: checked, given to the backend as they are when it takes them, else widened
+ * here first; the rows counted and traced. */
+static fp4_status pass_rows(fp4_analysis *an, bool amax, const void *rows, int w, int64_t nrows)
+{
+    if (amax && !an->needs_amax) return FP4_OK;
+    FP4_TRY(amax ? amax_check(an, nrows) : feed_check(an, nrows));
+    fp4_status (*const op)(fp4_analysis *, const void *, int, int64_t) =
+        amax ? an->be->ops->amax : an->be->ops->feed;
+    if (!w || fp4_backend_takes_words(an->be, (fp4_words)w)) {
+        FP4_TRY(op(an, rows, w, nrows));
+    } else {
+        float *f = NULL;
+        FP4_TRY(words_widen(an, rows, (fp4_words)w, nrows, &f));
+        const fp4_status st = op(an, f, 0, nrows);
+        free(f);
+        FP4_TRY(st);
+    }
+    if (amax) an->rows_amax += nrows;
+    else an->rows_fed += nrows;
+    trace_progress(an, amax, nrows);
+    return FP4_OK;
+}
+
 fp4_status fp4_analysis_amax(fp4_analysis *an, const float *rows, int64_t nrows)
 {
-    if (!an->needs_amax) return FP4_OK;
-    FP4_TRY(amax_check(an, nrows));
-    FP4_TRY(an->be->ops->amax(an, rows, nrows));
-    an->rows_amax += nrows;
-    trace_progress(an, true, nrows);
-    return FP4_OK;
+    return pass_rows(an, true, rows, 0, nrows);
 }
 
 fp4_status fp4_analysis_feed(fp4_analysis *an, const float *rows, int64_t nrows)
 {
-    FP4_TRY(feed_check(an, nrows));
-    FP4_TRY(an->be->ops->feed(an, rows, nrows));
-    an->rows_fed += nrows;
-    trace_progress(an, false, nrows);
-    return FP4_OK;
+    return pass_rows(an, false, rows, 0, nrows);
 }
 
 fp4_status fp4_analysis_amax_zero(fp4_analysis *an, int64_t nrows)
@@ -186,7 +204,7 @@ fp4_status fp4_analysis_feed_zero(fp4_analysis *an, int64_t nrows)
     fp4_status st = FP4_OK;
     for (int64_t done = 0; done < nrows && st == FP4_OK;) {
         const int64_t n = nrows - done < per ? nrows - done : per;
-        st = an->be->ops->feed(an, z, n);
+        st = an->be->ops->feed(an, z, 0, n);
         if (st == FP4_OK) an->rows_fed += n;
         done += n;
     }
@@ -232,39 +250,14 @@ fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_word
                                    int64_t nrows)
 {
     FP4_TRY(words_kind(w));
-    if (!an->needs_amax) return FP4_OK;
-    FP4_TRY(amax_check(an, nrows));
-    if (an->be->ops->amax_words && fp4_backend_takes_words(an->be, w)) {
-        FP4_TRY(an->be->ops->amax_words(an, words, w, nrows));
-    } else {
-        float *f = NULL;
-        FP4_TRY(words_widen(an, words, w, nrows, &f));
-        fp4_status st = an->be->ops->amax(an, f, nrows);
-        free(f);
-        FP4_TRY(st);
-    }
-    an->rows_amax += nrows;
-    trace_progress(an, true, nrows);
-    return FP4_OK;
+    return pass_rows(an, true, words, (int)w, nrows);
 }
 
 fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_words w,
                                    int64_t nrows)
 {
     FP4_TRY(words_kind(w));
-    FP4_TRY(feed_check(an, nrows));
-    if (an->be->ops->feed_words && fp4_backend_takes_words(an->be, w)) {
-        FP4_TRY(an->be->ops->feed_words(an, words, w, nrows));
-    } else {
-        float *f = NULL;
-        FP4_TRY(words_widen(an, words, w, nrows, &f));
-        fp4_status st = an->be->ops->feed(an, f, nrows);
-        free(f);
-        FP4_TRY(st);
-    }
-    an->rows_fed += nrows;
-    trace_progress(an, false, nrows);
-    return FP4_OK;
+    return pass_rows(an, false, words, (int)w, nrows);
 }
 
 fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out)

@@ -314,17 +314,6 @@ static fp4_status cpu_amax_any(fp4_analysis *an, const void *rows, int w, int64_
     return FP4_OK;
 }
 
-static fp4_status cpu_amax(fp4_analysis *an, const float *rows, int64_t nrows)
-{
-    return cpu_amax_any(an, rows, 0, nrows);
-}
-
-static fp4_status cpu_amax_words(fp4_analysis *an, const void *words, fp4_words w,
-                                 int64_t nrows)
-{
-    return cpu_amax_any(an, words, (int)w, nrows);
-}
-
 /* Whether two plans prepare (pad, rotate) rows to the same bits. */
 static bool same_prep(const fp4_qplan *a, const fp4_qplan *b)
 {
@@ -501,21 +490,10 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
     return FP4_OK;
 }
 
-static fp4_status cpu_feed(fp4_analysis *an, const float *rows, int64_t nrows)
-{
-    return cpu_feed_any(an, rows, 0, nrows);
-}
-
-static fp4_status cpu_feed_words(fp4_analysis *an, const void *words, fp4_words w,
-                                 int64_t nrows)
-{
-    return cpu_feed_any(an, words, (int)w, nrows);
-}
-
 /* Rows of zeros (never-written storage). A block of zeros quantizes to zeros whatever its
  * place, scale, rotation or rounding (SR included), so every fp64 sum gains +0 (x + 0 == x:
  * nothing to add) and the counts are the same for each row: those of 16 zero rows (a tile
- * group under weight_2d) and of one, measured once per tensor by cpu_feed on zero rows that
+ * group under weight_2d) and of one, measured once per tensor by cpu_feed_any on zero rows that
  * belong to the run, then multiplied. Should zeros ever move a sum, every zero row is fed. */
 static fp4_status cpu_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta)
 {
@@ -532,7 +510,7 @@ static fp4_status cpu_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta)
             fp4_metrics_merge_counts(&before[c], &ca->cnt[(size_t)t * (size_t)n + (size_t)c]);
         fp4_fsums_of(&ca->acc[c], &s0[c]);
     }
-    if (st == FP4_OK) st = cpu_feed(an, z, k);
+    if (st == FP4_OK) st = cpu_feed_any(an, z, 0, k);
     for (int c = 0; st == FP4_OK && delta && c < n; c++) {
         fp4_fsums s1;
         fp4_fsums_of(&ca->acc[c], &s1);
@@ -565,7 +543,7 @@ static fp4_status cpu_feed_zero(fp4_analysis *an, int64_t nrows)
                 return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
             FP4_TRY(cpu_zero_rows(an, 16, ca->zero16));
             left -= 16;
-            an->rows_fed += 16; /* cpu_feed places rows from rows_fed */
+            an->rows_fed += 16; /* cpu_feed_any places rows from rows_fed */
         }
         if (!ca->zero_moves) {
             const int64_t q = left / 16;
@@ -644,14 +622,12 @@ static const fp4_backend_ops cpu_ops = {
     .name = "cpu",
     .close = cpu_close,
     .begin = cpu_begin,
-    .amax = cpu_amax,
-    .feed = cpu_feed,
+    .amax = cpu_amax_any,
+    .feed = cpu_feed_any,
     .feed_zero = cpu_feed_zero,
     .end = cpu_end,
     .abort = cpu_abort,
     .takes_words = cpu_takes_words,
-    .amax_words = cpu_amax_words,
-    .feed_words = cpu_feed_words,
 };
 
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out)

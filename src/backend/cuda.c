@@ -505,17 +505,6 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
     return FP4_OK;
 }
 
-static fp4_status cuda_amax(fp4_analysis *an, const float *rows, int64_t nrows)
-{
-    return amax_any(an, rows, 0, nrows);
-}
-
-static fp4_status cuda_amax_words(fp4_analysis *an, const void *words, fp4_words w,
-                                  int64_t nrows)
-{
-    return amax_any(an, words, (int)w, nrows);
-}
-
 /* Merge the partials of slot s (its kernels done) into each config's ordered sums. */
 static fp4_status drain(fp4_analysis *an, int s)
 {
@@ -643,17 +632,6 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
     return FP4_OK;
 }
 
-static fp4_status cuda_feed(fp4_analysis *an, const float *rows, int64_t nrows)
-{
-    return feed_any(an, rows, 0, nrows);
-}
-
-static fp4_status cuda_feed_words(fp4_analysis *an, const void *words, fp4_words w,
-                                  int64_t nrows)
-{
-    return feed_any(an, words, (int)w, nrows);
-}
-
 static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
 {
     cuda_an *ca = an->impl;
@@ -695,13 +673,11 @@ static const fp4_backend_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
     .begin = cuda_begin,
-    .amax = cuda_amax,
-    .feed = cuda_feed,
+    .amax = amax_any,
+    .feed = feed_any,
     .end = cuda_end,
     .abort = cuda_abort,
     .takes_words = cuda_takes_words,
-    .amax_words = cuda_amax_words,
-    .feed_words = cuda_feed_words,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
 };

@@ -19,17 +19,17 @@ typedef struct fp4_backend_ops {
     void (*close)(fp4_backend *be);
     /* an->be, cfgs, ncfg, n_rows, row_len and needs_amax are set before begin is called */
     fp4_status (*begin)(fp4_analysis *an);
-    fp4_status (*amax)(fp4_analysis *an, const float *rows, int64_t nrows);
-    fp4_status (*feed)(fp4_analysis *an, const float *rows, int64_t nrows);
+    /* The two passes on nrows rows: fp32 values (w == 0) or stored words of kind w (an
+     * fp4_words), the latter only of a kind takes_words accepts (backend.c widens the rest) */
+    fp4_status (*amax)(fp4_analysis *an, const void *rows, int w, int64_t nrows);
+    fp4_status (*feed)(fp4_analysis *an, const void *rows, int w, int64_t nrows);
     /* Optional: nrows rows of +0.0 (never-written storage) without a buffer; backend.c
      * feeds a zero buffer through `feed` when absent */
     fp4_status (*feed_zero)(fp4_analysis *an, int64_t nrows);
     fp4_status (*end)(fp4_analysis *an, fp4_metrics *out); /* unfinished metrics */
-    /* Optional: words this backend takes itself (backend.h fp4_words), and the two passes on
-     * them; without, backend.c widens on the host and calls amax/feed. */
+    /* Optional: words this backend takes itself in amax/feed (backend.h fp4_words); without,
+     * backend.c widens every kind on the host and passes fp32 rows. */
     bool (*takes_words)(const fp4_backend *be, fp4_words w);
-    fp4_status (*amax_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
-    fp4_status (*feed_words)(fp4_analysis *an, const void *words, fp4_words w, int64_t nrows);
     /* Optional: fp4_backend_host_register / _unregister. */
     void (*host_register)(fp4_backend *be, void *p, size_t bytes);
     void (*host_unregister)(fp4_backend *be, void *p);

@@ -108,6 +108,27 @@ RHT_AVX512 RHT_INLINE __m512d bf512(__m512d u, __m512d t, __mmask8 up)
     return _mm512_mask_sub_pd(add512(u, t), up, t, u);
 }
 
+/* The stages between the NV vectors of v (W doubles each: stages W..NV*W/2), written once for
+ * both widths: butterfly q of stride h pairs vectors j and j + h, a + b (ADD, the operand
+ * order pinned) into j and a - b (SUB) into j + h, the reference's operands. */
+#define RHT_STAGES_BETWEEN(v, NV, VT, ADD, SUB)                                                 \
+    _Pragma("GCC unroll 8") for (int h = 1; h < (NV); h <<= 1)                                  \
+        _Pragma("GCC unroll 32") for (int q = 0; q < (NV) / 2; q++) {                           \
+            const int j = 2 * (q & ~(h - 1)) + (q & (h - 1));                                   \
+            const VT a = v[j], b = v[j + h];                                                    \
+            v[j] = ADD(a, b);                                                                   \
+            v[j + h] = SUB(a, b);                                                               \
+        }
+
+/* 8 values of x times their signs s as doubles, with stages 1, 2, 4 inside the vector. */
+RHT_AVX512 RHT_INLINE __m512d load_bf512(const float *x, __m512d s)
+{
+    __m512d u = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x)), s);
+    u = bf512(u, _mm512_permute_pd(u, 0x55), 0xAA);             /* h = 1 */
+    u = bf512(u, _mm512_permutex_pd(u, 0x4E), 0xCC);            /* h = 2 */
+    return bf512(u, _mm512_shuffle_f64x2(u, u, 0x4E), 0xF0);    /* h = 4 */
+}
+
 /* One group of N (compile-time) elements, in registers: 8 doubles per vector; stages 1, 2, 4
  * inside each vector, then stages 8..N/2 between vectors (the same a + b, a - b). s: the N
  * signs as doubles; k: 1/sqrt(N) when mul, else sqrt(N). Reads all of x before writing y. */
@@ -116,22 +137,8 @@ RHT_AVX512 RHT_INLINE void grp512(const float *x, float *y, const __m512d *s, in
 {
     __m512d v[FP4_RHT_MAX / 8];
 #pragma GCC unroll 32
-    for (int c = 0; c < N / 8; c++) {
-        __m512d u = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + 8 * c)), s[c]);
-        u = bf512(u, _mm512_permute_pd(u, 0x55), 0xAA);             /* h = 1 */
-        u = bf512(u, _mm512_permutex_pd(u, 0x4E), 0xCC);            /* h = 2 */
-        u = bf512(u, _mm512_shuffle_f64x2(u, u, 0x4E), 0xF0);       /* h = 4 */
-        v[c] = u;
-    }
-#pragma GCC unroll 8
-    for (int h = 1; h < N / 8; h <<= 1)
-#pragma GCC unroll 16
-        for (int q = 0; q < N / 8 / 2; q++) { /* butterfly q: vectors j, j + h */
-            const int j = 2 * (q & ~(h - 1)) + (q & (h - 1));
-            const __m512d a = v[j], b = v[j + h];
-            v[j] = add512(a, b);
-            v[j + h] = _mm512_sub_pd(a, b);
-        }
+    for (int c = 0; c < N / 8; c++) v[c] = load_bf512(x + 8 * c, s[c]);
+    RHT_STAGES_BETWEEN(v, N / 8, __m512d, add512, _mm512_sub_pd);
 #pragma GCC unroll 32
     for (int c = 0; c < N / 8; c++) {
         const __m512d r = mul ? _mm512_mul_pd(v[c], k) : _mm512_div_pd(v[c], k);
@@ -150,22 +157,10 @@ RHT_AVX512 RHT_INLINE void grp512_div(const float *x, const __m512d *s, int N, _
     __m512d v[FP4_RHT_MAX / 8];
 #pragma GCC unroll 32
     for (int c = 0; c < N / 8; c++) {
-        __m512d u = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + 8 * c)), s[c]);
-        u = bf512(u, _mm512_permute_pd(u, 0x55), 0xAA);             /* h = 1 */
-        u = bf512(u, _mm512_permutex_pd(u, 0x4E), 0xCC);            /* h = 2 */
-        u = bf512(u, _mm512_shuffle_f64x2(u, u, 0x4E), 0xF0);       /* h = 4 */
-        v[c] = u;
+        v[c] = load_bf512(x + 8 * c, s[c]);
         if (yprev) _mm256_storeu_ps(yprev + 8 * c, _mm512_cvtpd_ps(_mm512_div_pd(pend[c], k)));
     }
-#pragma GCC unroll 8
-    for (int h = 1; h < N / 8; h <<= 1)
-#pragma GCC unroll 16
-        for (int q = 0; q < N / 8 / 2; q++) {
-            const int j = 2 * (q & ~(h - 1)) + (q & (h - 1));
-            const __m512d a = v[j], b = v[j + h];
-            v[j] = add512(a, b);
-            v[j + h] = _mm512_sub_pd(a, b);
-        }
+    RHT_STAGES_BETWEEN(v, N / 8, __m512d, add512, _mm512_sub_pd);
 #pragma GCC unroll 32
     for (int c = 0; c < N / 8; c++) pend[c] = v[c];
 }
@@ -213,18 +208,9 @@ RHT_AVX2 RHT_INLINE void grp256(const float *x, float *y, const __m256d *s, int 
     for (int c = 0; c < N / 4; c++) {
         __m256d u = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + 4 * c)), s[c]);
         u = BF256(u, _mm256_permute_pd(u, 0x5), 0xA);                /* h = 1 */
-        u = BF256(u, _mm256_permute2f128_pd(u, u, 0x01), 0xC);      /* h = 2 */
-        v[c] = u;
+        v[c] = BF256(u, _mm256_permute2f128_pd(u, u, 0x01), 0xC);   /* h = 2 */
     }
-#pragma GCC unroll 8
-    for (int h = 1; h < N / 4; h <<= 1)
-#pragma GCC unroll 32
-        for (int q = 0; q < N / 4 / 2; q++) { /* butterfly q: vectors j, j + h */
-            const int j = 2 * (q & ~(h - 1)) + (q & (h - 1));
-            const __m256d a = v[j], b = v[j + h];
-            v[j] = add256(a, b);
-            v[j + h] = _mm256_sub_pd(a, b);
-        }
+    RHT_STAGES_BETWEEN(v, N / 4, __m256d, add256, _mm256_sub_pd);
 #pragma GCC unroll 64
     for (int c = 0; c < N / 4; c++) {
         const __m256d r = mul ? _mm256_mul_pd(v[c], k) : _mm256_div_pd(v[c], k);
