@@ -323,9 +323,15 @@ fp4_status cmd_ls(int argc, char **argv)
     int nm = 0, ni = 0;
     fp4_qset qs = {0};
     int *qidx = NULL;
-    fp4_status st = fp4_source_select(f, sel, nsel, &ds, &n);
-    /* a quantized tensor's members are listed as one row (io/quantized.h) */
-    if (st == FP4_OK) st = fp4_quant_scan(f, &qs);
+    /* a quantized tensor's members are listed as one row (io/quantized.h), also selected by
+     * its logical name */
+    fp4_status st = fp4_quant_scan(f, &qs);
+    if (st == FP4_OK) {
+        const char **pats = NULL;
+        st = fp4_quant_patterns(&qs, sel, nsel, &pats);
+        if (st == FP4_OK) st = fp4_source_select(f, pats, nsel, &ds, &n);
+        free(pats);
+    }
     if (st == FP4_OK && qs.n > 0) st = fp4_quant_fold(&qs, ds, &n, &qidx);
     if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
     if (st == FP4_OK) st = fp4_source_index_metadata(f, &ik, &iv, &ni);

@@ -723,6 +723,27 @@ fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int
     return FP4_OK;
 }
 
+fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, int n,
+                              const char ***out)
+{
+    const char **p = calloc((size_t)n + 1, sizeof *p);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        p[i] = patterns[i];
+        const char *name = patterns[i];
+        while (*name == '/') name++;
+        for (int k = 0; k < qs->n; k++) {
+            const fp4_qtensor *q = &qs->t[k];
+            if (q->packed && strcmp(q->name, q->packed) != 0 && strcmp(q->name, name) == 0) {
+                p[i] = q->packed;
+                break;
+            }
+        }
+    }
+    *out = p;
+    return FP4_OK;
+}
+
 void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n)
 {
     say(buf, n, "already quantized (%s, %s): audit needs the source",

@@ -97,6 +97,14 @@ int fp4_qset_find(const fp4_qset *qs, const char *name);
  * entries). FP4_ERR_INTERNAL only when out of memory. */
 fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx);
 
+/* The selection patterns with every one naming a logical tensor stored under other names
+ * (compressed-tensors' <m>.weight, gpt-oss' <p>; a leading '/' allowed) replaced by its packed
+ * member's name, so that fp4_source_select finds it (the fold then names it back). *out is a
+ * malloc'd array of n + 1 pointers into `patterns` or qs (free it alone). FP4_ERR_INTERNAL only
+ * when out of memory. */
+fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, int n,
+                              const char ***out);
+
 /* The skip reason of a quantized tensor in the analysis commands:
  * "already quantized (NVFP4, modelopt): audit needs the source". */
 void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);

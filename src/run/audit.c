@@ -465,7 +465,8 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
     for (int i = 0; i < qs.n; i++) {
         if (!sel[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
         for (int j = 0; j < qs.n; j++) {
-            if (amax[j] >= 0.0f || qs.t[j].problem[0] || strcmp(keys[i], keys[j]) != 0)
+            /* a member with a problem still counts: the rule is about the source */
+            if (amax[j] >= 0.0f || strcmp(keys[i], keys[j]) != 0)
                 continue;
             fp4_tensor_desc d = {0};
             char why[512];

@@ -436,12 +436,17 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
     st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
-    st = fp4_source_select(src, patterns, npatterns, &infos, &ninfos);
-    if (st != FP4_OK) goto out;
     /* Already-quantized tensors (io/quantized.h): the packed codes, block scales and tensor
      * scale become one entry, never analysed (skipped, or an error entry when its partners
-     * are inconsistent); no scale tensor is analysed as a weight. */
+     * are inconsistent); no scale tensor is analysed as a weight. A pattern may name one by
+     * its logical name. */
     st = fp4_quant_scan(src, &qset);
+    if (st == FP4_OK) {
+        const char **pats = NULL;
+        st = fp4_quant_patterns(&qset, patterns, npatterns, &pats);
+        if (st == FP4_OK) st = fp4_source_select(src, pats, npatterns, &infos, &ninfos);
+        free(pats);
+    }
     if (st == FP4_OK && qset.n > 0) st = fp4_quant_fold(&qset, infos, &ninfos, &qidx);
     if (st != FP4_OK) goto out;
 

@@ -177,6 +177,17 @@ static void test_fixtures(void **state)
         }
     }
     fp4_audit_free(&a);
+    /* q_proj and k_proj are errors entries (missing weight_scale_2, a scale of the wrong
+     * shape), yet their source still counts in the qkv amax: v_proj's global scale is the rule's */
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_partners",
+                                   NULL, 0, &a),
+                     FP4_OK);
+    assert_int_equal(a.nerrors, 3);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.t[0].name, "model.layers.0.self_attn.v_proj.weight");
+    assert_double_exact(a.t[0].global_stored, a.t[0].global_rule);
+    assert_int_equal(a.t[0].scale_match, a.t[0].scale_bytes);
+    fp4_audit_free(&a);
     /* a pattern selecting no quantized tensor; a checkpoint holding none */
     const char *none[] = {"lm_head.weight"};
     assert_int_equal(fp4_audit_run("testdata/quantized/source",

@@ -21,6 +21,13 @@ out=$("$FP4DIAG" ls "$Q/gptoss_mxfp4") || fail "ls gpt-oss exited $?"
 echo "$out" | grep -Eq '^model\.layers\.0\.mlp\.experts\.gate_up_proj +2x8x64 +mxfp4 .*gpt-oss' \
     || { echo "$out"; fail "gpt-oss row"; }
 
+# a logical name selects the tensor stored under other names (compressed-tensors, gpt-oss)
+out=$("$FP4DIAG" ls "$Q/ct_nvfp4" model.layers.0.self_attn.q_proj.weight) || fail "ls CT by logical name: exit $?"
+[ "$(echo "$out" | tail -n +2 | awk '{print $1 " " $3}')" = "model.layers.0.self_attn.q_proj.weight nvfp4" ] \
+    || { echo "$out"; fail "ls CT by logical name"; }
+out=$("$FP4DIAG" ls "$Q/gptoss_mxfp4" model.layers.0.mlp.experts.gate_up_proj) || fail "ls gpt-oss by logical name: exit $?"
+[ "$(echo "$out" | tail -n +2 | wc -l)" -eq 1 ] || { echo "$out"; fail "ls gpt-oss by logical name"; }
+
 "$FP4DIAG" ls --json "$Q/ct_nvfp4" >"$tmp/ls.json" || fail "ls --json exited $?"
 python3 - "$tmp/ls.json" <<'PY' || fail "ls --json quant objects"
 import json, sys
