@@ -1,11 +1,13 @@
-# fp4diag — the one build file. Targets: all check bench bench-e2e bench-gpu regress demo
-# install install-scripts clean.
+# fp4diag — the one build file. Targets: all lib check bench bench-e2e bench-gpu regress demo
+# install install-lib install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   MPI=auto|0|1    auto: the mpirun mode when pkg-config finds Open MPI (mpi-c, libopenmpi-dev)
 #   DEVELOPER=1     strict warnings as errors (CI builds with it)
 #   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
-#   PREFIX=/usr/local  for install
+#   PREFIX=/usr/local  for install (also DESTDIR, LIBDIR=PREFIX/lib, INCLUDEDIR=PREFIX/include)
 PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 CUDA ?= auto
 MPI ?= auto
 DEVELOPER ?= 0
@@ -18,7 +20,7 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=c
 PKGS := hdf5-serial libcjson openblas libdeflate zlib libxxhash
 CC ?= cc
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc -Ikernels \
+CFLAGS += -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc -Iinclude -Ikernels \
           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -fopenmp -lm
 TEST_LDLIBS = $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -73,7 +75,8 @@ ifeq ($(USE_MPI),1)
     $(error MPI=1 but pkg-config finds no mpi-c (Debian: apt-get install libopenmpi-dev))
   endif
   CFLAGS += -DFP4_HAVE_MPI $(shell pkg-config --cflags mpi-c)
-  LDLIBS += $(shell pkg-config --libs mpi-c)
+  MPI_LDLIBS := $(shell pkg-config --libs mpi-c)
+  LDLIBS += $(MPI_LDLIBS)
   MPI_MSG := MPI: on (mpirun mode)
 else
   MPI_MSG := MPI: off (MPI=$(MPI)$(if $(filter auto,$(MPI)),; mpi-c not found))
@@ -125,9 +128,60 @@ $(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a | $(BUILD)
 $(BUILD):
 	@mkdir -p $@
 
+# --- The library with a public face: include/fp4diag.h, implemented in src/api/ ------------
+# libfp4diag.a and libfp4diag.so.$(LIB_VERSION) (soname libfp4diag.so.$(LIB_SOVERSION)) from
+# src/api/ and what lies below it, plus two files of src/cmd/: options.c and libconfig.c (the
+# CLI's option parser, through which fp4d_config_parse names options as the CLI does), built
+# -fPIC into $(BUILD)/pic/; the .so exports only fp4d_* (src/api/fp4diag.map). The program itself links
+# $(BUILD)/libfp4.a, the same sources without -fPIC. SAN=1 builds neither (the sanitizer
+# runtimes want the executable; the unit tests link $(BUILD)/libfp4.a, which holds src/api/).
+LIB_VERSION := $(shell sed -n 's/^\#define FP4DIAG_VERSION "\(.*\)"/\1/p' src/base/version.h)
+LIB_SOVERSION := $(firstword $(subst ., ,$(LIB_VERSION)))
+API_SRCS := $(filter-out src/cmd/%,$(LIB_SRCS)) src/cmd/options.c src/cmd/libconfig.c
+PIC_OBJS := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(API_SRCS))
+API_LDLIBS = $(filter-out $(MPI_LDLIBS),$(LDLIBS))
+API_A := $(BUILD)/libfp4diag.a
+API_SO := $(BUILD)/libfp4diag.so.$(LIB_VERSION)
+API_LIBS := $(if $(filter 1,$(SAN)),,$(API_A) $(API_SO))
+
+lib: $(API_LIBS)
+
+$(BUILD)/pic/%.o: src/%.c | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
+$(filter $(BUILD)/pic/engine/%,$(PIC_OBJS)): CFLAGS += $(ENGINE_CFLAGS)
+$(BUILD)/pic/io/widen.o: CFLAGS += -O3
+-include $(PIC_OBJS:.o=.d)
+
+$(API_A): $(PIC_OBJS) $(CU_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(API_SO): $(PIC_OBJS) $(CU_OBJS) src/api/fp4diag.map
+	$(CC) -shared -Wl,-soname,libfp4diag.so.$(LIB_SOVERSION) -Wl,--version-script=src/api/fp4diag.map \
+	    -Wl,--no-undefined $(LDFLAGS) -o $@ $(PIC_OBJS) $(CU_OBJS) $(API_LDLIBS)
+	ln -sf libfp4diag.so.$(LIB_VERSION) $(BUILD)/libfp4diag.so.$(LIB_SOVERSION)
+	ln -sf libfp4diag.so.$(LIB_SOVERSION) $(BUILD)/libfp4diag.so
+
+# the header, both libraries (the .so with its two links) and fp4diag.pc (made here, for the
+# PREFIX, LIBDIR and INCLUDEDIR of this install)
+install-lib: $(API_LIBS) src/api/fp4diag.pc.in
+	$(if $(filter 1,$(SAN)),$(error install-lib: SAN=1 builds no library))
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
+	install -m 644 include/fp4diag.h $(DESTDIR)$(INCLUDEDIR)/fp4diag.h
+	install -m 644 $(API_A) $(DESTDIR)$(LIBDIR)/libfp4diag.a
+	install -m 755 $(API_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libfp4diag.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libfp4diag.so.$(LIB_SOVERSION)
+	ln -sf libfp4diag.so.$(LIB_SOVERSION) $(DESTDIR)$(LIBDIR)/libfp4diag.so
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(LIB_VERSION)|g' \
+	    -e 's|@LIBS_PRIVATE@|$(strip $(API_LDLIBS))|g' src/api/fp4diag.pc.in \
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/fp4diag.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/fp4diag.pc
+
 -include $(LIB_OBJS:.o=.d) $(BUILD)/main.d $(TEST_BINS:=.d)
 
-tests: $(TEST_BINS) $(BIN) $(if $(filter 1,$(USE_CUDA)),$(BUILD)/bench_gpu)
+tests: $(TEST_BINS) $(BIN) $(API_LIBS) $(if $(filter 1,$(USE_CUDA)),$(BUILD)/bench_gpu)
 
 # The layer rule first (nothing is built before it), then the unit suites (cmocka prints its
 # summary per suite), then the CLI cases.
@@ -187,7 +241,7 @@ bench-gpu: fp4diag $(BUILD)/bench_gpu
 regress: fp4diag
 	@sh scripts/regress.sh
 
-install: fp4diag install-scripts
+install: fp4diag install-scripts install-lib
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 fp4diag $(DESTDIR)$(PREFIX)/bin/fp4diag
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
@@ -209,7 +263,8 @@ install-scripts:
 clean:
 	rm -rf build build-san build-fuzz build-aarch64 fp4diag
 
-.PHONY: all tests check demo bench bench-bundle bench-e2e bench-gpu regress install install-scripts clean
+.PHONY: all lib tests check demo bench bench-bundle bench-e2e bench-gpu regress install install-lib \
+        install-scripts clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
 #   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12

@@ -166,6 +166,21 @@ fp4_status fp4_source_open(const char *file, fp4_source **out)
     return FP4_OK;
 }
 
+fp4_status fp4_source_wrap(const fp4_source_ops *ops, void *impl, const char *file,
+                           fp4_source **out)
+{
+    *out = NULL;
+    fp4_source *s = calloc(1, sizeof *s);
+    if (!s || !(s->file = strdup(file))) {
+        free(s);
+        return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", file);
+    }
+    s->ops = ops;
+    s->impl = impl;
+    *out = s;
+    return FP4_OK;
+}
+
 /* Append a copy of p to the growing list (*files, *n, *cap). */
 static bool files_add(char ***files, int *n, int *cap, char *p)
 {

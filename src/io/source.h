@@ -189,6 +189,12 @@ typedef struct fp4_source fp4_source;
  * file", … */
 fp4_status fp4_source_open(const char *file, fp4_source **out);
 void fp4_source_close(fp4_source *s);
+
+/* A source over an already-open `impl` of `ops` (a source that no file probe reaches: caller
+ * memory, io/memsrc.h), named `file` in messages; on success it owns impl (ops->close on
+ * fp4_source_close). FP4_ERR_INTERNAL when out of memory (impl not closed then). */
+fp4_status fp4_source_wrap(const fp4_source_ops *ops, void *impl, const char *file,
+                           fp4_source **out);
 const char *fp4_source_file(const fp4_source *s);
 const fp4_source_ops *fp4_source_format(const fp4_source *s);
 

@@ -542,6 +542,38 @@ static void add_shard(cJSON *root, const fp4_run *run)
     cJSON_AddItemToObject(sh, "fingerprint", fp4_report_fingerprint_json(run->prints, run->nprints));
 }
 
+/* One entry of the report's "tensors" array: the tensor's identity, one results entry per
+ * config, and its RHT deltas under --rht both. NULL when out of memory. */
+static cJSON *tensor_json(const fp4_run *run, int t)
+{
+    const fp4_tensor_result *tr = &run->tensors[t];
+    cJSON *to = cJSON_CreateObject();
+    if (!to) return NULL;
+    cJSON_AddStringToObject(to, "name", tr->info.name ? tr->info.name : "");
+    cJSON *sh = cJSON_AddArrayToObject(to, "shape");
+    for (int d = 0; sh && d < tr->info.rank; d++)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)tr->info.dims[d]));
+    cJSON_AddStringToObject(to, "dtype", tr->info.dtype);
+    cJSON_AddNumberToObject(to, "axis", tr->axis);
+    cJSON *rs = cJSON_AddArrayToObject(to, "results");
+    for (int c = 0; rs && c < run->ncfg; c++) {
+        cJSON *r = cJSON_CreateObject();
+        if (!r) break;
+        cJSON_AddItemToArray(rs, r);
+        add_identity(r, &run->cfgs[c], true);
+        add_metrics(r, &run->cfgs[c], &tr->metrics[c], true);
+    }
+    if (run->npairs > 0) {
+        cJSON *rd = cJSON_AddArrayToObject(to, "rht_delta");
+        for (int p = 0; rd && p < run->npairs; p++) {
+            int a = run->pairs[p].plain, b = run->pairs[p].rotated;
+            cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b],
+                                                &tr->metrics[a], &tr->metrics[b]));
+        }
+    }
+    return to;
+}
+
 static cJSON *build_analysis(const char *command, int argc, char **argv, const fp4_run *run)
 {
     cJSON *root = cJSON_CreateObject();
@@ -558,32 +590,9 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
 
     cJSON *ts = cJSON_AddArrayToObject(root, "tensors");
     for (int t = 0; ts && t < run->ntensors; t++) {
-        const fp4_tensor_result *tr = &run->tensors[t];
-        cJSON *to = cJSON_CreateObject();
+        cJSON *to = tensor_json(run, t);
         if (!to) break;
         cJSON_AddItemToArray(ts, to);
-        cJSON_AddStringToObject(to, "name", tr->info.name ? tr->info.name : "");
-        cJSON *sh = cJSON_AddArrayToObject(to, "shape");
-        for (int d = 0; sh && d < tr->info.rank; d++)
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)tr->info.dims[d]));
-        cJSON_AddStringToObject(to, "dtype", tr->info.dtype);
-        cJSON_AddNumberToObject(to, "axis", tr->axis);
-        cJSON *rs = cJSON_AddArrayToObject(to, "results");
-        for (int c = 0; rs && c < run->ncfg; c++) {
-            cJSON *r = cJSON_CreateObject();
-            if (!r) break;
-            cJSON_AddItemToArray(rs, r);
-            add_identity(r, &run->cfgs[c], true);
-            add_metrics(r, &run->cfgs[c], &tr->metrics[c], true);
-        }
-        if (run->npairs > 0) {
-            cJSON *rd = cJSON_AddArrayToObject(to, "rht_delta");
-            for (int p = 0; rd && p < run->npairs; p++) {
-                int a = run->pairs[p].plain, b = run->pairs[p].rotated;
-                cJSON_AddItemToArray(rd, delta_json(&run->cfgs[a], &run->cfgs[b],
-                                                    &tr->metrics[a], &tr->metrics[b]));
-            }
-        }
     }
 
     cJSON *sm = cJSON_AddObjectToObject(root, "summary");
@@ -702,6 +711,26 @@ char *fp4_report_analysis_json(const char *command, int argc, char **argv, const
     char *t = to_text(root);
     cJSON_Delete(root);
     return t;
+}
+
+char *fp4_report_tensor_json(const fp4_run *run, int t)
+{
+    if (!run || t < 0 || t >= run->ntensors) return NULL;
+    cJSON *to = tensor_json(run, t);
+    if (!to) return NULL;
+    json_strings_valid(to->child);
+    char *s = cJSON_Print(to);
+    cJSON_Delete(to);
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *out = malloc(n + 2);
+    if (out) {
+        memcpy(out, s, n);
+        out[n] = '\n';
+        out[n + 1] = '\0';
+    }
+    cJSON_free(s);
+    return out;
 }
 
 /* ---------------------------------------------------------------- human tables */

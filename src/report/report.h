@@ -38,6 +38,12 @@ void fp4_report_quiet_note(void);
 /* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
 char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
 
+/* Entry t (0 <= t < run->ntensors) of the report's "tensors" array as a malloc'd JSON text at
+ * top level, ending in a newline: the bytes fp4_report_analysis writes for it, less the two
+ * tabs of indentation its nesting gives each line after the first (invalid UTF-8 escaped as
+ * there). NULL for a bad t or when out of memory. The public API's fp4d_result_json. */
+char *fp4_report_tensor_json(const fp4_run *run, int t);
+
 /* The exact state of a finished fp4_metrics that pooling reads (the 13 fp64 sums as C99 hex
  * floats, the integer counts, the tensor amax), as a partial report (--shard) holds it per
  * tensor and config under "shard"; and its parser (false on a malformed or inexact object).

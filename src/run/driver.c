@@ -399,8 +399,23 @@ static fp4_status shard_pick(fp4_run *run, const fp4_tensor_desc *infos, int n)
     return st;
 }
 
+static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_source *given,
+                               const char *const *patterns, int npatterns, fp4_run *run);
+
 fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
                             const char *const *patterns, int npatterns, fp4_run *run)
+{
+    return run_analysis(opt, file, NULL, patterns, npatterns, run);
+}
+
+fp4_status fp4_run_analysis_source(const fp4_run_config *opt, fp4_source *src,
+                                   const char *const *patterns, int npatterns, fp4_run *run)
+{
+    return run_analysis(opt, fp4_source_file(src), src, patterns, npatterns, run);
+}
+
+static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_source *given,
+                               const char *const *patterns, int npatterns, fp4_run *run)
 {
     memset(run, 0, sizeof *run);
     run->config = opt;
@@ -434,7 +449,8 @@ fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
     st = fp4_backend_open(opt->device, opt->threads, &be);
     if (st != FP4_OK) goto out;
     snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
-    st = fp4_source_open(file, &src);
+    if (given) src = given;
+    else st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
     /* Already-quantized tensors (io/quantized.h): the packed codes, block scales and tensor
      * scale become one entry, never analysed (skipped, or an error entry when its partners
@@ -595,7 +611,7 @@ out:
     fp4_qset_free(&qset);
     free(cfgs_t);
     if (be) fp4_backend_close(be);
-    if (src) fp4_source_close(src);
+    if (src && src != given) fp4_source_close(src);
     run->seconds = now_seconds() - t0;
     return st;
 }

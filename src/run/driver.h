@@ -95,6 +95,11 @@ fp4_status fp4_run_pool(fp4_run *run);
  * every case. */
 fp4_status fp4_run_analysis(const fp4_run_config *config, const char *file,
                             const char *const *patterns, int npatterns, fp4_run *run);
+
+/* The same over an open source (caller memory, io/memsrc.h; an input opened once and analysed
+ * tensor by tensor): `src` is read, not closed, and its fp4_source_file names the run. */
+fp4_status fp4_run_analysis_source(const fp4_run_config *config, fp4_source *src,
+                                   const char *const *patterns, int npatterns, fp4_run *run);
 void fp4_run_free(fp4_run *run);
 
 /* The rotated-minus-plain deltas of two finished metrics (SPEC §5 "RHT comparison"). */

@@ -1,0 +1,203 @@
+/* fp4diag.h — the public C API of fp4diag: the only header a program outside the project needs.
+ *
+ * What it does (docs/SPEC.md): quantize a tensor to a 4-bit grid under one or more
+ * configurations (format x scale x block x RHT x rounding, SPEC §2-§3) and measure what the
+ * rounding does to it (SQNR, alpha, delta, bucket ratios, histogram: SPEC §4-§5), exactly as
+ * `fp4diag sqnr` does. The numbers and the JSON text are the command line's own: the CLI is a
+ * program on this library.
+ *
+ * Link: `pkg-config --cflags --libs fp4diag` (libfp4diag.so.0, or libfp4diag.a with
+ * `pkg-config --static`). Only names starting with fp4d_ / FP4D_ are exported.
+ *
+ * Errors are values: every call that can fail returns an fp4d_status (FP4D_OK = 0) and records a
+ * one-line message ("FILE: TENSOR: why", as the CLI prints it) that fp4d_last_error() returns on
+ * the same thread. Out-parameters are set only on success (pointers to NULL otherwise).
+ *
+ * Threads: handles may be used from several threads, one call at a time per handle; an analysis
+ * runs on its own worker threads (the configuration's `--threads`). fp4d_config_parse is not
+ * reentrant (it uses getopt): call it from one thread at a time.
+ *
+ * Typical use:
+ *     fp4d_config *cfg; fp4d_input *in; fp4d_result *r;
+ *     if (fp4d_config_parse("--format e2m1 --scale nvfp4 --rht both", &cfg) ||
+ *         fp4d_open("model.safetensors", &in) ||
+ *         fp4d_analyze(in, "model.layers.0.mlp.down_proj.weight", cfg, &r))
+ *         fprintf(stderr, "%s\n", fp4d_last_error());
+ */
+#ifndef FP4DIAG_H
+#define FP4DIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FP4D_VERSION_MAJOR 0
+#define FP4D_VERSION_MINOR 1
+#define FP4D_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH of this header; compare with fp4d_version_number(). */
+#define FP4D_VERSION_NUMBER                                                                    \
+    (FP4D_VERSION_MAJOR * 10000 + FP4D_VERSION_MINOR * 100 + FP4D_VERSION_PATCH)
+
+/* Status of every call; the values equal the CLI's exit codes (SPEC §9). */
+typedef enum fp4d_status {
+    FP4D_OK = 0,
+    FP4D_ERR_USAGE = 2,    /* a bad argument: NULL handle, unknown option, bad dtype/shape */
+    FP4D_ERR_INPUT = 3,    /* input or data error: missing file, no such tensor, unreadable */
+    FP4D_ERR_DEVICE = 4,   /* CUDA asked for but unavailable, or a CUDA call failed */
+    FP4D_ERR_INTERNAL = 5  /* out of memory, or a bug */
+} fp4d_status;
+
+/* The library's version as "0.1.0" (static storage), and as a number like
+ * FP4D_VERSION_NUMBER. */
+const char *fp4d_version(void);
+int fp4d_version_number(void);
+
+/* The message of the latest failed call on this thread ("" when none): one line, no trailing
+ * newline, valid until the next call of this library on this thread. */
+const char *fp4d_last_error(void);
+
+/* "ok", "usage_error", "input_error", "device_error", "internal_error" (as a report's errors
+ * entries name them); "unknown" for another value. */
+const char *fp4d_status_name(fp4d_status st);
+
+/* ------------------------------------------------------------------ configuration */
+
+/* A set of quantization configurations and how to run them, built from the CLI's own option
+ * strings (SPEC §3, `fp4diag sqnr --help`): --format, --scale, --block, --axis, --rounding,
+ * --sr-bits, --seed, --rht, --rht-size, --rht-signs, --mx-rule, --weight-2d, --threads,
+ * --device, --mem-limit, --allow-external. The defaults are sqnr's: --format e2m1,e1m2,int4
+ * --scale fp32 --block 16 --axis -1 --rounding rtne --rht off --device auto.
+ * Options that are about the command line's output or selection (-o, --json, -q, -v, --shard,
+ * --exclude, --all-tensors, --layers, --rank-by) and operands are FP4D_ERR_USAGE. */
+typedef struct fp4d_config fp4d_config;
+
+/* `options`: the options as one string, split at blanks ("--format nvfp4 --rht both";
+ * no quoting; NULL or "" = the defaults). FP4D_ERR_USAGE with the CLI's message on an unknown
+ * option or a bad value. Free with fp4d_config_free. */
+fp4d_status fp4d_config_parse(const char *options, fp4d_config **out);
+/* The same from argc separate strings (no splitting; argv[0] is an option, not a name). */
+fp4d_status fp4d_config_parse_argv(int argc, const char *const *argv, fp4d_config **out);
+void fp4d_config_free(fp4d_config *cfg);
+
+/* The number of configurations it selects (formats in order; under --rht both each format's
+ * plain config then its rotated one), in the order of every result. */
+int fp4d_config_count(const fp4d_config *cfg);
+
+/* ------------------------------------------------------------------ inputs */
+
+/* An open input: any file or directory the CLI reads (HDF5, safetensors file, sharded
+ * safetensors index or directory, .npy, .npz; SPEC §8). */
+typedef struct fp4d_input fp4d_input;
+
+#define FP4D_MAX_RANK 8
+
+/* One tensor of an input, described without reading its data. Strings are owned by the input
+ * and valid until fp4d_close. */
+typedef struct fp4d_tensor_info {
+    const char *name;  /* full name as the format spells it: "/blocks/0/fc1/weight" (HDF5),
+                          "model.layers.0.mlp.weight" (safetensors) */
+    const char *dtype; /* "f32", "f16", "bf16", "f64", "i8".."u64", "float(s,e,m,bias)", or a
+                          class name ("string", ...) for what cannot be analysed */
+    int rank;          /* 0 for a scalar, <= FP4D_MAX_RANK */
+    int64_t shape[FP4D_MAX_RANK];
+    int64_t nelems;    /* product of shape (1 for a scalar) */
+    const char *problem; /* "" when it can be read, else why not ("string class is not
+                            supported", "filter blosc (32001) is not available") */
+} fp4d_tensor_info;
+
+/* Open `path` read-only. FP4D_ERR_INPUT "PATH: no such file", "PATH: not an HDF5, safetensors
+ * or NumPy file", ... Free with fp4d_close. */
+fp4d_status fp4d_open(const char *path, fp4d_input **out);
+void fp4d_close(fp4d_input *in);
+
+/* Every tensor of the input in listing order (the order of `fp4diag ls`). */
+int fp4d_tensor_count(const fp4d_input *in);
+/* Tensor i (0 <= i < fp4d_tensor_count); FP4D_ERR_USAGE for an index out of range. */
+fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out);
+
+/* ------------------------------------------------------------------ analysis */
+
+/* The result of analysing one tensor under every configuration of an fp4d_config. */
+typedef struct fp4d_result fp4d_result;
+
+/* Analyse the tensor named exactly `tensor` of an open input (leading '/' optional for HDF5)
+ * under `cfg`: the numbers `fp4diag sqnr [OPTIONS] FILE TENSOR` reports for it, whatever its
+ * rank or type (a name given exactly is always analysed, SPEC §8). FP4D_ERR_INPUT "FILE: NAME:
+ * no such dataset", "... is a group, not a dataset", or the tensor's read error;
+ * FP4D_ERR_USAGE for a configuration the tensor does not take (--axis out of range, ...);
+ * FP4D_ERR_DEVICE for --device cuda without a GPU. Free the result with fp4d_result_free. */
+fp4d_status fp4d_analyze(fp4d_input *in, const char *tensor, const fp4d_config *cfg,
+                         fp4d_result **out);
+
+/* Element types of caller memory. */
+typedef enum fp4d_dtype { FP4D_F32 = 1, FP4D_F16 = 2, FP4D_BF16 = 3 } fp4d_dtype;
+
+/* Where caller memory lives. FP4D_MEM_CUDA: a CUDA device pointer (only in a library built
+ * with CUDA; otherwise FP4D_ERR_DEVICE); it is copied to the host before the analysis. */
+typedef enum fp4d_memory { FP4D_MEM_HOST = 0, FP4D_MEM_CUDA = 1 } fp4d_memory;
+
+/* A tensor in the caller's memory. Elements are in host byte order (IEEE binary32, binary16,
+ * or bfloat16 words). Element (i0, ..., i{rank-1}) is at
+ * data + (i0 * strides[0] + ... ) * element size bytes; strides are in elements (not bytes) and
+ * may be negative or zero; strides == NULL means C order (row-major, contiguous). The memory is
+ * only read, during the call. */
+typedef struct fp4d_tensor_view {
+    const char *name;       /* the name in results and messages (NULL: "tensor") */
+    const void *data;
+    fp4d_dtype dtype;
+    int rank;               /* 0..FP4D_MAX_RANK (0: one scalar) */
+    const int64_t *shape;   /* rank entries, each >= 0 (may be NULL when rank is 0) */
+    const int64_t *strides; /* rank entries in elements, or NULL for C order */
+    fp4d_memory memory;
+} fp4d_tensor_view;
+
+/* Analyse caller memory under `cfg`: the same numbers as fp4d_analyze on a file holding the
+ * same values with that shape (the input is named "memory" in messages: "memory: NAME: why").
+ * FP4D_ERR_USAGE for a NULL data pointer with elements, an unknown dtype, a negative dimension
+ * or a rank over FP4D_MAX_RANK. */
+fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config *cfg,
+                                fp4d_result **out);
+
+void fp4d_result_free(fp4d_result *r);
+
+/* The tensor's entry of the report's "tensors" array (SPEC §9, schema fp4diag.report/1) as the
+ * CLI writes it with -o, at top level: the same bytes as the entry in `fp4diag sqnr -o R FILE
+ * TENSOR` under the same options, less the two tabs of indentation that nesting gives every
+ * line there, and ending in a newline. Owned by the result. */
+const char *fp4d_result_json(const fp4d_result *r);
+
+/* The tensor's name, dtype and shape, as fp4d_tensor_info (strings owned by the result;
+ * problem is ""), and the block axis its rows were taken along (non-negative). */
+fp4d_status fp4d_result_tensor(const fp4d_result *r, fp4d_tensor_info *out, int *axis);
+
+/* Per configuration: the common fields of the JSON's "results" entries (SPEC §4-§5). NaN where
+ * the JSON has null. */
+typedef struct fp4d_metrics {
+    char format[32];       /* "e2m1", "e1m2", "int4", "e3m0", "e2m1:max=6" ... */
+    char scale[16];        /* "fp32", "nvfp4", "mxfp4", "tensor" */
+    int block;             /* elements per block */
+    int rht;               /* RHT group size, 0 when not rotated */
+    char rounding[8];      /* "rtne", "sr" */
+    double sqnr_db;        /* 10 log10(sum x^2 / sum err^2); NaN unless sqnr_status is "ok" */
+    char sqnr_status[16];  /* "ok", "exact" (no error), "zero_signal", "nonfinite" */
+    double nmse;           /* sum err^2 / sum x^2 */
+    double alpha;          /* least-squares gain sum(xq x) / sum(xq^2), SPEC §5 */
+    double delta;          /* 1 - alpha */
+    double mean_signed_error;
+    double bucket_ratio_15, bucket_ratio_8;
+    double tensor_amax;
+    uint64_t elements, zero, nan, inf, saturated, clipped, blocks;
+} fp4d_metrics;
+
+/* Configurations in the result (= fp4d_config_count of its config). */
+int fp4d_result_count(const fp4d_result *r);
+/* Configuration i's metrics; FP4D_ERR_USAGE for an index out of range. */
+fp4d_status fp4d_result_metrics(const fp4d_result *r, int i, fp4d_metrics *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

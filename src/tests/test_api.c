@@ -1,0 +1,315 @@
+/* test_api.c — the public API (include/fp4diag.h): version, errors as values for bad
+ * arguments, listing an input, analysis of a file's tensor, and of the same values from caller
+ * memory (contiguous, transposed and padded strides: the same bits and JSON), known answers on
+ * a tensor the grid holds exactly. */
+#include <math.h>
+
+#include "testutil.h"
+
+#include "fp4diag.h"
+#include "io/source.h"
+
+#define FILE_H5 FP4T_TESTDATA("gpt_ckpt_small.h5")
+#define TENSOR "/blocks/0/fc1/weight" /* bf16 1024x256, deflate */
+
+static void test_version(void **state)
+{
+    (void)state;
+    assert_string_equal(fp4d_version(), "0.1.0");
+    assert_int_equal(fp4d_version_number(), 100);
+    assert_int_equal(FP4D_VERSION_NUMBER, fp4d_version_number());
+    assert_string_equal(fp4d_status_name(FP4D_ERR_INPUT), "input_error");
+    assert_string_equal(fp4d_status_name((fp4d_status)42), "unknown");
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    fp4d_config *c = (fp4d_config *)1;
+    assert_int_equal(fp4d_config_parse("--bogus 3", &c), FP4D_ERR_USAGE);
+    assert_null(c);
+    assert_non_null(strstr(fp4d_last_error(), "bogus"));
+    assert_int_equal(fp4d_config_parse("--format e9m9", &c), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_config_parse("-o out.json", &c), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "-o"));
+    assert_int_equal(fp4d_config_parse("--shard 0/2", &c), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "--shard"));
+    assert_int_equal(fp4d_config_parse("model.h5", &c), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "model.h5"));
+    assert_int_equal(fp4d_config_parse("--sr-bits 8", &c), FP4D_ERR_USAGE); /* needs sr */
+    assert_int_equal(fp4d_config_parse(NULL, NULL), FP4D_ERR_USAGE);
+    const char *bad[] = {"--format", NULL};
+    assert_int_equal(fp4d_config_parse_argv(2, bad, &c), FP4D_ERR_USAGE);
+    assert_null(c);
+    /* the defaults: sqnr's three formats; --rht both doubles them */
+    assert_int_equal(fp4d_config_parse(NULL, &c), FP4D_OK);
+    assert_int_equal(fp4d_config_count(c), 3);
+    fp4d_config_free(c);
+    assert_int_equal(fp4d_config_parse("  --format nvfp4,int4\t--rht both ", &c), FP4D_OK);
+    assert_int_equal(fp4d_config_count(c), 4);
+    fp4d_config_free(c);
+    const char *argv[] = {"--format", "e2m1", "--scale", "nvfp4"};
+    assert_int_equal(fp4d_config_parse_argv(4, argv, &c), FP4D_OK);
+    assert_int_equal(fp4d_config_count(c), 1);
+    fp4d_config_free(c);
+    fp4d_config_free(NULL);
+    assert_int_equal(fp4d_config_count(NULL), 0);
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    fp4d_input *in = (fp4d_input *)1;
+    assert_int_equal(fp4d_open("testdata/no-such-file.h5", &in), FP4D_ERR_INPUT);
+    assert_null(in);
+    assert_non_null(strstr(fp4d_last_error(), "no-such-file.h5"));
+    assert_int_equal(fp4d_open("README.md", &in), FP4D_ERR_INPUT);
+    assert_int_equal(fp4d_open(NULL, &in), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_open(FILE_H5, NULL), FP4D_ERR_USAGE);
+    fp4d_close(NULL);
+}
+
+static void test_list(void **state)
+{
+    (void)state;
+    fp4d_input *in = NULL;
+    assert_int_equal(fp4d_open(FILE_H5, &in), FP4D_OK);
+    int n = fp4d_tensor_count(in), hit = 0;
+    assert_true(n > 4);
+    for (int i = 0; i < n; i++) {
+        fp4d_tensor_info t;
+        assert_int_equal(fp4d_tensor_get(in, i, &t), FP4D_OK);
+        if (strcmp(t.name, TENSOR) != 0) continue;
+        hit++;
+        assert_string_equal(t.dtype, "bf16");
+        assert_int_equal(t.rank, 2);
+        assert_int_equal(t.shape[0], 1024);
+        assert_int_equal(t.shape[1], 256);
+        assert_int_equal(t.nelems, 1024 * 256);
+        assert_string_equal(t.problem, "");
+    }
+    assert_int_equal(hit, 1);
+    fp4d_tensor_info t;
+    assert_int_equal(fp4d_tensor_get(in, n, &t), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_tensor_get(in, -1, &t), FP4D_ERR_USAGE);
+    fp4d_close(in);
+}
+
+static void test_analyze_errors(void **state)
+{
+    (void)state;
+    fp4d_input *in = NULL;
+    fp4d_config *c = NULL;
+    fp4d_result *r = (fp4d_result *)1;
+    assert_int_equal(fp4d_open(FILE_H5, &in), FP4D_OK);
+    assert_int_equal(fp4d_config_parse("--format e2m1", &c), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, "/blocks/0", c, &r), FP4D_ERR_INPUT);
+    assert_null(r);
+    assert_non_null(strstr(fp4d_last_error(), "is a group"));
+    assert_int_equal(fp4d_analyze(in, "/nothing/here", c, &r), FP4D_ERR_INPUT);
+    assert_non_null(strstr(fp4d_last_error(), "/nothing/here"));
+    assert_int_equal(fp4d_analyze(in, TENSOR, NULL, &r), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_analyze(NULL, TENSOR, c, &r), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_analyze(in, NULL, c, &r), FP4D_ERR_USAGE);
+    fp4d_config_free(c);
+    /* an axis the tensor does not have: that tensor's error, naming it */
+    assert_int_equal(fp4d_config_parse("--format e2m1 --axis 5", &c), FP4D_OK);
+    assert_int_not_equal(fp4d_analyze(in, TENSOR, c, &r), FP4D_OK);
+    assert_null(r);
+    assert_non_null(strstr(fp4d_last_error(), TENSOR));
+    fp4d_config_free(c);
+    /* the input stays usable after failures */
+    assert_int_equal(fp4d_config_parse("--format int4", &c), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, TENSOR, c, &r), FP4D_OK);
+    fp4d_metrics m;
+    assert_int_equal(fp4d_result_metrics(r, 1, &m), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_result_metrics(r, -1, &m), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_result_metrics(r, 0, &m), FP4D_OK);
+    assert_string_equal(m.format, "int4");
+    assert_true(isfinite(m.sqnr_db) && m.sqnr_db > 5 && m.sqnr_db < 40);
+    assert_double_rel(m.delta, 1.0 - m.alpha, 1e-12);
+    fp4d_result_free(r);
+    fp4d_config_free(c);
+    fp4d_close(in);
+}
+
+static void test_memory_errors(void **state)
+{
+    (void)state;
+    fp4d_config *c = NULL;
+    fp4d_result *r = (fp4d_result *)1;
+    assert_int_equal(fp4d_config_parse("--format e2m1", &c), FP4D_OK);
+    float x[4] = {1, 2, 3, 4};
+    int64_t shape[2] = {2, 2}, neg[2] = {2, -1};
+    fp4d_tensor_view v = {.name = "w", .data = x, .dtype = FP4D_F32, .rank = 2, .shape = shape};
+    v.dtype = (fp4d_dtype)99;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_USAGE);
+    assert_null(r);
+    assert_non_null(strstr(fp4d_last_error(), "dtype"));
+    v.dtype = FP4D_F32;
+    v.shape = neg;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "negative"));
+    v.shape = shape;
+    v.rank = 9;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_USAGE);
+    v.rank = 2;
+    v.data = NULL;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_USAGE);
+    v.data = x;
+    assert_int_equal(fp4d_analyze_memory(NULL, c, &r), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_analyze_memory(&v, NULL, &r), FP4D_ERR_USAGE);
+#ifndef FP4_HAVE_CUDA
+    v.memory = FP4D_MEM_CUDA;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_DEVICE);
+    v.memory = FP4D_MEM_HOST;
+#endif
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_OK);
+    fp4d_result_free(r);
+    fp4d_config_free(c);
+}
+
+/* Known answers: one block of 16 values on the e2m1 grid with amax 6 (fp32 scale 1): every
+ * value is kept exactly, so SQNR is "exact" (null), nmse 0, alpha 1, delta 0. */
+static void test_memory_exact(void **state)
+{
+    (void)state;
+    float x[2][16];
+    const float grid[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+    for (int i = 0; i < 16; i++) x[0][i] = (i & 1 ? -1 : 1) * grid[i % 8], x[1][i] = grid[i / 2];
+    x[0][7] = 6;
+    int64_t shape[2] = {2, 16};
+    fp4d_tensor_view v = {.name = "exact", .data = x, .dtype = FP4D_F32, .rank = 2, .shape = shape};
+    fp4d_config *c = NULL;
+    fp4d_result *r = NULL;
+    assert_int_equal(fp4d_config_parse("--format e2m1 --scale fp32 --block 16", &c), FP4D_OK);
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_OK);
+    fp4d_metrics m;
+    assert_int_equal(fp4d_result_metrics(r, 0, &m), FP4D_OK);
+    assert_string_equal(m.sqnr_status, "exact");
+    assert_double_nan(m.sqnr_db);
+    assert_double_exact(m.nmse, 0.0);
+    assert_double_exact(m.alpha, 1.0);
+    assert_double_exact(m.delta, 0.0);
+    assert_int_equal(m.elements, 32);
+    assert_double_exact(m.tensor_amax, 6.0);
+    assert_string_equal(m.format, "e2m1");
+    assert_string_equal(m.scale, "fp32");
+    assert_int_equal(m.block, 16);
+    assert_int_equal(m.rht, 0);
+    fp4d_tensor_info t;
+    int axis = -1;
+    assert_int_equal(fp4d_result_tensor(r, &t, &axis), FP4D_OK);
+    assert_string_equal(t.name, "exact");
+    assert_string_equal(t.dtype, "f32");
+    assert_int_equal(axis, 1);
+    assert_non_null(strstr(fp4d_result_json(r), "\"sqnr_status\":\t\"exact\""));
+    fp4d_result_free(r);
+    /* one value off the grid: a finite SQNR */
+    x[1][3] = 1.2f;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_OK);
+    assert_int_equal(fp4d_result_metrics(r, 0, &m), FP4D_OK);
+    assert_string_equal(m.sqnr_status, "ok");
+    assert_true(isfinite(m.sqnr_db) && m.sqnr_db > 20);
+    fp4d_result_free(r);
+    fp4d_config_free(c);
+}
+
+static void assert_same_result(const fp4d_result *a, const fp4d_result *b)
+{
+    assert_int_equal(fp4d_result_count(a), fp4d_result_count(b));
+    for (int i = 0; i < fp4d_result_count(a); i++) {
+        fp4d_metrics x, y;
+        assert_int_equal(fp4d_result_metrics(a, i, &x), FP4D_OK);
+        assert_int_equal(fp4d_result_metrics(b, i, &y), FP4D_OK);
+        assert_true(isfinite(x.sqnr_db) && isfinite(x.alpha));
+        assert_memory_equal(&x, &y, sizeof x); /* every bit, NaNs included */
+    }
+    assert_string_equal(fp4d_result_json(a), fp4d_result_json(b));
+}
+
+/* The file's tensor, and its stored bf16 words from memory (contiguous, transposed, padded
+ * rows): the same bits and the same JSON. */
+static void test_memory_equals_file(void **state)
+{
+    (void)state;
+    fp4_source *s = NULL;
+    fp4_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(fp4_source_open(FILE_H5, &s), FP4_OK);
+    assert_int_equal(fp4_source_describe(s, TENSOR, &d), FP4_OK);
+    assert_int_equal(d.stored, FP4_STORED_BF16);
+    const int64_t R = d.dims[0], C = d.dims[1];
+    uint16_t *w = malloc((size_t)(R * C) * sizeof *w);
+    assert_non_null(w);
+    assert_int_equal(fp4_source_read_raw(s, &d, 0, 0, R, w), FP4_OK);
+    fp4_tensor_desc_free(&d);
+    fp4_source_close(s);
+
+    fp4d_config *c = NULL;
+    fp4d_input *in = NULL;
+    fp4d_result *rf = NULL, *rm = NULL;
+    assert_int_equal(fp4d_config_parse("--format nvfp4,e1m2,int4 --rht both --threads 2", &c),
+                     FP4D_OK);
+    assert_int_equal(fp4d_open(FILE_H5, &in), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, TENSOR, c, &rf), FP4D_OK);
+    assert_int_equal(fp4d_result_count(rf), 6);
+
+    int64_t shape[2] = {R, C};
+    fp4d_tensor_view v = {.name = TENSOR, .data = w, .dtype = FP4D_BF16, .rank = 2, .shape = shape};
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rm), FP4D_OK);
+    assert_same_result(rf, rm);
+    fp4d_result_free(rm);
+
+    /* transposed storage: t[j][i] = w[i][j], viewed with strides (1, R) */
+    uint16_t *t = malloc((size_t)(R * C) * sizeof *t);
+    assert_non_null(t);
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++) t[j * R + i] = w[i * C + j];
+    int64_t tstrides[2] = {1, R};
+    v.data = t;
+    v.strides = tstrides;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rm), FP4D_OK);
+    assert_same_result(rf, rm);
+    fp4d_result_free(rm);
+
+    /* padded rows (stride C + 7) whose padding holds NaN words the view never reaches */
+    const int64_t P = C + 7;
+    uint16_t *p = malloc((size_t)(R * P) * sizeof *p);
+    assert_non_null(p);
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < P; j++) p[i * P + j] = j < C ? w[i * C + j] : 0x7fc0;
+    int64_t pstrides[2] = {P, 1};
+    v.data = p;
+    v.strides = pstrides;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rm), FP4D_OK);
+    assert_same_result(rf, rm);
+    fp4d_result_free(rm);
+
+    /* a different value somewhere: no longer the same bits (the comparison can fail) */
+    p[5 * P + 3] ^= 0x0040;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rm), FP4D_OK);
+    fp4d_metrics a, b;
+    assert_int_equal(fp4d_result_metrics(rf, 0, &a), FP4D_OK);
+    assert_int_equal(fp4d_result_metrics(rm, 0, &b), FP4D_OK);
+    assert_true(memcmp(&a, &b, sizeof a) != 0);
+    fp4d_result_free(rm);
+
+    free(p);
+    free(t);
+    free(w);
+    fp4d_result_free(rf);
+    fp4d_close(in);
+    fp4d_config_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version),        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_open_errors),    cmocka_unit_test(test_list),
+        cmocka_unit_test(test_analyze_errors), cmocka_unit_test(test_memory_errors),
+        cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_equals_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
