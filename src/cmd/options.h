@@ -113,8 +113,8 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "                      element count; 'fp4diag merge' joins the N partial reports\n"
 #define FP4_OPTHELP_IO                                                                         \
     "  --allow-external    read files the input names outside its directory tree: HDF5\n"     \
-    "                      external links/storage/virtual-dataset sources, safetensors\n"    \
-    "                      shards and directory entries symlinked out (regular files only)\n" \
+    "                      external links/storage/virtual-dataset sources, safetensors and\n" \
+    "                      PyTorch shards, directory entries symlinked out (regular only)\n" \
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
     "  --json              the JSON report on stdout even when it is a terminal\n"            \

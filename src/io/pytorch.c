@@ -56,7 +56,12 @@ typedef struct pt_src {
     int n;
     pt_entry *by_name;
     fp4_st_index imeta;
+    char *root; /* the input's tree (fp4_source_tree): files outside it need --allow-external */
 } pt_src;
+
+static bool pt_allow_external;
+
+static void pt_set_allow_external(bool allow) { pt_allow_external = allow; }
 
 /* ---- probing ---------------------------------------------------------------------------- */
 
@@ -360,6 +365,7 @@ static void pt_close(void *impl)
     free(s->list);
     free(s->by_name);
     fp4_st_index_free(&s->imeta);
+    free(s->root);
     free(s->file);
     free(s);
 }
@@ -446,6 +452,16 @@ static fp4_status pt_map_all(pt_src *s, char **paths, int n, const char *index)
     if (!s->files || !s->tt) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     bool sharded = n > 1 || index;
     for (int i = 0; i < n; i++) {
+        /* a shard or directory entry resolving (symlinks) outside the input's tree */
+        if (!pt_allow_external && fp4_source_outside_tree(paths[i], s->root)) {
+            s->nfiles = i;
+            if (index)
+                return fp4_error(FP4_ERR_INPUT, "%s: %s: resolves outside the checkpoint's "
+                                 "directory %s (a shard the index names; --allow-external "
+                                 "reads it)", index, paths[i], s->root);
+            return fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
+                             "(--allow-external reads it)", paths[i], s->root);
+        }
         fp4_status st = pt_map(paths[i], index, &s->files[i]);
         s->nfiles = i + 1;
         if (st != FP4_OK) return st;
@@ -471,6 +487,9 @@ static fp4_status pt_list_files(pt_src *s)
 
 static fp4_status pt_open_index(pt_src *s, const char *index)
 {
+    if (!pt_allow_external && fp4_source_outside_tree(index, s->root))
+        return fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
+                         "(--allow-external reads it)", index, s->root);
     char *buf = NULL;
     size_t len = 0;
     FP4_TRY(slurp(index, &buf, &len));
@@ -604,6 +623,7 @@ static fp4_status pt_open(const char *file, void **impl)
     }
     fp4_status st;
     struct stat sb;
+    s->root = fp4_source_tree(file); /* NULL: the open below says why */
     if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         st = pt_open_dir(s, file);
     } else {
@@ -856,4 +876,5 @@ const fp4_source_ops fp4_source_pytorch = {
     .read_f32 = pt_read_f32,
     .files = pt_files,
     .index_metadata = pt_index_metadata,
+    .set_allow_external = pt_set_allow_external,
 };

@@ -46,13 +46,7 @@ static bool st_allow_external;
 
 static void st_set_allow_external(bool allow) { st_allow_external = allow; }
 
-/* Whether the real path p lies in the tree of the real directory root. */
-static bool st_inside(const char *p, const char *root)
-{
-    size_t n = strlen(root);
-    if (n == 1 && root[0] == '/') return true;
-    return strncmp(p, root, n) == 0 && (p[n] == '/' || p[n] == '\0');
-}
+
 
 /* ---- probing ---------------------------------------------------------------------------- */
 
@@ -198,9 +192,7 @@ static fp4_status st_map(const char *path, const char *named_by, const char *roo
     /* a shard or directory entry that resolves (symlinks) outside the input's tree is not
      * read unless --allow-external */
     if (root && !st_allow_external) {
-        char *real = realpath(path, NULL);
-        const bool out = real && !st_inside(real, root);
-        free(real);
+        const bool out = fp4_source_outside_tree(path, root);
         if (out && named_by)
             return fp4_error(FP4_ERR_INPUT, "%s: %s: resolves outside the checkpoint's directory "
                              "%s (a shard the index names; --allow-external reads it)",
@@ -440,13 +432,11 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
     }
     if (ni == 1) {
         char *p = path_join(dir, idx[0]);
-        char *real = p && s->root && !st_allow_external ? realpath(p, NULL) : NULL;
-        if (real && !st_inside(real, s->root))
+        if (p && !st_allow_external && fp4_source_outside_tree(p, s->root))
             st = fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
                            "(--allow-external reads it)", p, s->root);
         else
             st = p ? st_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        free(real);
         free(p);
         goto out;
     }
@@ -503,13 +493,7 @@ static fp4_status st_open(const char *file, void **impl)
     size_t n = 0;
     /* the input's tree (HDF5's rule): the real directory named, or the real directory of
      * the file named */
-    char *real = realpath(file, NULL);
-    if (real && stat(real, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-        char *slash = strrchr(real, '/');
-        if (slash == real) slash[1] = '\0';
-        else if (slash) *slash = '\0';
-    }
-    s->root = real; /* NULL: the open below says why */
+    s->root = fp4_source_tree(file); /* NULL: the open below says why */
     if (stat(file, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         st = st_open_dir(s, file);
     } else {

@@ -115,6 +115,30 @@ int fp4_open_regular(const char *path, struct stat *sb, const char **why)
     return fd;
 }
 
+char *fp4_source_tree(const char *input)
+{
+    char *real = realpath(input, NULL);
+    struct stat sb;
+    if (real && stat(real, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(real, '/');
+        if (slash == real) slash[1] = '\0';
+        else if (slash) *slash = '\0';
+    }
+    return real;
+}
+
+bool fp4_source_outside_tree(const char *path, const char *root)
+{
+    if (!root) return false;
+    char *real = realpath(path, NULL);
+    if (!real) return false;
+    const size_t n = strlen(root);
+    const bool inside = (n == 1 && root[0] == '/') ||
+                        (strncmp(real, root, n) == 0 && (real[n] == '/' || real[n] == '\0'));
+    free(real);
+    return !inside;
+}
+
 /* The format of `file` by its first bytes; the fallback (last entry) when none claims it or
  * the file cannot be read here (its open then says why). */
 static const fp4_source_ops *source_detect(const char *file)

@@ -215,6 +215,16 @@ fp4_status fp4_source_index_metadata(fp4_source *s, char ***keys, char ***vals, 
  * with *why the reason ("no such file", "a FIFO, not a regular file", strerror's text). */
 int fp4_open_regular(const char *path, struct stat *sb, const char **why);
 
+/* The input's tree (SPEC section 8): the real path of the directory `input` names, or the real
+ * directory of the file it names (malloc'd; NULL when it cannot be resolved). Files an input
+ * names (shards, directory entries) are read only inside it unless --allow-external. */
+char *fp4_source_tree(const char *input);
+
+/* Whether `path` resolves (realpath: symlinks of the file or of any directory above it)
+ * outside the tree `root` (fp4_source_tree). False when it cannot be resolved (its open then
+ * says why) or root is NULL. */
+bool fp4_source_outside_tree(const char *path, const char *root);
+
 /* Every file that reading the input `path` may read, for the check that -o is none of them
  * (SPEC §9): `path` itself; for a directory a format reads (probe_dir) every entry directly
  * in it; and what the format's `files` names (the shards of a safetensors index, given or

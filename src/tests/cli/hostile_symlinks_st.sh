@@ -1,7 +1,7 @@
 #!/bin/sh
-# hostile_symlinks_st.sh — safetensors checkpoints whose files are symlinks out of the input's
-# tree (issue 26): a shard the index names, a shard inside a symlinked subdirectory, a
-# directory entry, a directory's index. Each is refused (exit 3, one line saying it resolves
+# hostile_symlinks_st.sh — safetensors (and PyTorch) checkpoints whose files are symlinks out of
+# the input's tree (issue 26): a shard the index names, a shard inside a symlinked subdirectory,
+# a directory entry, a directory's index. Each is refused (exit 3, one line saying it resolves
 # outside, naming --allow-external) by sqnr and ls, and read with --allow-external; symlinks
 # that stay inside the tree are read as before. HDF5's external files follow the same rule.
 . "$(dirname "$0")/lib/hostile.sh"
@@ -40,9 +40,24 @@ st(d + "/inside/real.safetensors", "a", 1)
 os.makedirs(d + "/inside/blobs")
 st(d + "/inside/blobs/x", "b", 2)
 os.symlink("blobs/x", d + "/inside/s2.safetensors")
+# PyTorch checkpoints (torch.save archives written without torch): the same rule
+sys.path.insert(0, "scripts")
+import collections, torch_writer as tw
+def pt(path, name, k):
+    vals = [((i * 37 + k) % 101 - 50) / 7.0 for i in range(64)]
+    tw.save(path, collections.OrderedDict([(name, tw.contiguous("FloatStorage", struct.pack("<64f", *vals), [4, 16], "0"))]))
+for sub in ("ptshard", "ptentry"):
+    os.makedirs(os.path.join(d, sub))
+pt(d + "/outside/p2.bin", "b", 2)
+pt(d + "/ptshard/p1.bin", "a", 1)
+os.symlink("../outside/p2.bin", d + "/ptshard/p2.bin")
+json.dump({"weight_map": {"a": "p1.bin", "b": "p2.bin"}}, open(d + "/ptshard/pytorch_model.bin.index.json", "w"))
+pt(d + "/ptentry/p1.bin", "a", 1)
+os.symlink("../outside/p2.bin", d + "/ptentry/p2.bin")
 PY
 T=60
-for c in "shard" "shard/model.safetensors.index.json" "subdir" "entry" "dindex"; do
+for c in "shard" "shard/model.safetensors.index.json" "subdir" "entry" "dindex" "ptshard" \
+    "ptshard/pytorch_model.bin.index.json" "ptentry"; do
     for cmd in sqnr ls; do
         timeout $T "$FP4DIAG" $cmd "$tmp/$c" >"$tmp/out" 2>"$tmp/err"; rc=$?
         [ "$rc" -eq 3 ] || fail "$cmd $c: exit $rc, want 3 (a file outside the tree was read?)"
