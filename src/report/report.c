@@ -1010,7 +1010,13 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
             const fp4_tensor_skip *x = &run->skipped[i];
             if ((strncmp(x->reason, qpfx, sizeof qpfx - 1) == 0) != (pass == 0)) continue;
             char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            char *why = fp4_text_escape(x->reason + (pass == 0 ? sizeof qpfx : 0),
+            /* "already quantized (NVFP4, modelopt): ..." shows as [NVFP4, modelopt] */
+            char fmt[96] = "";
+            if (pass == 0) {
+                const char *l = strchr(x->reason, '('), *r = l ? strchr(l, ')') : NULL;
+                if (l && r) snprintf(fmt, sizeof fmt, "%.*s", (int)(r - l - 1), l + 1);
+            }
+            char *why = fp4_text_escape(fmt[0] ? fmt : x->reason,
                                         FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
             fprintf(out, "%s %s [%s]", shown ? "," : "", nm ? nm : x->info.name,
                     why ? why : x->reason);
@@ -1018,9 +1024,16 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
             free(why);
             shown++;
         }
-        if (pass == 0)
-            fprintf(out, "%s; the verdict covers the tensors in high precision only\n",
-                    count > 4 ? ", ..." : "");
+        if (pass == 0) {
+            char *file = run->file ? fp4_text_escape(run->file, FP4_ESC_CONTROL | FP4_ESC_UTF8,
+                                                     NULL)
+                                   : NULL;
+            fprintf(out,
+                    "%s; the verdict covers the tensors in high precision only ('fp4diag "
+                    "audit SOURCE %s' measures these against their source)\n",
+                    count > 4 ? ", ..." : "", file ? file : "QUANTIZED");
+            free(file);
+        }
         else
             fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
                     count > 4 ? ", ..." : "");

@@ -60,6 +60,13 @@ assert r["errors"] == [] and r["verdict"]["configs"][0]["tensors"] == 1
 PY
 done
 
+# the table: one line for the quantized tensors, saying what measures them
+"$FP4DIAG" sqnr "$Q/modelopt_nvfp4" -v -o "$tmp/r.json" 2>"$tmp/table" || fail "sqnr -v exited $?"
+grep -q "^already quantized: 4 tensors (not analysed, not pooled): model.layers.0.self_attn.q_proj.weight \[NVFP4, modelopt\], .*'fp4diag audit SOURCE $Q/modelopt_nvfp4' measures these" "$tmp/table" \
+    || { cat "$tmp/table"; fail "table line for quantized tensors"; }
+grep -q '^skipped 1 tensor (not analysed, not pooled): model.norm.weight \[rank 1\]' "$tmp/table" \
+    || { cat "$tmp/table"; fail "skipped line"; }
+
 "$FP4DIAG" sqnr "$Q/bad_partners" -o "$tmp/b.json" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 3 ] || fail "bad_partners: exit $rc, expected 3"
