@@ -349,7 +349,7 @@ CROSS_BUILD := build-aarch64
 # never reaches (the rest of source.c, which needs the other io/ files).
 CROSS_SRCS := $(wildcard src/engine/*.c src/engine/arch/*.c) src/num/quant.c src/num/format.c \
               src/num/rht.c src/num/metrics.c src/base/status.c src/base/trace.c src/base/isa.c \
-              src/backend/backend.c src/backend/cpu.c \
+              src/backend/backend.c src/backend/registry.c src/backend/cpu.c \
               src/io/widen.c src/io/source.c
 $(CROSS_BUILD)/bench_engine: scripts/bench_engine.c $(CROSS_SRCS) $(HDRS)
 	@mkdir -p $(dir $@)

@@ -39,27 +39,28 @@ fp4_status fp4_backend_open(fp4_device dev, int threads, fp4_backend **out)
     return st;
 }
 
+/* Through the registry (registry.c) only: a named device opens its row's backend (or says the
+ * build lacks it); auto tries the rows in order and returns the first that opens, else the
+ * last one's error. */
 static fp4_status backend_open(fp4_device dev, int threads, fp4_backend **out)
 {
     *out = NULL;
     if (threads < 0) return fp4_error(FP4_ERR_USAGE, "threads %d: must be >= 0", threads);
-    switch (dev) {
-    case FP4_DEVICE_CPU: return fp4_cpu_backend_open(threads, out);
-    case FP4_DEVICE_CUDA:
-#ifdef FP4_HAVE_CUDA_BACKEND
-        return fp4_cuda_backend_open(true, out);
-#else
-        return fp4_error(FP4_ERR_DEVICE, "CUDA requested but this build has no CUDA support "
-                         "(rebuild with nvcc present, CUDA=1)");
-#endif
-    case FP4_DEVICE_AUTO:
-#ifdef FP4_HAVE_CUDA_BACKEND
-        if (fp4_cuda_backend_open(false, out) == FP4_OK) return FP4_OK;
-        fp4_error_clear();
-#endif
-        return fp4_cpu_backend_open(threads, out);
-    default: return fp4_error(FP4_ERR_USAGE, "unknown device %d", (int)dev);
+    if (dev == FP4_DEVICE_AUTO) {
+        fp4_status st = fp4_error(FP4_ERR_DEVICE, "no backend in this build");
+        for (int i = 0; i < fp4_nbackends; i++) {
+            if (!fp4_backends[i].open) continue;
+            if (st != FP4_OK) fp4_error_clear(); /* an earlier row's failure is not reported */
+            st = fp4_backends[i].open(threads, false, out);
+            if (st == FP4_OK) return FP4_OK;
+        }
+        return st;
     }
+    for (int i = 0; i < fp4_nbackends; i++)
+        if (fp4_backends[i].dev == dev)
+            return fp4_backends[i].open ? fp4_backends[i].open(threads, true, out)
+                                        : fp4_error(FP4_ERR_DEVICE, "%s", fp4_backends[i].absent);
+    return fp4_error(FP4_ERR_USAGE, "unknown device %d", (int)dev);
 }
 
 void fp4_backend_close(fp4_backend *be)

@@ -52,7 +52,20 @@ struct fp4_analysis {
     void *impl;
 };
 
-/* The CPU (OpenMP) engine of backend_cpu.c. */
+/* ---- the registry (registry.c: the one file that names the backends) --------------------
+ * One row per device, in the order FP4_DEVICE_AUTO tries them. open: threads for the CPU (0 =
+ * all cores); asked true when the device was named (--device cuda), false when AUTO probes it;
+ * NULL when this build lacks the backend, `absent` then being the FP4_ERR_DEVICE message. */
+typedef struct fp4_backend_entry {
+    fp4_device dev;
+    fp4_status (*open)(int threads, bool asked, fp4_backend **out);
+    const char *absent;
+} fp4_backend_entry;
+extern const fp4_backend_entry fp4_backends[];
+extern const int fp4_nbackends;
+
+/* Each backend's own open, called only from registry.c. */
+/* The CPU (OpenMP) engine of cpu.c. */
 fp4_status fp4_cpu_backend_open(int threads, fp4_backend **out);
 
 #ifdef FP4_HAVE_CUDA_BACKEND

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "backend/backend.h"
+#include "backend/impl.h"
 #include "io/widen.h"
 #include "engine/engine.h"
 #include "num/metrics.h"
@@ -101,6 +102,34 @@ static void test_open_devices(void **state)
     assert_int_equal(fp4_backend_open(FP4_DEVICE_AUTO, 0, &be), FP4_OK);
     assert_string_equal(fp4_backend_name(be), "cpu");
     fp4_backend_close(be);
+    assert_int_equal(fp4_backend_open((fp4_device)7, 0, &be), FP4_ERR_USAGE);
+    assert_null(be);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, -1, &be), FP4_ERR_USAGE);
+}
+
+/* The registry (registry.c) names every device once, auto's order ends with the CPU (which
+ * always opens), and a row a build lacks carries the message a named request gets. */
+static void test_registry(void **state)
+{
+    (void)state;
+    int cpu = 0, cuda = 0;
+    for (int i = 0; i < fp4_nbackends; i++) {
+        const fp4_backend_entry *e = &fp4_backends[i];
+        assert_true(e->dev == FP4_DEVICE_CPU || e->dev == FP4_DEVICE_CUDA);
+        cpu += e->dev == FP4_DEVICE_CPU;
+        cuda += e->dev == FP4_DEVICE_CUDA;
+        assert_true(e->open || (e->absent && *e->absent));
+    }
+    assert_int_equal(cpu, 1);
+    assert_int_equal(cuda, 1);
+    assert_int_equal(fp4_backends[fp4_nbackends - 1].dev, FP4_DEVICE_CPU);
+    assert_non_null(fp4_backends[fp4_nbackends - 1].open);
+#ifndef FP4_HAVE_CUDA_BACKEND
+    assert_null(fp4_backends[0].open);
+    fp4_backend *be = NULL;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &be), FP4_ERR_DEVICE);
+    assert_string_equal(fp4_last_error(), fp4_backends[0].absent);
+#endif
 }
 
 static void test_equals_reference_any_threads_any_slab(void **state)
@@ -378,6 +407,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_devices),
+        cmocka_unit_test(test_registry),
         cmocka_unit_test(test_equals_reference_any_threads_any_slab),
         cmocka_unit_test(test_omp_set_num_threads),
         cmocka_unit_test(test_many_short_rows_span_batches),
