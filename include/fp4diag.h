@@ -4,7 +4,7 @@
  * configurations (format x scale x block x RHT x rounding, SPEC §2-§3) and measure what the
  * rounding does to it (SQNR, alpha, delta, bucket ratios, histogram: SPEC §4-§5), exactly as
  * `fp4diag sqnr` does. The numbers and the JSON text are the command line's own: the CLI is a
- * program on this library.
+ * program on this library. The contract of every call: docs/SPEC.md §12.
  *
  * Link: `pkg-config --cflags --libs fp4diag` (libfp4diag.so.0, or libfp4diag.a with
  * `pkg-config --static`). Only names starting with fp4d_ / FP4D_ are exported.

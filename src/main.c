@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp4diag.h"
+
 #include "backend/backend.h"
 #include "cmd/commands.h"
 #include "cmd/env.h"
@@ -99,7 +101,7 @@ int main(int argc, char **argv)
     if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
         /* the CPU engine's variant (FP4DIAG_ISA) and the ones this CPU runs */
         const fp4_isa isa = fp4_engine_isa(fp4_engine_active());
-        printf("%s %s\n", FP4DIAG_NAME, FP4DIAG_VERSION);
+        printf("%s %s\n", FP4DIAG_NAME, fp4d_version()); /* the library's: one version */
         printf("cpu engine: %s (this CPU runs:", fp4_isa_name(isa));
         for (int i = 0; i < FP4_ISA_COUNT; i++)
             if (fp4_engine_get((fp4_isa)i)) printf(" %s", fp4_isa_name((fp4_isa)i));

@@ -51,6 +51,10 @@ ldd "$tmp/outside/demo_so" 2>/dev/null | grep -q "$P/lib/libfp4diag.so.0" ||
       { echo "demo_so does not use the installed libfp4diag.so.0"; exit 1; }; }
 "$tmp/outside/demo_static" "$F" "$T" "$OPTS" "$tmp/st.json" >"$tmp/st.txt" 2>"$tmp/st.err" ||
     { cat "$tmp/st.err"; echo "demo (static) failed"; exit 1; }
+# the program's version is the library's
+v=$(sed -n 's/^fp4diag library \([^ ]*\) .*/\1/p' "$tmp/so.err")
+[ -n "$v" ] && [ "$("$FP4DIAG" --version | head -n 1)" = "fp4diag $v" ] ||
+    { echo "fp4diag --version is not 'fp4diag $v' (the library's)"; exit 1; }
 cmp -s "$tmp/so.txt" "$tmp/st.txt" || { diff "$tmp/so.txt" "$tmp/st.txt"; echo "static != shared"; exit 1; }
 cmp -s "$tmp/so.json" "$tmp/st.json" || { echo "static JSON != shared JSON"; exit 1; }
 python3 - "$tmp/cli.json" "$tmp/so.json" "$tmp/so.txt" "$T" <<'PY' || exit 1
