@@ -309,7 +309,7 @@ check-valgrind: fp4diag
 FUZZ_SRCS := $(wildcard src/tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst src/tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
 FUZZ_OBJS := $(patsubst src/%.c,$(FUZZ_BUILD)/%.o,$(LIB_SRCS))
-FUZZ_CFLAGS := -g -O1 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc \
+FUZZ_CFLAGS := -g -O1 -std=c11 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L -fopenmp -Isrc -Iinclude \
                -Ikernels $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
                -Wno-pass-failed
