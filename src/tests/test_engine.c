@@ -279,6 +279,85 @@ static void test_table_and_names(void **state)
     assert_ptr_equal(fp4_engine_active(), def);
 }
 
+/* RTNE ties at every level of every grid, for every variant this CPU runs and the reference
+ * (deq asked for), as known answers: each midpoint (q_i + q_{i+1}) / 2 goes to the even index.
+ * Twice, from independent data: (A) positive ties at block scale 1 (fp32 scale, block 16,
+ * blocks [g_max, mid_i, 0 x 14]); (B) negative ties at block scale 2^-3 (block 32, blocks
+ * [-g_max/8, -mid_i/8, 0 x 30]). 8 blocks per level, so that the grouped kernels (8 blocks
+ * a group) see every level in every lane. Checked: the histogram of codes, Σx̂² and Σ(x̂-x)²
+ * exactly (dyadic values: the fp64 sums are exact in any order). */
+static void check_ties(const fp4c_grid *g, fp4_format f, int set, const char *who)
+{
+    const int n = g->n, B = set == 0 ? 16 : 32, NB = 8 * (n - 1), L = B * NB;
+    const float k = set == 0 ? 1.0f : 0.125f, sgn = set == 0 ? 1.0f : -1.0f;
+    float *x = calloc((size_t)L, sizeof *x), *deq = malloc(sizeof(float) * (size_t)L);
+    assert_true(x && deq);
+    uint64_t hist[16] = {0};
+    double xq2 = 0.0, err2 = 0.0;
+    const int off = set == 0 ? 0 : 8;
+    for (int j = 0; j < NB; j++) {
+        const int i = (j * 3) % (n - 1); /* levels spread over the lanes of each group */
+        const int even = i % 2 == 0 ? i : i + 1;
+        const double q = g->q[even] * (double)k, mid = 0.5 * ((double)g->q[i] + g->q[i + 1]) * k;
+        x[j * B] = sgn * g->gmax * k;
+        x[j * B + 1 + j % (B - 1)] = sgn * (float)mid;
+        assert_true((double)fabsf(x[j * B + 1 + j % (B - 1)]) == mid); /* representable */
+        hist[off + n - 1]++;
+        hist[off + even]++;
+        hist[0] += (uint64_t)(B - 2); /* +0.0 */
+        xq2 += (double)g->gmax * k * g->gmax * k + q * q;
+        err2 += (q - mid) * (q - mid);
+    }
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.format = f;
+    c.block = B;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    fp4_metrics m;
+    fp4_metrics_init(&m);
+    fp4_qout o = {deq, NULL, NULL};
+    assert_int_equal(fp4_quantize_rows(&c, 0.0f, x, 0, 1, L, who ? NULL : &o, &m), FP4_OK);
+    char nm[96];
+    cfg_name(&c, nm, sizeof nm);
+    for (int h = 0; h < 16; h++)
+        if (m.hist[h] != hist[h])
+            fail_msg("%s, %s, ties %s: hist[%d] = %llu, want %llu", who ? who : "reference", nm,
+                     set == 0 ? "A" : "B", h, (unsigned long long)m.hist[h],
+                     (unsigned long long)hist[h]);
+    assert_double_exact(m.sum_xq2, xq2);
+    assert_double_exact(m.sum_err2, err2);
+    if (!who) /* the reference's x̂: each tie at its even level */
+        for (int j = 0; j < NB; j++) {
+            const int i = (j * 3) % (n - 1), even = i % 2 == 0 ? i : i + 1;
+            assert_double_exact(deq[j * B + 1 + j % (B - 1)], sgn * g->q[even] * k);
+        }
+    free(x);
+    free(deq);
+}
+
+static void test_ties_every_level_every_variant(void **state)
+{
+    (void)state;
+    int ran = 0;
+    for (int v = -1; v < FP4_ISA_COUNT; v++) {
+        const fp4_engine *e = v < 0 ? fp4_engine_get(FP4_ISA_GENERIC) : fp4_engine_get((fp4_isa)v);
+        if (!e) {
+            print_message("ties: %s skipped: this build or CPU does not run it\n",
+                          fp4_isa_name((fp4_isa)v));
+            continue;
+        }
+        fp4_engine_use(e);
+        for (int f = 0; f < NFMT; f++) {
+            const fp4c_grid g = fp4c_grid_make((int)fmts[f].id, fmts[f].max);
+            for (int set = 0; set < 2; set++)
+                check_ties(&g, fmts[f], set, v < 0 ? NULL : fp4_isa_name((fp4_isa)v));
+        }
+        ran += v >= 0;
+    }
+    fp4_engine_use(NULL);
+    assert_true(ran >= 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_comparison_can_fail),
         cmocka_unit_test(test_amax_known_answers),
         cmocka_unit_test(test_variants_equal_reference),
+        cmocka_unit_test(test_ties_every_level_every_variant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -652,6 +652,154 @@ static void test_thread_count_invariance(void **state)
     omp_set_num_threads(saved);
 }
 
+/* --- Single points pinned twice, from independent data (issue 32) ------------------------ */
+
+/* MXFP4 rceil on blocks whose amax / g_max is a power of two: X = amax / g_max exactly
+ * (ceil(log2) of a power of two is itself; floor + 1 would double X). e2m1: 12 / 6 = 2;
+ * e3m0 (g_max 16): 0.5 / 16 = 2^-5. */
+static void test_mxfp4_rceil_power_of_two(void **state)
+{
+    (void)state;
+    const fp4c_grid ge = fp4c_grid_make(FP4C_E2M1, 0), g3 = fp4c_grid_make(FP4C_E3M0, 0);
+    assert_true(g3.gmax == 16.0f);
+    assert_int_equal(fp4c_e8m0_block(12.0f, &ge, 1), 127 + 1);
+    assert_int_equal(fp4c_e8m0_block(0.5f, &g3, 1), 127 - 5);
+    assert_int_equal(fp4c_e8m0_block(6.0f, &ge, 1), 127);
+    assert_int_equal(fp4c_e8m0_block(ldexpf(6.0f, -100), &ge, 1), 127 - 100);
+    float x[32] = {0}, deq[32];
+    uint8_t sc[1], codes[32];
+    fp4_qout out = {deq, codes, sc};
+    /* e2m1: [12, 1, -7, 0...]: X = 2; 1 -> t 0.5 (level 1), -7 -> t 3.5, a tie: even 4 -> -8 */
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_MXFP4);
+    c.mx_rule = FP4_MX_RCEIL;
+    x[0] = 12.0f;
+    x[1] = 1.0f;
+    x[2] = -7.0f;
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], 128);
+    assert_double_exact(deq[0], 12.0);
+    assert_double_exact(deq[1], 1.0);
+    assert_double_exact(deq[2], -8.0);
+    assert_int_equal(codes[1], 1);
+    /* e3m0: [0.5, 2^-7, 0...]: X = 2^-5; 2^-7 -> t 0.25 (level 1) */
+    c = mkcfg(FP4_FMT_E3M0, FP4_SCALE_MXFP4);
+    c.mx_rule = FP4_MX_RCEIL;
+    memset(x, 0, sizeof x);
+    x[0] = 0.5f;
+    x[1] = ldexpf(1.0f, -7);
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], 127 - 5);
+    assert_double_exact(deq[0], 0.5);
+    assert_double_exact(deq[1], ldexp(1.0, -7));
+}
+
+/* NVFP4 tensor scale in TE's fp32 order, S_enc = (g_max * 448) / amax_t, S_dec = 1 / S_enc, on
+ * two tensor amaxes where g_max * (448 / amax_t) rounds differently. */
+static void test_nvfp4_tensor_scale_order(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    const float amax_t[2] = {0x1.00007p+0f, 0x1.000104p+5f};
+    const float senc[2] = {0x1.4fff6ep+11f, 0x1.4ffeaap+6f};
+    const float sdec[2] = {0x1.86190cp-12f, 0x1.8619eep-7f};
+    for (int k = 0; k < 2; k++) {
+        const float a = amax_t[k];
+        /* the data is where the orders differ */
+        assert_true(6.0f * (448.0f / a) != senc[k]);
+        assert_true(1.0f / (6.0f * (448.0f / a)) != sdec[k]);
+        fp4_qplan p;
+        assert_int_equal(fp4_qplan_make(&c, a, 16, &p), FP4_OK);
+        assert_double_exact(p.nv_sdec, sdec[k]);
+        assert_double_exact(p.nv_m, senc[k] * (1.0f / 6.0f));
+        /* and through the quantizer: [a, 0...]: e = E4M3(a * m), x̂ = (6 * e) * S_dec */
+        float x[16] = {0}, deq[16];
+        uint8_t sc[1];
+        fp4_qout out = {deq, NULL, sc};
+        x[0] = a;
+        assert_int_equal(fp4_quantize_rows(&c, a, x, 0, 1, 16, &out, NULL), FP4_OK);
+        assert_int_equal(sc[0], fp4c_e4m3_encode(a * (senc[k] * (1.0f / 6.0f))));
+        assert_double_exact(deq[0], (6.0f * fp4c_e4m3_decode(sc[0])) * sdec[k]);
+    }
+}
+
+/* NVFP4 block multiplier 1 / (e * S_dec) in that fp32 order (not (1 / e) / S_dec), twice. */
+static void test_nvfp4_block_multiplier_order(void **state)
+{
+    (void)state;
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_NVFP4);
+    const float at[2] = {100.0f, 1000.0f}, ab[2] = {0x1.652516p+0f, 0x1p-2f};
+    const float ef[2] = {6.5f, 0.109375f}, mul[2] = {0x1.08aa24p+2f, 0x1.89374ap+4f};
+    for (int k = 0; k < 2; k++) {
+        fp4_qplan p;
+        assert_int_equal(fp4_qplan_make(&c, at[k], 16, &p), FP4_OK);
+        const fp4c_blk_par b = fp4c_block_params(1, &p.grid, p.ts, p.nv_m, p.nv_sdec, 0, ab[k],
+                                                 ab[k]);
+        assert_double_exact(fp4c_e4m3_decode(b.sbyte), ef[k]);
+        assert_true((1.0f / ef[k]) / p.nv_sdec != mul[k]); /* the orders differ here */
+        assert_double_exact(b.mul, mul[k]);
+        assert_double_exact(b.s_eff, (double)(ef[k] * p.nv_sdec));
+    }
+}
+
+/* E4M3 ties to even at two normal exponents and in the subnormals (step 2^-9). */
+static void test_e4m3_ties(void **state)
+{
+    (void)state;
+    /* [0.5, 1): step 2^-4 */
+    assert_double_exact(fp4c_e4m3_decode(fp4c_e4m3_encode(0.53125f)), 0.5);
+    assert_double_exact(fp4c_e4m3_decode(fp4c_e4m3_encode(0.59375f)), 0.625);
+    /* [128, 256): step 16 */
+    assert_double_exact(fp4c_e4m3_decode(fp4c_e4m3_encode(200.0f)), 192.0);
+    assert_double_exact(fp4c_e4m3_decode(fp4c_e4m3_encode(232.0f)), 224.0); /* m 6, not 7 */
+    /* subnormals: k + 1/2 steps go to the even k */
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(2.5f, -9)), 2);
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(3.5f, -9)), 4);
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(7.5f, -9)), 8); /* up to 2^-6, code 8 */
+    assert_int_equal(fp4c_e4m3_encode(ldexpf(0.5f, -9)), 0);
+}
+
+/* E8M0 floor rule, X = 2^(floor(log2 amax) - emax), on amaxes that are not powers of two. */
+static void test_e8m0_floor_known(void **state)
+{
+    (void)state;
+    const fp4c_grid ge = fp4c_grid_make(FP4C_E2M1, 0), gi = fp4c_grid_make(FP4C_INT4, 0);
+    assert_int_equal(ge.emax, 2);
+    assert_int_equal(gi.emax, 2);
+    assert_int_equal(fp4c_e8m0_block(5.9f, &ge, 0), 127);      /* 2 - 2 */
+    assert_int_equal(fp4c_e8m0_block(47.9f, &ge, 0), 130);     /* 5 - 2 */
+    assert_int_equal(fp4c_e8m0_block(0.1f, &ge, 0), 121);      /* -4 - 2 */
+    assert_int_equal(fp4c_e8m0_block(100.0f, &gi, 0), 131);    /* 6 - 2 */
+    /* through the quantizer: [47.9, 9, 0...] -> X = 8: 47.9/8 = 5.99 -> 6 -> 48; 9/8 -> 1 -> 8 */
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_MXFP4);
+    float x[32] = {47.9f, 9.0f}, deq[32];
+    uint8_t sc[1];
+    fp4_qout out = {deq, NULL, sc};
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 32, &out, NULL), FP4_OK);
+    assert_int_equal(sc[0], 130);
+    assert_double_exact(deq[0], 48.0);
+    assert_double_exact(deq[1], 8.0);
+}
+
+/* The E2M1 grid by value, and one level (1.5) through the quantizer (fp32 scale 1). */
+static void test_e2m1_grid_values(void **state)
+{
+    (void)state;
+    const float want[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    for (int i = 0; i < 8; i++) assert_double_exact(fp4c_level(FP4C_E2M1, i), want[i]);
+    fp4_qconfig c = mkcfg(FP4_FMT_E2M1, FP4_SCALE_FP32);
+    float x[16] = {6.0f, 1.5f, 1.3f, 1.2f, -1.7f, 1.76f}, deq[16];
+    uint8_t codes[16];
+    fp4_qout out = {deq, codes, NULL};
+    assert_int_equal(fp4_quantize_rows(&c, 0, x, 0, 1, 16, &out, NULL), FP4_OK);
+    assert_double_exact(deq[1], 1.5);
+    assert_double_exact(deq[2], 1.5);
+    assert_double_exact(deq[3], 1.0);
+    assert_double_exact(deq[4], -1.5);
+    assert_double_exact(deq[5], 2.0);
+    assert_int_equal(codes[1], 3);
+    assert_int_equal(codes[4], 8 | 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +818,12 @@ int main(void)
         cmocka_unit_test(test_slab_split_invariance),
         cmocka_unit_test(test_thread_count_invariance),
         cmocka_unit_test(test_simd_kernel_equals_scalar),
+        cmocka_unit_test(test_mxfp4_rceil_power_of_two),
+        cmocka_unit_test(test_nvfp4_tensor_scale_order),
+        cmocka_unit_test(test_nvfp4_block_multiplier_order),
+        cmocka_unit_test(test_e4m3_ties),
+        cmocka_unit_test(test_e8m0_floor_known),
+        cmocka_unit_test(test_e2m1_grid_values),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }
