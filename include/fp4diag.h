@@ -13,9 +13,11 @@
  * one-line message ("FILE: TENSOR: why", as the CLI prints it) that fp4d_last_error() returns on
  * the same thread. Out-parameters are set only on success (pointers to NULL otherwise).
  *
- * Threads: handles may be used from several threads, one call at a time per handle; an analysis
- * runs on its own worker threads (the configuration's `--threads`). fp4d_config_parse is not
- * reentrant (it uses getopt): call it from one thread at a time.
+ * Threads: an analysis runs on worker threads of its own (the configuration's `--threads`).
+ * Run one analysis (fp4d_analyze, fp4d_analyze_memory) at a time per process: the readers'
+ * thread counts, their memory bound and --allow-external are process-wide settings that each
+ * analysis sets. fp4d_config_parse is not reentrant either (getopt). The other calls may be
+ * made from any thread, one call at a time per handle; results and configs are immutable.
  *
  * Typical use:
  *     fp4d_config *cfg; fp4d_input *in; fp4d_result *r;

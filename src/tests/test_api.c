@@ -215,6 +215,74 @@ static void test_memory_exact(void **state)
     fp4d_config_free(c);
 }
 
+/* The same values as f32, f16 and bf16 words (each exact in all three: k/64, |k| < 128): the
+ * same metrics bit for bit; a rank-1 tensor and a scalar are analysed too (a tensor given by
+ * name always runs, whatever its rank). */
+static void test_memory_dtypes(void **state)
+{
+    (void)state;
+    enum { R = 8, C = 64 };
+    float f[R * C];
+    uint16_t h[R * C], b[R * C];
+    for (int i = 0; i < R * C; i++) {
+        int k = (i * 37 + 11) % 255 - 127;
+        f[i] = (float)k / 64.0f;
+        uint32_t u;
+        memcpy(&u, &f[i], sizeof u);
+        b[i] = (uint16_t)(u >> 16); /* exact: 7 significant bits at most */
+        /* binary16: sign, exponent e + 15, 10-bit mantissa (normal values only here) */
+        if (k == 0) {
+            h[i] = 0;
+        } else {
+            int e = (int)((u >> 23) & 0xff) - 127;
+            h[i] = (uint16_t)(((u >> 16) & 0x8000) | (uint32_t)(e + 15) << 10 | ((u >> 13) & 0x3ff));
+        }
+    }
+    int64_t shape[2] = {R, C};
+    fp4d_config *c = NULL;
+    fp4d_result *rf = NULL, *rh = NULL, *rb = NULL;
+    assert_int_equal(fp4d_config_parse("--format e2m1,int4 --scale nvfp4", &c), FP4D_OK);
+    fp4d_tensor_view v = {.name = "x", .data = f, .dtype = FP4D_F32, .rank = 2, .shape = shape};
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rf), FP4D_OK);
+    v.data = h;
+    v.dtype = FP4D_F16;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rh), FP4D_OK);
+    v.data = b;
+    v.dtype = FP4D_BF16;
+    assert_int_equal(fp4d_analyze_memory(&v, c, &rb), FP4D_OK);
+    for (int i = 0; i < fp4d_result_count(rf); i++) {
+        fp4d_metrics mf, mh, mb;
+        assert_int_equal(fp4d_result_metrics(rf, i, &mf), FP4D_OK);
+        assert_int_equal(fp4d_result_metrics(rh, i, &mh), FP4D_OK);
+        assert_int_equal(fp4d_result_metrics(rb, i, &mb), FP4D_OK);
+        assert_true(isfinite(mf.sqnr_db));
+        assert_memory_equal(&mf, &mh, sizeof mf);
+        assert_memory_equal(&mf, &mb, sizeof mf);
+        assert_double_exact(mf.tensor_amax, 127.0 / 64.0);
+    }
+    fp4d_tensor_info t;
+    assert_int_equal(fp4d_result_tensor(rh, &t, NULL), FP4D_OK);
+    assert_string_equal(t.dtype, "f16");
+    fp4d_result_free(rf);
+    fp4d_result_free(rh);
+    fp4d_result_free(rb);
+    /* rank 1 and rank 0 */
+    int64_t n = C;
+    fp4d_tensor_view v1 = {.name = "bias", .data = f, .dtype = FP4D_F32, .rank = 1, .shape = &n};
+    assert_int_equal(fp4d_analyze_memory(&v1, c, &rf), FP4D_OK);
+    fp4d_metrics m;
+    assert_int_equal(fp4d_result_metrics(rf, 0, &m), FP4D_OK);
+    assert_int_equal(m.elements, C);
+    fp4d_result_free(rf);
+    fp4d_tensor_view v0 = {.name = "scale", .data = &f[3], .dtype = FP4D_F32, .rank = 0};
+    assert_int_equal(fp4d_analyze_memory(&v0, c, &rf), FP4D_OK);
+    assert_int_equal(fp4d_result_metrics(rf, 0, &m), FP4D_OK);
+    assert_int_equal(m.elements, 1);
+    assert_double_exact(m.tensor_amax, fabs(f[3]));
+    fp4d_result_free(rf);
+    fp4d_config_free(c);
+}
+
 static void assert_same_result(const fp4d_result *a, const fp4d_result *b)
 {
     assert_int_equal(fp4d_result_count(a), fp4d_result_count(b));
@@ -309,7 +377,8 @@ int main(void)
         cmocka_unit_test(test_version),        cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_open_errors),    cmocka_unit_test(test_list),
         cmocka_unit_test(test_analyze_errors), cmocka_unit_test(test_memory_errors),
-        cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_equals_file),
+        cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_dtypes),
+        cmocka_unit_test(test_memory_equals_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

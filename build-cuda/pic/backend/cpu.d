@@ -1,0 +1,16 @@
+build-cuda/pic/backend/cpu.o: src/backend/cpu.c src/backend/impl.h \
+ src/backend/backend.h src/num/metrics.h src/num/quant.h \
+ src/base/common.h src/num/format.h src/base/status.h src/num/rht.h \
+ src/engine/engine.h src/base/isa.h src/io/widen.h src/io/source.h
+src/backend/impl.h:
+src/backend/backend.h:
+src/num/metrics.h:
+src/num/quant.h:
+src/base/common.h:
+src/num/format.h:
+src/base/status.h:
+src/num/rht.h:
+src/engine/engine.h:
+src/base/isa.h:
+src/io/widen.h:
+src/io/source.h:
