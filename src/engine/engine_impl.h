@@ -412,6 +412,30 @@ typedef void (*group_fn)(GROUP_ARGS);
 #define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
 typedef void (*row_fn)(ROW_ARGS);
 
+/* The lane set-up of a whole-row kernel (row_neon, row_avx2_body) for the group of blocks
+ * from k0: nb blocks, loaded by LOAD or taken from the row's cache (group_at: gi, with jnv,
+ * amb, akb, badb), the per-lane parameters (group_params_fp32 for fp32 scales, else PARAMS:
+ * group_params or a variant's compiled copy of it) and `unit` (every counted lane has
+ * mul == d2 == 1). Declares those names in the loop body; expects p, v, row, k0, nblk, Tb, W
+ * and tamax. A macro, so that each variant compiles it under its own target. */
+#define ROW_GROUP_SETUP(LOAD, PARAMS)                                                           \
+    const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;                                           \
+    int jnv[GRP];                                                                               \
+    float amb[GRP];                                                                             \
+    int32_t akb[GRP], badb[GRP];                                                                \
+    const grp_in gi = group_at(p, v, row, k0, nb, LOAD, Tb, W, amb, akb, badb, jnv);            \
+    float mul[GRP], dv[GRP], d1[GRP], d2[GRP];                                                  \
+    double se[GRP];                                                                             \
+    int32_t jn[GRP], lv[GRP], uf[GRP];                                                          \
+    uint8_t sb[GRP];                                                                            \
+    if (p->cfg.scale == FP4_SCALE_FP32)                                                         \
+        group_params_fp32(p, gi.am, gi.bad, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);      \
+    else                                                                                        \
+        PARAMS(p, gi.am, gi.bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2, se, jn,   \
+               lv, uf, sb);                                                                     \
+    int unit = 1;                                                                               \
+    for (int b = 0; b < GRP; b++) unit &= jn[b] <= 0 || (mul[b] == 1.0f && d2[b] == 1.0f)
+
 /* One variant: the per-group body (group_quant), the group loader and the whole-row kernel
  * (or NULL: group by group). Whether this CPU runs it, and which one runs, base/isa.c decides;
  * the RHT follows the same choice (fp4_rht_forward). */

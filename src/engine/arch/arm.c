@@ -255,22 +255,7 @@ static void row_neon(ROW_ARGS)
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
     uint32_t *IX = (uint32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
-        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
-        int jnv[GRP];
-        float amb[GRP];
-        int32_t akb[GRP], badb[GRP];
-        const grp_in gi = group_at(p, v, row, k0, nb, load_neon, Tb, W, amb, akb, badb, jnv);
-        float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
-        double se[GRP];
-        int32_t jn[GRP], lv[GRP], uf[GRP];
-        uint8_t sb[GRP];
-        if (p->cfg.scale == FP4_SCALE_FP32)
-            group_params_fp32(p, gi.am, gi.bad, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
-        else
-            group_params(p, gi.am, gi.bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2,
-                         se, jn, lv, uf, sb);
-        int unit = 1;
-        for (int b = 0; b < GRP; b++) unit &= jn[b] <= 0 || (mul[b] == 1.0f && d2[b] == 1.0f);
+        ROW_GROUP_SETUP(load_neon, group_params);
         grp_acc a;
         if (unit)
             group_neon_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, 1);
