@@ -7,12 +7,14 @@
 . "$(dirname "$0")/lib/hostile.sh"
 need_command sqnr
 python3 -c 'import numpy' 2>/dev/null || skip "python3 with numpy not found"
-python3 - "$tmp" <<'PY' || fail "cannot write the inputs"
+# (smaller files where each run is slow: valgrind, ASan)
+python3 - "$tmp" "$SLOW" <<'PY' || fail "cannot write the inputs"
 import json, struct, sys
 import numpy as np
 d = sys.argv[1]
+rows = 64 if sys.argv[2] == "1" else 512
 rng = np.random.default_rng(3)
-ts = {"w%d" % i: rng.standard_normal((512, 2048)).astype("<f4") for i in range(8)}
+ts = {"w%d" % i: rng.standard_normal((rows, 2048)).astype("<f4") for i in range(8)}
 hdr, off = {}, 0
 for k, a in ts.items():
     hdr[k] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
@@ -21,7 +23,7 @@ h = json.dumps(hdr).encode(); h += b" " * (-len(h) % 8)
 with open(d + "/t.safetensors", "wb") as f:
     f.write(struct.pack("<Q", len(h)) + h)
     for a in ts.values(): f.write(a.tobytes())
-np.save(d + "/t.npy", rng.standard_normal((4096, 2048)).astype("<f4"))
+np.save(d + "/t.npy", rng.standard_normal((rows * 8, 2048)).astype("<f4"))
 np.savez(d + "/t.npz", **ts)  # stored members
 sys.path.insert(0, "scripts")
 import collections, torch_writer as tw  # a torch.save archive, written without torch
@@ -31,7 +33,7 @@ PY
 # a small --mem-limit: every tensor read in slabs, twice (the amax pass, then the analysis),
 # so reads go on through the whole run; the cuts land at fractions of the reference run's time
 args="--format all --rht both --mem-limit 4M"
-[ "$SLOW" = 1 ] && args="--format e2m1 --mem-limit 4M"
+[ "$SLOW" = 1 ] && args="--format e2m1 --mem-limit 1M"
 fracs="0.15 0.35 0.6 0.85"
 [ "$SLOW" = 1 ] && fracs="0.3 0.6"
 mkdir "$tmp/cut"
