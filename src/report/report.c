@@ -15,6 +15,7 @@
 #include <cJSON.h>
 
 #include "num/metrics.h"
+#include "report/verdict.h"
 #include "run/config.h"
 #include "num/quant.h"
 #include "base/version.h"
@@ -217,106 +218,6 @@ static void add_config(cJSON *root, const fp4_run *run)
 
 /* ---------------------------------------------------------------- verdict */
 
-/* One tensor of the verdict's ranking: its best and worst config by SQNR (status ok only),
- * their gap, and the best config's delta. ok is false when no config has a finite SQNR. */
-typedef struct verdict_row {
-    int t, best, worst;
-    bool ok;
-    double gap_db, best_db, delta;
-} verdict_row;
-
-static bool sqnr_ok(const fp4_metrics *m)
-{
-    return m->sqnr_status == FP4_SQNR_OK && isfinite(m->sqnr_db);
-}
-
-static fp4_rank_by rank_key_by; /* qsort has no context argument */
-
-static double rank_key(const verdict_row *r, fp4_rank_by by)
-{
-    switch (by) {
-    case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
-    case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
-    case FP4_RANK_GAP: break;
-    }
-    return -r->gap_db;                                  /* largest gap first */
-}
-
-/* By rank_key_by; its ties by the other keys (gap, then sqnr, then delta), so that the order
- * does not hang on the order a file lists its tensors in (one config: every gap is 0); what
- * still ties (equal numbers throughout), and tensors without a finite SQNR (last), in tensor
- * order. */
-static int rank_cmp(const void *pa, const void *pb)
-{
-    const verdict_row *a = pa, *b = pb;
-    if (a->ok != b->ok) return a->ok ? -1 : 1; /* tensors without a finite SQNR last */
-    if (a->ok) {
-        const fp4_rank_by keys[4] = {rank_key_by, FP4_RANK_GAP, FP4_RANK_SQNR, FP4_RANK_DELTA};
-        for (int i = 0; i < 4; i++) {
-            double ka = rank_key(a, keys[i]), kb = rank_key(b, keys[i]);
-            bool na = isnan(ka), nb = isnan(kb);
-            if (na != nb) return na ? 1 : -1;
-            if (!na && ka != kb) return ka < kb ? -1 : 1;
-        }
-    }
-    return (a->t > b->t) - (a->t < b->t); /* ties: tensor order */
-}
-
-/* Every tensor's row, ordered by run->config->rank_by (malloc'd, run->ntensors entries; NULL when
- * out of memory or no tensors). */
-static verdict_row *verdict_rank(const fp4_run *run)
-{
-    if (run->ntensors <= 0) return NULL;
-    verdict_row *rows = calloc((size_t)run->ntensors, sizeof *rows);
-    if (!rows) return NULL;
-    for (int t = 0; t < run->ntensors; t++) {
-        verdict_row *r = &rows[t];
-        r->t = t;
-        r->best = r->worst = -1;
-        const fp4_metrics *m = run->tensors[t].metrics;
-        for (int c = 0; c < run->ncfg; c++) {
-            if (!sqnr_ok(&m[c])) continue;
-            if (r->best < 0 || m[c].sqnr_db > m[r->best].sqnr_db) r->best = c;
-            if (r->worst < 0 || m[c].sqnr_db < m[r->worst].sqnr_db) r->worst = c;
-        }
-        r->ok = r->best >= 0;
-        if (r->ok) {
-            r->best_db = m[r->best].sqnr_db;
-            r->gap_db = m[r->best].sqnr_db - m[r->worst].sqnr_db;
-            r->delta = m[r->best].delta;
-        }
-    }
-    rank_key_by = run->config->rank_by;
-    qsort(rows, (size_t)run->ntensors, sizeof *rows, rank_cmp);
-    return rows;
-}
-
-/* The config with the highest pooled SQNR (-1 when none is finite; ties: the first in config
- * order) and the runner-up: the best config whose dequantized values differ from the winner's
- * (-1 when none has a finite SQNR). A config giving the same values (fp4_qconfig_same_values:
- * e1m2 and int4 under the same scales and RHT) has the same SQNR, so a margin over it would
- * always be 0: it is named beside the winner instead (verdict_same). */
-static int verdict_winner(const fp4_run *run, int *runner)
-{
-    int w = -1, r = -1;
-    for (int c = 0; c < run->ncfg; c++)
-        if (sqnr_ok(&run->pooled[c]) &&
-            (w < 0 || run->pooled[c].sqnr_db > run->pooled[w].sqnr_db))
-            w = c;
-    for (int c = 0; w >= 0 && c < run->ncfg; c++)
-        if (sqnr_ok(&run->pooled[c]) && !fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]) &&
-            (r < 0 || run->pooled[c].sqnr_db > run->pooled[r].sqnr_db))
-            r = c;
-    *runner = r;
-    return w;
-}
-
-/* Whether config c is another name for the winner w's quantizer (same dequantized values). */
-static bool verdict_same(const fp4_run *run, int w, int c)
-{
-    return c != w && fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]);
-}
-
 /* {format, scale, rht} of config c, with its pooled SQNR when with_sqnr. */
 static cJSON *verdict_cfg(const fp4_run *run, int c, bool with_sqnr)
 {
@@ -340,7 +241,7 @@ static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
     cJSON_AddStringToObject(o, "format", f);
     cJSON_AddStringToObject(o, "scale", fp4_scale_name(c->scale));
     cJSON_AddBoolToObject(o, "rht", c->rht != NULL);
-    num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+    num(o, "sqnr_db", fp4_verdict_sqnr_ok(m) ? m->sqnr_db : NAN);
     return o;
 }
 
@@ -363,12 +264,12 @@ static void add_verdict(cJSON *root, const fp4_run *run)
         cJSON_AddBoolToObject(o, "rht", q->rht != NULL);
         cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(q->rounding));
         cJSON_AddNumberToObject(o, "block", q->block);
-        num(o, "sqnr_db", sqnr_ok(m) ? m->sqnr_db : NAN);
+        num(o, "sqnr_db", fp4_verdict_sqnr_ok(m) ? m->sqnr_db : NAN);
         num(o, "alpha", m->alpha);
         num(o, "bucket_ratio_15", m->bucket_ratio_15);
         cJSON_AddNumberToObject(o, "tensors", run->ntensors);
     }
-    int runner, w = verdict_winner(run, &runner);
+    int runner, w = fp4_verdict_winner(run, &runner);
     if (w < 0) {
         cJSON_AddNullToObject(v, "winner");
     } else {
@@ -386,13 +287,14 @@ static void add_verdict(cJSON *root, const fp4_run *run)
             else cJSON_AddNullToObject(o, "runner_up");
             cJSON *same = cJSON_AddArrayToObject(o, "same_values");
             for (int c = 0; same && c < run->ncfg; c++)
-                if (verdict_same(run, w, c)) cJSON_AddItemToArray(same, verdict_cfg(run, c, false));
+                if (fp4_verdict_same(run, w, c))
+                    cJSON_AddItemToArray(same, verdict_cfg(run, c, false));
         }
     }
     cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
-    verdict_row *rows = verdict_rank(run);
+    fp4_verdict_row *rows = fp4_verdict_rank(run);
     for (int i = 0; rk && rows && i < run->ntensors; i++) {
-        const verdict_row *r = &rows[i];
+        const fp4_verdict_row *r = &rows[i];
         const fp4_tensor_result *tr = &run->tensors[r->t];
         cJSON *o = cJSON_CreateObject();
         if (!o) break;
@@ -887,7 +789,7 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     if (mixed)
         fprintf(out, "  note: the configs use different scales (see the scale column): a gap "
                      "mixes grid and scale\n");
-    int runner, w = verdict_winner(run, &runner);
+    int runner, w = fp4_verdict_winner(run, &runner);
     if (w >= 0) {
         char lab[48], lab2[48];
         cfg_label(lab, sizeof lab, &run->cfgs[w]);
@@ -902,14 +804,14 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
         }
         int nsame = 0;
         for (int c = 0; c < run->ncfg; c++) {
-            if (!verdict_same(run, w, c)) continue;
+            if (!fp4_verdict_same(run, w, c)) continue;
             cfg_label(lab2, sizeof lab2, &run->cfgs[c]);
             fprintf(out, "%s%s", nsame++ ? ", " : "; ", lab2);
         }
         if (nsame) fprintf(out, " give%s the same values (same grid)", nsame == 1 ? "s" : "");
         fputc('\n', out);
     }
-    verdict_row *rows = verdict_rank(run);
+    fp4_verdict_row *rows = fp4_verdict_rank(run);
     if (!rows) return;
     const char *by = run->config->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
                      : run->config->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
@@ -917,7 +819,7 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
     for (int i = 0; i < top; i++) {
-        const verdict_row *r = &rows[i];
+        const fp4_verdict_row *r = &rows[i];
         const fp4_tensor_result *tr = &run->tensors[r->t];
         fputs("  ", out);
         put_name(out, tr->info.name ? tr->info.name : "", nw);

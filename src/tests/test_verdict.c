@@ -1,0 +1,127 @@
+/* test_verdict.c — the verdict's computation (report/verdict.h) on made-up pooled and
+ * per-tensor SQNRs: the ranking under each --rank-by with its tie-breaks, tensors without a
+ * finite SQNR last, a long ranking in reverse order sorted, the winner and runner-up. */
+#include "testutil.h"
+
+#include <math.h>
+
+#include "report/verdict.h"
+
+#define NT 40
+
+typedef struct fake {
+    fp4_run run;
+    fp4_run_config cfg;
+    fp4_qconfig q[2];
+    fp4_tensor_result tr[NT];
+    fp4_metrics m[NT][2];
+    fp4_metrics pooled[2];
+} fake;
+
+/* nt tensors, 2 configs (e2m1, int4 under fp32 scales): tensor t's SQNRs s0[t], s1[t]. */
+static void make(fake *f, int nt, const double *s0, const double *s1, const double *d0,
+                 fp4_rank_by by)
+{
+    memset(f, 0, sizeof *f);
+    fp4_run_config_default(&f->cfg, "e2m1,int4", FP4_RHT_OFF);
+    f->cfg.rank_by = by;
+    assert_int_equal(fp4_run_config_finish(&f->cfg), FP4_OK);
+    int n = 0;
+    assert_int_equal(fp4_run_config_qconfigs(&f->cfg, f->q, 2, &n), FP4_OK);
+    f->run.config = &f->cfg;
+    f->run.cfgs = f->q;
+    f->run.ncfg = 2;
+    f->run.ntensors = nt;
+    f->run.tensors = f->tr;
+    f->run.pooled = f->pooled;
+    for (int t = 0; t < nt; t++) {
+        f->tr[t].metrics = f->m[t];
+        f->m[t][0].sqnr_db = s0[t];
+        f->m[t][1].sqnr_db = s1[t];
+        f->m[t][0].delta = d0 ? d0[t] : 0;
+        f->m[t][1].delta = 0;
+        for (int c = 0; c < 2; c++)
+            f->m[t][c].sqnr_status = isfinite(f->m[t][c].sqnr_db) ? FP4_SQNR_OK
+                                                                   : FP4_SQNR_ZERO_SIGNAL;
+    }
+}
+
+static void assert_order(const fake *f, const int *want)
+{
+    fp4_verdict_row *rows = fp4_verdict_rank(&f->run);
+    assert_non_null(rows);
+    for (int i = 0; i < f->run.ntensors; i++) assert_int_equal(rows[i].t, want[i]);
+    free(rows);
+}
+
+static void test_rank_by_each_key(void **state)
+{
+    (void)state;
+    /* t0: best 20 (e2m1), gap 5, delta 0.1; t1: best 15 (int4), gap 10, delta 0; t2: no
+     * finite SQNR; t3: best 30 (e2m1), gap 5 (ties t0), delta -0.3 */
+    const double s0[4] = {20, 5, NAN, 30}, s1[4] = {15, 15, NAN, 25};
+    const double d0[4] = {0.1, 0.0, 0.0, -0.3};
+    fake f;
+    make(&f, 4, s0, s1, d0, FP4_RANK_GAP);
+    /* gap: t1 (10) first; t0 and t3 tie at 5, broken by sqnr (lowest best first): t0 (20)
+     * before t3 (30); t2 last */
+    assert_order(&f, (const int[]){1, 0, 3, 2});
+    fp4_verdict_row *rows = fp4_verdict_rank(&f.run);
+    assert_non_null(rows);
+    assert_true(rows[0].ok && rows[0].best == 1 && rows[0].worst == 0);
+    assert_true(fabs(rows[0].gap_db - 10.0) <= 0);
+    assert_false(rows[3].ok);
+    free(rows);
+    make(&f, 4, s0, s1, d0, FP4_RANK_SQNR); /* lowest best SQNR first: 15, 20, 30 */
+    assert_order(&f, (const int[]){1, 0, 3, 2});
+    make(&f, 4, s0, s1, d0, FP4_RANK_DELTA); /* largest |delta| of the best config first */
+    assert_order(&f, (const int[]){3, 0, 1, 2});
+}
+
+/* Many rows given worst-first come out sorted, equal rows in tensor order. */
+static void test_long_ranking(void **state)
+{
+    (void)state;
+    double s0[NT], s1[NT];
+    for (int t = 0; t < NT; t++) {
+        s0[t] = 10 + (t / 2);  /* pairs of equal rows */
+        s1[t] = 10;            /* gap = t / 2: largest last as given */
+    }
+    fake f;
+    make(&f, NT, s0, s1, NULL, FP4_RANK_GAP);
+    int want[NT];
+    for (int i = 0; i < NT; i++) want[i] = NT - 2 - 2 * (i / 2) + (i % 2);
+    assert_order(&f, want);
+}
+
+static void test_winner_runner(void **state)
+{
+    (void)state;
+    const double s0[1] = {20}, s1[1] = {15};
+    fake f;
+    make(&f, 1, s0, s1, NULL, FP4_RANK_GAP);
+    f.pooled[0].sqnr_db = 18;
+    f.pooled[1].sqnr_db = 19.5;
+    int runner = -2;
+    assert_int_equal(fp4_verdict_winner(&f.run, &runner), 1);
+    assert_int_equal(runner, 0);
+    assert_false(fp4_verdict_same(&f.run, 1, 1));
+    f.pooled[0].sqnr_status = f.pooled[1].sqnr_status = FP4_SQNR_ZERO_SIGNAL;
+    assert_int_equal(fp4_verdict_winner(&f.run, &runner), -1);
+    assert_int_equal(runner, -1);
+    assert_true(fp4_verdict_sqnr_ok(&f.m[0][0]));
+    f.m[0][0].sqnr_db = INFINITY;
+    assert_false(fp4_verdict_sqnr_ok(&f.m[0][0]));
+    f.run.ntensors = 0;
+    assert_null(fp4_verdict_rank(&f.run));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rank_by_each_key),
+        cmocka_unit_test(test_long_ranking),
+        cmocka_unit_test(test_winner_runner),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
