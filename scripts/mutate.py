@@ -58,9 +58,10 @@ MUTATIONS = [
     ("e4m3-subnormal-tie-away", "src/base/common.h",
      "float r = (v * 512.0f + 8388608.0f) - 8388608.0f;", "float r = floorf(v * 512.0f + 0.5f);",
      ["test_quant", "test_format"]),
-    ("e4m3-saturation", "src/base/common.h",
-     "if (code > 0x7E) code = 0x7E;", "if (code > 0x7F) code = 0x7E;",
-     ["test_quant", "test_format"]),
+    # (not "code > 0x7E" -> "code > 0x7F": no v < 448 rounds past 448, so that clamp never acts
+    # and the mutant is equivalent)
+    ("e4m3-subnormal-boundary", "src/base/common.h",
+     "if (v < 0.015625f) {", "if (v < 0.0078125f) {", ["test_quant", "test_format"]),
     ("e8m0-floor-as-ceil", "src/base/common.h",
      "} else e = fp4c_floor_log2(a) - g->emax;", "} else e = fp4c_ceil_log2(a) - g->emax;",
      ["test_quant", "test_engine"]),

@@ -133,6 +133,17 @@ static void test_hostile_headers(void **state)
                "past the data section's end");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", 4, 0,
                "end before they begin");
+    /* the bounds exactly: one byte past the data section, an end one byte before the begin */
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,5]}}", 4, 0,
+               "[0, 5] lie past the data section's end (4 bytes");
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+               "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,13]}}",
+               12, 0, "b: data_offsets [4, 13] lie past the data section's end");
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,3]}}", 4, 0,
+               "[4, 3] end before they begin");
+    expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+               "\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[8,7]}}",
+               8, 0, "b: data_offsets [8, 7] end before they begin");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,16],"
                "\"data_offsets\":[0,4]}}",
                4, 0, "overflows 64 bits");
