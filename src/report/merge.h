@@ -41,7 +41,9 @@ typedef fp4_status (*fp4_merge_config_fn)(int argc, char **argv, fp4_run_config 
  * twice, shares missing (naming them), a part whose tensors do not re-render as written, a
  * gemm part whose layers' sqnr_db, sqnr_status, eta or alpha_product are not what its exact
  * sums give (naming the layer, path and field), "timing" that no run writes (seconds not in
- * [0, one year], bytes_read not a whole number in [0, 2^53]);
+ * [0, one year], bytes_read not a whole number in [0, 2^53]), a part without a well-formed
+ * shard.fingerprint or whose input files' sizes or hashes differ from the first part's
+ * (naming the file);
  * FP4_ERR_INTERNAL when out of memory. Free res->text in every case. With `table` not NULL,
  * the human table of the merged analysis report is printed there (gemm: none). config_of
  * rebuilds an analysis run's config from its argv (FP4_ERR_INPUT "its argv does not parse
