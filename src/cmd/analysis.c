@@ -68,6 +68,8 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     if (st == FP4_OK)
         st = fp4_run_analysis(&o.cfg, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1,
                               &run);
+    for (int i = 0; i < run.nwarnings && (!w.active || w.rank == 0); i++)
+        fprintf(stderr, "fp4diag %s: warning: %s\n", command, run.warnings[i]);
     if (w.active) {
         char *part = st == FP4_OK ? fp4_report_analysis_json(command, argc, argv, &run) : NULL;
         if (st == FP4_OK && !part) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");

@@ -378,6 +378,12 @@ bool fp4_select_matches(const char *pat, const char *name, const char *seps)
 fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
                              fp4_tensor_desc **out, int *n)
 {
+    return fp4_source_select_some(s, patterns, npatterns, out, n, NULL);
+}
+
+fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, int npatterns,
+                                  fp4_tensor_desc **out, int *n, bool *unmatched)
+{
     *out = NULL;
     *n = 0;
     const fp4_source_ops *ops = s->ops;
@@ -420,6 +426,10 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
             continue;
         }
         if (kind == FP4_NAME_GROUP) continue; /* an empty group selects nothing: no error */
+        if (unmatched) {
+            unmatched[j] = true;
+            continue;
+        }
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", s->file, pats[j]);
         goto out;
     }
@@ -454,6 +464,18 @@ out:
     free(extra);
     free(sel);
     return st;
+}
+
+fp4_status fp4_source_pattern_hits(const fp4_source *s, const char *pattern,
+                                   const fp4_tensor_desc *list, int n, bool *any)
+{
+    *any = false;
+    char *p = select_normalize(s->ops, pattern);
+    if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < n && !*any; i++)
+        *any = list[i].name && fp4_select_matches(p, list[i].name, s->ops->separators);
+    free(p);
+    return FP4_OK;
 }
 
 static bool desc_is_float(const fp4_tensor_desc *t)

@@ -255,6 +255,17 @@ bool fp4_source_notes(void);
 fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
                              fp4_tensor_desc **out, int *n);
 
+/* fp4_source_select, except that a pattern matching nothing (neither a tensor nor a group) is
+ * no error when `unmatched` is given: unmatched[j] (npatterns entries, zeroed by the caller)
+ * is set and the other patterns select as usual. The analysis commands warn about these. */
+fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, int npatterns,
+                                  fp4_tensor_desc **out, int *n, bool *unmatched);
+
+/* Whether `pattern` (the selection grammar, as --exclude takes it) matches the name of any of
+ * list[0..n) (*any). FP4_ERR_INTERNAL only when out of memory. */
+fp4_status fp4_source_pattern_hits(const fp4_source *s, const char *pattern,
+                                   const fp4_tensor_desc *list, int n, bool *any);
+
 /* Whether `pattern` (normalized: see fp4_select_normalize) selects tensor `name` under the
  * separators `seps` (exposed for tests). */
 bool fp4_select_matches(const char *pattern, const char *name, const char *seps);

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,80 @@ static fp4_status shard_pick(fp4_run *run, const fp4_tensor_desc *infos, int n)
 static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_source *given,
                                const char *const *patterns, int npatterns, fp4_run *run);
 
+/* Append one warning line (printf-style) to run->warnings. */
+static fp4_status add_warning(fp4_run *run, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static fp4_status add_warning(fp4_run *run, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    char **w = realloc(run->warnings, ((size_t)run->nwarnings + 1) * sizeof *w);
+    if (!w) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    run->warnings = w;
+    if (!(w[run->nwarnings] = fp4_text_escape(line, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL)))
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    run->nwarnings++;
+    return FP4_OK;
+}
+
+/* Why a run has no tensor to analyse (every selected one skipped, or none selected). */
+static fp4_status nothing_to_analyse(const fp4_run *run, const char *file)
+{
+    if (run->nskipped == 0)
+        return fp4_error(FP4_ERR_INPUT, "%s: no tensor to analyse: the selection holds no tensor",
+                         file);
+    int excluded = 0;
+    for (int i = 0; i < run->nskipped; i++)
+        excluded += strncmp(run->skipped[i].reason, "excluded by --exclude", 21) == 0;
+    if (excluded == run->nskipped)
+        return fp4_error(FP4_ERR_INPUT, "%s: no tensor to analyse: --exclude left out all %d "
+                         "selected", file, run->nskipped);
+    const fp4_tensor_skip *k = &run->skipped[0];
+    for (int i = 0; i < run->nskipped; i++)
+        if (strncmp(run->skipped[i].reason, "excluded by --exclude", 21) != 0) {
+            k = &run->skipped[i];
+            break;
+        }
+    return fp4_error(FP4_ERR_INPUT, "%s: no tensor to analyse: the %d selected are not what "
+                     "4-bit recipes quantize (%s: %s%s); name a tensor exactly or add "
+                     "--all-tensors", file, run->nskipped, k->info.name, k->reason,
+                     run->nskipped > 1 ? ", ..." : "");
+}
+
+/* fp4_source_select_some over pats[0..n): a pattern that matches nothing is a warning naming
+ * orig[j] (as the user wrote it) while another one selects; when none selects, the error of
+ * fp4_source_select. */
+static fp4_status select_warn(fp4_run *run, fp4_source *src, const char *file,
+                              const char *const *pats, const char *const *orig, int n,
+                              fp4_tensor_desc **infos, int *ninfos)
+{
+    bool *unmatched = calloc((size_t)n + 1, sizeof *unmatched);
+    if (!unmatched) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = fp4_source_select_some(src, pats, n, infos, ninfos, unmatched);
+    int nun = 0;
+    for (int j = 0; j < n; j++) nun += unmatched[j];
+    if (st == FP4_OK && nun > 0 && nun == n) {
+        fp4_tensor_desc_free_list(*infos, *ninfos);
+        *infos = NULL;
+        *ninfos = 0;
+        st = fp4_source_select(src, pats, n, infos, ninfos); /* its error */
+        if (st == FP4_OK) /* cannot happen: the same patterns */
+            st = fp4_error(FP4_ERR_INPUT, "%s: no pattern matches", file);
+    }
+    for (int j = 0; st == FP4_OK && j < n; j++)
+        if (unmatched[j])
+            st = add_warning(run, "%s: %s: no such dataset or group (selects nothing; the "
+                             "other selections run)", file, orig[j]);
+    free(unmatched);
+    return st;
+}
+
 fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
                             const char *const *patterns, int npatterns, fp4_run *run)
 {
@@ -460,11 +535,20 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     if (st == FP4_OK) {
         const char **pats = NULL;
         st = fp4_quant_patterns(&qset, patterns, npatterns, &pats);
-        if (st == FP4_OK) st = fp4_source_select(src, pats, npatterns, &infos, &ninfos);
+        if (st == FP4_OK)
+            st = select_warn(run, src, file, pats, patterns, npatterns, &infos, &ninfos);
         free(pats);
     }
     if (st == FP4_OK && qset.n > 0) st = fp4_quant_fold(&qset, infos, &ninfos, &qidx);
     if (st != FP4_OK) goto out;
+    for (int j = 0; j < opt->nexclude; j++) {
+        bool any = false;
+        st = fp4_source_pattern_hits(src, opt->exclude[j], infos, ninfos, &any);
+        if (st == FP4_OK && !any)
+            st = add_warning(run, "%s: --exclude %s matches no selected tensor", file,
+                             opt->exclude[j]);
+        if (st != FP4_OK) goto out;
+    }
 
     run->datasets = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->datasets);
     run->tensors = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->tensors);
@@ -507,6 +591,10 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         }
     }
     ninfos = kept; /* the entries after it are emptied (free is a no-op on them) */
+    if (ninfos == 0) {
+        st = nothing_to_analyse(run, file);
+        goto out;
+    }
     for (int i = 0; i < ninfos; i++) {
         run->datasets[i] = xstrdup(infos[i].name);
         if (!run->datasets[i]) {
@@ -642,5 +730,7 @@ void fp4_run_free(fp4_run *run)
     free(run->errors);
     free(run->pooled);
     free(run->pairs);
+    for (int i = 0; i < run->nwarnings; i++) free(run->warnings[i]);
+    free(run->warnings);
     memset(run, 0, sizeof *run);
 }

@@ -75,6 +75,9 @@ typedef struct fp4_run {
     char device[16];           /* the backend that ran: "cpu" or "cuda" */
     double seconds;
     int64_t bytes_read;
+    char **warnings;           /* one line each, for stderr: a selection pattern or an
+                                  --exclude pattern that matched nothing */
+    int nwarnings;
 } fp4_run;
 
 /* Pool the finished per-tensor metrics into run->pooled (fp4_metrics_merge in tensor order,
@@ -89,7 +92,10 @@ fp4_status fp4_run_pool(fp4_run *run);
  * fp4_run_config_finish; borrowed for the run's lifetime); with config->shard.count > 0 only
  * share config->shard.index of what is left (fp4_shard_assign by element count;
  * run->datasets still lists all of it). Per-tensor failures become run->errors and the run
- * goes on. Returns FP4_ERR_INPUT (file missing, pattern matching nothing), FP4_ERR_USAGE (bad
+ * goes on. Selection patterns that match nothing while others do, and --exclude patterns that
+ * match no selected tensor, are run->warnings. Returns FP4_ERR_INPUT (file missing, every
+ * pattern matching nothing, or no tensor left to analyse: "FILE: no tensor to analyse: why"),
+ * FP4_ERR_USAGE (bad
  * config), FP4_ERR_DEVICE or FP4_ERR_INTERNAL for failures of the whole run; FP4_OK
  * otherwise, even when some tensors failed (see run->nerrors). Free with fp4_run_free in
  * every case. */

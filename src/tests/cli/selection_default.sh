@@ -4,7 +4,7 @@
 # reason (not pooled, not errors: exit 0); the pooled numbers equal a run naming the rank-2
 # tensors exactly; a tensor named exactly runs whatever its rank; --all-tensors brings back
 # every numeric tensor (non-numeric ones are errors again); --exclude GLOB (repeatable) takes
-# tensors out of any selection. Terminal first: on a terminal with no -o the table goes to
+# tensors out of any selection (a run left with nothing exits 3). Terminal first: on a terminal with no -o the table goes to
 # stdout with one line on how to get the JSON; --json forces JSON (-q: tty_quiet.sh).
 set -u
 F=testdata/gpt_ckpt_small.h5
@@ -46,8 +46,12 @@ q "$tmp/a.json" 'len(t) == 23 and not sk' || fail "--all-tensors takes every ten
     fail "--exclude"
 q "$tmp/e.json" 't == ["/blocks/0/qkv/weight"] and sk["/blocks/0/fc1/weight"] == "excluded by --exclude /blocks/0/fc*" and r["config"]["exclude"] == ["/blocks/0/fc*", "/blocks/*/proj/weight"]' ||
     fail "--exclude removes its matches"
-"$FP4DIAG" sqnr "$F" /blocks/0/fc1/bias --exclude '/blocks/0/*/bias' -q -o "$tmp/e2.json" || fail "exclude exact"
-q "$tmp/e2.json" 't == [] and list(sk) == ["/blocks/0/fc1/bias"]' || fail "--exclude beats an exact name"
+"$FP4DIAG" sqnr "$F" /blocks/0/fc1/bias /blocks/0/qkv/weight --exclude '/blocks/0/*/bias' -q -o "$tmp/e2.json" || fail "exclude exact"
+q "$tmp/e2.json" 't == ["/blocks/0/qkv/weight"] and list(sk) == ["/blocks/0/fc1/bias"]' || fail "--exclude beats an exact name"
+# excluded alone, nothing is left: exit 3, no report (empty_runs.sh)
+rm -f "$tmp/e3.json"
+"$FP4DIAG" sqnr "$F" /blocks/0/fc1/bias --exclude '/blocks/0/*/bias' -q -o "$tmp/e3.json" 2>/dev/null
+[ $? -eq 3 ] && [ ! -e "$tmp/e3.json" ] || fail "a run left with nothing to analyse exits 3"
 
 # integers, strings, compounds, a scalar: skipped by default, not errors
 python3 - "$tmp/m.h5" <<'PY'
