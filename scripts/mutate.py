@@ -12,7 +12,7 @@ is a survivor. An unmutated copy is built and run first and must pass.
 
     make mutate                       (nice python3 scripts/mutate.py)
     python3 scripts/mutate.py --list  the mutations
-    python3 scripts/mutate.py --only ID[,ID...] [--keep]
+    python3 scripts/mutate.py --only ID[,ID...] [--every] [--keep]
 
 Prints one line per mutation (CAUGHT by which suite, SURVIVED, or BROKEN: the mutated tree does
 not build or the string is not found once), then "mutate: N mutations, N caught, N survived,
@@ -236,6 +236,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the mutations and exit")
     ap.add_argument("--only", help="comma-separated mutation ids")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    ap.add_argument("--every", action="store_true",
+                    help="run every suite on each mutant and name every one that catches it "
+                         "(slower; shows which mutants more than one suite catches)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     a = ap.parse_args()
     ids = [m[0] for m in MUTATIONS]
@@ -296,9 +299,10 @@ def main():
                     for s in group:
                         passed, detail = run_suite(tree, s)
                         if not passed:
-                            by = "%s (%s)" % (s, detail)
-                            break
-                    if by:
+                            by = (by + "; " if by else "") + "%s (%s)" % (s, detail)
+                            if not a.every:
+                                break
+                    if by and not a.every:
                         break
                 if by == "BROKEN":
                     broken += 1
