@@ -207,6 +207,7 @@ def run_suite(tree, name):
         return True, ""
     failed = [l.split("]", 1)[1].strip() for l in r.stdout.splitlines()
               if l.startswith("[  FAILED  ]") and "test(s)" not in l]
+    failed = list(dict.fromkeys(failed))  # cmocka lists each failed test twice
     return False, "exit %d%s" % (r.returncode, ": " + ", ".join(failed[:4]) if failed else "")
 
 
