@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,29 @@ int fp4_open_regular(const char *path, struct stat *sb, const char **why)
     return fd;
 }
 
+/* A Hugging Face cache keeps one repository per folder REPO (models--org--name, datasets--...):
+ * REPO/snapshots/REV/ holds symlinks into REPO/blobs/. A directory input at or below
+ * REPO/snapshots/REV has REPO as its tree, so the snapshot's links into that repository's own
+ * blobs are inside it, and nothing outside that one repository is. `real` is a real path. */
+static void source_tree_hf_cache(char *real)
+{
+    for (char *p = strstr(real, "/snapshots/"); p; p = strstr(p + 1, "/snapshots/")) {
+        const char *rev = p + strlen("/snapshots/");
+        if (*rev == '\0' || *rev == '/') continue;
+        const char *repo = p; /* REPO ends here; its last component names the repository */
+        const char *base = repo;
+        while (base > real && base[-1] != '/') base--;
+        if (base == repo) continue;
+        char blobs[PATH_MAX];
+        const int n = snprintf(blobs, sizeof blobs, "%.*s/blobs", (int)(repo - real), real);
+        struct stat sb;
+        if (n < 0 || (size_t)n >= sizeof blobs || stat(blobs, &sb) != 0 || !S_ISDIR(sb.st_mode))
+            continue;
+        *p = '\0';
+        return;
+    }
+}
+
 char *fp4_source_tree(const char *input)
 {
     char *real = realpath(input, NULL);
@@ -123,6 +147,8 @@ char *fp4_source_tree(const char *input)
         char *slash = strrchr(real, '/');
         if (slash == real) slash[1] = '\0';
         else if (slash) *slash = '\0';
+    } else if (real) {
+        source_tree_hf_cache(real);
     }
     return real;
 }

@@ -216,8 +216,10 @@ fp4_status fp4_source_index_metadata(fp4_source *s, char ***keys, char ***vals, 
 int fp4_open_regular(const char *path, struct stat *sb, const char **why);
 
 /* The input's tree (SPEC section 8): the real path of the directory `input` names, or the real
- * directory of the file it names (malloc'd; NULL when it cannot be resolved). Files an input
- * names (shards, directory entries) are read only inside it unless --allow-external. */
+ * directory of the file it names (malloc'd; NULL when it cannot be resolved); a directory at or
+ * below a Hugging Face cache snapshot (REPO/snapshots/REV, with REPO/blobs a directory) has the
+ * repository folder REPO as its tree. Files an input names (shards, directory entries) are read
+ * only inside it unless --allow-external. */
 char *fp4_source_tree(const char *input);
 
 /* Whether `path` resolves (realpath: symlinks of the file or of any directory above it)

@@ -54,10 +54,27 @@ os.symlink("../outside/p2.bin", d + "/ptshard/p2.bin")
 json.dump({"weight_map": {"a": "p1.bin", "b": "p2.bin"}}, open(d + "/ptshard/pytorch_model.bin.index.json", "w"))
 pt(d + "/ptentry/p1.bin", "a", 1)
 os.symlink("../outside/p2.bin", d + "/ptentry/p2.bin")
+# a Hugging Face cache: snapshots/REV/ links into the repository's own blobs/ (read without
+# --allow-external, as a directory, an index or a file); a snapshot whose link leaves the
+# repository (another repository's blobs) is refused
+for repo in ("models--org--m", "models--org--other"):
+    os.makedirs(d + "/hub/%s/blobs" % repo)
+    os.makedirs(d + "/hub/%s/snapshots/0123abc" % repo)
+r = d + "/hub/models--org--m"
+st(r + "/blobs/h1", "a", 1)
+st(r + "/blobs/h2", "b", 2)
+json.dump({"weight_map": {"a": "s1.safetensors", "b": "s2.safetensors"}}, open(r + "/blobs/h3", "w"))
+for name, blob in (("s1.safetensors", "h1"), ("s2.safetensors", "h2"), ("model.safetensors.index.json", "h3")):
+    os.symlink("../../blobs/" + blob, r + "/snapshots/0123abc/" + name)
+o = d + "/hub/models--org--other"
+st(o + "/blobs/h1", "a", 1)
+st(d + "/hub/models--org--m/blobs/h9", "b", 2)
+os.symlink("../../blobs/h1", o + "/snapshots/0123abc/s1.safetensors")
+os.symlink("../../../models--org--m/blobs/h9", o + "/snapshots/0123abc/s2.safetensors")
 PY
 T=60
 for c in "shard" "shard/model.safetensors.index.json" "subdir" "entry" "dindex" "ptshard" \
-    "ptshard/pytorch_model.bin.index.json" "ptentry"; do
+    "ptshard/pytorch_model.bin.index.json" "ptentry" "hub/models--org--other/snapshots/0123abc"; do
     for cmd in sqnr ls; do
         timeout $T "$FP4DIAG" $cmd "$tmp/$c" >"$tmp/out" 2>"$tmp/err"; rc=$?
         [ "$rc" -eq 3 ] || fail "$cmd $c: exit $rc, want 3 (a file outside the tree was read?)"
@@ -79,4 +96,12 @@ timeout $T "$FP4DIAG" sqnr --all-tensors "$tmp/inside" -q -o "$tmp/r.json" 2>"$t
 python3 -c 'import json, sys
 r = json.load(open(sys.argv[1])); assert sorted(t["name"] for t in r["tensors"]) == ["a", "b"], r' \
     "$tmp/r.json" || fail "sqnr inside/: not both tensors"
+snap=hub/models--org--m/snapshots/0123abc
+for c in "$snap" "$snap/model.safetensors.index.json"; do
+    timeout $T "$FP4DIAG" sqnr --all-tensors "$tmp/$c" -q -o "$tmp/r.json" 2>"$tmp/err" ||
+        fail "sqnr $c (a Hugging Face cache snapshot): exit $? ($(cat "$tmp/err"))"
+    python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); assert sorted(t["name"] for t in r["tensors"]) == ["a", "b"], r' \
+        "$tmp/r.json" || fail "sqnr $c: not both tensors"
+done
 exit 0
