@@ -1,6 +1,7 @@
 # isa.sh — sourced by src/tests/cli/isa_dispatch*.sh: `isa_case VARIANT...` runs fp4diag under
 # FP4DIAG_ISA=VARIANT on an f16 NumPy file and the bf16 checkpoint, with the configs that reach
-# every CPU dispatch (nvfp4's tensor amax on fp32 rows and on stored words, RHT on and off),
+# every CPU dispatch on the CPU backend (--device cpu: on a GPU machine auto would pick CUDA and
+# no CPU dispatch would run) (nvfp4's tensor amax on fp32 rows and on stored words, RHT on and off),
 # and checks that the developer trace's "isa ran:" line (FP4DIAG_TRACE, base/isa.h) names
 # VARIANT for each dispatch (neon: its quantizer, generic for the rest; the f16 widening:
 # VARIANT or generic, F16C being optional) and
@@ -22,7 +23,7 @@ print(json.dumps(r, sort_keys=True))' "$1"; }
 # one VARIANT INPUT NAME: the report in $tmp/NAME.VARIANT.json, the trace's line in $ran
 one() {
     FP4DIAG_ISA=$1 FP4DIAG_TRACE=1 timeout 300 "$FP4DIAG" sqnr "$2" --scale nvfp4 --rht both \
-        --threads 2 -q -o "$tmp/$3.$1.json" 2>"$tmp/err" || fail "FP4DIAG_ISA=$1 sqnr $2: exit $?"
+        --device cpu --threads 2 -q -o "$tmp/$3.$1.json" 2>"$tmp/err" || fail "FP4DIAG_ISA=$1 sqnr $2: exit $?"
     ran=$(sed -n 's/.*isa ran: //p' "$tmp/err")
     [ -n "$ran" ] || fail "FP4DIAG_ISA=$1: no 'isa ran:' trace line"
     ! grep -q "does not run" "$tmp/err" || fail "FP4DIAG_ISA=$1: refused"
