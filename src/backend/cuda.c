@@ -28,6 +28,7 @@ _Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -260,6 +261,11 @@ static void cuda_close(fp4_backend *be)
 {
     cuda_be *cb = be->impl;
     if (cb) {
+        /* a run that failed closes its backend on the way out: its error is the one the
+         * program prints, so what the close itself meets (a failed start) must not replace
+         * or clear it */
+        char kept[FP4_ERROR_MAX];
+        snprintf(kept, sizeof kept, "%s", fp4_last_error());
         if (cuda_ready(cb) == FP4_OK) {
             for (int i = 0; i < FP4_HOST_REGS; i++)
                 if (cb->reg[i].p) cuda_host_unregister(be, cb->reg[i].p);
@@ -267,7 +273,7 @@ static void cuda_close(fp4_backend *be)
             keep_free(cb);
             fp4_trace("cuda: staging freed");
         }
-        fp4_error_clear();
+        fp4_error(FP4_OK, "%s", kept);
         free(cb);
     }
     free(be);

@@ -95,12 +95,19 @@ static void test_open_devices(void **state)
     fp4_backend *be = NULL;
     assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 2, &be), FP4_OK);
     assert_string_equal(fp4_backend_name(be), "cpu");
+    fp4_error(FP4_ERR_INPUT, "f.h5: /nope: no such dataset or group");
     fp4_backend_close(be);
+    assert_string_equal(fp4_last_error(), "f.h5: /nope: no such dataset or group");
+    fp4_error_clear();
     const fp4_status cuda = fp4_backend_open(FP4_DEVICE_CUDA, 0, &be);
     if (cuda == FP4_OK) {
-        /* a CUDA build on a machine with a GPU: cuda opens, and auto picks it */
+        /* a CUDA build on a machine with a GPU: cuda opens, and auto picks it; closing it
+         * keeps the error a failed run set before (the message the program prints) */
         assert_string_equal(fp4_backend_name(be), "cuda");
+        fp4_error(FP4_ERR_INPUT, "f.h5: /nope: no such dataset or group");
         fp4_backend_close(be);
+        assert_string_equal(fp4_last_error(), "f.h5: /nope: no such dataset or group");
+        fp4_error_clear();
         assert_int_equal(fp4_backend_open(FP4_DEVICE_AUTO, 0, &be), FP4_OK);
         assert_string_equal(fp4_backend_name(be), "cuda");
         fp4_backend_close(be);
