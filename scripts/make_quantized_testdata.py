@@ -192,7 +192,9 @@ def modelopt_nvfp4(w, ws2):
     s = (np.vectorize(e4m3_decode, otypes=[np.float32])(sbytes) * ws2).astype(np.float32)
     q = (blk / s[..., None]).astype(np.float32)
     codes = e2m1_rtne(q).reshape(rows, K)
-    dec = (decode_values(codes).reshape(rows, K // 16, 16) * s[..., None]).astype(np.float32)
+    # ModelOpt's dequantize table has +0 at code 8 (nvfp4_tensor.py e2m1_values)
+    vals = np.where(codes == 8, np.float32(0.0), decode_values(codes))
+    dec = (vals.reshape(rows, K // 16, 16) * s[..., None]).astype(np.float32)
     return pack(codes), sbytes, dec.reshape(rows, K)
 
 

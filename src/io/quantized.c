@@ -778,6 +778,12 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
                       float global, int64_t row0, int64_t nrows, float *out)
 {
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    /* ModelOpt's NVFP4 dequantize looks the codes up in a 16-entry table whose entry 8 is +0
+     * (nvfp4_tensor.py e2m1_values); every other producer's decoder (compressed-tensors,
+     * ModelOpt MXFP4, gpt-oss) applies the sign to 0 and gives -0 */
+    float lut[16];
+    for (unsigned c = 0; c < 16; c++) lut[c] = fp4_e2m1_value(c);
+    if (q->format == FP4_QF_NVFP4 && q->producer == FP4_QP_MODELOPT) lut[8] = 0.0f;
     for (int64_t r = 0; r < nrows; r++) {
         const uint8_t *pr = packed + (row0 + r) * (K / 2);
         float *o = out + r * K;
@@ -786,8 +792,8 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
             float s = fp4_quant_block_scale(q, sb, global);
             for (int64_t j = 0; j < q->block; j += 2) {
                 uint8_t byte = pr[(b * q->block + j) / 2];
-                o[b * q->block + j] = fp4_e2m1_value(byte & 15u) * s;
-                o[b * q->block + j + 1] = fp4_e2m1_value(byte >> 4) * s;
+                o[b * q->block + j] = lut[byte & 15u] * s;
+                o[b * q->block + j + 1] = lut[byte >> 4] * s;
             }
         }
     }

@@ -130,6 +130,7 @@ float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global);
  *   MXFP4 (every producer)   w = e2m1(c) * 2^(b - 127), computed as fp32 multiplication by
  *                            the fp32 power (byte 255: 2^128 = +inf, code 0 then NaN, as
  *                            torch.ldexp gives)
+ * Code 8 decodes as -0, except in ModelOpt NVFP4 (+0, its table's entry 8).
  * E4M3 byte 0x7F/0xFF decodes as NaN. No error: the caller checked the shapes (fp4_quant_scan). */
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
                       float global, int64_t row0, int64_t nrows, float *out);

@@ -83,6 +83,19 @@ static void test_nvfp4_orders(void **state)
     assert_true(fabsf(out[0] - 26.88f) <= 4e-6f && isfinite(out[0]));
     fp4_quant_decode(&ct, packed, &sb, 100.0f, 0, 1, out);
     assert_same_float(out[0], 6.0f * (448.0f / 100.0f));
+    /* code 8: ModelOpt's NVFP4 table gives +0, compressed-tensors' sign times 0 gives -0 */
+    packed[0] = 0x88;
+    fp4_quant_decode(&mo, packed, &sb, 0.5f, 0, 1, out);
+    assert_true(out[0] == 0.0f && !signbit(out[0]) && out[1] == 0.0f && !signbit(out[1]));
+    fp4_quant_decode(&ct, packed, &sb, 2.0f, 0, 1, out);
+    assert_true(out[0] == 0.0f && signbit(out[0]) && out[1] == 0.0f && signbit(out[1]));
+    fp4_qtensor mx = one_row(FP4_QF_MXFP4, FP4_QP_MODELOPT, 32);
+    uint8_t e8 = 127;
+    uint8_t p32[16] = {0x88};
+    float out32[32];
+    fp4_quant_decode(&mx, p32, &e8, 0.0f, 0, 1, out32);
+    assert_true(out32[0] == 0.0f && signbit(out32[0])); /* ModelOpt MXFP4: sign * 0 */
+    packed[0] = 0x07;
     /* the product comes first: for some scales e*(g*6) differs from (e*g)*6 in the last ulp,
      * and the decode must give the latter */
     uint32_t seed = 12345;
@@ -198,8 +211,8 @@ static void test_swizzled_scales(void **state)
 
 /* The fixtures: one logical tensor per module, decoded bit for bit as the numpy writer's own
  * decode (testdata/quantized/expected/). */
-static void check_fixture(const char *dir, const char *expected, int nq, fp4_qformat f,
-                          fp4_qproducer p)
+static void check_fixture_prefixed(const char *dir, const char *expected, const char *prefix,
+                                   int nq, fp4_qformat f, fp4_qproducer p)
 {
     fp4_source *s = NULL, *e = NULL;
     fp4_qset qs;
@@ -213,7 +226,9 @@ static void check_fixture(const char *dir, const char *expected, int nq, fp4_qfo
         assert_int_equal(q->format, f);
         assert_int_equal(q->producer, p);
         fp4_tensor_desc d;
-        assert_int_equal(fp4_source_describe(e, q->name, &d), FP4_OK);
+        char ename[512];
+        snprintf(ename, sizeof ename, "%s%s", prefix, q->name);
+        assert_int_equal(fp4_source_describe(e, ename, &d), FP4_OK);
         assert_int_equal(d.nelems, q->rows * q->dims[q->rank - 1]);
         float *want = malloc((size_t)d.nelems * sizeof *want);
         float *got = malloc((size_t)d.nelems * sizeof *got);
@@ -238,6 +253,29 @@ static void check_fixture(const char *dir, const char *expected, int nq, fp4_qfo
     fp4_qset_free(&qs);
     fp4_source_close(s);
     fp4_source_close(e);
+}
+
+static void check_fixture(const char *dir, const char *expected, int nq, fp4_qformat f,
+                          fp4_qproducer p)
+{
+    check_fixture_prefixed(dir, expected, "", nq, f, p);
+}
+
+/* Checkpoints written by the producers' own code (scripts/make_producer_testdata.py: ModelOpt's
+ * export_hf_checkpoint, compressed-tensors' compressors), decoded bit for bit as the producers'
+ * own dequantize functions decode them (producer/expected.safetensors, "<fixture>/<name>"). */
+static void test_fixture_producers(void **state)
+{
+    (void)state;
+    const char *P = "testdata/quantized/producer";
+    char dir[256], exp[256];
+    snprintf(exp, sizeof exp, "%s/expected.safetensors", P);
+    snprintf(dir, sizeof dir, "%s/modelopt_nvfp4", P);
+    check_fixture_prefixed(dir, exp, "modelopt_nvfp4/", 7, FP4_QF_NVFP4, FP4_QP_MODELOPT);
+    snprintf(dir, sizeof dir, "%s/ct_nvfp4", P);
+    check_fixture_prefixed(dir, exp, "ct_nvfp4/", 7, FP4_QF_NVFP4, FP4_QP_COMPRESSED_TENSORS);
+    snprintf(dir, sizeof dir, "%s/ct_mxfp4", P);
+    check_fixture_prefixed(dir, exp, "ct_mxfp4/", 7, FP4_QF_MXFP4, FP4_QP_COMPRESSED_TENSORS);
 }
 
 static void test_fixture_modelopt(void **state)
@@ -387,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_ct_zero_block),
         cmocka_unit_test(test_swizzled_scales),
         cmocka_unit_test(test_fixture_modelopt),
+        cmocka_unit_test(test_fixture_producers),
         cmocka_unit_test(test_fixture_ct),
         cmocka_unit_test(test_fixture_gptoss),
         cmocka_unit_test(test_partner_errors),
