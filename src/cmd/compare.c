@@ -21,7 +21,8 @@ const char fp4_usage_compare[] =
     "rht reports hold the same result objects and compare with each other (kind 'analysis'):\n"
     "results matched by tensor, format, scale, block, rht, rounding, plus the pooled summary\n"
     "results. gemm reports: paths matched by layer, recipe, path. grid reports: each format's\n"
-    "grid, compared exactly.\n"
+    "grid, compared exactly. audit reports: each tensor's export and requant SQNR and alpha,\n"
+    "matched by tensor name, plus the pooled line ('(pooled)').\n"
     "One report may be '-' (stdin).\n"
     "\n"
     "options:\n"
@@ -50,8 +51,8 @@ const char fp4_usage_compare[] =
     "recipe as well as axis, seed, mx_rule, ...) are each named in one note on stderr.\n"
     "\n"
     "Exit status: 0 within thresholds; 1 a threshold failed (each regression named on\n"
-    "stderr); 2 usage; 3 a report unreadable, not JSON, not schema fp4diag.report/1, or the\n"
-    "two reports of different commands.\n"
+    "stderr); 2 usage; 3 a report unreadable, not JSON, not schema fp4diag.report/1 (audit:\n"
+    "fp4diag.audit/1), or the two reports of different commands.\n"
     "\n"
     "example:\n"
     "  fp4diag sqnr ckpt.h5 -o new.json && fp4diag compare golden.json new.json\n";
@@ -228,7 +229,7 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
         cJSON_AddItemToObject(st, "new", r->status[1][0] ? cJSON_CreateString(r->status[1])
                                                          : cJSON_CreateNull());
         cJSON_AddItemToObject(j, gemm ? "eta" : "alpha", pair(r->alpha[0], r->alpha[1]));
-        if (!gemm) {
+        if (!gemm && strcmp(res->command, "audit") != 0) { /* an audit has no buckets */
             cJSON_AddItemToObject(j, "bucket_ratio_15", pair(r->b15[0], r->b15[1]));
             cJSON_AddItemToObject(j, "bucket_ratio_8", pair(r->b8[0], r->b8[1]));
         }

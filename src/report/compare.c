@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #define FP4_REPORT_SCHEMA "fp4diag.report/1"
+#define FP4_AUDIT_SCHEMA "fp4diag.audit/1"
 /* Room for rounding in the differences themselves: a difference equal to a threshold passes. */
 #define CMP_EPS 1e-9
 
@@ -222,6 +223,47 @@ static fp4_status read_tensors(const cJSON *doc, unsigned ignore, entries *out,
     return FP4_OK;
 }
 
+/* An audit report (SPEC §11): per tensor, then "(pooled)", two rows: "export" (the checkpoint
+ * as stored against its source) and "requant" (fp4diag's round-to-nearest of the source), each
+ * with sqnr_db, sqnr_status and alpha. */
+static fp4_status read_audit_pair(const cJSON *obj, const char *name, entries *out,
+                                  const char *label, const char *where)
+{
+    static const char *const sides[] = {"export", "requant"};
+    for (int k = 0; k < 2; k++) {
+        char w[160];
+        snprintf(w, sizeof w, "%s.%s", where, sides[k]);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, sides[k]);
+        if (!cJSON_IsObject(m))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: not an object", label, w);
+        entry *e;
+        FP4_TRY(entries_push(out, name, sides[k], &e));
+        FP4_TRY(read_sqnr(m, e, label, w));
+        FP4_TRY(get_num(m, "alpha", &e->alpha, label, w));
+    }
+    return FP4_OK;
+}
+
+static fp4_status read_audit(const cJSON *doc, entries *out, const char *label)
+{
+    const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(doc, "tensors");
+    if (!cJSON_IsArray(tensors))
+        return fp4_error(FP4_ERR_INPUT, "%s: audit report without a \"tensors\" array", label);
+    int i = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tensors)
+    {
+        char w[64];
+        snprintf(w, sizeof w, "tensors[%d]", i++);
+        const char *name = NULL;
+        FP4_TRY(get_str(t, "name", &name, label, w));
+        FP4_TRY(read_audit_pair(t, name, out, label, w));
+    }
+    const cJSON *pooled = cJSON_GetObjectItemCaseSensitive(doc, "pooled");
+    if (pooled) FP4_TRY(read_audit_pair(pooled, "(pooled)", out, label, "pooled"));
+    return FP4_OK;
+}
+
 static fp4_status read_layers(const cJSON *doc, unsigned ignore, entries *out,
                               const char *label)
 {
@@ -360,12 +402,17 @@ static fp4_status parse_doc(const char *text, const char *label, cJSON **doc, co
     if (!cJSON_IsObject(*doc))
         return fp4_error(FP4_ERR_INPUT, "%s: not a report (top level is not an object)", label);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(*doc, "schema");
-    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, FP4_REPORT_SCHEMA) != 0)
-        return fp4_error(FP4_ERR_INPUT, "%s: schema is %s%s%s, expected \"%s\"", label,
-                         cJSON_IsString(schema) ? "\"" : "",
+    bool audit = cJSON_IsString(schema) && !strcmp(schema->valuestring, FP4_AUDIT_SCHEMA);
+    if (!audit && (!cJSON_IsString(schema) || strcmp(schema->valuestring, FP4_REPORT_SCHEMA) != 0))
+        return fp4_error(FP4_ERR_INPUT, "%s: schema is %s%s%s, expected \"%s\" or \"%s\"",
+                         label, cJSON_IsString(schema) ? "\"" : "",
                          cJSON_IsString(schema) ? schema->valuestring : "missing",
-                         cJSON_IsString(schema) ? "\"" : "", FP4_REPORT_SCHEMA);
+                         cJSON_IsString(schema) ? "\"" : "", FP4_REPORT_SCHEMA,
+                         FP4_AUDIT_SCHEMA);
     FP4_TRY(get_str(*doc, "command", cmd, label, "top level"));
+    if (audit != !strcmp(*cmd, "audit"))
+        return fp4_error(FP4_ERR_INPUT, "%s: a '%s' report with schema \"%s\"", label, *cmd,
+                         schema->valuestring);
     return FP4_OK;
 }
 
@@ -378,9 +425,26 @@ static int num_differs(double a, double b)
 /* "input: a.h5 vs b.h5" when the input files differ; returns the length written. */
 static size_t input_diff(const cJSON *a, const cJSON *b, char *buf, size_t n)
 {
-    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "input"), "file");
-    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b, "input"), "file");
     buf[0] = '\0';
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a, "input");
+    const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b, "input");
+    if (cJSON_GetObjectItemCaseSensitive(ia, "quantized")) { /* an audit: both checkpoints */
+        static const char *const keys[] = {"source", "quantized", "declared"};
+        size_t len = 0;
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+            const cJSON *x = cJSON_GetObjectItemCaseSensitive(ia, keys[k]);
+            const cJSON *y = cJSON_GetObjectItemCaseSensitive(ib, keys[k]);
+            if (!cJSON_IsString(x) || !cJSON_IsString(y) || !strcmp(x->valuestring, y->valuestring))
+                continue;
+            int w = snprintf(buf + len, n - len, "%s%s: %s vs %s", len ? "; " : "", keys[k],
+                             x->valuestring, y->valuestring);
+            if (w < 0) break;
+            len = (size_t)w < n - len ? len + (size_t)w : n - 1;
+        }
+        return len;
+    }
+    const cJSON *fa = cJSON_GetObjectItemCaseSensitive(ia, "file");
+    const cJSON *fb = cJSON_GetObjectItemCaseSensitive(ib, "file");
     if (!cJSON_IsString(fa) || !cJSON_IsString(fb) || !strcmp(fa->valuestring, fb->valuestring))
         return 0;
     int k = snprintf(buf, n, "input: %s vs %s", fa->valuestring, fb->valuestring);
@@ -460,7 +524,8 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
 
     for (int s = 0; s < 2 && st == FP4_OK; s++) st = parse_doc(text[s], label[s], &doc[s], &cmd[s]);
     if (st != FP4_OK) goto out;
-    int gemm = strcmp(cmd[0], "gemm") == 0, grid = strcmp(cmd[0], "grid") == 0;
+    int gemm = strcmp(cmd[0], "gemm") == 0, grid = strcmp(cmd[0], "grid") == 0,
+        audit = strcmp(cmd[0], "audit") == 0;
     if (strcmp(cmd[0], cmd[1]) != 0) {
         /* sqnr, bias, buckets and rht reports hold the same result objects */
         bool analysis = true;
@@ -470,8 +535,8 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
         if (!analysis) {
             st = fp4_error(FP4_ERR_INPUT,
                            "%s is a '%s' report and %s a '%s' report: not comparable (sqnr, "
-                           "bias, buckets and rht compare with each other; gemm and grid only "
-                           "with their own kind)",
+                           "bias, buckets and rht compare with each other; gemm, grid and audit "
+                           "only with their own kind)",
                            label[0], cmd[0], label[1], cmd[1]);
             goto out;
         }
@@ -480,9 +545,10 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
         snprintf(out->command, sizeof out->command, "%s", cmd[0]);
     }
     for (int s = 0; s < 2 && st == FP4_OK; s++) {
-        st = gemm   ? read_layers(doc[s], opts->ignore, &e[s], label[s])
-             : grid ? read_grids(doc[s], &e[s], label[s])
-                    : read_tensors(doc[s], opts->ignore, &e[s], label[s]);
+        st = gemm    ? read_layers(doc[s], opts->ignore, &e[s], label[s])
+             : grid  ? read_grids(doc[s], &e[s], label[s])
+             : audit ? read_audit(doc[s], &e[s], label[s])
+                     : read_tensors(doc[s], opts->ignore, &e[s], label[s]);
         if (st == FP4_OK) st = entries_index(&e[s], &idx[s], label[s]);
     }
     if (st != FP4_OK) goto out;
