@@ -1,4 +1,4 @@
-# fp4diag — the one build file. Targets: all lib check bench bench-e2e bench-gpu regress mutate
+# fp4diag — the one build file. Targets: all lib check bench bench-e2e bench-ckpt bench-gpu regress mutate
 # demo install install-lib install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   MPI=auto|0|1    auto: the mpirun mode when pkg-config finds Open MPI (mpi-c, libopenmpi-dev)
@@ -238,6 +238,14 @@ endif
 bench-gpu: fp4diag $(BUILD)/bench_gpu
 	@sh scripts/bench_gpu.sh
 
+# bench-ckpt: a generated sharded bf16 safetensors checkpoint of Llama-7B layers (kept in
+# BENCH_CKPT_DIR, default $(BUILD)/bench-ckpt) against the read floor of fp4diag's own reader,
+# CPU threads 1..all, --device cuda and, with torch + CUDA, the PyTorch peer (scripts/bench_ckpt.py;
+# BENCH_CKPT_ARGS e.g. "--gib 1" on a 2-core machine, "--cold" to drop the page cache)
+BENCH_CKPT_DIR ?= $(BUILD)/bench-ckpt
+bench-ckpt: fp4diag $(BUILD)/bench_ckread
+	@python3 scripts/bench_ckpt.py --dir $(BENCH_CKPT_DIR) $(BENCH_CKPT_ARGS)
+
 regress: fp4diag
 	@sh scripts/regress.sh
 
@@ -273,7 +281,7 @@ install-scripts:
 clean:
 	rm -rf build build-san build-fuzz build-aarch64 fp4diag
 
-.PHONY: all lib tests check demo bench bench-bundle bench-e2e bench-gpu regress mutate install \
+.PHONY: all lib tests check demo bench bench-bundle bench-e2e bench-ckpt bench-gpu regress mutate install \
         install-lib install-scripts clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
