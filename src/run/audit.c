@@ -553,8 +553,18 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
                                       fp4_audit_hypothesis_label(t, h));
             }
             if (k < sizeof why)
-                snprintf(why + k, sizeof why - k, "; our round-to-nearest gives %.3f dB",
-                         fp4_audit_sqnr(&t->requant, &s1));
+                k += (size_t)snprintf(why + k, sizeof why - k,
+                                      "; our round-to-nearest gives %.3f dB",
+                                      fp4_audit_sqnr(&t->requant, &s1));
+            /* the special scale bytes that make a decode inf or NaN, named */
+            if (t->e8m0_ff && k < sizeof why)
+                k += (size_t)snprintf(why + k, sizeof why - k,
+                                      "; %lld block scale%s E8M0 0xFF (NaN in OCP MX, 2^128 as "
+                                      "gpt-oss decodes it)",
+                                      (long long)t->e8m0_ff, t->e8m0_ff == 1 ? " is" : "s are");
+            if (t->e4m3_nan && k < sizeof why)
+                snprintf(why + k, sizeof why - k, "; %lld block scale%s an E4M3 NaN byte",
+                         (long long)t->e4m3_nan, t->e4m3_nan == 1 ? " is" : "s are");
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
             continue;
         }
