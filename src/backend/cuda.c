@@ -108,6 +108,10 @@ typedef struct cuda_an {
     bool planned;
     float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
     int64_t wide_cap;
+    /* never-written rows (cuda_feed_zero, as cpu.c's cpu_feed_zero): [ncfg] the counts 16 / 1
+     * zero rows add, measured once per tensor, and the counts the rows given that way add */
+    fp4_metrics *zero16, *zero1, *zcnt;
+    bool zero_moves;      /* zeros moved an fp64 sum (never expected): zero rows are fed */
 } cuda_an;
 
 static fp4_status cuda_fail(cudaError_t e, const char *what)
@@ -343,6 +347,9 @@ static void cuda_abort(fp4_analysis *an)
     cuda_an *ca = an->impl;
     if (!ca) return;
     free(ca->h_wide);
+    free(ca->zero16);
+    free(ca->zero1);
+    free(ca->zcnt);
     if (!ca->ready) {
         free(ca->c);
         free(ca);
@@ -638,6 +645,159 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
     return FP4_OK;
 }
 
+/* The kernel's counts (FP4K_C_*, the amax aside) added to m's integer counts. */
+static void device_counts_add(fp4_metrics *m, const uint64_t *k)
+{
+    for (int i = 0; i < 16; i++) m->hist[i] += k[FP4K_C_HIST0 + i];
+    for (int i = 0; i < 8; i++) m->level_count[i] += k[FP4K_C_LEVEL0 + i];
+    m->signed_err_n += k[FP4K_C_SIGNED_N];
+    m->zero += k[FP4K_C_ZERO];
+    m->nan += k[FP4K_C_NAN];
+    m->inf += k[FP4K_C_INF];
+    m->saturated += k[FP4K_C_SATURATED];
+    m->clipped += k[FP4K_C_CLIPPED];
+    m->blocks += k[FP4K_C_BLOCKS];
+    m->zero_blocks += k[FP4K_C_ZERO_BLOCKS];
+    m->scale_underflow_blocks += k[FP4K_C_UNDERFLOW_BLOCKS];
+    m->nonfinite_blocks += k[FP4K_C_NONFINITE_BLOCKS];
+}
+
+/* Every slot's partials merged, in feed order (the older slot first). */
+static fp4_status drain_all(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    for (int k = 0; k < NSLOT; k++) FP4_TRY(drain(an, (ca->slot + k) % NSLOT));
+    return FP4_OK;
+}
+
+/* Each config's integer counts so far (device configs: the kernel's, which leave out the
+ * elements and padding cuda_end adds for every row; host configs: their whole metrics), and
+ * its ordered sums. Called with every slot drained. */
+static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s)
+{
+    cuda_an *ca = an->impl;
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        fp4_metrics_init(&m[c]);
+        fp4_fsums_of(&cc->acc, &s[c]);
+        if (!cc->device) {
+            fp4_metrics_merge_counts(&m[c], &cc->acc);
+            continue;
+        }
+        uint64_t k[FP4K_NCOUNTS];
+        CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
+        device_counts_add(&m[c], k);
+    }
+    return FP4_OK;
+}
+
+/* k rows of zeros fed as any rows (placed from rows_fed). delta (non-NULL): the counts they
+ * added per config, and zero_moves set should they have moved an fp64 sum. */
+static fp4_status cuda_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta)
+{
+    cuda_an *ca = an->impl;
+    const int n = an->ncfg;
+    float *z = calloc((size_t)(k * an->row_len) + 1, sizeof *z);
+    fp4_metrics *before = calloc((size_t)n, sizeof *before);
+    fp4_metrics *after = calloc((size_t)n, sizeof *after);
+    fp4_fsums *s0 = calloc((size_t)n, sizeof *s0), *s1 = calloc((size_t)n, sizeof *s1);
+    fp4_status st = FP4_OK;
+    if (!z || !before || !after || !s0 || !s1)
+        st = fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    if (st == FP4_OK && delta) st = drain_all(an);
+    if (st == FP4_OK && delta) st = counts_now(an, before, s0);
+    if (st == FP4_OK) st = feed_any(an, z, 0, k);
+    if (st == FP4_OK && delta) st = drain_all(an);
+    if (st == FP4_OK && delta) st = counts_now(an, after, s1);
+    for (int c = 0; st == FP4_OK && delta && c < n; c++) {
+        if (memcmp(&s1[c], &s0[c], sizeof s1[c]) != 0) ca->zero_moves = true;
+        fp4_metrics_init(&delta[c]);
+        fp4_metrics_add_count_delta(&delta[c], &after[c], &before[c], 1);
+    }
+    free(z);
+    free(before);
+    free(after);
+    free(s0);
+    free(s1);
+    return st;
+}
+
+/* Rows of zeros (never-written storage) with cpu.c's cpu_feed_zero's rule, so that the report
+ * is the one feeding them would give, without uploading them: a block of zeros quantizes to
+ * zeros whatever its place, scale, rotation or rounding, every fp64 sum gains +0 (checked) and
+ * each row adds the same counts, those of 16 zero rows (a tile group under weight_2d) and of
+ * one, measured once per tensor by feeding zero rows of the run through the kernels (and the
+ * host reference's configs), then multiplied. A weight_2d tail under 16 rows is fed; should
+ * zeros ever move a sum, every zero row is. */
+static fp4_status cuda_feed_zero(fp4_analysis *an, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    if (!ca->planned) FP4_TRY(cuda_plan(an));
+    const int n = an->ncfg;
+    if (!ca->zcnt) {
+        if (!(ca->zcnt = calloc((size_t)n, sizeof *ca->zcnt)))
+            return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        for (int c = 0; c < n; c++) fp4_metrics_init(&ca->zcnt[c]);
+    }
+    bool two_d = false;
+    for (int c = 0; c < n; c++) two_d = two_d || an->cfgs[c].weight_2d;
+    const int64_t row0 = an->rows_fed;
+    int64_t left = nrows;
+    fp4_status st = FP4_OK;
+    if (left >= 16 && !ca->zero_moves) { /* whole groups of 16 (rows_fed is 16-aligned) */
+        if (!ca->zero16) {
+            if (!(ca->zero16 = calloc((size_t)n, sizeof *ca->zero16)))
+                return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+            st = cuda_zero_rows(an, 16, ca->zero16);
+            if (st != FP4_OK) return st;
+            left -= 16;
+            an->rows_fed += 16; /* feed_any places rows from rows_fed */
+        }
+        if (!ca->zero_moves) {
+            const int64_t q = left / 16;
+            for (int c = 0; c < n; c++)
+                fp4_metrics_add_count_delta(&ca->zcnt[c], &ca->zero16[c], &(fp4_metrics){0},
+                                            (uint64_t)q);
+            left -= q * 16;
+        }
+    }
+    if (left > 0 && !two_d && !ca->zero_moves) { /* single rows: every row alike */
+        if (!ca->zero1) {
+            if (!(ca->zero1 = calloc((size_t)n, sizeof *ca->zero1))) {
+                an->rows_fed = row0;
+                return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+            }
+            st = cuda_zero_rows(an, 1, ca->zero1);
+            if (st != FP4_OK) {
+                an->rows_fed = row0;
+                return st;
+            }
+            left -= 1;
+            an->rows_fed += 1;
+        }
+        if (!ca->zero_moves) {
+            for (int c = 0; c < n; c++)
+                fp4_metrics_add_count_delta(&ca->zcnt[c], &ca->zero1[c], &(fp4_metrics){0},
+                                            (uint64_t)left);
+            left = 0;
+        }
+    }
+    /* the rest fed: a weight_2d tail of under 16 rows (the tensor's end), or every zero row
+     * should zeros ever move a sum; in pieces of whole 16-row groups */
+    an->rows_fed = row0 + (nrows - left);
+    while (left > 0 && st == FP4_OK) {
+        int64_t per = an->row_len ? ((int64_t)1 << 20) / an->row_len / 16 * 16 : left;
+        if (per < 16) per = 16;
+        const int64_t k = left < per ? left : per;
+        st = cuda_zero_rows(an, k, NULL);
+        an->rows_fed += k;
+        left -= k;
+    }
+    an->rows_fed = row0; /* backend.c adds nrows */
+    return st;
+}
+
 static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
 {
     cuda_an *ca = an->impl;
@@ -647,24 +807,16 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         out[c] = cc->acc;
+        /* the rows cuda_feed_zero counted without feeding them (host configs: with their
+         * elements and padding; device configs: without, added below for every row) */
+        if (ca->zcnt) fp4_metrics_add_count_delta(&out[c], &ca->zcnt[c], &(fp4_metrics){0}, 1);
         if (!cc->device) continue;
         uint64_t k[FP4K_NCOUNTS];
         CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
         fp4_metrics *m = &out[c];
-        for (int i = 0; i < 16; i++) m->hist[i] += k[FP4K_C_HIST0 + i];
-        for (int i = 0; i < 8; i++) m->level_count[i] += k[FP4K_C_LEVEL0 + i];
-        m->signed_err_n += k[FP4K_C_SIGNED_N];
+        device_counts_add(m, k);
         m->elements += (uint64_t)(an->n_rows * an->row_len);
         m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
-        m->zero += k[FP4K_C_ZERO];
-        m->nan += k[FP4K_C_NAN];
-        m->inf += k[FP4K_C_INF];
-        m->saturated += k[FP4K_C_SATURATED];
-        m->clipped += k[FP4K_C_CLIPPED];
-        m->blocks += k[FP4K_C_BLOCKS];
-        m->zero_blocks += k[FP4K_C_ZERO_BLOCKS];
-        m->scale_underflow_blocks += k[FP4K_C_UNDERFLOW_BLOCKS];
-        m->nonfinite_blocks += k[FP4K_C_NONFINITE_BLOCKS];
         uint32_t ab = (uint32_t)k[FP4K_C_AMAX];
         float a;
         memcpy(&a, &ab, sizeof a);
@@ -681,6 +833,7 @@ static const fp4_backend_ops cuda_ops = {
     .begin = cuda_begin,
     .amax = amax_any,
     .feed = feed_any,
+    .feed_zero = cuda_feed_zero,
     .end = cuda_end,
     .abort = cuda_abort,
     .takes_words = cuda_takes_words,

@@ -455,6 +455,92 @@ static void test_widen16_device(void **state)
 #endif
 }
 
+/* One analysis of rows x len values d in slabs of 16 rows, the rows [z0, z1) and [t0, rows)
+ * (zeros in d) in one call each: given as fp4_analysis_amax_zero/feed_zero (never-written
+ * storage) when give_zero, else fed as values. */
+static void run_zero(fp4_backend *be, const fp4_qconfig *cfgs, int n, const float *d,
+                     int64_t rows, int64_t len, int64_t z0, int64_t z1, int64_t t0,
+                     bool give_zero, fp4_metrics *out)
+{
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, cfgs, n, rows, len, &an), FP4_OK);
+    for (int pass = fp4_analysis_needs_amax(an) ? 0 : 1; pass < 2; pass++)
+        for (int64_t r = 0; r < rows;) {
+            const bool zero = (r >= z0 && r < z1) || r >= t0;
+            const int64_t end = r < z0 ? z0 : r < z1 ? z1 : r < t0 ? t0 : rows;
+            const int64_t k = zero ? end - r : (end - r < 16 ? end - r : 16);
+            fp4_status st;
+            if (zero && give_zero)
+                st = pass ? fp4_analysis_feed_zero(an, k) : fp4_analysis_amax_zero(an, k);
+            else st = pass ? fp4_analysis_feed(an, d + r * len, k) : fp4_analysis_amax(an, d + r * len, k);
+            assert_int_equal(st, FP4_OK);
+            r += k;
+        }
+    assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
+}
+
+/* Rows of zeros given without values (fp4_analysis_feed_zero: the CUDA backend counts them as
+ * the CPU's does, without uploading them) give on the GPU the bits of the same zeros written
+ * out and fed, and the CPU's feed_zero counts with its sums within test_metrics_parity's
+ * parity: every config family, a 16-row run in the middle and a tail of 11 rows (fed under
+ * weight_2d, counted row by row without it), rows of 300 (padded) and of 1024, the zero counts
+ * measured once per tensor and reused by the next tensor's analysis. */
+static void test_zero_rows_parity(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static fp4_qconfig all[512], flat[512];
+    const int n = make_configs(all, 512);
+    int nf = 0;
+    for (int c = 0; c < n; c++)
+        if (!all[c].weight_2d) flat[nf++] = all[c];
+    assert_true(nf > 0 && nf < n);
+    fp4_metrics *mc = calloc((size_t)n, sizeof *mc), *mg = calloc((size_t)n, sizeof *mg),
+                *mw = calloc((size_t)n, sizeof *mw);
+    static float z1[R * L1], z2[R * L2];
+    assert_true(mc && mg && mw);
+    fp4_backend *cpu, *gpu;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CPU, 0, &cpu), FP4_OK);
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &gpu), FP4_OK);
+    int exact = 0, total = 0;
+    for (int set = 0; set < 2; set++) {
+        const fp4_qconfig *cf = set ? flat : all;
+        const int m = set ? nf : n;
+        /* weight_2d: the tail begins at a tile (32) in a tensor of 43 rows, whose last tile is
+         * short; without: at row 37, after 5 rows of values */
+        const int64_t rows = set ? R : 43, t0 = set ? 37 : 32;
+        for (int t = 0; t < 2; t++) {
+            float *d = t ? z2 : z1;
+            const int64_t len = t ? L2 : L1;
+            memcpy(d, t ? data2 : data1, (size_t)(R * len) * sizeof *d);
+            memset(d + 16 * len, 0, (size_t)(16 * len) * sizeof *d);
+            memset(d + t0 * len, 0, (size_t)((rows - t0) * len) * sizeof *d);
+            run_zero(gpu, cf, m, d, rows, len, 16, 32, t0, false, mw);
+            run_zero(gpu, cf, m, d, rows, len, 16, 32, t0, true, mg);
+            run_zero(cpu, cf, m, d, rows, len, 16, 32, t0, true, mc);
+            for (int c = 0; c < m; c++) {
+                char what[96];
+                snprintf(what, sizeof what, "zero rows, %s, tensor %d, config %d",
+                         set ? "no weight_2d" : "all configs", t, c);
+                if (memcmp(&mg[c], &mw[c], sizeof mg[c]) != 0) {
+                    int ex = 0;
+                    compare_metrics(&mw[c], &mg[c], what, &ex);
+                    fail_msg("%s: gpu feed_zero vs gpu zeros fed: not bit-identical", what);
+                }
+                compare_metrics(&mc[c], &mg[c], what, &exact);
+                total++;
+            }
+        }
+    }
+    print_message("[ INFO     ] zero rows: gpu feed_zero == gpu zeros fed bit for bit; counts "
+                  "as the cpu's, %d of %d bit-identical in every sum\n", exact, total);
+    fp4_backend_close(cpu);
+    fp4_backend_close(gpu);
+    free(mc);
+    free(mg);
+    free(mw);
+}
+
 /* --device cuda never falls back silently: without a GPU it is FP4_ERR_DEVICE. */
 static void test_cuda_requested(void **state)
 {
@@ -483,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_metrics_parity),
         cmocka_unit_test(test_widen16_device),
         cmocka_unit_test(test_words_parity),
+        cmocka_unit_test(test_zero_rows_parity),
     };
     return cmocka_run_group_tests_name("gpu_parity", tests, setup, NULL);
 }

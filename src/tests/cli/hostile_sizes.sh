@@ -5,6 +5,8 @@
 #    refused before anything is allocated, exit 3, one line; never a crash or exit 5;
 #  - `gemm` over several layers, some bad: an `errors` entry per bad layer, the good layers
 #    reported, exit 3 after the whole report;
+#    each on --device cpu and, where a GPU is present, --device cuda (cuBLAS products: the
+#    same refusals, the same layers and errors, the good layer within 1e-9 relative);
 #  - `compare` refuses devices and directories (never reads /dev/zero), binary data from a
 #    pipe at once, and regular files larger than any report (256 MiB) before reading them.
 . "$(dirname "$0")/lib/hostile.sh"
@@ -13,22 +15,25 @@ need_fixtures gemm.h5
 g=$tmp/fx/gemm.h5
 t() { timeout 120 "$FP4DIAG" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 
-clean_fail "/huge/x: the operand's size overflows 64 bits" gemm "$g" /huge
-clean_fail "/big: the operands need" gemm "$g" /big
-clean_fail "/big: the operands need" gemm --x "$g:/big/x" --w "$g:/big/w" --path fprop
+gemm_cases() { # DEV: the refusals and the bad layers on --device DEV
+dev=$1
+D="--device $dev"
+clean_fail "/huge/x: the operand's size overflows 64 bits" gemm $D "$g" /huge
+clean_fail "/big: the operands need" gemm $D "$g" /big
+clean_fail "/big: the operands need" gemm $D --x "$g:/big/x" --w "$g:/big/w" --path fprop
 if [ -z "${ASAN_OPTIONS:-}" ] && [ "$SLOW" != 1 ]; then # ASan and valgrind need the address space
-    (ulimit -v 4000000 && exec "$FP4DIAG" gemm "$g" /big16) >"$tmp/out" 2>"$tmp/err"; rc=$?
+    (ulimit -v 4000000 && exec "$FP4DIAG" gemm $D "$g" /big16) >"$tmp/out" 2>"$tmp/err"; rc=$?
     [ "$rc" -eq 3 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "memory available" "$tmp/err" ||
-        fail "gemm on 16 GiB operands under ulimit -v: exit $rc, want 3 and one line"
+        fail "$D gemm on 16 GiB operands under ulimit -v: exit $rc, want 3 and one line"
 fi
-clean_fail "/big16: the operands need" gemm "$g" /big16 /big
+clean_fail "/big16: the operands need" gemm $D "$g" /big16 /big
 
 # Bad layers among good ones.
-t gemm "$g" /good /bad /huge /big /nope -o "$tmp/r.json"
-[ "$rc" -eq 3 ] || fail "gemm with bad layers: exit $rc, want 3"
+t gemm $D "$g" /good /bad /huge /big /nope -o "$tmp/r.json"
+[ "$rc" -eq 3 ] || fail "$D gemm with bad layers: exit $rc, want 3"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "4 of 5 layers failed" "$tmp/err" ||
-    fail "gemm with bad layers: stderr is not one line counting the failed layers"
-python3 - "$tmp/r.json" <<'PY' || fail "gemm with bad layers: wrong report"
+    fail "$D gemm with bad layers: stderr is not one line counting the failed layers"
+python3 - "$tmp/r.json" <<'PY' || fail "$D gemm with bad layers: wrong report"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert [l["name"] for l in r["layers"]] == ["/good"], r["layers"]
@@ -39,13 +44,21 @@ assert "overflows" in e["/huge"]["message"] and "memory" in e["/big"]["message"]
 assert all(x["status"] == "input_error" for x in r["errors"])
 assert [p["path"] for p in r["summary"]["paths"]] == ["fprop", "dgrad", "wgrad"]
 PY
-t gemm "$g" /good -o "$tmp/good.json"
-[ "$rc" -eq 0 ] || fail "gemm /good: exit $rc"
-python3 - "$tmp/r.json" "$tmp/good.json" <<'PY' || fail "the good layer's numbers changed"
+t gemm $D "$g" /good -o "$tmp/good-$dev.json"
+[ "$rc" -eq 0 ] || fail "$D gemm /good: exit $rc"
+python3 - "$tmp/r.json" "$tmp/good-$dev.json" <<'PY' || fail "$D: the good layer's numbers changed"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a["layers"] == b["layers"] and a["summary"] == b["summary"]
 PY
+}
+gemm_cases cpu
+if gpu_here; then
+    gemm_cases cuda
+    python3 scripts/check_golden.py "$tmp/good-cpu.json" "$tmp/good-cuda.json" >"$tmp/d" 2>&1 ||
+        { head -20 "$tmp/d"; fail "gemm /good: --device cuda is not the CPU's report"; }
+fi
+cp "$tmp/good-cpu.json" "$tmp/good.json"
 
 # compare: only regular files and pipes, at most 256 MiB.
 clean_fail "/dev/zero: not a regular file or a pipe" compare "$tmp/good.json" /dev/zero

@@ -23,6 +23,12 @@ need_fixtures() { # [NAME...]: make $tmp/fx/*.h5 (the default set, or NAMEs), or
     python3 scripts/make_hostile.py "$tmp/fx" "$@" >"$tmp/err" 2>&1 || fail "make_hostile.py failed"
 }
 
+# gpu_here: true when `--device cuda` runs here (a CUDA build on a machine with a GPU); the
+# GPU variants of a case run only then (without, --device cuda is exit 4).
+gpu_here() {
+    "$FP4DIAG" sqnr --device cuda -q "$CKPT" >/dev/null 2>&1
+}
+
 # run ARGS...: $rc, $tmp/out, $tmp/err
 run() { "$FP4DIAG" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?; }
 
