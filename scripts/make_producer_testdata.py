@@ -17,9 +17,21 @@ layer, vocab 32, seed 0, bf16) is saved as the source, then quantized three ways
                        block; the global scale of the fused groups q/k/v and gate/up the minimum
                        of the members', as llm-compressor's update_fused_layer_weight_global_scales
                        sets it), then ModelCompressor.compress_model and update_config
+  gptoss_source/        a tiny gpt-oss (transformers' GptOssForCausalLM from a config: hidden 64,
+                       intermediate 64, 2 experts, one layer, seed 0, bf16) as transformers
+                       saves it: experts.gate_up_proj [E, H, 2I] (gate/up columns interleaved),
+                       experts.down_proj [E, I, H] (square here: H = I)
+  gptoss_mxfp4/        its experts in gpt-oss' MXFP4 layout (gate_up_proj_blocks [E, 2I, H/32,
+                       16], _scales [E, 2I, H/32]; down_proj the same over I), the other
+                       tensors bf16, config.json quant_method mxfp4. No gpt-oss quantizer runs
+                       on a CPU (transformers' quantize_to_mxfp4 needs Triton on a GPU), so the
+                       codes are written here: the source transposed to [E, R, K], OCP floor
+                       scales, round-to-nearest-even of the fp32 quotient
   expected.safetensors every quantized tensor decoded to F32 by the producer's own dequantize:
                        ModelOpt NVFP4QTensor.dequantize(dtype=float32) (non-fast path),
                        compressed-tensors unpack_fp4_from_uint8 + forward.dequantize in float32
+                       transformers' convert_moe_packed_tensors(dtype=float32) for gpt-oss,
+                       transposed back to the export's [E, R, K]
                        (names "<fixture>/<logical name>")
   expected.json        per fixture and tensor, from numpy in fp64 (source bf16 -> fp64, the
                        expected decode -> fp64): sqnr_db = 10 log10(sum x^2 / sum (x - q)^2),
@@ -164,13 +176,88 @@ def ct(fmt, expected):
     return {"compressed-tensors": compressed_tensors.__version__}
 
 
+# ---- gpt-oss (transformers' layout and decode) -------------------------------------------------
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32)
+
+
+def e2m1_rtne(q):
+    """fp32 quotients -> E2M1 codes, nearest, ties to the even code, saturating at 6."""
+    a = np.abs(q).astype(np.float64)
+    d = np.abs(a[..., None] - E2M1.astype(np.float64))
+    best = np.argmin(d, axis=-1)
+    m = d.min(axis=-1)
+    tie = (d == m[..., None]).sum(axis=-1) > 1
+    best = np.where(tie & (best % 2 == 1), best + 1, best)
+    best = np.where(a >= 6, 7, best)
+    return (best | np.where(np.signbit(q), 8, 0)).astype(np.uint8)
+
+
+def gptoss_mxfp4(w):
+    """[E, R, K] fp32 -> blocks [E, R, K/32, 16], scales [E, R, K/32] (OCP floor)."""
+    E, R, K = w.shape
+    blk = w.reshape(E, R, K // 32, 32)
+    amax = np.max(np.abs(blk), axis=-1).astype(np.float64)
+    e = np.floor(np.log2(np.where(amax > 0, amax, 1.0))).astype(np.int64)
+    sb = np.where(amax > 0, np.clip(127 + e - 2, 0, 254), 0).astype(np.uint8)
+    s = np.ldexp(np.float32(1.0), sb.astype(np.int32) - 127).astype(np.float32)
+    codes = e2m1_rtne((blk / s[..., None]).astype(np.float32)).reshape(E, R, K)
+    c = codes.reshape(E, R, K // 2, 2)
+    packed = (c[..., 0] | (c[..., 1] << 4)).astype(np.uint8)
+    return packed.reshape(E, R, K // 32, 16), sb
+
+
+def gptoss(expected):
+    from transformers import GptOssConfig, GptOssForCausalLM
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    torch.manual_seed(0)
+    cfg = GptOssConfig(hidden_size=64, intermediate_size=64, num_hidden_layers=1,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                       num_local_experts=2, num_experts_per_tok=1, vocab_size=32,
+                       max_position_embeddings=64, layer_types=["full_attention"],
+                       dtype="bfloat16")
+    m = GptOssForCausalLM(cfg).to(torch.bfloat16)
+    src_dir = os.path.join(OUT, "gptoss_source")
+    m.save_pretrained(src_dir)
+    tidy(src_dir)
+    sd = load_file(os.path.join(src_dir, "model.safetensors"))
+    out = {}
+    for k, v in sd.items():
+        if k.endswith("mlp.experts.gate_up_proj") or k.endswith("mlp.experts.down_proj"):
+            w = v.to(torch.float32).transpose(1, 2).contiguous().numpy()  # [E, R, K]
+            blocks, scales = gptoss_mxfp4(w)
+            out[k + "_blocks"] = torch.from_numpy(blocks)
+            out[k + "_scales"] = torch.from_numpy(scales)
+            dec = convert_moe_packed_tensors(out[k + "_blocks"], out[k + "_scales"],
+                                             dtype=torch.float32)  # [E, K, R]
+            expected["gptoss_mxfp4/" + k] = dec.transpose(1, 2).contiguous()
+        else:
+            out[k] = v
+    d = os.path.join(OUT, "gptoss_mxfp4")
+    os.makedirs(d, exist_ok=True)
+    save_file(out, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    c = json.load(open(os.path.join(src_dir, "config.json")))
+    c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+        "lm_head"]}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return {}
+
+
 def fp64_metrics(expected):
-    src = {k: v.to(torch.float32).numpy().astype(np.float64)
-           for k, v in load_file(os.path.join(OUT, "source", "model.safetensors")).items()}
+    src = {}
+    for sdir in ("source", "gptoss_source"):
+        for k, v in load_file(os.path.join(OUT, sdir, "model.safetensors")).items():
+            a = v.to(torch.float32)
+            if sdir == "gptoss_source" and a.dim() == 3:
+                a = a.transpose(1, 2)  # transformers' [E, K, R] to the export's [E, R, K]
+            src[(sdir, k)] = a.numpy().astype(np.float64)
     out = {}
     for key in sorted(expected):
         fx, name = key.split("/", 1)
-        x = src[name].ravel()
+        x = src[("gptoss_source" if fx.startswith("gptoss") else "source", name)].ravel()
         q = expected[key].numpy().astype(np.float64).ravel()
         xx, ee, xq = float(x @ x), float((x - q) @ (x - q)), float(x @ q)
         f = out.setdefault(fx, {"tensors": {}, "sums": [0.0, 0.0, 0.0]})
@@ -195,6 +282,7 @@ def main():
     versions.update(modelopt_nvfp4(expected))
     versions.update(ct("nvfp4", expected))
     versions.update(ct("mxfp4", expected))
+    versions.update(gptoss(expected))
     save_file(expected, os.path.join(OUT, "expected.safetensors"))
     doc = {"made_by": "scripts/make_producer_testdata.py", "versions": versions,
            "fixtures": fp64_metrics(expected)}

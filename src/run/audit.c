@@ -182,10 +182,16 @@ static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, con
 }
 
 /* The source tensor paired with q: described, numeric, of q's shape. A mismatch sets *why. */
+/* The source tensor of q: same name, and the same shape, or for gpt-oss experts (rank 3) the
+ * last two dims swapped, as transformers stores them ([E, K, R] for the export's [E, R, K]:
+ * gate_up_proj [E, H, 2I], down_proj [E, I, H]; the dequantized tensor transposed, gate/up
+ * columns interleaved as the export's rows). *transposed: 0 as stored, 1 transposed, 2 either
+ * (a gpt-oss tensor with R = K: the caller decides against the export). */
 static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_desc *d,
-                              char *why, size_t cap)
+                              char *why, size_t cap, int *transposed)
 {
     why[0] = '\0';
+    *transposed = 0;
     fp4_status st = fp4_source_describe(src, q->name, d);
     if (st != FP4_OK) {
         snprintf(why, cap, "%s: %s: no such tensor in the source", fp4_source_file(src),
@@ -194,10 +200,15 @@ static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_
     }
     bool same = d->rank == q->rank;
     for (int i = 0; same && i < q->rank; i++) same = d->dims[i] == q->dims[i];
+    const bool gptoss = q->producer == FP4_QP_GPT_OSS && q->rank == 3 && d->rank == 3;
+    bool swapped = gptoss && d->dims[0] == q->dims[0] && d->dims[1] == q->dims[2] &&
+                   d->dims[2] == q->dims[1];
     if (d->problem[0] || !d->numeric) {
         snprintf(why, cap, "%s: %s: %s", fp4_source_file(src), q->name,
                  d->problem[0] ? d->problem : "not numeric");
-    } else if (!same) {
+    } else if (same || swapped) {
+        *transposed = same && swapped ? 2 : swapped ? 1 : 0;
+    } else {
         char a[96] = "", b[96] = "";
         size_t ka = 0, kb = 0;
         for (int i = 0; i < d->rank && ka < sizeof a; i++)
@@ -206,10 +217,24 @@ static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_
         for (int i = 0; i < q->rank && kb < sizeof b; i++)
             kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%lld", i ? "x" : "",
                                    (long long)q->dims[i]);
-        snprintf(why, cap, "%s: shape %s in the source, %s in the quantized checkpoint",
-                 q->name, a, b);
+        snprintf(why, cap, "%s: shape %s in the source, %s in the quantized checkpoint%s",
+                 q->name, a, b,
+                 q->producer == FP4_QP_GPT_OSS ? " (nor its last two dims swapped, as "
+                                                 "transformers stores gpt-oss experts)"
+                                               : "");
     }
     return FP4_OK;
+}
+
+/* c slabs of [K][R] floats in x (a transposed source as read) to [R][K], through tmp. */
+static void transpose_slabs(float *x, float *tmp, int64_t c, int64_t R, int64_t K)
+{
+    for (int64_t e = 0; e < c; e++) {
+        const float *in = x + e * R * K;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t r = 0; r < R; r++) tmp[r * K + k] = in[k * R + r];
+        memcpy(x + e * R * K, tmp, (size_t)(R * K) * sizeof *x);
+    }
 }
 
 /* Rows of q per index of dim 0, and slab size along dim 0. */
@@ -293,12 +318,31 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
     int64_t rows_per, count;
     slab_plan(q, &rows_per, &count);
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    if (t->source_transposed == 2) {
+        /* gpt-oss R = K: the orientation whose first expert the export matches better */
+        FP4_TRY(fp4_source_read_f32(src, d, 0, 0, 1, x));
+        fp4_quant_decode(q, packed, scales, global, 0, rows_per, dec);
+        double e0 = 0.0, e1 = 0.0;
+        for (int64_t r = 0; r < rows_per; r++)
+            for (int64_t k = 0; k < K; k++) {
+                const double a = (double)x[r * K + k] - dec[r * K + k];
+                const double b = (double)x[k * rows_per + r] - dec[r * K + k];
+                e0 += a * a;
+                e1 += b * b;
+            }
+        t->source_transposed = e1 < e0;
+    }
+    if (t->source_transposed) {
+        size_t l = strlen(t->q.layout);
+        snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source transposed");
+    }
     for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
         const int64_t c = q->dims[0] - s0 < count ? q->dims[0] - s0 : count;
         const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
         const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
         const int64_t n = nr * K;
         FP4_TRY(fp4_source_read_f32(src, d, 0, s0, c, x));
+        if (t->source_transposed) transpose_slabs(x, alt, c, rows_per, K);
         /* the export as declared */
         fp4_quant_decode(q, packed, scales, global, r0, nr, dec);
         sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, n);
@@ -470,7 +514,8 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
                 continue;
             fp4_tensor_desc d = {0};
             char why[512];
-            st = pair_source(src, &qs.t[j], &d, why, sizeof why);
+            int tr; /* the amax does not depend on the orientation */
+            st = pair_source(src, &qs.t[j], &d, why, sizeof why, &tr);
             if (st == FP4_OK && !why[0]) st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
             fp4_tensor_desc_free(&d);
             if (st != FP4_OK) goto out;
@@ -487,7 +532,8 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
             continue;
         }
         fp4_tensor_desc d = {0};
-        st = pair_source(src, q, &d, why, sizeof why);
+        int transposed = 0;
+        st = pair_source(src, q, &d, why, sizeof why, &transposed);
         if (st != FP4_OK) goto out;
         if (why[0]) {
             fp4_tensor_desc_free(&d);
@@ -509,6 +555,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
         snprintf(t->group, sizeof t->group, "%s", kinds[i]);
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
+        t->source_transposed = transposed;
         if (!t->group_key) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;

@@ -60,6 +60,9 @@ typedef struct fp4_audit_tensor {
     char *group_key;            /* the module and group ("model.layers.0.self_attn.#qkv"; owned) */
     int group_shared;           /* NVFP4 in a group: 1 when every audited member stores the same
                                    per-tensor scale, 0 when not; -1 no group (or alone) */
+    int source_transposed;      /* 1: the source stores the last two dims swapped (transformers'
+                                   gpt-oss experts [E, K, R]), read transposed; the layout then
+                                   ends ", source transposed" */
 } fp4_audit_tensor;
 
 /* The name of hypothesis h for tensor t (the swizzle one names the layout tried). */

@@ -262,8 +262,9 @@ static void check_fixture(const char *dir, const char *expected, int nq, fp4_qfo
 }
 
 /* Checkpoints written by the producers' own code (scripts/make_producer_testdata.py: ModelOpt's
- * export_hf_checkpoint, compressed-tensors' compressors), decoded bit for bit as the producers'
- * own dequantize functions decode them (producer/expected.safetensors, "<fixture>/<name>"). */
+ * export_hf_checkpoint, compressed-tensors' compressors; gpt-oss experts decoded by
+ * transformers), decoded bit for bit as the producers' own dequantize functions decode them
+ * (producer/expected.safetensors, "<fixture>/<name>"). */
 static void test_fixture_producers(void **state)
 {
     (void)state;
@@ -276,6 +277,9 @@ static void test_fixture_producers(void **state)
     check_fixture_prefixed(dir, exp, "ct_nvfp4/", 7, FP4_QF_NVFP4, FP4_QP_COMPRESSED_TENSORS);
     snprintf(dir, sizeof dir, "%s/ct_mxfp4", P);
     check_fixture_prefixed(dir, exp, "ct_mxfp4/", 7, FP4_QF_MXFP4, FP4_QP_COMPRESSED_TENSORS);
+    /* gpt-oss experts as transformers' convert_moe_packed_tensors decodes them (fp32) */
+    snprintf(dir, sizeof dir, "%s/gptoss_mxfp4", P);
+    check_fixture_prefixed(dir, exp, "gptoss_mxfp4/", 2, FP4_QF_MXFP4, FP4_QP_GPT_OSS);
 }
 
 static void test_fixture_modelopt(void **state)

@@ -5,7 +5,8 @@
 # pooled export SQNR and alpha equal the fp64 numpy values committed with the fixtures
 # (expected.json, from the producers' own dequantize) to 1e-6 dB and 1e-12; these round-to-
 # nearest exports reproduce every stored scale byte (scale_match_frac 1), the RTN column equals
-# the export, and every quantized module is audited (7 per fixture; lm_head stays bf16).
+# the export, and every quantized module is audited (7 per fixture; lm_head stays bf16). A gpt-oss
+# export is paired with transformers' bf16 experts, stored transposed ([E, K, R]).
 set -u
 P=testdata/quantized/producer
 [ -f "$P/expected.json" ] || { echo "no $P"; exit 77; }
@@ -14,17 +15,20 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4; do
-    "$FP4DIAG" audit "$P/source" "$P/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
+for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4; do
+    src=$P/source
+    [ "$fx" = gptoss_mxfp4 ] && src=$P/gptoss_source
+    "$FP4DIAG" audit "$src" "$P/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
     python3 - "$tmp/$fx.json" "$P/expected.json" "$fx" <<'PY' || fail "audit $fx numbers"
 import json, sys
 r = json.load(open(sys.argv[1])); fx = sys.argv[3]
 want = json.load(open(sys.argv[2]))["fixtures"][fx]
 assert r["schema"] == "fp4diag.audit/1" and r["errors"] == [], r["errors"]
 got = {t["name"]: t for t in r["tensors"]}
-assert sorted(got) == sorted(want["tensors"]) and len(got) == 7, sorted(got)
+nq = 2 if fx == "gptoss_mxfp4" else 7
+assert sorted(got) == sorted(want["tensors"]) and len(got) == nq, sorted(got)
 fmt, prod = {"modelopt_nvfp4": ("nvfp4", "modelopt"), "ct_nvfp4": ("nvfp4", "compressed-tensors"),
-             "ct_mxfp4": ("mxfp4", "compressed-tensors")}[fx]
+             "ct_mxfp4": ("mxfp4", "compressed-tensors"), "gptoss_mxfp4": ("mxfp4", "gpt-oss")}[fx]
 for name, w in want["tensors"].items():
     t = got[name]
     assert t["quant"]["format"] == fmt and t["quant"]["producer"] == prod, t["quant"]
@@ -34,15 +38,67 @@ for name, w in want["tensors"].items():
     assert t["scale_match_frac"] == 1, (name, t["scale_match_frac"], t["scale_byte_diff"])
     assert t["nonnearest_frac"] < 0.01, (name, t["nonnearest_frac"])
     assert t["layout_check"]["as_declared"], (name, t["layout_check"])
+    # transformers stores gpt-oss experts transposed ([E, K, R]): paired as such, and said
+    assert t["quant"]["layout"].endswith(", source transposed") == (fx == "gptoss_mxfp4"), t["quant"]
     if fmt == "nvfp4":
         g = t["global_scale"]
         assert g["match"] and (g["group"] is None or g["group_shared"] is True), g
 p, w = r["pooled"], want["pooled"]
-assert p["tensors"] == 7 and p["scale_match_frac"] == 1, p
+assert p["tensors"] == nq and p["scale_match_frac"] == 1, p
 assert abs(p["export"]["sqnr_db"] - w["sqnr_db"]) <= 1e-6, (p, w)
 assert abs(p["export"]["alpha"] - w["alpha"]) <= 1e-12, (p, w)
 PY
 done
+# gpt-oss' square down_proj ([E, I, H] with I = H) stored untransposed: read as stored (the
+# orientation is decided against the export), the same numbers; a source of neither shape is an
+# errors entry saying both were tried
+python3 - "$P/gptoss_source/model.safetensors" "$tmp/gsrc" <<'PY' || fail "making the gpt-oss variants"
+import json, os, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); base = 8 + n
+meta = h.pop("__metadata__", None)
+def write(path, edit):
+    t = {}
+    for k, v in h.items():
+        raw = b[base + v["data_offsets"][0]:base + v["data_offsets"][1]]
+        t[k] = edit(k, v["dtype"], list(v["shape"]), raw)
+    hh, off, blobs = {"__metadata__": meta} if meta else {}, 0, []
+    for k in sorted(t):
+        d, s, raw = t[k]
+        hh[k] = {"dtype": d, "shape": s, "data_offsets": [off, off + len(raw)]}
+        off += len(raw); blobs.append(raw)
+    hb = json.dumps(hh).encode(); hb += b" " * (-len(hb) % 8)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
+def untranspose(k, d, s, raw):
+    if k.endswith("experts.down_proj"):
+        a = np.frombuffer(raw, np.uint16).reshape(s).transpose(0, 2, 1).copy()
+        return d, list(a.shape), a.tobytes()
+    return d, s, raw
+def flat(k, d, s, raw):
+    if k.endswith("experts.gate_up_proj"):
+        return d, [s[0] * s[1], s[2]], raw
+    return d, s, raw
+write(sys.argv[2] + "/plain/model.safetensors", untranspose)
+write(sys.argv[2] + "/flat/model.safetensors", flat)
+PY
+"$FP4DIAG" audit "$tmp/gsrc/plain" "$P/gptoss_mxfp4" -o "$tmp/plain.json" -q || fail "untransposed down_proj exited $?"
+python3 - "$tmp/plain.json" "$tmp/gptoss_mxfp4.json" <<'PY' || fail "untransposed down_proj"
+import json, sys
+a, b = ({t["name"]: t for t in json.load(open(f))["tensors"]} for f in sys.argv[1:3])
+D = "model.layers.0.mlp.experts.down_proj"
+assert not a[D]["quant"]["layout"].endswith("source transposed"), a[D]["quant"]
+assert b[D]["quant"]["layout"].endswith("source transposed"), b[D]["quant"]
+for k in ("export", "requant", "scale_match_frac", "nonnearest"):
+    assert a[D][k] == b[D][k], (k, a[D][k], b[D][k])
+PY
+"$FP4DIAG" audit "$tmp/gsrc/flat" "$P/gptoss_mxfp4" -q 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 3 ] && grep -q 'gate_up_proj: shape 128x128 in the source, 2x128x64 in the quantized checkpoint (nor its last two dims swapped' "$tmp/e" \
+    || { cat "$tmp/e"; fail "gpt-oss shape mismatch: exit $rc"; }
+
 # ModelOpt's export declares itself (hf_quant_config.json); compressed-tensors' config.json
 grep -q '"declared":	"hf_quant_config.json: modelopt' "$tmp/modelopt_nvfp4.json" || fail "modelopt declaration"
 grep -q '"declared":	"config.json: compressed-tensors' "$tmp/ct_nvfp4.json" || fail "ct declaration"
