@@ -2,7 +2,9 @@
  * SPEC §10). Layouts and decode orders follow the producers' own code: ModelOpt
  * (modelopt/torch/quantization/qtensor/nvfp4_tensor.py, mxfp4_tensor.py), compressed-tensors
  * (compressors/nvfp4, quantization/lifecycle/forward_helpers.py), transformers' gpt-oss
- * integration (integrations/mxfp4.py, convert_moe_packed_tensors). */
+ * integration (integrations/mxfp4.py, convert_moe_packed_tensors), ggml's block types
+ * (ggml-common.h block_mxfp4/block_nvfp4, ggml-quants.c dequantize_row_mxfp4/_nvfp4; gguf-py's
+ * quants.py MXFP4/NVFP4 is its numpy mirror). */
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <math.h>
@@ -36,6 +38,7 @@ const char *fp4_qproducer_name(fp4_qproducer p)
     case FP4_QP_MODELOPT: return "modelopt";
     case FP4_QP_COMPRESSED_TENSORS: return "compressed-tensors";
     case FP4_QP_GPT_OSS: return "gpt-oss";
+    case FP4_QP_GGUF: return "gguf";
     }
     return NULL;
 }
@@ -216,6 +219,15 @@ static void check_packed(fp4_qtensor *q, const fp4_tensor_desc *p, const fp4_ten
 
 static void set_layout(fp4_qtensor *q)
 {
+    if (q->scale_layout == FP4_QS_GGUF) {
+        say(q->layout, sizeof q->layout, "%s",
+            q->format == FP4_QF_MXFP4
+                ? "ggml blocks: e8m0 + 16 bytes, nibble low=j high=j+16"
+                : q->global ? "ggml blocks: 4 ue4m3 + 32 bytes, nibble low=j high=j+8, "
+                              "global multiplied after"
+                            : "ggml blocks: 4 ue4m3 + 32 bytes, nibble low=j high=j+8");
+        return;
+    }
     const char *g = q->format == FP4_QF_MXFP4                  ? ""
                     : q->producer == FP4_QP_COMPRESSED_TENSORS ? ", global divided"
                                                                : ", global multiplied";
@@ -550,10 +562,67 @@ static void source_dir(const char *file, char *dir, size_t cap)
         say(dir, cap, "%.*s", (int)(sl - file), file);
 }
 
+/* A GGUF sidecar (per-tensor scale): F32 with one value; NULL when absent. */
+static fp4_status gguf_sidecar(scan_ctx *c, fp4_qtensor *q, const char *suffix, char **out)
+{
+    char nm[FP4_NAME_MAX_Q];
+    const fp4_tensor_desc *d = NULL;
+    if (ends_with(q->name, ".weight")) { /* blk.N.<t>.scale beside blk.N.<t>.weight */
+        say(nm, sizeof nm, "%.*s%s", (int)(strlen(q->name) - 7), q->name, suffix);
+        d = find_desc(c, nm, NULL);
+    }
+    if (!d) { /* blk.N.<t>.weight.scale */
+        say(nm, sizeof nm, "%s%s", q->name, suffix);
+        d = find_desc(c, nm, NULL);
+    }
+    if (!d) return FP4_OK;
+    member(c, q, d->name);
+    if (!(*out = strdup(d->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    check_scalar(q, d, suffix + 1);
+    return FP4_OK;
+}
+
+/* GGUF: each tensor of ggml type mxfp4 or nvfp4 is one quantized tensor. */
+static fp4_status scan_gguf(scan_ctx *c, fp4_qset *qs)
+{
+    int cap = 0;
+    for (int i = 0; i < c->n; i++) {
+        const fp4_tensor_desc *d = &c->all[i];
+        const bool mx = is_dtype(d, "mxfp4"), nv = is_dtype(d, "nvfp4");
+        if (!mx && !nv) continue;
+        fp4_qtensor *q;
+        FP4_TRY(add_q(qs, &cap, &q));
+        q->producer = FP4_QP_GGUF;
+        q->format = mx ? FP4_QF_MXFP4 : FP4_QF_NVFP4;
+        q->scale_layout = FP4_QS_GGUF;
+        q->block = mx ? 32 : 16;
+        q->name = strdup(d->name);
+        q->packed = strdup(d->name);
+        q->scale = strdup(d->name);
+        if (!q->name || !q->packed || !q->scale) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        member(c, q, d->name);
+        q->rank = d->rank;
+        memcpy(q->dims, d->dims, sizeof q->dims);
+        q->rows = 1;
+        for (int r = 0; r < q->rank - 1; r++) q->rows *= q->dims[r];
+        /* the reader checked ne[0] is whole blocks (32 or 64 elements) */
+        q->scale_cols = q->rank >= 1 ? q->dims[q->rank - 1] / q->block : 0;
+        if (d->problem[0]) say(q->problem, sizeof q->problem, "%s", d->problem);
+        if (nv) {
+            FP4_TRY(gguf_sidecar(c, q, ".scale", &q->global));
+            FP4_TRY(gguf_sidecar(c, q, ".input_scale", &q->input_scale));
+        }
+        set_layout(q);
+    }
+    return FP4_OK;
+}
+
 fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
 {
     memset(out, 0, sizeof *out);
-    if (strcmp(fp4_source_format(src)->name, "safetensors") != 0) return FP4_OK;
+    const char *fmt = fp4_source_format(src)->name;
+    const bool gguf = strcmp(fmt, "gguf") == 0;
+    if (strcmp(fmt, "safetensors") != 0 && !gguf) return FP4_OK;
     scan_ctx c = {0};
     fp4_status st = fp4_source_select(src, NULL, 0, &c.all, &c.n);
     if (st != FP4_OK) return st;
@@ -566,6 +635,10 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
     }
     for (int i = 0; i < c.n; i++) c.sorted[i] = (name_ix){c.all[i].name, i};
     qsort(c.sorted, (size_t)c.n, sizeof *c.sorted, name_ix_cmp);
+    if (gguf) { /* the ggml type says it all; no config files beside a .gguf */
+        st = scan_gguf(&c, out);
+        goto out;
+    }
 
     for (int i = 0; st == FP4_OK && i < c.n; i++) {
         const fp4_tensor_desc *d = &c.all[i];
@@ -755,14 +828,57 @@ void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n)
 int64_t fp4_quant_scale_index(const fp4_qtensor *q, int64_t r, int64_t c)
 {
     if (q->scale_layout == FP4_QS_FLAT) return r * q->scale_cols + c;
+    if (q->scale_layout == FP4_QS_GGUF) {
+        const int64_t g = r * q->scale_cols + c;
+        return q->format == FP4_QF_MXFP4 ? g * 17 : (g / 4) * 36 + g % 4;
+    }
     /* cuBLAS block-scaling layout: 128x4 tiles of 512 bytes, inside a tile row r0 = a*32 + b
      * goes to byte b*16 + a*4 + c0 */
     int64_t nC = q->scale_cols / 4, r1 = r / 128, r0 = r % 128, c1 = c / 4, c0 = c % 4;
     return ((r1 * nC + c1) * 32 + (r0 % 32)) * 16 + (r0 / 32) * 4 + c0;
 }
 
+unsigned fp4_quant_code(const fp4_qtensor *q, const uint8_t *packed, int64_t r, int64_t k)
+{
+    const int64_t K = q->dims[q->rank - 1];
+    if (q->scale_layout != FP4_QS_GGUF) return (packed[r * (K / 2) + k / 2] >> ((k & 1) * 4)) & 15u;
+    const int64_t g = r * q->scale_cols + k / q->block; /* the block (sub-block) index */
+    const int64_t j = k % q->block;
+    if (q->format == FP4_QF_MXFP4) /* e, qs[16]: low nibble j, high nibble j + 16 */
+        return (packed[g * 17 + 1 + j % 16] >> (j < 16 ? 0 : 4)) & 15u;
+    /* d[4], qs[32]: sub-block s = g % 4 in qs[8s..8s+7], low nibble j, high nibble j + 8 */
+    return (packed[(g / 4) * 36 + 4 + (g % 4) * 8 + j % 8] >> (j < 8 ? 0 : 4)) & 15u;
+}
+
+/* ggml_ue4m3_to_fp32 without its halving: 0x00 and 0x7F are 0, the exponent field masked
+ * (bit 7 not read), subnormals m * 2^-9. */
+static float ue4m3_value(uint8_t x)
+{
+    if (x == 0 || x == 0x7F) return 0.0f;
+    const int e = (x >> 3) & 0xF, m = x & 7;
+    return e == 0 ? ldexpf((float)m, -9) : ldexpf(1.0f + (float)m / 8.0f, e - 7);
+}
+
+/* ggml_e8m0_to_fp32_half: 2^(e - 128) as bits (subnormal for e < 2; e = 255 is 2^127). */
+static float e8m0_half(uint8_t e)
+{
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* ggml's doubled E2M1 values (kvalues_mxfp4, int8: code 8 is +0, not -0). */
+static float kvalue(unsigned code)
+{
+    static const float kv[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+    return kv[code & 15u];
+}
+
 float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global)
 {
+    if (q->scale_layout == FP4_QS_GGUF && q->format == FP4_QF_NVFP4)
+        return ue4m3_value(b) * global;
     if (q->format == FP4_QF_NVFP4) {
         float e = fp4_f8e4m3_to_f32(b);
         /* the producers' own fp32 operation: ModelOpt multiplies by weight_scale_2,
@@ -774,9 +890,33 @@ float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global)
     return b == 255 ? INFINITY : ldexpf(1.0f, (int)b - 127);
 }
 
+/* ggml's dequantize_row_mxfp4 / _nvfp4 (the products kv * half-scale are exact), then the
+ * sidecar's ggml_mul. */
+static void decode_gguf(const fp4_qtensor *q, const uint8_t *blocks, float global, int64_t row0,
+                        int64_t nrows, float *out)
+{
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    for (int64_t r = 0; r < nrows; r++) {
+        float *o = out + r * K;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t sb = blocks[fp4_quant_scale_index(q, row0 + r, b)];
+            const float d = q->format == FP4_QF_MXFP4 ? e8m0_half(sb) : ue4m3_value(sb) * 0.5f;
+            for (int64_t j = 0; j < q->block; j++) {
+                const int64_t k = b * q->block + j;
+                const float v = kvalue(fp4_quant_code(q, blocks, row0 + r, k)) * d;
+                o[k] = q->format == FP4_QF_NVFP4 ? v * global : v;
+            }
+        }
+    }
+}
+
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
                       float global, int64_t row0, int64_t nrows, float *out)
 {
+    if (q->scale_layout == FP4_QS_GGUF) {
+        decode_gguf(q, packed, global, row0, nrows, out);
+        return;
+    }
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
     /* ModelOpt's NVFP4 dequantize looks the codes up in a 16-entry table whose entry 8 is +0
      * (nvfp4_tensor.py e2m1_values); every other producer's decoder (compressed-tensors,
@@ -814,14 +954,19 @@ fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t 
     int64_t K = q->dims[q->rank - 1];
     int64_t want_s = q->scale_layout == FP4_QS_SWIZZLED ? s.dims[0] * s.dims[1]
                                                         : q->rows * q->scale_cols;
-    if (!pb || !sb || (q->global && !gb) || p.stored_bytes != q->rows * (K / 2) ||
+    int64_t want_p = q->rows * (K / 2);
+    if (q->scale_layout == FP4_QS_GGUF) /* one tensor of 17-byte / 36-byte blocks */
+        want_p = want_s = q->format == FP4_QF_MXFP4 ? q->rows * (K / 32) * 17
+                                                    : q->rows * (K / 64) * 36;
+    if (!pb || !sb || (q->global && !gb) || p.stored_bytes != want_p ||
         s.stored_bytes != want_s || (q->global && g.stored_bytes != 4)) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: the packed codes or scales cannot be read", file,
                        q->name);
         goto out;
     }
     float global = 1.0f;
-    if (gb) memcpy(&global, gb, 4); /* safetensors is little-endian, as every host we build on */
+    if (gb) memcpy(&global, gb, 4); /* safetensors and GGUF (as read) are little-endian, as
+                                       every host we build on */
     if (q->format == FP4_QF_NVFP4 && !(global > 0.0f && isfinite(global))) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s is %g, expected finite and > 0", file,
                        q->name, q->global, (double)global);

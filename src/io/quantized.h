@@ -14,7 +14,16 @@
  *     MXFP4
  *   gpt-oss MXFP4        <p>_blocks U8 [E, R, K/32, 16], <p>_scales U8 [E, R, K/32]; logical
  *                        tensor <p> [E, R, K] (gate/up rows interleaved as stored)
- * Every producer puts element 2j of a row in the low nibble of byte j, 2j+1 in the high one.
+ *   GGUF (ggml) MXFP4    one tensor of ggml type 39 [..., K] (io/gguf.c): per 32 elements a
+ *                        block of 17 bytes, E8M0 e then qs[16]: low nibble of qs[j] element j,
+ *                        high nibble element j + 16
+ *   GGUF (ggml) NVFP4    one tensor of ggml type 40 [..., K]: per 64 elements a block of 36
+ *                        bytes, four UE4M3 sub-block scales d[4] then qs[32]: sub-block s in
+ *                        qs[8s..8s+7], low nibbles its elements 0..7, high ones 8..15; an
+ *                        optional per-tensor F32 sidecar <m>.scale (or <NAME>.scale) beside
+ *                        <m>.weight, multiplied after the block decode (ggml_mul)
+ * Every other producer puts element 2j of a row in the low nibble of byte j, 2j+1 in the
+ * high one.
  * The tensors decide the format; the directory's hf_quant_config.json and config.json
  * (quantization_config) are read for the declared producer/format and the exclude list, and
  * a declaration the tensors contradict is a problem of each tensor concerned.
@@ -34,16 +43,20 @@ typedef enum fp4_qformat { FP4_QF_NVFP4 = 1, FP4_QF_MXFP4 = 2 } fp4_qformat;
 typedef enum fp4_qproducer {
     FP4_QP_MODELOPT = 1,
     FP4_QP_COMPRESSED_TENSORS = 2,
-    FP4_QP_GPT_OSS = 3
+    FP4_QP_GPT_OSS = 3,
+    FP4_QP_GGUF = 4 /* ggml's block types in a .gguf file (llama-quantize, convert_hf_to_gguf) */
 } fp4_qproducer;
 
 /* How the block scales are stored. */
 typedef enum fp4_qscale_layout {
     FP4_QS_FLAT = 0,    /* [..., K/block] row-major */
-    FP4_QS_SWIZZLED = 1 /* cuBLAS 2-D block-scaling layout, rows padded to 128, columns to 4 */
+    FP4_QS_SWIZZLED = 1, /* cuBLAS 2-D block-scaling layout, rows padded to 128, columns to 4 */
+    FP4_QS_GGUF = 2      /* inside ggml's blocks, beside the codes (packed == scale: the one
+                            tensor's bytes; see fp4_quant_code and fp4_quant_scale_index) */
 } fp4_qscale_layout;
 
-/* "nvfp4", "mxfp4"; "modelopt", "compressed-tensors", "gpt-oss" (NULL for a bad value). */
+/* "nvfp4", "mxfp4"; "modelopt", "compressed-tensors", "gpt-oss", "gguf" (NULL for a bad
+ * value). */
 const char *fp4_qformat_name(fp4_qformat f);
 const char *fp4_qproducer_name(fp4_qproducer p);
 
@@ -75,7 +88,9 @@ typedef struct fp4_qset {
                                  NVFP4", or "" when none */
 } fp4_qset;
 
-/* Find the quantized tensors of `src` (safetensors only; any other format gets an empty set):
+/* Find the quantized tensors of `src` (safetensors and GGUF; any other format gets an empty
+ * set). GGUF: every tensor of ggml type mxfp4/nvfp4 is one quantized tensor (its problem the
+ * source's, if any), with its .scale / .input_scale sidecars as members. Safetensors:
  * lists and describes every tensor, groups partners by name, checks each group's shapes and
  * dtypes, then reads the config files beside the checkpoint (FILE's directory, or FILE when it
  * is a directory) and marks each tensor the declaration contradicts (another producer or
@@ -114,11 +129,18 @@ void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);
 float fp4_e2m1_value(unsigned code);
 
 /* Where the block scale of logical row r, block c lies in the stored scale bytes (flat:
- * r * scale_cols + c; swizzled: the cuBLAS 128x4 tile layout). */
+ * r * scale_cols + c; swizzled: the cuBLAS 128x4 tile layout; GGUF: the e byte of MXFP4
+ * block g = r * scale_cols + c at 17 g, the d[g % 4] byte of NVFP4 block g / 4 at
+ * 36 (g / 4) + g % 4, in the one tensor's bytes). */
 int64_t fp4_quant_scale_index(const fp4_qtensor *q, int64_t r, int64_t c);
+
+/* The 4-bit code (bit 3 sign) of element k of logical row r, from the packed bytes as
+ * fp4_quant_bytes gives them (every layout: flat nibble pairs, or ggml's blocks). */
+unsigned fp4_quant_code(const fp4_qtensor *q, const uint8_t *packed, int64_t r, int64_t k);
 
 /* The decoded fp32 scale of block-scale byte b in the producer's order (see
  * fp4_quant_decode): e4m3(b) * global (modelopt), e4m3(b) / global (compressed-tensors),
+ * ue4m3(b) * global (GGUF NVFP4: 0x00 and 0x7F are 0, the sign bit is not read),
  * 2^(b - 127) for MXFP4 (255: +inf). */
 float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global);
 
@@ -127,10 +149,16 @@ float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global);
  * swizzled included) and global scale (ignored by MXFP4), in the producer's own order:
  *   modelopt NVFP4           s = e4m3(b) * global; w = e2m1(c) * s
  *   compressed-tensors NVFP4 s = e4m3(b) / global; w = e2m1(c) * s
- *   MXFP4 (every producer)   w = e2m1(c) * 2^(b - 127), computed as fp32 multiplication by
+ *   MXFP4 (safetensors)      w = e2m1(c) * 2^(b - 127), computed as fp32 multiplication by
  *                            the fp32 power (byte 255: 2^128 = +inf, code 0 then NaN, as
  *                            torch.ldexp gives)
- * Code 8 decodes as -0, except in ModelOpt NVFP4 (+0, its table's entry 8).
+ *   GGUF MXFP4               w = kv(c) * 2^(b - 128) (ggml's dequantize_row_mxfp4: doubled
+ *                            E2M1 integers kv times ggml_e8m0_to_fp32_half; byte 255 is
+ *                            2^127, finite)
+ *   GGUF NVFP4               w = (kv(c) * ue4m3(d) / 2) * global (dequantize_row_nvfp4, then
+ *                            the sidecar's ggml_mul; global 1 without a sidecar)
+ * Code 8 decodes as -0, except in ModelOpt NVFP4 (+0, its table's entry 8) and GGUF (+0:
+ * ggml's int8 kvalues).
  * E4M3 byte 0x7F/0xFF decodes as NaN. No error: the caller checked the shapes (fp4_quant_scan). */
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
                       float global, int64_t row0, int64_t nrows, float *out);

@@ -1,11 +1,12 @@
 /* io/source_reg.c — the registry of tensor sources: the only file that names the formats.
  * A file is read as the first format whose probe recognises its first bytes; HDF5, last, is
- * the fallback (its open says "not an HDF5, safetensors or NumPy file" for anything it cannot open). */
+ * the fallback (its open says "not an HDF5, safetensors, NumPy or GGUF file" for anything it cannot open). */
 #include "io/source.h"
 
 extern const fp4_source_ops fp4_source_pytorch;
 extern const fp4_source_ops fp4_source_safetensors;
 extern const fp4_source_ops fp4_source_npy;
+extern const fp4_source_ops fp4_source_gguf;
 extern const fp4_source_ops fp4_source_hdf5;
 
 const fp4_source_ops *const fp4_source_table[] = {
@@ -13,6 +14,7 @@ const fp4_source_ops *const fp4_source_table[] = {
     &fp4_source_pytorch, /* before safetensors (its index) and npy (a zip) */
     &fp4_source_safetensors,
     &fp4_source_npy,
+    &fp4_source_gguf,
     &fp4_source_hdf5,
 };
 

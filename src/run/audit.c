@@ -103,6 +103,7 @@ static float bf16_round(float x)
 
 float fp4_audit_global_rule(fp4_qproducer p, float group_amax)
 {
+    if (p == FP4_QP_GGUF) return 1.0f; /* llama-quantize writes no per-tensor scale */
     if (p == FP4_QP_COMPRESSED_TENSORS) {
         /* generate_gparam in the weight dtype: amax.reciprocal() * 2688, each step in bf16 */
         float g = bf16_round(2688.0f * bf16_round(1.0f / group_amax));
@@ -113,8 +114,30 @@ float fp4_audit_global_rule(fp4_qproducer p, float group_amax)
 
 static uint8_t clamp_byte(int b) { return (uint8_t)(b < 0 ? 0 : b > 254 ? 254 : b); }
 
+/* ggml_fp32_to_ue4m3 (gguf-py quants.py NVFP4.fp32_to_ue4m3): clamped to [0, 448], the
+ * mantissa cut to 3 bits rounding half up on the dropped bit, exponents from 15 on saturating
+ * at 0x7E, subnormals (x * 512 + 0.5) truncated. */
+static uint8_t ggml_ue4m3(float x)
+{
+    x = fminf(fmaxf(x, 0.0f), 448.0f);
+    if (!(x > 0.0f)) return 0;
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    const int e = (int)((bits >> 23) & 0xFF) - 127 + 7;
+    if (e <= 0) {
+        int m = (int)(x * 512.0f + 0.5f);
+        return (uint8_t)(m > 7 ? 7 : m < 1 ? 0 : m);
+    }
+    if (e >= 15) return 0x7E;
+    int man = (int)((bits >> 20) & 7) + (int)((bits >> 19) & 1), ex = e;
+    if (man > 7) man = 0, ex++;
+    return ex >= 15 ? 0x7E : (uint8_t)((ex << 3) | man);
+}
+
 uint8_t fp4_audit_scale_rule(const fp4_qtensor *q, float amax, float global)
 {
+    if (q->format == FP4_QF_NVFP4 && q->producer == FP4_QP_GGUF)
+        return ggml_ue4m3(amax / 6.0f * (1.0f / global)); /* quantize_row_nvfp4_ref */
     if (q->format == FP4_QF_NVFP4) {
         if (q->producer == FP4_QP_COMPRESSED_TENSORS) {
             uint8_t b = fp4c_e4m3_encode(global * bf16_round(amax / 6.0f));
@@ -309,10 +332,12 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
     recip.producer = q->producer == FP4_QP_COMPRESSED_TENSORS ? FP4_QP_MODELOPT
                                                               : FP4_QP_COMPRESSED_TENSORS;
     t->hyp_tried[FP4_AUDIT_H_DECLARED] = t->hyp_tried[FP4_AUDIT_H_NIBBLE_SWAP] = true;
-    t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = nv;
+    /* ggml's blocks hold their own scales and no global one: neither alternative exists */
+    const bool gguf = q->scale_layout == FP4_QS_GGUF;
+    t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = nv && !gguf;
     fp4_qtensor other = *q; /* the other scale layout, where both have one shape */
     other.scale_layout = q->scale_layout == FP4_QS_FLAT ? FP4_QS_SWIZZLED : FP4_QS_FLAT;
-    t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = nv && q->rank == 2 && q->rows % 128 == 0 &&
+    t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = nv && !gguf && q->rank == 2 && q->rows % 128 == 0 &&
                                         q->scale_cols % 4 == 0;
 
     int64_t rows_per, count;
@@ -352,7 +377,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
             alt[i + 1] = dec[i];
         }
         sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, alt, n);
-        if (nv) {
+        if (t->hyp_tried[FP4_AUDIT_H_RECIPROCAL]) {
             fp4_quant_decode(&recip, packed, scales, global, r0, nr, alt);
             sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, alt, n);
         }
@@ -363,18 +388,17 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
         /* codes, scales and the requantization, block by block */
         for (int64_t r = 0; r < nr; r++) {
             const int64_t row = r0 + r;
-            const uint8_t *pr = packed + row * (K / 2);
             const float *xr = x + r * K;
             float *rq = alt + r * K;
             for (int64_t b = 0; b < nb; b++) {
                 const uint8_t sb = scales[fp4_quant_scale_index(q, row, b)];
                 const float s = fp4_quant_block_scale(q, sb, global);
-                if (nv && (sb & 0x7F) == 0x7F) t->e4m3_nan++;
+                if (nv && !gguf && (sb & 0x7F) == 0x7F) t->e4m3_nan++; /* ggml: 0 and 240 */
                 if (!nv && sb == 0xFF) t->e8m0_ff++;
                 float amax = 0.0f;
                 for (int64_t j = 0; j < q->block; j++) {
                     const int64_t k = b * q->block + j;
-                    const unsigned code = (pr[k / 2] >> ((k & 1) * 4)) & 15u;
+                    const unsigned code = fp4_quant_code(q, packed, row, k);
                     t->histogram[code]++;
                     t->nonnearest += !fp4_audit_is_nearest(xr[k], fp4_e2m1_value(code), s);
                     const float a = fabsf(xr[k]);
@@ -440,7 +464,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
     if (qs.n == 0) {
         st = fp4_error(FP4_ERR_INPUT,
                        "%s: no already-quantized tensor (NVFP4/MXFP4: ModelOpt, "
-                       "compressed-tensors, gpt-oss) in it",
+                       "compressed-tensors, gpt-oss, GGUF) in it",
                        quantized);
         goto out;
     }

@@ -105,14 +105,16 @@ bool fp4_audit_is_nearest(float x, float v, float s);
 unsigned fp4_audit_e2m1_rtne(float t);
 
 /* The producer's per-tensor scale from the fused group's amax (NVFP4): ModelOpt
- * fp32(amax / 2688); compressed-tensors bf16(2688 * bf16(1 / amax)) (1.0 when not finite). */
+ * fp32(amax / 2688); compressed-tensors bf16(2688 * bf16(1 / amax)) (1.0 when not finite);
+ * GGUF 1.0 (llama-quantize writes none). */
 float fp4_audit_global_rule(fp4_qproducer p, float group_amax);
 
 /* The producer's block-scale byte from the block's amax (given the per-tensor scale for
  * NVFP4): ModelOpt e4m3(clamp(amax / fp32(6 * global), 2^-9, 448)), zero blocks 1.0;
  * compressed-tensors e4m3(fp32(global * bf16(amax / 6))), byte 0 -> 0x20; MXFP4: ModelOpt
  * ceil(max(log2(amax / 6), -127)) + 127, compressed-tensors its power-of-two rounding,
- * gpt-oss the OCP floor rule 127 + floor(log2 amax) - 2. */
+ * gpt-oss and GGUF the OCP floor rule 127 + floor(log2 amax) - 2; GGUF NVFP4
+ * ggml_fp32_to_ue4m3(amax / 6 / global) (mantissa rounded half up, saturating at 0x7E). */
 uint8_t fp4_audit_scale_rule(const fp4_qtensor *q, float block_amax, float global);
 
 #endif
