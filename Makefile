@@ -130,14 +130,16 @@ $(BUILD):
 
 # --- The library with a public face: include/fp4diag.h, implemented in src/api/ ------------
 # libfp4diag.a and libfp4diag.so.$(LIB_VERSION) (soname libfp4diag.so.$(LIB_SOVERSION)) from
-# src/api/ and what lies below it, plus two files of src/cmd/: options.c and libconfig.c (the
-# CLI's option parser, through which fp4d_config_parse names options as the CLI does), built
+# src/api/ and what lies below it, plus three files of src/cmd/: options.c, libconfig.c and
+# libreport.c (the CLI's option parser, through which fp4d_config_parse and fp4d_report name
+# options as the CLI does), built
 # -fPIC into $(BUILD)/pic/; the .so exports only fp4d_* (src/api/fp4diag.map). The program itself links
 # $(BUILD)/libfp4.a, the same sources without -fPIC. SAN=1 builds neither (the sanitizer
 # runtimes want the executable; the unit tests link $(BUILD)/libfp4.a, which holds src/api/).
 LIB_VERSION := $(shell sed -n 's/^\#define FP4DIAG_VERSION "\(.*\)"/\1/p' src/base/version.h)
 LIB_SOVERSION := $(firstword $(subst ., ,$(LIB_VERSION)))
-API_SRCS := $(filter-out src/cmd/%,$(LIB_SRCS)) src/cmd/options.c src/cmd/libconfig.c
+API_SRCS := $(filter-out src/cmd/%,$(LIB_SRCS)) src/cmd/options.c src/cmd/libconfig.c \
+            src/cmd/libreport.c
 PIC_OBJS := $(patsubst src/%.c,$(BUILD)/pic/%.o,$(API_SRCS))
 API_LDLIBS = $(filter-out $(MPI_LDLIBS),$(LDLIBS))
 API_A := $(BUILD)/libfp4diag.a

@@ -120,6 +120,14 @@ int fp4d_tensor_count(const fp4d_input *in);
 /* Tensor i (0 <= i < fp4d_tensor_count); FP4D_ERR_USAGE for an index out of range. */
 fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out);
 
+/* Read the tensor named exactly `tensor` (leading '/' optional for HDF5) into out[0..n) as
+ * fp32, in C order: the values an analysis of it quantizes (f16, bf16 and f32 exactly; wider
+ * types and integers rounded to nearest fp32, as the analysis widens them). n must equal its
+ * nelems (FP4D_ERR_USAGE "FILE: NAME: has N elements, the buffer M"). FP4D_ERR_INPUT as
+ * fp4_analyze for a missing name, a group or the tensor's read error (its `problem`).
+ * Symbol version FP4DIAG_0.1.1. */
+fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n);
+
 /* ------------------------------------------------------------------ analysis */
 
 /* The result of analysing one tensor under every configuration of an fp4d_config. */
@@ -164,6 +172,23 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
                                 fp4d_result **out);
 
 void fp4d_result_free(fp4d_result *r);
+
+/* A whole report (SPEC §12): the JSON text `fp4diag COMMAND ARGV...` writes with -o, for
+ * COMMAND "sqnr", "bias", "buckets", "rht" (schema fp4diag.report/1, SPEC §9) or "audit"
+ * (fp4diag.audit/1, SPEC §11). argv[0..argc) are the arguments after the command, options
+ * and operands as the CLI takes them (sqnr: [OPTIONS] FILE [SELECT...], every option of the
+ * command including selection, --shard and --rank-by; audit: SOURCE QUANTIZED [SELECT...]);
+ * the report's "argv" is "fp4diag", COMMAND, then argv. Options about the program's output
+ * (-o, --json, -q, -v, --help) are FP4D_ERR_USAGE. The report is returned (FP4D_OK) when
+ * some tensors failed, with them in its "errors" (where the CLI writes it and exits 3);
+ * otherwise the status and message the CLI exits with when it writes no report (missing
+ * file, nothing selected, a bad option). *json: malloc'd, free it with fp4d_free. One at a
+ * time per process, as fp4d_analyze. Symbol version FP4DIAG_0.1.1. */
+fp4d_status fp4d_report(const char *command, int argc, const char *const *argv, char **json);
+
+/* Free what a call of this library malloc'd for the caller (fp4d_report's text); NULL is a
+ * no-op. Symbol version FP4DIAG_0.1.1. */
+void fp4d_free(void *p);
 
 /* The tensor's entry of the report's "tensors" array (SPEC §9, schema fp4diag.report/1) as the
  * CLI writes it with -o, at top level: the same bytes as the entry in `fp4diag sqnr -o R FILE

@@ -4,12 +4,13 @@
 # valgrind, clang, libclang-rt-14-dev (libFuzzer) and libomp-dev serve `make check`s hostile-input
 # passes (check-valgrind, fuzz-ci); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user
 # its aarch64 pass (check-aarch64: the CPU engine cross-built and run under qemu); libopenmpi-dev
-# and openmpi-bin the mpirun mode (MPI=auto) and its test.
+# and openmpi-bin the mpirun mode (MPI=auto) and its test; python3-venv the test that installs the
+# Python package (python/) in a fresh virtual environment.
 # Installs only what is missing; safe to run again.
 set -eu
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libhdf5-dev hdf5-tools libcjson-dev libcmocka-dev \
-libdeflate-dev zlib1g-dev libxxhash-dev librandom123-dev libopenblas-dev python3 python3-pip valgrind clang libclang-rt-14-dev \
+libdeflate-dev zlib1g-dev libxxhash-dev librandom123-dev libopenblas-dev python3 python3-pip python3-venv valgrind clang libclang-rt-14-dev \
 libomp-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do

@@ -136,6 +136,29 @@ fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out)
     return FP4D_OK;
 }
 
+fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n)
+{
+    fp4_error_clear();
+    if (!in || !tensor || (!out && n > 0))
+        return ret(fp4_error(FP4_ERR_USAGE, "fp4d_read_f32: %s is NULL",
+                             !in ? "the input" : !tensor ? "the tensor name" : "out"));
+    fp4_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    fp4_status st = fp4_source_describe(in->src, tensor, &d);
+    if (st == FP4_OK && d.nelems != n)
+        st = fp4_error(FP4_ERR_USAGE, "%s: %s: has %lld elements, the buffer %lld",
+                       fp4_source_file(in->src), d.name ? d.name : tensor,
+                       (long long)d.nelems, (long long)n);
+    /* the whole tensor as one slab along dim 0 (a scalar: dim 0, start 0, count 1); an empty
+     * tensor reads nothing */
+    if (st == FP4_OK && n > 0)
+        st = fp4_source_read_f32(in->src, &d, 0, 0, d.rank > 0 ? d.dims[0] : 1, out);
+    fp4_tensor_desc_free(&d);
+    return ret(st);
+}
+
+void fp4d_free(void *p) { free(p); }
+
 /* ------------------------------------------------------------------ analysis */
 
 void fp4d_result_free(fp4d_result *r)

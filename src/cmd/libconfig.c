@@ -24,11 +24,12 @@ fp4d_status fp4d_config_parse_argv(int argc, const char *const *argv, fp4d_confi
         return fp4_api_status(fp4_error(FP4_ERR_USAGE, "fp4d_config_parse: bad argc/argv"));
     fp4d_config *c = calloc(1, sizeof *c);
     if (!c) return fp4_api_status(fp4_error(FP4_ERR_INTERNAL, "out of memory"));
-    /* our own copies: the options point into them, getopt permutes the array */
+    /* our own copies: the options point into them, getopt permutes the array; argv[0] is
+     * "sqnr", the command whose options these are, so messages read as the CLI's */
     c->strings = calloc((size_t)argc + 2, sizeof *c->strings);
     char **av = calloc((size_t)argc + 2, sizeof *av);
     fp4_status st = FP4_OK;
-    if (!c->strings || !av || !(c->strings[0] = strdup("fp4d_config_parse"))) {
+    if (!c->strings || !av || !(c->strings[0] = strdup("sqnr"))) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }

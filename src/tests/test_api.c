@@ -371,6 +371,124 @@ static void test_memory_equals_file(void **state)
     fp4d_config_free(c);
 }
 
+/* fp4d_read_f32: the tensor's values in C order, exactly the bf16 words widened (a known
+ * answer: the raw words shifted into fp32), the analysis of those values from memory equal to
+ * the file's; errors for a wrong count, a missing name and a group. */
+static void test_read_f32(void **state)
+{
+    (void)state;
+    fp4_source *s = NULL;
+    fp4_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(fp4_source_open(FILE_H5, &s), FP4_OK);
+    assert_int_equal(fp4_source_describe(s, TENSOR, &d), FP4_OK);
+    const int64_t n = d.nelems;
+    uint16_t *w = malloc((size_t)n * sizeof *w);
+    assert_non_null(w);
+    assert_int_equal(fp4_source_read_raw(s, &d, 0, 0, d.dims[0], w), FP4_OK);
+    fp4_tensor_desc_free(&d);
+    fp4_source_close(s);
+
+    fp4d_input *in = NULL;
+    assert_int_equal(fp4d_open(FILE_H5, &in), FP4D_OK);
+    float *v = malloc((size_t)n * sizeof *v);
+    assert_non_null(v);
+    assert_int_equal(fp4d_read_f32(in, TENSOR, v, n), FP4D_OK);
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)w[i] << 16, got;
+        memcpy(&got, &v[i], sizeof got);
+        if (got != bits) fail_msg("element %lld: 0x%08x, want 0x%08x", (long long)i, got, bits);
+        nonzero += v[i] != 0.0f;
+    }
+    assert_true(nonzero > n / 2);
+    /* the values read, analysed from memory as f32: the file's numbers */
+    fp4d_config *c = NULL;
+    fp4d_result *rf = NULL, *rm = NULL;
+    assert_int_equal(fp4d_config_parse("--format nvfp4 --rht both", &c), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, TENSOR, c, &rf), FP4D_OK);
+    int64_t shape[2] = {1024, 256};
+    fp4d_tensor_view view = {.name = TENSOR, .data = v, .dtype = FP4D_F32, .rank = 2,
+                             .shape = shape};
+    assert_int_equal(fp4d_analyze_memory(&view, c, &rm), FP4D_OK);
+    for (int i = 0; i < fp4d_result_count(rf); i++) {
+        fp4d_metrics a, b;
+        assert_int_equal(fp4d_result_metrics(rf, i, &a), FP4D_OK);
+        assert_int_equal(fp4d_result_metrics(rm, i, &b), FP4D_OK);
+        assert_double_exact(a.sqnr_db, b.sqnr_db);
+        assert_double_exact(a.alpha, b.alpha);
+    }
+    fp4d_result_free(rf);
+    fp4d_result_free(rm);
+    fp4d_config_free(c);
+    assert_int_equal(fp4d_read_f32(in, TENSOR, v, n - 1), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "262144 elements, the buffer 262143"));
+    assert_int_equal(fp4d_read_f32(in, "/nothing/here", v, n), FP4D_ERR_INPUT);
+    assert_int_equal(fp4d_read_f32(in, "/blocks/0", v, n), FP4D_ERR_INPUT);
+    assert_int_equal(fp4d_read_f32(in, NULL, v, n), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_read_f32(NULL, TENSOR, v, n), FP4D_ERR_USAGE);
+    fp4d_close(in);
+    free(v);
+    free(w);
+}
+
+/* fp4d_report: the whole report of `fp4diag sqnr ARGS` (its argv recorded as given, its
+ * tensor entry the one fp4d_analyze writes), errors as the CLI's, fp4d_free. */
+static void test_report(void **state)
+{
+    (void)state;
+    const char *args[] = {"--format", "nvfp4", FILE_H5, TENSOR};
+    char *json = (char *)1;
+    assert_int_equal(fp4d_report("sqnr", 4, args, &json), FP4D_OK);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"schema\":\t\"fp4diag.report/1\""));
+    assert_non_null(strstr(json, "\"fp4diag\", \"sqnr\", \"--format\", \"nvfp4\""));
+    fp4d_config *c = NULL;
+    fp4d_input *in = NULL;
+    fp4d_result *r = NULL;
+    assert_int_equal(fp4d_config_parse("--format nvfp4", &c), FP4D_OK);
+    assert_int_equal(fp4d_open(FILE_H5, &in), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, TENSOR, c, &r), FP4D_OK);
+    /* the entry's second line (its name) appears in the report, nested two tabs deeper */
+    const char *entry = fp4d_result_json(r);
+    assert_true(strncmp(entry, "{\n", 2) == 0);
+    const char *nl = strchr(entry + 2, '\n');
+    assert_non_null(nl);
+    char head[256];
+    snprintf(head, sizeof head, "\n\t\t%.*s", (int)(nl - entry - 1), entry + 2);
+    assert_non_null(strstr(head, TENSOR));
+    assert_non_null(strstr(json, head));
+    fp4d_result_free(r);
+    fp4d_close(in);
+    fp4d_config_free(c);
+    fp4d_free(json);
+    fp4d_free(NULL);
+
+    const char *rht_on[] = {"--rht", "on", FILE_H5};
+    assert_int_equal(fp4d_report("rht", 3, rht_on, &json), FP4D_ERR_USAGE);
+    assert_null(json);
+    assert_non_null(strstr(fp4d_last_error(), "--rht must be both"));
+    const char *out[] = {"-o", "/tmp/x.json", FILE_H5};
+    assert_int_equal(fp4d_report("sqnr", 3, out, &json), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "-o does not apply"));
+    const char *none[] = {FILE_H5, "/no/such/*"};
+    assert_int_equal(fp4d_report("sqnr", 2, none, &json), FP4D_ERR_INPUT);
+    const char *missing[] = {"testdata/no-such-file.h5"};
+    assert_int_equal(fp4d_report("sqnr", 1, missing, &json), FP4D_ERR_INPUT);
+    assert_non_null(strstr(fp4d_last_error(), "no-such-file.h5"));
+    assert_int_equal(fp4d_report("sqnr", 0, NULL, &json), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "missing FILE"));
+    assert_int_equal(fp4d_report("gemm", 1, missing, &json), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_report("audit", 1, missing, &json), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_report("sqnr", 1, missing, NULL), FP4D_ERR_USAGE);
+    /* a report with an errors entry is still a report: an axis one tensor lacks */
+    const char *axis[] = {"--format", "e2m1", "--axis", "2", "--all-tensors", FILE_H5,
+                          "/blocks/0/fc1"};
+    assert_int_equal(fp4d_report("sqnr", 7, axis, &json), FP4D_OK);
+    assert_non_null(strstr(json, "\"errors\":\t[{"));
+    fp4d_free(json);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_analyze_errors), cmocka_unit_test(test_memory_errors),
         cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_dtypes),
         cmocka_unit_test(test_memory_equals_file),
+        cmocka_unit_test(test_read_f32),       cmocka_unit_test(test_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,105 @@
+"""In-tree PEP 517 build backend of the fp4diag Python package (standard library only).
+
+build_wheel runs `make lib` in the repository that holds this directory ($FP4DIAG_SOURCE
+overrides it) and writes a wheel of the package fp4diag/ with the shared library bundled as
+fp4diag/libfp4diag.so.0. The make takes its variables from the environment as usual: CUDA=0|1|auto
+(default auto: the CUDA kernels when nvcc is found), BUILD=DIR (default build), DEVELOPER=1 ...;
+a make that runs pip passes its own through MAKEFLAGS. The wheel is tagged
+py3-none-<platform> (ctypes: one wheel for every Python 3.9+ of a platform). It links the
+system's HDF5, cJSON, OpenBLAS, libdeflate, zlib, xxhash and libgomp as the library does
+(scripts/install-deps.sh installs them); it is not a manylinux wheel.
+"""
+import base64
+import hashlib
+import io
+import os
+import re
+import subprocess
+import sysconfig
+import zipfile
+
+NAME = "fp4diag"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _root():
+    return os.environ.get("FP4DIAG_SOURCE") or os.path.dirname(HERE)
+
+
+def _version(root):
+    with open(os.path.join(root, "src", "base", "version.h")) as f:
+        m = re.search(r'#define FP4DIAG_VERSION "([^"]+)"', f.read())
+    if not m:
+        raise RuntimeError("fp4diag: no FP4DIAG_VERSION in src/base/version.h")
+    return m.group(1)
+
+
+def _metadata(version):
+    return ("Metadata-Version: 2.1\nName: %s\nVersion: %s\n"
+            "Summary: FP4 quantization diagnostics over the fp4diag C library\n"
+            "Requires-Python: >=3.9\nRequires-Dist: numpy\n" % (NAME, version))
+
+
+def _tag():
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return "py3-none-" + plat
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    version = _version(_root())
+    d = "%s-%s.dist-info" % (NAME, version)
+    os.makedirs(os.path.join(metadata_directory, d), exist_ok=True)
+    with open(os.path.join(metadata_directory, d, "METADATA"), "w") as f:
+        f.write(_metadata(version))
+    return d
+
+
+def _make_lib(root):
+    build = os.environ.get("BUILD", "build")
+    cmd = ["make", "-C", root, "--no-print-directory", "lib"]
+    if "-j" not in os.environ.get("MAKEFLAGS", ""):
+        cmd.append("-j%d" % (os.cpu_count() or 1))
+    print("fp4diag build_backend: " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, stdout=2)
+    so = os.path.join(root, build, "libfp4diag.so.0")
+    if not os.path.exists(so):
+        raise RuntimeError("fp4diag: make lib made no %s" % so)
+    return os.path.realpath(so)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    root = _root()
+    version = _version(root)
+    so = _make_lib(root)
+    files = []  # (archive name, bytes, mode)
+    pkg = os.path.join(HERE, NAME)
+    for fn in sorted(os.listdir(pkg)):
+        if fn.endswith(".py"):
+            with open(os.path.join(pkg, fn), "rb") as f:
+                files.append(("%s/%s" % (NAME, fn), f.read(), 0o644))
+    with open(so, "rb") as f:
+        files.append(("%s/libfp4diag.so.0" % NAME, f.read(), 0o755))
+    tag = _tag()
+    dist = "%s-%s.dist-info" % (NAME, version)
+    files.append((dist + "/METADATA", _metadata(version).encode(), 0o644))
+    files.append((dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: fp4diag build_backend\n"
+                                    "Root-Is-Purelib: false\nTag: %s\n" % tag).encode(), 0o644))
+    record = io.StringIO()
+    for name, data, _ in files:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.write("%s,sha256=%s,%d\n" % (name, digest, len(data)))
+    record.write("%s/RECORD,,\n" % dist)
+    files.append((dist + "/RECORD", record.getvalue().encode(), 0o644))
+    wheel = "%s-%s-%s.whl" % (NAME, version, tag)
+    with zipfile.ZipFile(os.path.join(wheel_directory, wheel), "w",
+                         zipfile.ZIP_DEFLATED) as z:
+        for name, data, mode in files:
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    return wheel

@@ -1,0 +1,316 @@
+"""fp4diag from Python: the numbers of the `fp4diag` command line, over its C library.
+
+    fp4diag.analyze(x, format="nvfp4", rht="both")   # a NumPy array or torch tensor
+    fp4diag.open("model.safetensors")                # list and read tensors of an input
+    fp4diag.report("model.safetensors", format="nvfp4")  # the whole JSON report, as a dict
+    fp4diag.audit("source.safetensors", "nvfp4-export/")
+    fp4diag.torch.Monitor(model, every=10)           # statistics during training
+
+Options are the CLI's (docs/SPEC.md §2-§4, `fp4diag sqnr --help`), as keyword arguments:
+`--rht-size 32` is `rht_size=32`, a list is joined with commas (`format=["e2m1", "int4"]`),
+`True` gives a flag (`weight_2d=True`), `None` or `False` leaves an option out; `formats` is
+another name for `format`. A bad option or value raises `ValueError` with the CLI's message.
+"""
+import json as _json
+import os as _os
+from collections import namedtuple as _namedtuple
+
+from . import _lib
+
+__all__ = ["analyze", "open", "report", "audit", "Input", "TensorInfo", "Error", "UsageError",
+           "InputError", "DeviceError", "InternalError", "version", "library_path"]
+
+
+class Error(Exception):
+    """A failed call of the library; `status` is the CLI's exit status (2, 3, 4 or 5)."""
+
+    status = _lib.ERR_INTERNAL
+
+
+class UsageError(Error, ValueError):
+    """A bad argument: unknown option, bad value, bad dtype or shape (exit status 2)."""
+
+    status = _lib.ERR_USAGE
+
+
+class InputError(Error, OSError):
+    """An input or data error: missing file, no such tensor, unreadable (exit status 3)."""
+
+    status = _lib.ERR_INPUT
+
+
+class DeviceError(Error, RuntimeError):
+    """CUDA asked for but unavailable, or a CUDA call failed (exit status 4)."""
+
+    status = _lib.ERR_DEVICE
+
+
+class InternalError(Error, RuntimeError):
+    """Out of memory, or a bug (exit status 5)."""
+
+    status = _lib.ERR_INTERNAL
+
+
+_ERRORS = {_lib.ERR_USAGE: UsageError, _lib.ERR_INPUT: InputError,
+           _lib.ERR_DEVICE: DeviceError, _lib.ERR_INTERNAL: InternalError}
+
+
+def _check(st):
+    """Raise the exception of a non-zero status with the library's message (lock held)."""
+    if st != _lib.OK:
+        msg = _lib.decode(_lib.lib.fp4d_last_error()) or "fp4diag: error %d" % st
+        raise _ERRORS.get(st, Error)(msg)
+
+
+def version():
+    """The C library's version, "0.1.0"."""
+    return _lib.decode(_lib.lib.fp4d_version())
+
+
+library_path = _lib.path
+__version__ = version()
+
+# options that take no value (a flag when True)
+_FLAGS = {"weight_2d", "allow_external", "all_tensors"}
+# options that may be given more than once (a list gives one per item)
+_REPEAT = {"exclude"}
+
+
+def _options(options):
+    """The CLI's argument strings of keyword options, in the order given."""
+    args = []
+    for key, value in options.items():
+        if key == "formats":
+            key = "format"
+        opt = "--" + key.replace("_", "-")
+        if value is None or value is False and key in _FLAGS:
+            continue
+        if key in _FLAGS:
+            if value is not True:
+                raise UsageError("option '%s' is a flag: give True or False, not %r"
+                                 % (opt, value))
+            args.append(opt)
+        elif key == "rht" and isinstance(value, bool):
+            args += [opt, "on" if value else "off"]
+        elif key in _REPEAT and isinstance(value, (list, tuple)):
+            for v in value:
+                args += [opt, str(v)]
+        elif isinstance(value, (list, tuple)):
+            args += [opt, ",".join(str(v) for v in value)]
+        else:
+            args += [opt, str(value).lower() if isinstance(value, bool) else str(value)]
+    return args
+
+
+class _Config:
+    def __init__(self, options):
+        args = _options(options)
+        argv = _lib.argv_of(args)
+        self.handle = _lib.ctypes.c_void_p()
+        with _lib.lock:
+            _check(_lib.lib.fp4d_config_parse_argv(len(args), argv,
+                                                   _lib.ctypes.byref(self.handle)))
+
+    def __del__(self):
+        if getattr(self, "handle", None):
+            _lib.lib.fp4d_config_free(self.handle)
+            self.handle = None
+
+
+def _result_dict(res):
+    try:
+        text = _lib.lib.fp4d_result_json(res)
+        return _json.loads(_lib.decode(text))
+    finally:
+        _lib.lib.fp4d_result_free(res)
+
+
+def _view(x, name):
+    """(TensorView, keep-alive objects) of a NumPy array or a torch tensor."""
+    keep = [x]
+    mod = type(x).__module__ or ""
+    memory = _lib.MEM_HOST
+    if mod.startswith("torch"):
+        import torch
+
+        dt = {torch.float32: _lib.F32, torch.float16: _lib.F16,
+              torch.bfloat16: _lib.BF16}.get(x.dtype)
+        if dt is None:
+            raise UsageError("memory: %s: dtype %s is not float32, float16 or bfloat16"
+                             % (name, x.dtype))
+        if x.device.type == "cuda":
+            memory = _lib.MEM_CUDA
+            torch.cuda.current_stream(x.device).synchronize()
+        elif x.device.type != "cpu":
+            raise UsageError("memory: %s: a tensor on %s (CPU or CUDA only)"
+                             % (name, x.device))
+        shape, strides = tuple(x.shape), tuple(x.stride())
+        data = x.data_ptr() if x.numel() > 0 else None
+    else:
+        import numpy as np
+
+        a = np.asarray(x)
+        kind = a.dtype
+        if kind.name == "bfloat16" and kind.itemsize == 2:
+            dt = _lib.BF16
+        elif kind.kind == "f" and kind.itemsize == 4:
+            dt = _lib.F32
+        elif kind.kind == "f" and kind.itemsize == 2:
+            dt = _lib.F16
+        else:
+            raise UsageError("memory: %s: dtype %s is not float32, float16 or bfloat16 "
+                             "(ml_dtypes); convert it with .astype" % (name, kind))
+        if not kind.isnative:
+            a = a.astype(kind.newbyteorder("="))
+        if any(s % a.itemsize for s in a.strides):
+            a = np.ascontiguousarray(a)
+        keep.append(a)
+        shape = a.shape
+        strides = tuple(s // a.itemsize for s in a.strides)
+        data = a.ctypes.data if a.size > 0 else None
+    rank = len(shape)
+    if rank > _lib.MAX_RANK:
+        raise UsageError("memory: %s: rank %d is over %d" % (name, rank, _lib.MAX_RANK))
+    cshape = (_lib.ctypes.c_int64 * max(rank, 1))(*shape)
+    cstrides = (_lib.ctypes.c_int64 * max(rank, 1))(*strides)
+    cname = _lib.encode(name)
+    keep += [cshape, cstrides, cname]
+    v = _lib.TensorView(cname, data, dt, rank, cshape, cstrides, memory)
+    return v, keep
+
+
+def analyze(x, name="tensor", **options):
+    """Analyse a tensor in memory under the CLI's options; returns the tensor's entry of the
+    report's "tensors" array (SPEC §9) as a dict: the same values as `fp4diag sqnr OPTIONS
+    FILE TENSOR --json` for a file holding x under that name, bit for bit.
+
+    x: a NumPy array (float32, float16, ml_dtypes.bfloat16; any strides) or a torch tensor
+    (float32, float16, bfloat16; CPU, or CUDA in a library built with CUDA). Other dtypes raise
+    ValueError: convert them first (.astype(numpy.float32)) knowing the values change.
+    """
+    cfg = _Config(options)
+    view, keep = _view(x, name)
+    res = _lib.ctypes.c_void_p()
+    with _lib.lock:
+        _check(_lib.lib.fp4d_analyze_memory(_lib.ctypes.byref(view), cfg.handle,
+                                            _lib.ctypes.byref(res)))
+    del keep
+    return _result_dict(res)
+
+
+TensorInfo = _namedtuple("TensorInfo", "name dtype shape nelems problem")
+TensorInfo.__doc__ = """One tensor of an input: name as the format spells it, dtype ("f32",
+"bf16", ...), shape (a tuple), element count, and problem ("" when it can be read)."""
+
+
+class Input:
+    """An open input: any file or directory the CLI reads (HDF5, safetensors file, index or
+    directory, PyTorch checkpoint, .npy, .npz; SPEC §8). Use as a context manager, or close()."""
+
+    def __init__(self, path):
+        self.path = _os.fspath(path)
+        self._h = _lib.ctypes.c_void_p()
+        with _lib.lock:
+            _check(_lib.lib.fp4d_open(_lib.encode(path), _lib.ctypes.byref(self._h)))
+            n = _lib.lib.fp4d_tensor_count(self._h)
+            infos = []
+            for i in range(n):
+                t = _lib.TensorInfo()
+                _check(_lib.lib.fp4d_tensor_get(self._h, i, _lib.ctypes.byref(t)))
+                infos.append(TensorInfo(_lib.decode(t.name), _lib.decode(t.dtype),
+                                        tuple(t.shape[: t.rank]), t.nelems,
+                                        _lib.decode(t.problem)))
+        self.tensors = infos
+
+    def _handle(self):
+        if not self._h:
+            raise UsageError("%s: the input is closed" % self.path)
+        return self._h
+
+    def names(self):
+        """Every tensor's name, in `fp4diag ls` order."""
+        return [t.name for t in self.tensors]
+
+    def __iter__(self):
+        return iter(self.tensors)
+
+    def __len__(self):
+        return len(self.tensors)
+
+    def info(self, name):
+        """The TensorInfo of the tensor named exactly `name` (KeyError when none)."""
+        for t in self.tensors:
+            if t.name == name or t.name == "/" + name.lstrip("/"):
+                return t
+        raise KeyError(name)
+
+    def read(self, name):
+        """The tensor's values as a float32 NumPy array of its shape: what an analysis of it
+        quantizes (f16, bf16, f32 exactly; wider types rounded to nearest float32)."""
+        import numpy as np
+
+        t = self.info(name)
+        out = np.empty(t.shape, dtype=np.float32)
+        with _lib.lock:
+            _check(_lib.lib.fp4d_read_f32(self._handle(), _lib.encode(name),
+                                          out.ctypes.data if out.size else None, out.size))
+        return out
+
+    def analyze(self, name, **options):
+        """The tensor's entry of `fp4diag sqnr OPTIONS FILE NAME`'s report, as a dict."""
+        cfg = _Config(options)
+        res = _lib.ctypes.c_void_p()
+        with _lib.lock:
+            _check(_lib.lib.fp4d_analyze(self._handle(), _lib.encode(name), cfg.handle,
+                                         _lib.ctypes.byref(res)))
+        return _result_dict(res)
+
+    def close(self):
+        if self._h:
+            _lib.lib.fp4d_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
+
+    def __repr__(self):
+        return "fp4diag.Input(%r, %d tensors)" % (self.path, len(self.tensors))
+
+
+def open(path):  # noqa: A001 (the package's own open, as the brief names it)
+    """Open an input the CLI reads; see Input."""
+    return Input(path)
+
+
+def _report(command, args):
+    argv = _lib.argv_of(args)
+    text = _lib.ctypes.c_void_p()
+    with _lib.lock:
+        _check(_lib.lib.fp4d_report(_lib.encode(command), len(args), argv,
+                                    _lib.ctypes.byref(text)))
+    try:
+        return _json.loads(_lib.decode(_lib.ctypes.string_at(text)))
+    finally:
+        _lib.lib.fp4d_free(text)
+
+
+def report(path, *select, command="sqnr", **options):
+    """The whole JSON report of `fp4diag COMMAND OPTIONS PATH SELECT...` (SPEC §9) as a dict;
+    command is "sqnr" (default), "bias", "buckets" or "rht". Selection options are taken too
+    (all_tensors=True, exclude=[...], layers=K, rank_by=..., shard="0/2"). Tensors that failed
+    are in the report's "errors" (where the CLI exits 3 after writing it); a file that cannot
+    be read or a pattern that selects nothing raises InputError."""
+    return _report(command, _options(options) + [_os.fspath(path)] + [str(s) for s in select])
+
+
+def audit(source, quantized, *select):
+    """The JSON report of `fp4diag audit SOURCE QUANTIZED SELECT...` (SPEC §11) as a dict."""
+    return _report("audit", [_os.fspath(source), _os.fspath(quantized)]
+                   + [str(s) for s in select])

@@ -1,0 +1,117 @@
+"""ctypes binding of the public C library (include/fp4diag.h, libfp4diag.so.0).
+
+Where the library is looked for, in order: $FP4DIAG_LIBRARY (a path), the copy bundled
+beside this file (a wheel's), then the system's (ctypes.util.find_library("fp4diag")).
+Every call goes through one lock: the library runs one analysis at a time per process and
+its option parser is not reentrant (fp4diag.h, "Threads").
+"""
+import ctypes
+import ctypes.util
+import os
+import threading
+
+MAX_RANK = 8
+OK, ERR_USAGE, ERR_INPUT, ERR_DEVICE, ERR_INTERNAL = 0, 2, 3, 4, 5
+F32, F16, BF16 = 1, 2, 3
+MEM_HOST, MEM_CUDA = 0, 1
+
+lock = threading.RLock()
+
+
+class TensorInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_char_p),
+        ("rank", ctypes.c_int),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+        ("nelems", ctypes.c_int64),
+        ("problem", ctypes.c_char_p),
+    ]
+
+
+class TensorView(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_int),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("memory", ctypes.c_int),
+    ]
+
+
+def _candidates():
+    env = os.environ.get("FP4DIAG_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libfp4diag.so.0")
+    out = [here] if os.path.exists(here) else []
+    found = ctypes.util.find_library("fp4diag")
+    return out + [found or "libfp4diag.so.0"]
+
+
+def _load():
+    errors = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            errors.append(str(e))
+    raise ImportError("fp4diag: cannot load the C library libfp4diag.so.0 (set FP4DIAG_LIBRARY "
+                      "to its path, or install the package with pip): " + "; ".join(errors))
+
+
+lib, path = _load()
+
+_P = ctypes.c_void_p
+_sigs = {
+    "fp4d_version": (ctypes.c_char_p, []),
+    "fp4d_version_number": (ctypes.c_int, []),
+    "fp4d_last_error": (ctypes.c_char_p, []),
+    "fp4d_config_parse_argv": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                                              ctypes.POINTER(_P)]),
+    "fp4d_config_free": (None, [_P]),
+    "fp4d_config_count": (ctypes.c_int, [_P]),
+    "fp4d_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
+    "fp4d_close": (None, [_P]),
+    "fp4d_tensor_count": (ctypes.c_int, [_P]),
+    "fp4d_tensor_get": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(TensorInfo)]),
+    "fp4d_read_f32": (ctypes.c_int, [_P, ctypes.c_char_p, _P, ctypes.c_int64]),
+    "fp4d_analyze": (ctypes.c_int, [_P, ctypes.c_char_p, _P, ctypes.POINTER(_P)]),
+    "fp4d_analyze_memory": (ctypes.c_int, [ctypes.POINTER(TensorView), _P, ctypes.POINTER(_P)]),
+    "fp4d_result_free": (None, [_P]),
+    "fp4d_result_json": (ctypes.c_char_p, [_P]),
+    "fp4d_report": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
+                                   ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_P)]),
+    "fp4d_free": (None, [_P]),
+}
+for _name, (_res, _args) in _sigs.items():
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        raise ImportError("fp4diag: %s lacks %s: the Python package needs a library of symbol "
+                          "version FP4DIAG_0.1.1 or later" % (path, _name)) from None
+    _f.restype = _res
+    _f.argtypes = _args
+
+
+def decode(b):
+    """Text from the library: UTF-8, undecodable bytes kept as surrogates."""
+    return b.decode("utf-8", "surrogateescape") if b is not None else None
+
+
+def encode(s):
+    """A name or option for the library (str, bytes or os.PathLike)."""
+    if isinstance(s, bytes):
+        return s
+    if isinstance(s, os.PathLike):
+        return os.fsencode(s)
+    return str(s).encode("utf-8", "surrogateescape")
+
+
+def argv_of(args):
+    arr = (ctypes.c_char_p * (len(args) + 1))()
+    for i, a in enumerate(args):
+        arr[i] = encode(a)
+    return arr
