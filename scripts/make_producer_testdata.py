@@ -10,6 +10,9 @@ layer, vocab 32, seed 0, bf16) is saved as the source, then quantized three ways
                        calibration, then modelopt.torch.export.export_hf_checkpoint (the unified
                        HF export: weight U8, weight_scale F8_E4M3, weight_scale_2, input_scale,
                        hf_quant_config.json)
+  modelopt_mixed/      the same with down_proj in FP8 (F8_E4M3 weight, not audited): ModelOpt
+                       writes quant_algo MIXED_PRECISION and each module's quant_algo in
+                       quantized_layers
   ct_nvfp4/            compressed-tensors nvfp4-pack-quantized (preset NVFP4A16) and
   ct_mxfp4/            mxfp4-pack-quantized (preset MXFP4A16): apply_quantization_config, the
                        qparams from compressed-tensors' own calculate_qparams / generate_gparam
@@ -78,7 +81,9 @@ def tidy(d):
 
 
 # ---- ModelOpt ---------------------------------------------------------------------------------
-def modelopt_nvfp4(expected):
+def modelopt_nvfp4(expected, name="modelopt_nvfp4", mixed=False):
+    import copy
+
     import modelopt
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
@@ -87,8 +92,13 @@ def modelopt_nvfp4(expected):
     m = tiny_llama()
     torch.manual_seed(1)
     batch = torch.randint(0, 32, (2, 8))
-    mtq.quantize(m, mtq.NVFP4_DEFAULT_CFG, lambda model: model(batch))
-    d = os.path.join(OUT, "modelopt_nvfp4")
+    cfg = copy.deepcopy(mtq.NVFP4_DEFAULT_CFG)
+    if mixed:  # down_proj in FP8: the export says MIXED_PRECISION, quant_algo per layer
+        fp8 = {"num_bits": (4, 3), "axis": None}
+        cfg["quant_cfg"] += [{"quantizer_name": "*mlp.down_proj.weight_quantizer", "cfg": fp8},
+                             {"quantizer_name": "*mlp.down_proj.input_quantizer", "cfg": fp8}]
+    mtq.quantize(m, cfg, lambda model: model(batch))
+    d = os.path.join(OUT, name)
     export_hf_checkpoint(m, export_dir=d)
     tidy(d)
     sd = load_file(os.path.join(d, "model.safetensors"))
@@ -101,7 +111,7 @@ def modelopt_nvfp4(expected):
         qt = NVFP4QTensor(torch.Size(shape), torch.float32, packed)
         w = qt.dequantize(dtype=torch.float32, scale=scale, double_scale=ws2,
                           block_sizes={-1: 16})
-        expected["modelopt_nvfp4/" + mod + ".weight"] = w.contiguous()
+        expected[name + "/" + mod + ".weight"] = w.contiguous()
     return {"nvidia-modelopt": modelopt.__version__}
 
 
@@ -283,9 +293,12 @@ def main():
     versions.update(ct("nvfp4", expected))
     versions.update(ct("mxfp4", expected))
     versions.update(gptoss(expected))
+    # decoded by the same ModelOpt code as modelopt_nvfp4: metrics only, no arrays kept
+    metrics_only = {}
+    modelopt_nvfp4(metrics_only, "modelopt_mixed", mixed=True)
     save_file(expected, os.path.join(OUT, "expected.safetensors"))
     doc = {"made_by": "scripts/make_producer_testdata.py", "versions": versions,
-           "fixtures": fp64_metrics(expected)}
+           "fixtures": fp64_metrics({**expected, **metrics_only})}
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -356,12 +356,25 @@ typedef struct decl {
     int nexclude;
     char exclude_key[32];   /* "exclude_modules", "ignore", "modules_to_not_convert" */
     char bad[200];          /* the file cannot be used: why */
+    /* ModelOpt MIXED_PRECISION: quantized_layers {module: {quant_algo, group_size}}, each
+     * module's own declaration (nlayers 0 when the file has none) */
+    int nlayers;
+    char **layer;           /* module names */
+    char **layer_algo;      /* "NVFP4", "FP8", ... ("" when missing) */
+    int *layer_group;       /* group_size, 0 when absent */
 } decl;
 
 static void decl_free(decl *d)
 {
     for (int i = 0; i < d->nexclude; i++) free(d->exclude[i]);
     free(d->exclude);
+    for (int i = 0; i < d->nlayers; i++) {
+        free(d->layer[i]);
+        free(d->layer_algo[i]);
+    }
+    free(d->layer);
+    free(d->layer_algo);
+    free(d->layer_group);
     memset(d, 0, sizeof *d);
 }
 
@@ -422,6 +435,35 @@ static const char *jstr(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* ModelOpt's quantized_layers (a MIXED_PRECISION export: one quant_algo per module). */
+static void decl_layers(decl *d, const cJSON *obj)
+{
+    if (!cJSON_IsObject(obj)) return;
+    int n = cJSON_GetArraySize(obj);
+    d->layer = calloc((size_t)n + 1, sizeof *d->layer);
+    d->layer_algo = calloc((size_t)n + 1, sizeof *d->layer_algo);
+    d->layer_group = calloc((size_t)n + 1, sizeof *d->layer_group);
+    if (!d->layer || !d->layer_algo || !d->layer_group) return;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj) {
+        if (!it->string) continue;
+        const char *algo = jstr(it, "quant_algo");
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(it, "group_size");
+        char *name = strdup(it->string), *a = strdup(algo ? algo : "");
+        if (!name || !a) {
+            free(name);
+            free(a);
+            return;
+        }
+        d->layer[d->nlayers] = name;
+        d->layer_algo[d->nlayers] = a;
+        d->layer_group[d->nlayers] =
+            cJSON_IsNumber(g) && g->valuedouble > 0 && g->valuedouble < 1e6 ? (int)g->valuedouble
+                                                                            : 0;
+        d->nlayers++;
+    }
+}
+
 /* hf_quant_config.json (ModelOpt). Returns false when the file is absent. */
 static bool read_hf_quant(const char *dir, decl *d)
 {
@@ -445,6 +487,7 @@ static bool read_hf_quant(const char *dir, decl *d)
     d->format = format_from_text(algo);
     say(d->what, sizeof d->what, "modelopt %s", algo ? algo : "(no quant_algo)");
     decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "exclude_modules"), "exclude_modules");
+    decl_layers(d, cJSON_GetObjectItemCaseSensitive(q, "quantized_layers"));
     cJSON_Delete(j);
     return true;
 }
@@ -476,6 +519,7 @@ static bool read_config_json(const char *dir, decl *d)
         say(d->what, sizeof d->what, "modelopt %s",
                  jstr(q, "quant_algo") ? jstr(q, "quant_algo") : "(no quant_algo)");
         decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "ignore"), "ignore");
+        decl_layers(d, cJSON_GetObjectItemCaseSensitive(q, "quantized_layers"));
     } else if (m && !strcmp(m, "compressed-tensors")) {
         d->producer = FP4_QP_COMPRESSED_TENSORS;
         const char *f = jstr(q, "format");
@@ -535,13 +579,29 @@ static void apply_decl(fp4_qset *qs, const decl *d)
         char mod[FP4_NAME_MAX_Q];
         say(mod, sizeof mod, "%s", q->name);
         if (ends_with(mod, ".weight")) mod[strlen(mod) - 7] = '\0';
-        for (int k = 0; k < d->nexclude; k++) {
+        bool excluded = false;
+        for (int k = 0; k < d->nexclude && !excluded; k++) {
             if (exclude_matches(d->exclude[k], mod)) {
                 char a[200];
                 say(a, sizeof a, "%s %s", d->file, d->exclude_key);
                 problem(q, "stored packed, but %s names %s", a, d->exclude[k]);
-                break;
+                excluded = true;
             }
+        }
+        if (excluded || d->nlayers == 0) continue;
+        /* MIXED_PRECISION: the module's own quant_algo and group size */
+        int k = 0;
+        while (k < d->nlayers && strcmp(d->layer[k], mod) != 0) k++;
+        if (k == d->nlayers) {
+            problem(q, "stored packed, but %s quantized_layers (%s) does not list %s", d->file,
+                    d->what, mod);
+        } else if (format_from_text(d->layer_algo[k]) != (int)q->format) {
+            problem(q, "%s quantized_layers declares %s %s, the tensors are %s", d->file, mod,
+                    d->layer_algo[k][0] ? d->layer_algo[k] : "(no quant_algo)", found);
+        } else if (d->layer_group[k] && d->layer_group[k] != q->block) {
+            problem(q, "%s quantized_layers declares %s group_size %d, the tensors have one "
+                       "block scale per %d",
+                    d->file, mod, d->layer_group[k], q->block);
         }
     }
 }

@@ -15,7 +15,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4; do
+for fx in modelopt_nvfp4 modelopt_mixed ct_nvfp4 ct_mxfp4 gptoss_mxfp4; do
     src=$P/source
     [ "$fx" = gptoss_mxfp4 ] && src=$P/gptoss_source
     "$FP4DIAG" audit "$src" "$P/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
@@ -25,9 +25,10 @@ r = json.load(open(sys.argv[1])); fx = sys.argv[3]
 want = json.load(open(sys.argv[2]))["fixtures"][fx]
 assert r["schema"] == "fp4diag.audit/1" and r["errors"] == [], r["errors"]
 got = {t["name"]: t for t in r["tensors"]}
-nq = 2 if fx == "gptoss_mxfp4" else 7
+nq = {"gptoss_mxfp4": 2, "modelopt_mixed": 6}.get(fx, 7)  # mixed: down_proj is FP8
 assert sorted(got) == sorted(want["tensors"]) and len(got) == nq, sorted(got)
-fmt, prod = {"modelopt_nvfp4": ("nvfp4", "modelopt"), "ct_nvfp4": ("nvfp4", "compressed-tensors"),
+fmt, prod = {"modelopt_nvfp4": ("nvfp4", "modelopt"), "modelopt_mixed": ("nvfp4", "modelopt"),
+             "ct_nvfp4": ("nvfp4", "compressed-tensors"),
              "ct_mxfp4": ("mxfp4", "compressed-tensors"), "gptoss_mxfp4": ("mxfp4", "gpt-oss")}[fx]
 for name, w in want["tensors"].items():
     t = got[name]
@@ -98,6 +99,31 @@ PY
 "$FP4DIAG" audit "$tmp/gsrc/flat" "$P/gptoss_mxfp4" -q 2>"$tmp/e"; rc=$?
 [ "$rc" -eq 3 ] && grep -q 'gate_up_proj: shape 128x128 in the source, 2x128x64 in the quantized checkpoint (nor its last two dims swapped' "$tmp/e" \
     || { cat "$tmp/e"; fail "gpt-oss shape mismatch: exit $rc"; }
+
+# ModelOpt MIXED_PRECISION: each module's quant_algo and group_size (quantized_layers) checked
+# against its tensors: one declared FP8, one declared with group 32, one not listed
+grep -q '"declared":	"hf_quant_config.json: modelopt MIXED_PRECISION"' "$tmp/modelopt_mixed.json" || fail "mixed declaration"
+cp -r "$P/modelopt_mixed" "$tmp/mixed_bad"
+python3 - "$tmp/mixed_bad/hf_quant_config.json" <<'PY' || fail "editing quantized_layers"
+import json, sys
+c = json.load(open(sys.argv[1])); L = c["quantization"]["quantized_layers"]
+L["model.layers.0.self_attn.q_proj"] = {"quant_algo": "FP8"}
+L["model.layers.0.self_attn.k_proj"]["group_size"] = 32
+del L["model.layers.0.self_attn.o_proj"]
+json.dump(c, open(sys.argv[1], "w"))
+PY
+"$FP4DIAG" audit "$P/source" "$tmp/mixed_bad" -o "$tmp/mb.json" -q 2>/dev/null; rc=$?
+[ "$rc" -eq 3 ] || fail "mixed contradictions: exit $rc"
+python3 - "$tmp/mb.json" <<'PY' || fail "mixed contradictions"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {x["tensor"]: x["message"] for x in r["errors"]}
+A = "model.layers.0.self_attn."
+assert "quantized_layers declares model.layers.0.self_attn.q_proj FP8, the tensors are modelopt NVFP4" in e[A + "q_proj.weight"], e
+assert "declares model.layers.0.self_attn.k_proj group_size 32, the tensors have one block scale per 16" in e[A + "k_proj.weight"], e
+assert "quantized_layers (modelopt MIXED_PRECISION) does not list model.layers.0.self_attn.o_proj" in e[A + "o_proj.weight"], e
+assert len(e) == 3 and len(r["tensors"]) == 3, (e, [t["name"] for t in r["tensors"]])
+PY
 
 # ModelOpt's export declares itself (hf_quant_config.json); compressed-tensors' config.json
 grep -q '"declared":	"hf_quant_config.json: modelopt' "$tmp/modelopt_nvfp4.json" || fail "modelopt declaration"
