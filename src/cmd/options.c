@@ -28,6 +28,7 @@ enum {
     OPT_MEM_LIMIT,
     OPT_LAYERS,
     OPT_ALL_TENSORS,
+    OPT_ALL_WEIGHTS,
     OPT_EXCLUDE,
     OPT_JSON,
     OPT_RANK_BY,
@@ -54,6 +55,7 @@ static const struct option base_longopts[] = {
     {"mem-limit", required_argument, NULL, OPT_MEM_LIMIT},
     {"layers", required_argument, NULL, OPT_LAYERS},
     {"all-tensors", no_argument, NULL, OPT_ALL_TENSORS},
+    {"all-weights", no_argument, NULL, OPT_ALL_WEIGHTS},
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"json", no_argument, NULL, OPT_JSON},
     {"rank-by", required_argument, NULL, OPT_RANK_BY},
@@ -232,6 +234,7 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
         o->layers = (int)v;
         return FP4_OK;
     case OPT_ALL_TENSORS: o->all_tensors = true; return FP4_OK;
+    case OPT_ALL_WEIGHTS: o->all_weights = true; return FP4_OK;
     case OPT_EXCLUDE:
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "--exclude: empty pattern");
         if (o->nexclude >= FP4_MAX_EXCLUDE)

@@ -105,8 +105,11 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --mem-limit SIZE    bound on tensor memory: bytes, 512M, 1G (default 1G)\n"
 #define FP4_OPTHELP_SELECT                                                                     \
     "  --all-tensors       every numeric tensor, whatever its rank or type (default: the\n"    \
-    "                      floating-point tensors of rank >= 2, what 4-bit recipes quantize;\n" \
+    "                      floating-point tensors of rank >= 2 that 4-bit recipes quantize;\n" \
     "                      the rest is listed as skipped; a tensor named exactly always runs)\n" \
+    "  --all-weights       also the weights recipes keep in high precision: embeddings,\n"     \
+    "                      lm_head, norms, MoE routers, biases, the checkpoint's own\n"       \
+    "                      exclude list (default: listed as kept, not analysed)\n"            \
     "  --exclude GLOB      leave out tensors matching GLOB (name, group or glob; repeatable)\n"
 #define FP4_OPTHELP_SHARD                                                                      \
     "  --shard I/N         share I of N (0 <= I < N) of the selected tensors, balanced by\n"   \

@@ -759,6 +759,16 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
             problem(&out->t[i], "hf_quant_config.json declares %s, config.json %s", hf.what,
                     cj.what);
     }
+    decl *ex = has_hf && !hf.bad[0] && hf.nexclude > 0   ? &hf
+               : has_cj && !cj.bad[0] && cj.nexclude > 0 ? &cj
+                                                           : NULL;
+    if (ex) { /* handed over: the run honours it for the tensors in high precision */
+        out->exclude = ex->exclude;
+        out->nexclude = ex->nexclude;
+        say(out->exclude_from, sizeof out->exclude_from, "%s %s", ex->file, ex->exclude_key);
+        ex->exclude = NULL;
+        ex->nexclude = 0;
+    }
     if (has_hf && !hf.bad[0])
         say(out->declared, sizeof out->declared, "hf_quant_config.json: %s", hf.what);
     else if (has_cj && !cj.bad[0] && cj.producer > 0)
@@ -786,6 +796,8 @@ void fp4_qset_free(fp4_qset *qs)
         free(q->input_scale);
     }
     free(qs->t);
+    for (int i = 0; i < qs->nexclude; i++) free(qs->exclude[i]);
+    free(qs->exclude);
     memset(qs, 0, sizeof *qs);
 }
 

@@ -86,6 +86,12 @@ typedef struct fp4_qset {
     int n;
     char declared[160];       /* what the config files declare: "hf_quant_config.json: modelopt
                                  NVFP4", or "" when none */
+    char **exclude;           /* the checkpoint's own exclude list, as written (patterns,
+                                 globs or "re:" regexes; owned), nexclude of them: from
+                                 hf_quant_config.json when it has one, else config.json */
+    int nexclude;
+    char exclude_from[64];    /* where: "hf_quant_config.json exclude_modules",
+                                 "config.json ignore", "" when none */
 } fp4_qset;
 
 /* Find the quantized tensors of `src` (safetensors and GGUF; any other format gets an empty
@@ -95,7 +101,8 @@ typedef struct fp4_qset {
  * dtypes, then reads the config files beside the checkpoint (FILE's directory, or FILE when it
  * is a directory) and marks each tensor the declaration contradicts (another producer or
  * format, or a module the exclude list names) with a problem. A config file that cannot be
- * parsed is a problem of every quantized tensor. FP4_ERR_INTERNAL only when out of memory;
+ * parsed is a problem of every quantized tensor. The exclude list itself is kept in
+ * out->exclude (the run leaves what it names out of the default selection, run/recipe.h). FP4_ERR_INTERNAL only when out of memory;
  * errors describing a tensor propagate. */
 fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out);
 void fp4_qset_free(fp4_qset *qs);

@@ -516,6 +516,14 @@ static bool desc_is_float(const fp4_tensor_desc *t)
     }
 }
 
+bool fp4_source_names_exactly(const fp4_source *s, const char *pattern, const char *name)
+{
+    char *p = select_normalize(s->ops, pattern);
+    bool exact = p && strcmp(p, name) == 0;
+    free(p);
+    return exact;
+}
+
 fp4_status fp4_source_skip_reason(const fp4_source *s, const fp4_tensor_desc *t,
                                   const char *const *patterns, int npatterns, bool all_tensors,
                                   const char *const *exclude, int nexclude, char *buf,

@@ -268,6 +268,10 @@ fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, in
 fp4_status fp4_source_pattern_hits(const fp4_source *s, const char *pattern,
                                    const fp4_tensor_desc *list, int n, bool *any);
 
+/* Whether selection pattern `pattern` (as the user wrote it) names tensor `name` exactly (the
+ * source's normalisation applied: a leading '/' optional). False when out of memory. */
+bool fp4_source_names_exactly(const fp4_source *s, const char *pattern, const char *name);
+
 /* Whether `pattern` (normalized: see fp4_select_normalize) selects tensor `name` under the
  * separators `seps` (exposed for tests). */
 bool fp4_select_matches(const char *pattern, const char *name, const char *seps);

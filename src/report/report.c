@@ -211,6 +211,7 @@ static void add_config(cJSON *root, const fp4_run *run)
     if (o->layers > 0) cJSON_AddNumberToObject(c, "layers", o->layers);
     else cJSON_AddNullToObject(c, "layers");
     cJSON_AddBoolToObject(c, "all_tensors", o->all_tensors);
+    if (o->all_weights) cJSON_AddBoolToObject(c, "all_weights", true);
     cJSON *ex = cJSON_AddArrayToObject(c, "exclude");
     for (int i = 0; ex && i < o->nexclude; i++)
         cJSON_AddItemToArray(ex, cJSON_CreateString(o->exclude[i]));
@@ -762,6 +763,17 @@ static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
 
 /* The verdict under the table: pooled SQNR, alpha and B15 per config, the winner with its
  * margin, and the top 10 tensors of the ranking (the JSON holds all of them). */
+/* The table's classes of skipped tensors: 0 already quantized, 1 kept in high precision by
+ * a recipe rule or the checkpoint's exclude list (run/recipe.h), 2 the rest. */
+static const char kept_pfx[] = "kept in high precision by ";
+static int skip_class(const char *reason)
+{
+    static const char qpfx[] = "already quantized";
+    if (!strncmp(reason, qpfx, sizeof qpfx - 1)) return 0;
+    if (!strncmp(reason, kept_pfx, sizeof kept_pfx - 1)) return 1;
+    return 2;
+}
+
 static void verdict_table(FILE *out, const fp4_run *run, int nw)
 {
     if (run->ntensors <= 0 || run->ncfg <= 0) return;
@@ -894,29 +906,47 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
     }
     verdict_table(out, run, w);
     /* already-quantized tensors (io/quantized.h) on a line of their own: no option analyses
-     * them */
-    static const char qpfx[] = "already quantized";
-    int nq = 0;
-    for (int i = 0; i < run->nskipped; i++)
-        nq += strncmp(run->skipped[i].reason, qpfx, sizeof qpfx - 1) == 0;
-    for (int pass = 0; pass < 2; pass++) {
-        int count = pass ? run->nskipped - nq : nq, shown = 0;
+     * them; then the weights recipes keep in high precision (run/recipe.h: --all-weights
+     * analyses them); then the rest */
+    int nclass[3] = {0, 0, 0};
+    int64_t kept_elems = 0, all_elems = 0;
+    for (int i = 0; i < run->nskipped; i++) {
+        int c = skip_class(run->skipped[i].reason);
+        nclass[c]++;
+        if (c == 1 && run->skipped[i].info.nelems > 0) kept_elems += run->skipped[i].info.nelems;
+    }
+    for (int i = 0; i < run->ntensors; i++)
+        if (run->tensors[i].info.nelems > 0) all_elems += run->tensors[i].info.nelems;
+    all_elems += kept_elems;
+    for (int pass = 0; pass < 3; pass++) {
+        int count = nclass[pass], shown = 0, most = pass == 1 ? 6 : 4;
         if (count == 0) continue;
         if (pass == 0)
             fprintf(out, "already quantized: %d tensor%s (not analysed, not pooled):", count,
                     count == 1 ? "" : "s");
+        else if (pass == 1)
+            fprintf(out, "kept in high precision by recipe: %d tensor%s, %.1f%% of the "
+                    "elements (not analysed, not pooled):", count, count == 1 ? "" : "s",
+                    all_elems > 0 ? 100.0 * (double)kept_elems / (double)all_elems : 0.0);
         else /* one line: how many, the first few with their reasons, how to include them */
             fprintf(out, "skipped %d tensor%s (not analysed, not pooled):", count,
                     count == 1 ? "" : "s");
-        for (int i = 0; i < run->nskipped && shown < 4; i++) {
+        for (int i = 0; i < run->nskipped && shown < most; i++) {
             const fp4_tensor_skip *x = &run->skipped[i];
-            if ((strncmp(x->reason, qpfx, sizeof qpfx - 1) == 0) != (pass == 0)) continue;
+            if (skip_class(x->reason) != pass) continue;
             char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            /* "already quantized (NVFP4, modelopt): ..." shows as [NVFP4, modelopt] */
-            char fmt[96] = "";
+            /* "already quantized (NVFP4, modelopt): ..." shows as [NVFP4, modelopt];
+             * "kept in high precision by recipe: embedding (*embed*)" as [embedding
+             * (*embed*)], "... by config.json ignore: lm_head" as [config.json ignore:
+             * lm_head] */
+            char fmt[160] = "";
             if (pass == 0) {
                 const char *l = strchr(x->reason, '('), *r = l ? strchr(l, ')') : NULL;
                 if (l && r) snprintf(fmt, sizeof fmt, "%.*s", (int)(r - l - 1), l + 1);
+            } else if (pass == 1) {
+                const char *by = x->reason + sizeof kept_pfx - 1;
+                if (!strncmp(by, "recipe: ", 8)) by += 8;
+                snprintf(fmt, sizeof fmt, "%s", by);
             }
             char *why = fp4_text_escape(fmt[0] ? fmt : x->reason,
                                         FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
@@ -935,7 +965,8 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
                     "audit SOURCE %s' measures these against their source)\n",
                     count > 4 ? ", ..." : "", file ? file : "QUANTIZED");
             free(file);
-        }
+        } else if (pass == 1)
+            fprintf(out, "%s; --all-weights analyses them\n", count > most ? ", ..." : "");
         else
             fprintf(out, "%s; --all-tensors or an exact name analyses them\n",
                     count > 4 ? ", ..." : "");

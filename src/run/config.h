@@ -66,7 +66,11 @@ typedef struct fp4_run_config {
                               directory tree (HDF5 external links, external raw storage and
                               virtual-dataset sources; safetensors shards and directory entries
                               that resolve outside), still only regular files */
-    bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type */
+    bool all_tensors;      /* --all-tensors: every numeric tensor, whatever its rank or type
+                              (implies all_weights) */
+    bool all_weights;      /* --all-weights: also the weights recipes keep in high precision
+                              (run/recipe.h: embeddings, lm_head, norms, MoE routers, biases,
+                              the checkpoint's own exclude list) */
     const char *exclude[FP4_MAX_EXCLUDE]; /* --exclude GLOB (borrowed strings) */
     int nexclude;
 

@@ -1,6 +1,7 @@
 /* driver.c — stream each selected dataset through the backend, one tensor at a time, in slabs
  * bounded by --mem-limit; per-tensor failures become error entries (SPEC §8). */
 #include "run/driver.h"
+#include "run/recipe.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -443,10 +444,11 @@ static fp4_status nothing_to_analyse(const fp4_run *run, const char *file)
             k = &run->skipped[i];
             break;
         }
+    const bool kept = strncmp(k->reason, "kept in high precision", 22) == 0;
     return fp4_error(FP4_ERR_INPUT, "%s: no tensor to analyse: the %d selected are not what "
                      "4-bit recipes quantize (%s: %s%s); name a tensor exactly or add "
-                     "--all-tensors", file, run->nskipped, k->info.name, k->reason,
-                     run->nskipped > 1 ? ", ..." : "");
+                     "%s", file, run->nskipped, k->info.name, k->reason,
+                     run->nskipped > 1 ? ", ..." : "", kept ? "--all-weights" : "--all-tensors");
 }
 
 /* fp4_source_select_some over pats[0..n): a pattern that matches nothing is a warning naming
@@ -475,6 +477,31 @@ static fp4_status select_warn(fp4_run *run, fp4_source *src, const char *file,
                              "other selections run)", file, orig[j]);
     free(unmatched);
     return st;
+}
+
+/* The default selection's second half (SPEC §9 "Default selection"): a tensor the
+ * checkpoint's own exclude list names, or one a recipe rule (run/recipe.h) keeps in high
+ * precision, is left out with the rule that matched; a tensor named exactly, a tensor with a
+ * problem (an error entry), --all-tensors and --all-weights keep it. */
+static void recipe_reason(const fp4_source *src, const fp4_qset *qset, const fp4_run_config *opt,
+                          const fp4_tensor_desc *t, const char *const *patterns, int npatterns,
+                          char *why, size_t n, const char **reason)
+{
+    if (opt->all_tensors || opt->all_weights || t->problem[0]) return;
+    for (int j = 0; j < npatterns; j++)
+        if (fp4_source_names_exactly(src, patterns[j], t->name)) return;
+    for (int k = 0; k < qset->nexclude; k++)
+        if (fp4_recipe_exclude_matches(qset->exclude[k], t->name)) {
+            snprintf(why, n, "kept in high precision by %s: %s", qset->exclude_from,
+                     qset->exclude[k]);
+            *reason = why;
+            return;
+        }
+    const fp4_recipe_rule *r = fp4_recipe_keeps(t->name);
+    if (r) {
+        snprintf(why, n, "kept in high precision by recipe: %s (%s)", r->kind, r->glob);
+        *reason = why;
+    }
 }
 
 fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
@@ -573,6 +600,8 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
             st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
                                         opt->exclude, opt->nexclude, why, sizeof why, &reason);
             if (st != FP4_OK) goto out;
+            if (!reason) recipe_reason(src, &qset, opt, &infos[i], patterns, npatterns, why,
+                                       sizeof why, &reason);
         }
         if (reason) {
             fp4_tensor_skip *sk = &run->skipped[run->nskipped];

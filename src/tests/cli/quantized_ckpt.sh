@@ -4,7 +4,9 @@
 # and producer (`ls --json` a quant object); `sqnr` lists the quantized tensors as skipped
 # "already quantized (NVFP4, modelopt): audit needs the source", never analyses a block scale
 # as a weight, and its verdict covers the high-precision tensors; inconsistent partners and a
-# config the tensors contradict are error entries (exit 3, the rest still analysed).
+# config the tensors contradict are error entries (exit 3, the rest still analysed). The
+# high-precision lm_head is kept by recipe and by the checkpoint's exclude list (SPEC §9
+# "Default selection"): a default run has nothing left (exit 3), --all-weights analyses it.
 set -u
 Q=testdata/quantized
 [ -d "$Q/modelopt_nvfp4" ] || { echo "no $Q"; exit 77; }
@@ -46,7 +48,11 @@ PY
 for fx in modelopt_nvfp4:NVFP4,\ modelopt ct_nvfp4:NVFP4,\ compressed-tensors \
           ct_mxfp4:MXFP4,\ compressed-tensors; do
     dir=${fx%%:*} what=${fx#*:}
-    "$FP4DIAG" sqnr "$Q/$dir" -o "$tmp/r.json" || fail "sqnr $dir exited $?"
+    rm -f "$tmp/r.json"
+    "$FP4DIAG" sqnr "$Q/$dir" -q -o "$tmp/r.json" 2>"$tmp/err"
+    [ $? -eq 3 ] && [ ! -e "$tmp/r.json" ] && grep -q "no tensor to analyse" "$tmp/err" \
+        || fail "sqnr $dir without --all-weights: wanted exit 3, nothing left to analyse"
+    "$FP4DIAG" sqnr "$Q/$dir" --all-weights -o "$tmp/r.json" || fail "sqnr $dir exited $?"
     python3 - "$tmp/r.json" "$what" <<'PY' || fail "sqnr $dir report"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -61,13 +67,13 @@ PY
 done
 
 # the table: one line for the quantized tensors, saying what measures them
-"$FP4DIAG" sqnr "$Q/modelopt_nvfp4" -v -o "$tmp/r.json" 2>"$tmp/table" || fail "sqnr -v exited $?"
+"$FP4DIAG" sqnr "$Q/modelopt_nvfp4" --all-weights -v -o "$tmp/r.json" 2>"$tmp/table" || fail "sqnr -v exited $?"
 grep -q "^already quantized: 4 tensors (not analysed, not pooled): model.layers.0.self_attn.q_proj.weight \[NVFP4, modelopt\], .*'fp4diag audit SOURCE $Q/modelopt_nvfp4' measures these" "$tmp/table" \
     || { cat "$tmp/table"; fail "table line for quantized tensors"; }
 grep -q '^skipped 1 tensor (not analysed, not pooled): model.norm.weight \[rank 1\]' "$tmp/table" \
     || { cat "$tmp/table"; fail "skipped line"; }
 
-"$FP4DIAG" sqnr "$Q/bad_partners" -o "$tmp/b.json" 2>"$tmp/err"
+"$FP4DIAG" sqnr "$Q/bad_partners" --all-weights -o "$tmp/b.json" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 3 ] || fail "bad_partners: exit $rc, expected 3"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "bad_partners: not one line"; }
