@@ -209,6 +209,17 @@ static void check_packed(fp4_qtensor *q, const fp4_tensor_desc *p, const fp4_ten
         q->scale_layout = FP4_QS_SWIZZLED;
         return;
     }
+    /* TensorRT-LLM's fp4_quantize (ModelOpt try_tensorrt): 1-D U8 scales in the CUTLASS
+     * layout, the same 128x4 tiles flattened ([ceil(R/128), ceil(K/16/4), 32, 4, 4];
+     * tensorrt_llm cutlass_fp4_scale_to_modelopt_fp4_scale) */
+    if (q->producer == FP4_QP_MODELOPT && q->format == FP4_QF_NVFP4 && q->rank == 2 &&
+        s->rank == 1 && is_dtype(s, "u8") &&
+        s->dims[0] == (q->dims[0] + 127) / 128 * 128 * ((K / 16 + 3) / 4 * 4)) {
+        q->scale_cols = (K / 16 + 3) / 4 * 4;
+        q->scale_layout = FP4_QS_SWIZZLED;
+        q->scale_1d = true;
+        return;
+    }
     dims_text(a, sizeof a, s->rank, s->dims);
     dims_text(b, sizeof b, q->rank, want);
     char why[160];
@@ -233,7 +244,10 @@ static void set_layout(fp4_qtensor *q)
                                                                : ", global multiplied";
     say(q->layout, sizeof q->layout, "nibble low=even, %s scales %s%s",
              q->format == FP4_QF_NVFP4 ? "e4m3" : "e8m0",
-             q->scale_layout == FP4_QS_SWIZZLED ? "swizzled 128x4" : "flat", g);
+             q->scale_1d                        ? "1-D cutlass 128x4"
+             : q->scale_layout == FP4_QS_SWIZZLED ? "swizzled 128x4"
+                                                  : "flat",
+             g);
 }
 
 /* ModelOpt (<m>.weight) and compressed-tensors (<m>.weight_packed) groups. */
@@ -259,9 +273,14 @@ static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_te
     q->packed = strdup(p->name);
     if (!q->name || !q->packed) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     member(c, q, p->name);
-    q->format = s && is_dtype(s, "f8_e4m3") ? FP4_QF_NVFP4 : s && is_e8m0(s) ? FP4_QF_MXFP4
-                : g                                       ? FP4_QF_NVFP4
-                                                          : FP4_QF_MXFP4;
+    /* U8 block scales are E8M0 (MXFP4), except a ModelOpt 1-D U8 tensor beside a
+     * weight_scale_2: TensorRT-LLM's CUTLASS-layout E4M3 bytes (NVFP4) */
+    const bool cutlass = prod == FP4_QP_MODELOPT && s && g && is_dtype(s, "u8") && s->rank == 1;
+    q->format = s && is_dtype(s, "f8_e4m3") ? FP4_QF_NVFP4
+                : cutlass                   ? FP4_QF_NVFP4
+                : s && is_e8m0(s)           ? FP4_QF_MXFP4
+                : g                         ? FP4_QF_NVFP4
+                                            : FP4_QF_MXFP4;
     q->block = q->format == FP4_QF_NVFP4 ? 16 : 32;
     if (s) {
         member(c, q, s->name);
@@ -283,6 +302,7 @@ static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_te
     else if (!is_dtype(s, "f8_e4m3") && !is_e8m0(s))
         problem(q, "%s is %s, expected f8_e4m3 (NVFP4) or u8/F8_E8M0 (MXFP4)",
                 short_role(nm[0]), s->dtype);
+
     if (q->format == FP4_QF_NVFP4 && !g)
         problem(q, "%s missing (the per-tensor scale of NVFP4)", short_role(nm[1]));
     if (q->format == FP4_QF_MXFP4 && g)
@@ -1024,8 +1044,9 @@ fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t 
     const uint8_t *pb = fp4_source_bytes(src, &p), *sb = fp4_source_bytes(src, &s);
     const uint8_t *gb = q->global ? fp4_source_bytes(src, &g) : NULL;
     int64_t K = q->dims[q->rank - 1];
-    int64_t want_s = q->scale_layout == FP4_QS_SWIZZLED ? s.dims[0] * s.dims[1]
-                                                        : q->rows * q->scale_cols;
+    int64_t want_s = q->scale_1d                         ? s.dims[0]
+                     : q->scale_layout == FP4_QS_SWIZZLED ? s.dims[0] * s.dims[1]
+                                                          : q->rows * q->scale_cols;
     int64_t want_p = q->rows * (K / 2);
     if (q->scale_layout == FP4_QS_GGUF) /* one tensor of 17-byte / 36-byte blocks */
         want_p = want_s = q->format == FP4_QF_MXFP4 ? q->rows * (K / 32) * 17

@@ -5,7 +5,9 @@
  *
  * Producers and their tensors (per module <m>; "K" is the input dimension, the last one):
  *   modelopt NVFP4       <m>.weight U8 [..., K/2], <m>.weight_scale F8_E4M3 [..., K/16]
- *                        (flat; or the cuBLAS 128x4 swizzle, padded), <m>.weight_scale_2 F32
+ *                        (flat; or the cuBLAS 128x4 swizzle, padded; or U8 1-D, the same
+ *                        tiles flattened, as TensorRT-LLM's fp4_quantize writes them),
+ *                        <m>.weight_scale_2 F32
  *                        0-d or [1] (multiplied), <m>.input_scale F32 (optional)
  *   modelopt MXFP4       <m>.weight U8 [..., K/2], <m>.weight_scale U8/F8_E8M0 [..., K/32]
  *   compressed-tensors   <m>.weight_packed U8 [..., K/2], <m>.weight_scale F8_E4M3 [..., K/16],
@@ -71,6 +73,8 @@ typedef struct fp4_qtensor {
     int64_t dims[FP4_MAX_RANK]; /* logical dims; the last is K (2 x the packed bytes per row) */
     int64_t rows;             /* product of every dim but the last */
     int64_t scale_cols;       /* block scales per row as stored (K / block for flat) */
+    bool scale_1d;            /* swizzled scales stored 1-D as U8 (TensorRT-LLM's CUTLASS
+                                 layout, ModelOpt try_tensorrt): the same tile order */
     char layout[96];          /* "nibble low=even, scales flat e4m3, global multiplied" */
     char *packed, *scale, *global, *input_scale; /* member tensor names (owned; global and
                                                     input_scale NULL when absent) */

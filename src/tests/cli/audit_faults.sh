@@ -9,6 +9,7 @@
 #   - an E8M0 block scale 0xFF: an errors entry that names the byte;
 #   - padded scale columns in the flat shape: an errors entry naming the shapes;
 #   - a 0-d and a [1] per-tensor scale: both accepted, the same numbers;
+#   - ModelOpt's 1-D U8 (TensorRT-LLM CUTLASS) block scales: the same numbers as flat ones;
 #   - zero-block conventions: ModelOpt's 1.0 reproduced; TE's 0 and compressed-tensors' 0.125
 #     under ModelOpt counted as scale bytes the rule does not give.
 set -u
@@ -71,6 +72,22 @@ for k in t:
         assert t[k][1] == [], t[k][1]
         t[k][1] = [1]
 save(f, t, m)
+# TensorRT-LLM's 1-D U8 CUTLASS scales (ModelOpt try_tensorrt), as its
+# modelopt_fp4_scale_to_cutlass_fp4_scale lays them out; and one 4 bytes short
+def cutlass(a):
+    m, n = a.shape
+    p = np.pad(a, ((0, (128 - m % 128) % 128), (0, (4 - n % 4) % 4)))
+    M, N = p.shape
+    return p.reshape(M // 128, 4, 32, N // 4, 4).transpose(0, 3, 2, 1, 4).reshape(-1)
+for name, short in (("cutlass", 0), ("cutlass_short", 4)):
+    f = copy("modelopt_nvfp4", name); t, m = load(f)
+    for k in list(t):
+        if k.endswith(".weight_scale"):
+            d, s, raw = t[k]
+            c = cutlass(np.frombuffer(bytes(raw), np.uint8).reshape(s))
+            c = c[:len(c) - short]
+            t[k] = ["U8", [len(c)], bytearray(c.tobytes())]
+    save(f, t, m)
 # a zero block in the source (row 3, block 1 of o_proj) and exports with three conventions
 f = copy("source", "zsrc"); t, m = load(f)
 d, s, raw = t[O]; a = np.frombuffer(bytes(raw), np.uint16).reshape(s).copy(); a[3, 16:32] = 0
@@ -118,6 +135,22 @@ python3 -c "
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 assert a['tensors'] == b['tensors'] and a['pooled'] == b['pooled']" "$tmp/one.json" "$tmp/zero_d.json" || fail "[1] vs 0-d"
+
+# 1-D CUTLASS scales: read as the same tiles, the same numbers as the flat export; a wrong size
+# is an errors entry
+"$FP4DIAG" audit "$P/source" "$tmp/cutlass" -q -o "$tmp/cut.json" || fail "cutlass exited $?"
+python3 - "$tmp/cut.json" "$tmp/zero_d.json" <<'PY' || fail "cutlass vs flat"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert len(a["tensors"]) == 7
+for x, y in zip(a["tensors"], b["tensors"]):
+    assert x["quant"]["layout"] == "nibble low=even, e4m3 scales 1-D cutlass 128x4, global multiplied", x["quant"]
+    for k in ("export", "requant", "nonnearest", "scale_match_frac", "scale_byte_diff", "global_scale"):
+        assert x[k] == y[k], (x["name"], k, x[k], y[k])
+assert a["pooled"] == b["pooled"]
+PY
+"$FP4DIAG" audit "$P/source" "$tmp/cutlass_short" -q 2>"$tmp/e"; rc=$?
+[ "$rc" -eq 3 ] && grep -q "down_proj.weight: weight_scale is 1020, expected 64x8" "$tmp/e" || { cat "$tmp/e"; fail "short cutlass scales: exit $rc"; }
 
 # zero-block conventions
 for z in z_modelopt:1:1 z_te:0.99609375:0 z_ct:0.99609375:0; do
