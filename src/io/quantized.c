@@ -222,9 +222,15 @@ static void check_packed(fp4_qtensor *q, const fp4_tensor_desc *p, const fp4_ten
     }
     dims_text(a, sizeof a, s->rank, s->dims);
     dims_text(b, sizeof b, q->rank, want);
-    char why[160];
+    char why[240];
     say(why, sizeof why, "%s, expected %s (one %s scale per %d of %lld inputs)", a, b,
              q->format == FP4_QF_NVFP4 ? "E4M3" : "E8M0", q->block, (long long)K);
+    if (q->producer == FP4_QP_MODELOPT && q->format == FP4_QF_NVFP4 && q->rank == 2 &&
+        s->rank == 1) {
+        size_t l = strlen(why);
+        say(why + l, sizeof why - l, " or, 1-D as TensorRT-LLM lays them out, %lld",
+            (long long)((q->dims[0] + 127) / 128 * 128 * ((K / 16 + 3) / 4 * 4)));
+    }
     problem(q, "%s is %s", sr, why);
 }
 
