@@ -24,7 +24,7 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing >&2
 fi
 # Python packages for scripts/ (plots, benchmark, schema checks), pinned.
-if ! python3 -c 'import numpy, h5py, matplotlib, jsonschema, safetensors' 2>/dev/null; then
+if ! python3 -c 'import numpy, h5py, matplotlib, jsonschema, safetensors, gguf' 2>/dev/null; then
     echo "install-deps: installing Python packages from scripts/requirements.txt" >&2
     python3 -m pip install -q -r scripts/requirements.txt >&2 ||
         python3 -m pip install -q --break-system-packages -r scripts/requirements.txt >&2 ||

@@ -231,8 +231,8 @@ static fp4_status gg_describe(void *impl, const char *name, fp4_tensor_desc *out
     out->numeric = kt != FP4_RAW_NONE;
     out->exact_fp32 = fp4_raw_exact(k);
     out->codec_available = true;
-    out->logical_bytes = kt != FP4_RAW_NONE && t->nelems >= 0
-                             ? t->nelems * fp4_raw_size(kt) : t->nbytes;
+    out->logical_bytes = t->nbytes; /* blocks * block bytes: nelems * word size for the
+                                       plain types; -1 on overflow or an unknown type */
     out->stored_bytes = t->nbytes;
     out->file_offset = t->nbytes >= 0 ? (int64_t)(s->h.data_start + t->offset) : -1;
     if (t->problem[0])

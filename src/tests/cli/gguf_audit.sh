@@ -5,7 +5,8 @@
 # source and gguf-py's own dequantize of the same bytes, testdata/gguf/expected.safetensors) to
 # 1e-6 dB; both are round-to-nearest exports by ggml's scale rules, so every scale byte is
 # reproduced (scale_match_frac 1) and every code is a nearest one; auditing gguf-py's decode
-# against the GGUF gives SQNR "exact" (our decode is bit for bit the same).
+# against the GGUF gives SQNR "exact" (our decode is bit for bit the same); the reports
+# follow schema/audit.schema.json.
 set -u
 D=testdata/gguf
 [ -f "$D/model.gguf" ] || { echo "no $D"; exit 77; }
@@ -53,5 +54,16 @@ assert len(r["tensors"]) == 3 and r["errors"] == [], r
 for t in r["tensors"]:
     assert t["export"]["sqnr_status"] == "exact", (t["name"], t["export"])
     assert t["special_scale_bytes"]["e4m3_nan"] == 0, t  # ggml's UE4M3 has no NaN
+PY
+# both reports against schema/audit.schema.json (when jsonschema is installed)
+python3 - "$tmp" schema/audit.schema.json <<'PY' || fail "schema"
+import glob, json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+s = json.load(open(sys.argv[2]))
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    jsonschema.validate(json.load(open(f)), s)
 PY
 exit 0
