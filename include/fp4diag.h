@@ -224,6 +224,13 @@ int fp4d_result_count(const fp4d_result *r);
 /* Configuration i's metrics; FP4D_ERR_USAGE for an index out of range. */
 fp4d_status fp4d_result_metrics(const fp4d_result *r, int i, fp4d_metrics *out);
 
+/* Configuration i's two fp64 sums that nmse and sqnr_db are computed from (SPEC §4-§5), exactly
+ * as accumulated over the counted elements (finite, not padding; for an RHT configuration, of
+ * the rotated values): *sum_x2 = sum x^2, *sum_err2 = sum (xq - x)^2. Either pointer may be
+ * NULL. For Transformer Engine's `mse` (sum_err2 / elements). FP4D_ERR_USAGE for an index out
+ * of range. Symbol version FP4DIAG_0.1.1. */
+fp4d_status fp4d_result_sums(const fp4d_result *r, int i, double *sum_x2, double *sum_err2);
+
 #ifdef __cplusplus
 }
 #endif

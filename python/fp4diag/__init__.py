@@ -117,12 +117,35 @@ class _Config:
             self.handle = None
 
 
-def _result_dict(res):
+def _result_dict(res, sums=None):
+    """The result's JSON entry as a dict; with a list `sums`, also append each
+    configuration's (sum x^2, sum err^2) to it. Frees the result."""
     try:
         text = _lib.lib.fp4d_result_json(res)
+        if sums is not None:
+            for i in range(_lib.lib.fp4d_result_count(res)):
+                x2, e2 = _lib.ctypes.c_double(), _lib.ctypes.c_double()
+                with _lib.lock:
+                    _check(_lib.lib.fp4d_result_sums(res, i, _lib.ctypes.byref(x2),
+                                                     _lib.ctypes.byref(e2)))
+                sums.append((x2.value, e2.value))
         return _json.loads(_lib.decode(text))
     finally:
         _lib.lib.fp4d_result_free(res)
+
+
+def _te_stats(result, sum_err2):
+    """Transformer Engine's statistics of one entry of "results" (its debug API's
+    LogFp8TensorStats / NVFP4 stats, same names and definitions): "underflows%", 100 times the
+    elements that are non-zero but quantize to (+-)0 over all elements (codes 0 and 8 of the
+    histogram less the zeros of the input), and "mse", the mean of (xq - x)^2 over the
+    elements (sum_err2 from the library's own fp64 sum; non-finite elements are left out of
+    both, where TE's would be NaN). None where the tensor has no element."""
+    c, h = result["counts"], result["histogram"]
+    n = c["elements"]
+    if not n:
+        return {"underflows%": None, "mse": None}
+    return {"underflows%": 100.0 * (h[0] + h[8] - c["zero"]) / n, "mse": sum_err2 / n}
 
 
 def _view(x, name):
@@ -179,6 +202,17 @@ def _view(x, name):
     return v, keep
 
 
+def _analyze(x, name, options, sums=None):
+    cfg = _Config(options)
+    view, keep = _view(x, name)
+    res = _lib.ctypes.c_void_p()
+    with _lib.lock:
+        _check(_lib.lib.fp4d_analyze_memory(_lib.ctypes.byref(view), cfg.handle,
+                                            _lib.ctypes.byref(res)))
+    del keep
+    return _result_dict(res, sums)
+
+
 def analyze(x, name="tensor", **options):
     """Analyse a tensor in memory under the CLI's options; returns the tensor's entry of the
     report's "tensors" array (SPEC §9) as a dict: the same values as `fp4diag sqnr OPTIONS
@@ -188,14 +222,7 @@ def analyze(x, name="tensor", **options):
     (float32, float16, bfloat16; CPU, or CUDA in a library built with CUDA). Other dtypes raise
     ValueError: convert them first (.astype(numpy.float32)) knowing the values change.
     """
-    cfg = _Config(options)
-    view, keep = _view(x, name)
-    res = _lib.ctypes.c_void_p()
-    with _lib.lock:
-        _check(_lib.lib.fp4d_analyze_memory(_lib.ctypes.byref(view), cfg.handle,
-                                            _lib.ctypes.byref(res)))
-    del keep
-    return _result_dict(res)
+    return _analyze(x, name, options)
 
 
 TensorInfo = _namedtuple("TensorInfo", "name dtype shape nelems problem")

@@ -14,7 +14,8 @@ the tensors) and written as JSON lines, and as scalars to TensorBoard or W&B whe
 Each line is one tensor's entry of the report's "tensors" array (SPEC §9, schema
 fp4diag.report/1: name, shape, dtype, axis, results [...]) with three more keys: "step" (the
 monitor's step count when it was recorded), "layer" (the module's name) and "role" ("x", "w" or
-"dy"); its name is "LAYER.ROLE". Numbers are written in full precision (Python's repr). The
+"dy"); its name is "LAYER.ROLE". Each of its "results" also has Transformer Engine's
+"underflows%" and "mse" (fp4diag._te_stats: TE's names and definitions). Numbers are written in full precision (Python's repr). The
 tensors are analysed where they are recorded, on the host (a CUDA tensor is copied to the host
 by the library, or by .cpu() when it was built without CUDA); the cost is measured in
 README.md. Tensors of another dtype than float32/float16/bfloat16 are analysed as float32.
@@ -105,13 +106,16 @@ class Monitor:
         t = t.detach()
         if t.dtype not in (_torch.float32, _torch.float16, _torch.bfloat16):
             t = t.float()
-        if t.is_cuda:
-            try:
-                e = _fp4.analyze(t, name="%s.%s" % (layer, role), **self.options)
-            except _fp4.DeviceError:  # a library built without CUDA
-                e = _fp4.analyze(t.cpu(), name="%s.%s" % (layer, role), **self.options)
-        else:
-            e = _fp4.analyze(t, name="%s.%s" % (layer, role), **self.options)
+        name, sums = "%s.%s" % (layer, role), []
+        try:
+            e = _fp4._analyze(t, name, self.options, sums)
+        except _fp4.DeviceError:  # a CUDA tensor, a library built without CUDA
+            if not t.is_cuda:
+                raise
+            sums = []
+            e = _fp4._analyze(t.cpu(), name, self.options, sums)
+        for r, (_, err2) in zip(e["results"], sums):
+            r.update(_fp4._te_stats(r, err2))
         e["step"], e["layer"], e["role"] = self.count, layer, role
         self.records.append(e)
         if self._file:
@@ -126,15 +130,17 @@ class Monitor:
     @staticmethod
     def scalars(entry):
         """The entry's statistics as {"fp4diag/LAYER/ROLE/FORMAT[+rht]/STAT": value} (finite
-        values only): sqnr_db, alpha, delta, nmse, bucket_ratio_15, bucket_ratio_8 and the
-        counts' saturated, zero, scale_underflow_blocks and zero_blocks."""
+        values only): sqnr_db, alpha, delta, nmse, bucket_ratio_15, bucket_ratio_8, TE's
+        underflows% and mse, and the counts' saturated, zero, scale_underflow_blocks and
+        zero_blocks."""
         out = {}
         for r in entry["results"]:
             cfg = r["format"] + ("" if r["scale"] == "fp32" else ":" + r["scale"])
             if r["rht"]:
                 cfg += "+rht%d" % r["rht"]["size"]
             base = "fp4diag/%s/%s/%s/" % (entry["layer"], entry["role"], cfg)
-            for k in ("sqnr_db", "alpha", "delta", "nmse", "bucket_ratio_15", "bucket_ratio_8"):
+            for k in ("sqnr_db", "alpha", "delta", "nmse", "bucket_ratio_15", "bucket_ratio_8",
+                      "underflows%", "mse"):
                 if isinstance(r.get(k), (int, float)):
                     out[base + k] = r[k]
             for k in ("saturated", "zero", "scale_underflow_blocks", "zero_blocks"):

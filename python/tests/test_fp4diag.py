@@ -146,6 +146,28 @@ class AnalyzeNumpy(unittest.TestCase):
         with self.assertRaises(ValueError):
             fp4diag.analyze(self.x, weight_2d="yes")
 
+    def test_te_stats_known_answer(self):
+        """Transformer Engine's underflows% and mse: one e2m1 block under an fp32 scale, amax 6
+        (scale 1), fifteen 0.125s that round to 0, one of them 0 already in the input."""
+        x = np.full(16, 0.125, np.float32)
+        x[0], x[1] = 6.0, 0.0
+        sums = []
+        e = fp4diag._analyze(x, "k", {"format": "e2m1"}, sums)
+        r = e["results"][0]
+        self.assertEqual(sums, [(36.0 + 14 / 64, 14 / 64)])
+        self.assertEqual(fp4diag._te_stats(r, sums[0][1]),
+                         {"underflows%": 100.0 * 14 / 16, "mse": (14 / 64) / 16})
+        # the sums are the ones nmse is computed from (within an ulp or two: its division is
+        # the engine's own)
+        y = self.x
+        sums = []
+        e = fp4diag._analyze(y, "y", {"format": "nvfp4,int4", "rht": "both"}, sums)
+        self.assertEqual(len(sums), 4)
+        for r, (x2, e2) in zip(e["results"], sums):
+            self.assertTrue(abs(r["nmse"] - e2 / x2) <= 1e-14 * r["nmse"], (r["nmse"], e2 / x2))
+        self.assertEqual(fp4diag._te_stats(dict(r, counts=dict(r["counts"], elements=0)), 1.0),
+                         {"underflows%": None, "mse": None})
+
     @unittest.skipIf(ml_dtypes is None, "ml_dtypes is not installed: bfloat16 NumPy arrays "
                      "not tested (torch bf16 tensors are, where torch is)")
     def test_bf16_ml_dtypes(self):
@@ -279,7 +301,14 @@ class Torch(unittest.TestCase):
         for e in lines:
             xs, w, dy = seen[e["step"]]
             t = {"x": xs, "w": w, "dy": dy}[e["role"]]
-            want = fp4diag.analyze(t, name="2." + e["role"], format="nvfp4", rht="both")
+            sums = []
+            want = fp4diag._analyze(t, "2." + e["role"], {"format": "nvfp4", "rht": "both"},
+                                    sums)
+            self.assertEqual(len(e["results"]), 2)
+            for r, (_, e2) in zip(e["results"], sums):
+                te = {k: r.pop(k) for k in ("underflows%", "mse")}
+                self.assertEqual(te, fp4diag._te_stats(r, e2))
+                self.assertTrue(0 < te["mse"] < 1, te)
             self.assertEqual({k: v for k, v in e.items() if k not in ("step", "layer", "role")},
                              want)
             self.assertEqual(e["layer"], "2")

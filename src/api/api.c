@@ -307,6 +307,19 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
 
 int fp4d_result_count(const fp4d_result *r) { return r ? r->run.ncfg : 0; }
 
+fp4d_status fp4d_result_sums(const fp4d_result *r, int i, double *sum_x2, double *sum_err2)
+{
+    fp4_error_clear();
+    if (!r) return ret(fp4_error(FP4_ERR_USAGE, "fp4d_result_sums: NULL argument"));
+    if (i < 0 || i >= r->run.ncfg)
+        return ret(fp4_error(FP4_ERR_USAGE, "fp4d_result_sums: index %d is outside 0..%d", i,
+                             r->run.ncfg - 1));
+    const fp4_metrics *m = &r->run.tensors[0].metrics[i];
+    if (sum_x2) *sum_x2 = m->sum_x2;
+    if (sum_err2) *sum_err2 = m->sum_err2;
+    return FP4D_OK;
+}
+
 const char *fp4d_result_json(const fp4d_result *r) { return r ? r->json : NULL; }
 
 fp4d_status fp4d_result_tensor(const fp4d_result *r, fp4d_tensor_info *out, int *axis)

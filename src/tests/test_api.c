@@ -489,6 +489,37 @@ static void test_report(void **state)
     fp4d_free(json);
 }
 
+/* fp4d_result_sums, a known answer: one block of e2m1 under an fp32 scale, amax 6 (scale 1),
+ * fifteen 0.125s that round to 0: sum x^2 = 36 + 15/64, sum err^2 = 15/64, exactly. */
+static void test_result_sums(void **state)
+{
+    (void)state;
+    float x[16];
+    x[0] = 6.0f;
+    for (int i = 1; i < 16; i++) x[i] = 0.125f;
+    int64_t shape[1] = {16};
+    fp4d_tensor_view v = {.name = "k", .data = x, .dtype = FP4D_F32, .rank = 1, .shape = shape};
+    fp4d_config *c = NULL;
+    fp4d_result *r = NULL;
+    assert_int_equal(fp4d_config_parse("--format e2m1,int4 --block 16", &c), FP4D_OK);
+    assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_OK);
+    double x2 = -1, e2 = -1;
+    assert_int_equal(fp4d_result_sums(r, 0, &x2, &e2), FP4D_OK);
+    assert_double_exact(x2, 36.0 + 15.0 / 64.0);
+    assert_double_exact(e2, 15.0 / 64.0);
+    fp4d_metrics m;
+    assert_int_equal(fp4d_result_metrics(r, 0, &m), FP4D_OK);
+    assert_double_exact(m.nmse, e2 / x2);
+    /* int4 (levels 0..7, scale 6/7): 0.125 * 7/6 = 0.1458 rounds to 0 too */
+    assert_int_equal(fp4d_result_sums(r, 1, NULL, &e2), FP4D_OK);
+    assert_double_exact(e2, 15.0 / 64.0);
+    assert_int_equal(fp4d_result_sums(r, 2, &x2, &e2), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_result_sums(r, -1, &x2, &e2), FP4D_ERR_USAGE);
+    assert_int_equal(fp4d_result_sums(NULL, 0, &x2, &e2), FP4D_ERR_USAGE);
+    fp4d_result_free(r);
+    fp4d_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_dtypes),
         cmocka_unit_test(test_memory_equals_file),
         cmocka_unit_test(test_read_f32),       cmocka_unit_test(test_report),
+        cmocka_unit_test(test_result_sums),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
