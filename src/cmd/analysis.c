@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
@@ -16,7 +17,37 @@
 #include "io/source.h"
 #include "report/output.h"
 #include "report/report.h"
+#include "report/verdict.h"
 #include "cmd/world.h"
+
+/* --emit-exclude FORMAT:FILE checked before anything is read: a whole run (not --shard, not
+ * under mpirun: a part has no verdict of its own), FILE neither -o nor stdout nor a file the
+ * input reads (SPEC §9). */
+static fp4_status emit_check(const fp4_options *o, bool mpi)
+{
+    const char *p = o->cfg.emit_exclude_path;
+    if (o->cfg.shard.count > 0 || mpi)
+        return fp4_error(FP4_ERR_USAGE, "--emit-exclude needs the whole run's verdict (not "
+                                        "--shard or mpirun: merge the parts, then rerun)");
+    if (!strcmp(p, "-"))
+        return fp4_error(FP4_ERR_USAGE, "--emit-exclude: FILE '-' (stdout holds the report)");
+    struct stat se, sx;
+    bool exists = stat(p, &se) == 0;
+    if ((o->cfg.output && !strcmp(o->cfg.output, p)) ||
+        (exists && o->cfg.output && stat(o->cfg.output, &sx) == 0 && se.st_dev == sx.st_dev &&
+         se.st_ino == sx.st_ino))
+        return fp4_error(FP4_ERR_USAGE, "--emit-exclude %s is the report's -o", p);
+    if (!exists) return FP4_OK;
+    char **files = NULL;
+    int n = 0;
+    fp4_status st = fp4_source_input_files(o->args[0], &files, &n);
+    for (int i = 0; st == FP4_OK && i < n; i++)
+        if (stat(files[i], &sx) == 0 && se.st_dev == sx.st_dev && se.st_ino == sx.st_ino)
+            st = fp4_error(FP4_ERR_USAGE, "--emit-exclude %s is %s, read as part of the input",
+                           p, files[i]);
+    fp4_source_files_free(files, n);
+    return st;
+}
 
 fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
                             bool force_both, const char *usage)
@@ -63,6 +94,8 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
      * writes it; under mpirun its refusal still goes through the gather: no rank waits) */
     if (!fp4_world_quiet()) st = fp4_output_prepare(o.cfg.output, (const char *const *)o.args, 1);
 
+    if (st == FP4_OK && o.cfg.emit_exclude) st = emit_check(&o, w.active);
+
     fp4_run run;
     memset(&run, 0, sizeof run);
     if (st == FP4_OK)
@@ -81,6 +114,12 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         goto out;
     }
     if (st == FP4_OK) st = fp4_report_analysis(command, argc, argv, &run);
+    if (st == FP4_OK && o.cfg.emit_exclude) {
+        char *text = fp4_verdict_exclude_text(&run, o.cfg.emit_exclude);
+        st = text ? fp4_output_write(o.cfg.emit_exclude_path, text, strlen(text))
+                  : FP4_ERR_INTERNAL;
+        free(text);
+    }
     if (st == FP4_OK && run.nerrors > 0)
         st = fp4_error(FP4_ERR_INPUT, "%d of %d tensors failed (see \"errors\" in the report); "
                                       "first: %s",

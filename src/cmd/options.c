@@ -29,6 +29,7 @@ enum {
     OPT_LAYERS,
     OPT_ALL_TENSORS,
     OPT_ALL_WEIGHTS,
+    OPT_EMIT_EXCLUDE,
     OPT_EXCLUDE,
     OPT_JSON,
     OPT_RANK_BY,
@@ -56,6 +57,7 @@ static const struct option base_longopts[] = {
     {"layers", required_argument, NULL, OPT_LAYERS},
     {"all-tensors", no_argument, NULL, OPT_ALL_TENSORS},
     {"all-weights", no_argument, NULL, OPT_ALL_WEIGHTS},
+    {"emit-exclude", required_argument, NULL, OPT_EMIT_EXCLUDE},
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"json", no_argument, NULL, OPT_JSON},
     {"rank-by", required_argument, NULL, OPT_RANK_BY},
@@ -235,6 +237,21 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
         return FP4_OK;
     case OPT_ALL_TENSORS: o->all_tensors = true; return FP4_OK;
     case OPT_ALL_WEIGHTS: o->all_weights = true; return FP4_OK;
+    case OPT_EMIT_EXCLUDE: {
+        const char *colon = strchr(arg, ':');
+        size_t fl = colon ? (size_t)(colon - arg) : strlen(arg);
+        if (fl == 8 && !strncmp(arg, "modelopt", fl)) o->emit_exclude = FP4_EMIT_MODELOPT;
+        else if (fl == 14 && !strncmp(arg, "llm-compressor", fl))
+            o->emit_exclude = FP4_EMIT_LLM_COMPRESSOR;
+        else
+            return fp4_error(FP4_ERR_USAGE, "--emit-exclude: '%.*s' is not modelopt or "
+                             "llm-compressor (--emit-exclude FORMAT:FILE)", (int)fl, arg);
+        if (!colon || !colon[1])
+            return fp4_error(FP4_ERR_USAGE, "--emit-exclude %.*s: no FILE (--emit-exclude "
+                             "FORMAT:FILE)", (int)fl, arg);
+        o->emit_exclude_path = colon + 1;
+        return FP4_OK;
+    }
     case OPT_EXCLUDE:
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "--exclude: empty pattern");
         if (o->nexclude >= FP4_MAX_EXCLUDE)

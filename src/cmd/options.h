@@ -127,9 +127,13 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  -v, -vv             table on stderr even when it is not a terminal; -vv adds the\n"     \
     "                      HDF5 library's own error stack\n"                                   \
     "  -h, --help          this help\n"
+#define FP4_OPTHELP_EMIT                                                                       \
+    "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high precision\n"  \
+    "                      (SPEC 9) to FILE as FORMAT: modelopt (exclude_modules JSON) or\n"  \
+    "                      llm-compressor (ignore: YAML), ready to paste\n"
 #define FP4_OPTIONS_HELP                                                                       \
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
         FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN            \
-            FP4_OPTHELP_SHARD FP4_OPTHELP_IO
+            FP4_OPTHELP_SHARD FP4_OPTHELP_IO FP4_OPTHELP_EMIT
 
 #endif

@@ -246,6 +246,74 @@ static cJSON *verdict_pick(const fp4_qconfig *c, const fp4_metrics *m)
     return o;
 }
 
+/* The verdict's notes (SPEC §9 "Verdict"): i = 0, which grids have a tensor-core path (only
+ * when a config uses another grid than E2M1); i = 1, what weights alone do not show. NULL when
+ * note i does not apply. */
+static const char *verdict_note(const fp4_run *run, int i)
+{
+    if (i == 0) {
+        bool other = false;
+        for (int c = 0; c < run->ncfg; c++) other |= run->cfgs[c].format.id != FP4_FMT_E2M1;
+        return other ? "E2M1 is the grid with a block-scaled 4-bit tensor-core path (NVFP4 and "
+                       "MXFP4 on NVIDIA Blackwell); E1M2, INT4 and E3M0 under these block "
+                       "scales have none on today's hardware: choosing them is a recipe choice "
+                       "that needs its own kernels"
+                     : NULL;
+    }
+    return "weights alone: these are each tensor's own quantization error; the error of "
+           "activations and gradients, and what reaches a GEMM's output, is not shown "
+           "('fp4diag gemm' on dumped operands measures it)";
+}
+
+/* verdict.keep: which tensors stay in high precision (verdict.h, SPEC §9). */
+static void add_keep(cJSON *v, const fp4_run *run)
+{
+    fp4_keep k;
+    if (fp4_verdict_keep(run, &k) != FP4_OK || k.cfg < 0) {
+        fp4_keep_free(&k);
+        cJSON_AddNullToObject(v, "keep");
+        return;
+    }
+    cJSON *o = cJSON_AddObjectToObject(v, "keep");
+    if (!o) {
+        fp4_keep_free(&k);
+        return;
+    }
+    cJSON_AddItemToObject(o, "config", verdict_cfg(run, k.cfg, false));
+    cJSON_AddNumberToObject(o, "z_threshold", FP4_KEEP_Z);
+    num(o, "median_flushed", k.median_flushed);
+    num(o, "mad_flushed", k.mad_flushed);
+    num(o, "median_sqnr_db", k.median_sqnr_db);
+    num(o, "mad_sqnr_db", k.mad_sqnr_db);
+    cJSON *names = cJSON_AddArrayToObject(o, "tensors");
+    for (int i = 0; names && i < k.nkeep; i++) {
+        const char *nm = run->tensors[k.rows[i].t].info.name;
+        cJSON_AddItemToArray(names, cJSON_CreateString(nm ? nm : ""));
+    }
+    num(o, "pooled_sqnr_db", k.pooled_sqnr_db);
+    num(o, "pooled_sqnr_db_kept", k.pooled_sqnr_kept_db);
+    num(o, "gain_db", k.pooled_sqnr_kept_db - k.pooled_sqnr_db);
+    num(o, "pooled_flushed", k.pooled_flushed);
+    num(o, "pooled_flushed_kept", k.pooled_flushed_kept);
+    cJSON *rk = cJSON_AddArrayToObject(o, "ranking");
+    for (int i = 0; rk && i < k.n; i++) {
+        const fp4_keep_row *r = &k.rows[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(rk, e);
+        const char *nm = run->tensors[r->t].info.name;
+        cJSON_AddStringToObject(e, "tensor", nm ? nm : "");
+        num(e, "flushed", r->flushed);
+        num(e, "sqnr_db", r->sqnr_db);
+        num(e, "z_flushed", r->z_flushed);
+        num(e, "z_sqnr", r->z_sqnr);
+        num(e, "score", r->score);
+        cJSON_AddStringToObject(e, "by", r->by_flushed ? "flushed" : "sqnr");
+        cJSON_AddBoolToObject(e, "keep", r->keep);
+    }
+    fp4_keep_free(&k);
+}
+
 static void add_verdict(cJSON *root, const fp4_run *run)
 {
     cJSON *v = cJSON_AddObjectToObject(root, "verdict");
@@ -286,12 +354,20 @@ static void add_verdict(cJSON *root, const fp4_run *run)
                 runner >= 0 ? run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db : NAN);
             if (runner >= 0) cJSON_AddItemToObject(o, "runner_up", verdict_cfg(run, runner, true));
             else cJSON_AddNullToObject(o, "runner_up");
+            cJSON_AddBoolToObject(o, "tie", fp4_verdict_tie(run, w, runner));
+            cJSON_AddNumberToObject(o, "tolerance_db", FP4_VERDICT_TIE_DB);
             cJSON *same = cJSON_AddArrayToObject(o, "same_values");
             for (int c = 0; same && c < run->ncfg; c++)
                 if (fp4_verdict_same(run, w, c))
                     cJSON_AddItemToArray(same, verdict_cfg(run, c, false));
         }
     }
+    cJSON *notes = cJSON_AddArrayToObject(v, "notes");
+    for (int i = 0; notes && i < 2; i++) {
+        const char *nt = verdict_note(run, i);
+        if (nt) cJSON_AddItemToArray(notes, cJSON_CreateString(nt));
+    }
+    add_keep(v, run);
     cJSON *rk = cJSON_AddArrayToObject(v, "ranking");
     fp4_verdict_row *rows = fp4_verdict_rank(run);
     for (int i = 0; rk && rows && i < run->ntensors; i++) {
@@ -774,6 +850,44 @@ static int skip_class(const char *reason)
     return 2;
 }
 
+/* The table's "keep in high precision" lines (verdict.h). */
+static void keep_table(FILE *out, const fp4_run *run, int nw)
+{
+    fp4_keep k;
+    if (fp4_verdict_keep(run, &k) != FP4_OK || k.cfg < 0) {
+        fp4_keep_free(&k);
+        return;
+    }
+    char lab[48];
+    cfg_label(lab, sizeof lab, &run->cfgs[k.cfg]);
+    if (k.n < FP4_KEEP_MIN_TENSORS) {
+        fprintf(out, "  keep in high precision: not judged (%d tensor%s; %d or more needed for "
+                     "a typical tensor)\n", k.n, k.n == 1 ? "" : "s", FP4_KEEP_MIN_TENSORS);
+        fp4_keep_free(&k);
+        return;
+    }
+    fprintf(out, "  keep in high precision (%s %s scales; flushed share or SQNR deficit with a "
+                 "modified z-score > %.1f, SPEC 9): %d tensor%s\n",
+            lab, fp4_scale_name(run->cfgs[k.cfg].scale), FP4_KEEP_Z, k.nkeep,
+            k.nkeep == 1 ? "" : "s");
+    fprintf(out, "    typical tensor: flushed %.2f%%, SQNR %.3f dB (medians)\n",
+            100.0 * k.median_flushed, k.median_sqnr_db);
+    for (int i = 0; i < k.nkeep && i < 10; i++) {
+        const fp4_keep_row *r = &k.rows[i];
+        fputs("    ", out);
+        put_name(out, run->tensors[r->t].info.name ? run->tensors[r->t].info.name : "", nw);
+        fprintf(out, " flushed %6.2f%%  SQNR %7.3f dB  z %.1f (%s)\n", 100.0 * r->flushed,
+                r->sqnr_db, r->score, r->by_flushed ? "flushed" : "SQNR");
+    }
+    if (k.nkeep > 10) fprintf(out, "    ... (%d more in the JSON)\n", k.nkeep - 10);
+    if (k.nkeep > 0)
+        fprintf(out, "    keeping them: pooled SQNR %.3f -> %.3f dB (%+.3f dB), flushed %.2f%% -> "
+                     "%.2f%% of the non-zero inputs\n",
+                k.pooled_sqnr_db, k.pooled_sqnr_kept_db, k.pooled_sqnr_kept_db - k.pooled_sqnr_db,
+                100.0 * k.pooled_flushed, 100.0 * k.pooled_flushed_kept);
+    fp4_keep_free(&k);
+}
+
 static void verdict_table(FILE *out, const fp4_run *run, int nw)
 {
     if (run->ntensors <= 0 || run->ncfg <= 0) return;
@@ -805,8 +919,19 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     if (w >= 0) {
         char lab[48], lab2[48];
         cfg_label(lab, sizeof lab, &run->cfgs[w]);
-        fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
-        if (runner >= 0) {
+        const bool tie = fp4_verdict_tie(run, w, runner);
+        if (tie) {
+            cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
+            fprintf(out, "  tie: %s (%s scales) and %s (%s scales) within %.2f dB (%+.3f dB): no "
+                         "winner at the verdict's tolerance (SPEC 9)",
+                    lab, fp4_scale_name(run->cfgs[w].scale), lab2,
+                    fp4_scale_name(run->cfgs[runner].scale), FP4_VERDICT_TIE_DB,
+                    run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db);
+        } else {
+            fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
+        }
+        if (tie) {
+        } else if (runner >= 0) {
             cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
             fprintf(out, ", %+.3f dB over %s (%s scales)",
                     run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db, lab2,
@@ -823,6 +948,11 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
         if (nsame) fprintf(out, " give%s the same values (same grid)", nsame == 1 ? "s" : "");
         fputc('\n', out);
     }
+    for (int i = 0; i < 2; i++) {
+        const char *nt = verdict_note(run, i);
+        if (nt) fprintf(out, "  note: %s\n", nt);
+    }
+    keep_table(out, run, nw);
     fp4_verdict_row *rows = fp4_verdict_rank(run);
     if (!rows) return;
     const char *by = run->config->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"

@@ -3,8 +3,13 @@
 #include "report/verdict.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "run/recipe.h"
 
 bool fp4_verdict_sqnr_ok(const fp4_metrics *m)
 {
@@ -117,3 +122,228 @@ bool fp4_verdict_same(const fp4_run *run, int w, int c)
     return c != w && fp4_qconfig_same_values(&run->cfgs[w], &run->cfgs[c]);
 }
 
+
+bool fp4_verdict_tie(const fp4_run *run, int w, int r)
+{
+    if (w < 0 || r < 0) return false;
+    double d = run->pooled[w].sqnr_db - run->pooled[r].sqnr_db;
+    return isfinite(d) && d < FP4_VERDICT_TIE_DB;
+}
+
+double fp4_flushed_share(const fp4_metrics *m)
+{
+    if (m->elements <= m->zero) return NAN;
+    const double nonzero = (double)(m->elements - m->zero);
+    double coded0 = (double)m->hist[0] + (double)m->hist[8];
+    double f = (coded0 - (double)m->zero) / nonzero;
+    return f < 0 ? 0 : f > 1 ? 1 : f;
+}
+
+/* The median of v[0..n) (n > 0; v is sorted in place). */
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, dcmp);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* median and MAD of the finite entries of x[0..n) (NaN, NaN when none) */
+static fp4_status med_mad(const double *x, int n, double *med, double *mad)
+{
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i])) v[k++] = x[i];
+    if (k == 0) {
+        *med = *mad = NAN;
+        free(v);
+        return FP4_OK;
+    }
+    *med = median(v, k);
+    for (int i = 0; i < k; i++) v[i] = fabs(v[i] - *med);
+    *mad = median(v, k);
+    free(v);
+    return FP4_OK;
+}
+
+static int keep_cmp(const fp4_keep_row *a, const fp4_keep_row *b)
+{
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
+{
+    memset(out, 0, sizeof *out);
+    out->cfg = -1;
+    /* the plain config with the highest pooled SQNR, else the winner */
+    int c = -1;
+    for (int i = 0; i < run->ncfg; i++)
+        if (!run->cfgs[i].rht && fp4_verdict_sqnr_ok(&run->pooled[i]) &&
+            (c < 0 || run->pooled[i].sqnr_db > run->pooled[c].sqnr_db))
+            c = i;
+    if (c < 0) {
+        int runner;
+        c = fp4_verdict_winner(run, &runner);
+    }
+    if (c < 0 || run->ntensors <= 0) return FP4_OK;
+    const int n = run->ntensors;
+    out->cfg = c;
+    out->n = n;
+    out->rows = calloc((size_t)n, sizeof *out->rows);
+    double *f = malloc((size_t)n * sizeof *f), *s = malloc((size_t)n * sizeof *s);
+    fp4_status st = FP4_OK;
+    if (!out->rows || !f || !s) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (int t = 0; t < n; t++) {
+        const fp4_metrics *m = &run->tensors[t].metrics[c];
+        f[t] = fp4_flushed_share(m);
+        s[t] = fp4_verdict_sqnr_ok(m) ? m->sqnr_db : NAN;
+    }
+    if ((st = med_mad(f, n, &out->median_flushed, &out->mad_flushed)) != FP4_OK ||
+        (st = med_mad(s, n, &out->median_sqnr_db, &out->mad_sqnr_db)) != FP4_OK)
+        goto done;
+    const double df = fmax(out->mad_flushed, FP4_KEEP_MAD_FLUSHED);
+    const double ds = fmax(out->mad_sqnr_db, FP4_KEEP_MAD_SQNR_DB);
+    for (int t = 0; t < n; t++) {
+        fp4_keep_row *r = &out->rows[t];
+        r->t = t;
+        r->flushed = f[t];
+        r->sqnr_db = s[t];
+        r->z_flushed = isfinite(f[t]) && isfinite(out->median_flushed)
+                           ? 0.6745 * (f[t] - out->median_flushed) / df
+                           : 0;
+        r->z_sqnr = isfinite(s[t]) && isfinite(out->median_sqnr_db)
+                        ? 0.6745 * (out->median_sqnr_db - s[t]) / ds
+                        : 0;
+        r->by_flushed = r->z_flushed >= r->z_sqnr;
+        r->score = r->by_flushed ? r->z_flushed : r->z_sqnr;
+        r->keep = n >= FP4_KEEP_MIN_TENSORS && r->score > FP4_KEEP_Z;
+    }
+    /* insertion sort: a total order (ties on the tensor index) */
+    for (int i = 1; i < n; i++) {
+        fp4_keep_row x = out->rows[i];
+        int j = i;
+        for (; j > 0 && keep_cmp(&x, &out->rows[j - 1]) < 0; j--) out->rows[j] = out->rows[j - 1];
+        out->rows[j] = x;
+    }
+    for (int i = 0; i < n; i++) out->nkeep += out->rows[i].keep;
+    /* pooled, in tensor order */
+    double x2 = 0, e2 = 0, e2k = 0, fl = 0, flk = 0, nz = 0;
+    for (int t = 0; t < n; t++) {
+        const fp4_metrics *m = &run->tensors[t].metrics[c];
+        bool kept = false;
+        for (int i = 0; i < out->nkeep; i++) kept |= out->rows[i].t == t;
+        x2 += m->sum_x2;
+        e2 += m->sum_err2;
+        if (!kept) e2k += m->sum_err2;
+        if (m->elements > m->zero) {
+            double nzt = (double)(m->elements - m->zero), ft = f[t] * nzt;
+            nz += nzt;
+            fl += ft;
+            if (!kept) flk += ft;
+        }
+    }
+    out->pooled_sqnr_db = x2 > 0 && e2 > 0 ? 10.0 * log10(x2 / e2) : NAN;
+    out->pooled_sqnr_kept_db = x2 > 0 && e2k > 0 ? 10.0 * log10(x2 / e2k) : NAN;
+    out->pooled_flushed = nz > 0 ? fl / nz : NAN;
+    out->pooled_flushed_kept = nz > 0 ? flk / nz : NAN;
+done:
+    free(f);
+    free(s);
+    if (st != FP4_OK) fp4_keep_free(out);
+    return st;
+}
+
+void fp4_keep_free(fp4_keep *k)
+{
+    if (!k) return;
+    free(k->rows);
+    memset(k, 0, sizeof *k);
+    k->cfg = -1;
+}
+
+/* Append module m to list (n entries) unless present. */
+static bool add_module(char ***list, int *n, const char *name)
+{
+    char m[1024];
+    fp4_recipe_module(name, m, sizeof m);
+    for (int i = 0; i < *n; i++)
+        if (!strcmp((*list)[i], m)) return true;
+    char **l = realloc(*list, ((size_t)*n + 1) * sizeof *l);
+    if (!l) return false;
+    *list = l;
+    if (!(l[*n] = strdup(m))) return false;
+    (*n)++;
+    return true;
+}
+
+char *fp4_verdict_exclude_text(const fp4_run *run, int format)
+{
+    static const char by_recipe[] = "kept in high precision by recipe: ";
+    static const char by_file[] = "kept in high precision by ";
+    char **mods = NULL;
+    int n = 0;
+    bool ok = true;
+    for (int i = 0; ok && i < run->nskipped; i++) {
+        const char *r = run->skipped[i].reason, *nm = run->skipped[i].info.name;
+        if (!r || !nm) continue;
+        if (!strncmp(r, by_recipe, sizeof by_recipe - 1)) {
+            const char *kind = r + sizeof by_recipe - 1;
+            if (!strncmp(kind, "output head", 11) || !strncmp(kind, "MoE router", 10))
+                ok = add_module(&mods, &n, nm);
+        } else if (!strncmp(r, by_file, sizeof by_file - 1)) {
+            ok = add_module(&mods, &n, nm);
+        }
+    }
+    fp4_keep k;
+    if (ok && fp4_verdict_keep(run, &k) == FP4_OK) {
+        for (int i = 0; ok && i < k.nkeep; i++) {
+            const char *nm = run->tensors[k.rows[i].t].info.name;
+            if (nm) ok = add_module(&mods, &n, nm);
+        }
+        fp4_keep_free(&k);
+    } else {
+        ok = false;
+    }
+    char *text = NULL;
+    if (ok && format == FP4_EMIT_MODELOPT) {
+        cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "exclude_modules");
+        for (int i = 0; arr && i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateString(mods[i]));
+        char *j = arr ? cJSON_Print(root) : NULL;
+        cJSON_Delete(root);
+        if (j && (text = malloc(strlen(j) + 2))) sprintf(text, "%s\n", j);
+        free(j);
+    } else if (ok && format == FP4_EMIT_LLM_COMPRESSOR) {
+        /* each name as a JSON string: a valid YAML double-quoted scalar */
+        size_t cap = 16, len;
+        text = malloc(cap);
+        if (text) len = (size_t)sprintf(text, "ignore:%s\n", n ? "" : " []");
+        for (int i = 0; text && i < n; i++) {
+            cJSON *str = cJSON_CreateString(mods[i]);
+            char *q = str ? cJSON_PrintUnformatted(str) : NULL;
+            cJSON_Delete(str);
+            char *t2 = q ? realloc(text, len + strlen(q) + 8) : NULL;
+            if (!t2) {
+                free(q);
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = t2;
+            len += (size_t)sprintf(text + len, "  - %s\n", q);
+            free(q);
+        }
+    }
+    for (int i = 0; i < n; i++) free(mods[i]);
+    free(mods);
+    if (!text) fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    return text;
+}

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "base/status.h"
 #include "num/metrics.h"
 #include "run/driver.h"
 
@@ -35,5 +36,65 @@ int fp4_verdict_winner(const fp4_run *run, int *runner);
 /* Whether config c is another name for the winner w's quantizer (c != w, the same dequantized
  * values: fp4_qconfig_same_values). */
 bool fp4_verdict_same(const fp4_run *run, int w, int c);
+
+/* The verdict's tolerance (SPEC §9 "Verdict"): configurations whose pooled SQNRs differ by less
+ * than FP4_VERDICT_TIE_DB dB are a tie, not a win (0.05 dB: 1.2 % of the error energy). */
+#define FP4_VERDICT_TIE_DB 0.05
+
+/* Whether the winner w and its runner-up r tie: both finite, w - r < FP4_VERDICT_TIE_DB. False
+ * when either is -1. */
+bool fp4_verdict_tie(const fp4_run *run, int w, int r);
+
+/* ---- which tensors stay in high precision (SPEC §9 "Keep in high precision") ---------------
+ * Under one config (the plain config, without RHT, with the highest pooled SQNR; else the
+ * winner), each tensor's flushed share f (non-zero inputs quantized to +-0 over non-zero
+ * inputs: (hist[0] + hist[8] - zero) / (elements - zero), clamped to [0, 1]) and SQNR s are
+ * compared with the run's typical tensor by modified z-scores (Iglewicz & Hoaglin):
+ *   z_f = 0.6745 (f - median f) / max(MAD f, FP4_KEEP_MAD_FLUSHED)
+ *   z_s = 0.6745 (median s - s) / max(MAD s, FP4_KEEP_MAD_SQNR_DB)
+ * score = max(z_f, z_s) (a tensor without a finite SQNR: z_s = 0); the tensors with score >
+ * FP4_KEEP_Z are kept, ranked by score (ties: tensor order). Fewer than FP4_KEEP_MIN_TENSORS
+ * tensors: nothing is kept (no typical tensor to compare with). */
+#define FP4_KEEP_Z 3.5
+#define FP4_KEEP_MAD_FLUSHED 0.005
+#define FP4_KEEP_MAD_SQNR_DB 0.1
+#define FP4_KEEP_MIN_TENSORS 4
+
+typedef struct fp4_keep_row {
+    int t;                  /* index in run->tensors */
+    double flushed;         /* flushed share in [0, 1]; NaN when the tensor has no non-zero input */
+    double sqnr_db;         /* NaN when not finite */
+    double z_flushed, z_sqnr, score;
+    bool keep;
+    bool by_flushed;        /* the score is z_flushed (else z_sqnr) */
+} fp4_keep_row;
+
+typedef struct fp4_keep {
+    int cfg;                /* the config it is computed under; -1: none (then nothing else set) */
+    fp4_keep_row *rows;     /* run->ntensors rows, by score, highest first */
+    int n, nkeep;           /* rows; kept ones (the first nkeep rows) */
+    double median_flushed, mad_flushed, median_sqnr_db, mad_sqnr_db;
+    /* pooled over every tensor under cfg, then with the kept tensors exact (their error 0,
+     * their signal and inputs still counted): SQNR in dB (NaN when not finite) and the
+     * flushed share */
+    double pooled_sqnr_db, pooled_sqnr_kept_db, pooled_flushed, pooled_flushed_kept;
+} fp4_keep;
+
+/* The flushed share of m (see above); NaN when m has no non-zero input. */
+double fp4_flushed_share(const fp4_metrics *m);
+
+/* Compute *out for run (every field; out->rows malloc'd). FP4_ERR_INTERNAL when out of memory.
+ * Free with fp4_keep_free. */
+fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out);
+void fp4_keep_free(fp4_keep *k);
+
+/* The exclude list of --emit-exclude (SPEC §9 "Keep in high precision"), ready to paste:
+ * format FP4_EMIT_MODELOPT gives {"exclude_modules": [...]} (JSON), FP4_EMIT_LLM_COMPRESSOR an
+ * "ignore:" YAML block of double-quoted names. The modules (run/recipe.h fp4_recipe_module),
+ * each once, in this order: the Linear-like weights left out as kept in high precision (output
+ * heads and MoE routers by recipe, and what the checkpoint's own exclude list names), then the
+ * verdict's tensors to keep by their score. malloc'd text ending in a newline; NULL when out of
+ * memory (fp4_error set). */
+char *fp4_verdict_exclude_text(const fp4_run *run, int format);
 
 #endif

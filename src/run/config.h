@@ -24,6 +24,9 @@
 
 /* How the verdict ranks tensors (gemm: layers). gap: largest best-minus-worst SQNR gap first;
  * sqnr: lowest best SQNR first; delta: largest |delta| of the best config first. */
+/* --emit-exclude formats: a ModelOpt exclude_modules JSON, an llm-compressor ignore: YAML */
+enum { FP4_EMIT_MODELOPT = 1, FP4_EMIT_LLM_COMPRESSOR = 2 };
+
 typedef enum fp4_rank_by { FP4_RANK_GAP = 0, FP4_RANK_SQNR, FP4_RANK_DELTA } fp4_rank_by;
 
 /* RHT mode: off (default for sqnr/bias/buckets), on, or both (each format with and without). */
@@ -78,6 +81,9 @@ typedef struct fp4_run_config {
     int layers;            /* --layers K: also the compound shrinkage over K layers; 0 = none */
     fp4_rank_by rank_by;   /* --rank-by gap|sqnr|delta: order of the verdict's ranking */
     const char *output;    /* -o FILE (borrowed); NULL = stdout */
+    int emit_exclude;      /* --emit-exclude FORMAT:FILE: 0 none, FP4_EMIT_MODELOPT,
+                              FP4_EMIT_LLM_COMPRESSOR (SPEC §9 "Keep in high precision") */
+    const char *emit_exclude_path; /* its FILE (borrowed, into argv) */
     bool json;             /* --json: the JSON report on stdout even when it is a terminal */
     int verbosity;         /* -q: -1, default 0, -v: +1 per -v (-vv: HDF5 error stack too) */
 } fp4_run_config;

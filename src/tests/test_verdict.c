@@ -116,12 +116,101 @@ static void test_winner_runner(void **state)
     assert_null(fp4_verdict_rank(&f.run));
 }
 
+/* The tie: w - r < 0.05 dB is a tie, 0.05 dB and more a win; none without a runner-up. */
+static void test_tie(void **state)
+{
+    (void)state;
+    static fake f;
+    double s0[1] = {20}, s1[1] = {20};
+    make(&f, 1, s0, s1, NULL, FP4_RANK_GAP);
+    f.pooled[0].sqnr_db = 20.04;
+    f.pooled[1].sqnr_db = 20.0;
+    assert_true(fp4_verdict_tie(&f.run, 0, 1));
+    f.pooled[0].sqnr_db = 20.0625; /* 0.0625 > 0.05, exact in binary */
+    assert_false(fp4_verdict_tie(&f.run, 0, 1));
+    assert_false(fp4_verdict_tie(&f.run, 0, -1));
+    f.pooled[1].sqnr_db = NAN;
+    assert_false(fp4_verdict_tie(&f.run, 0, 1));
+}
+
+/* The flushed share: (hist[0] + hist[8] - zero) / (elements - zero), clamped; NaN without a
+ * non-zero input. */
+static void test_flushed_share(void **state)
+{
+    (void)state;
+    fp4_metrics m;
+    memset(&m, 0, sizeof m);
+    m.elements = 100;
+    m.zero = 20;
+    m.hist[0] = 25;
+    m.hist[8] = 15; /* 40 coded 0, 20 of them zero inputs: 20 of 80 flushed */
+    assert_double_exact(fp4_flushed_share(&m), 0.25);
+    m.hist[0] = 5;
+    m.hist[8] = 0; /* fewer zero codes than zero inputs (a non-finite block): 0 */
+    assert_double_exact(fp4_flushed_share(&m), 0.0);
+    m.zero = 100;
+    assert_double_nan(fp4_flushed_share(&m));
+}
+
+/* The keep ranking on 6 tensors: flushed shares 0.06 x 4, 0.90, 0.06 and SQNRs 20 x 5, 14:
+ * median flushed 0.06, MAD 0 -> floor 0.005: z_f(t4) = 0.6745 * 0.84 / 0.005 = 113.316;
+ * median SQNR 20, MAD 0 -> floor 0.1 dB: z_s(t5) = 0.6745 * 6 / 0.1 = 40.47. Kept t4 (by
+ * flushed), t5 (by SQNR), in that order; pooled sums with them exact. */
+static void test_keep(void **state)
+{
+    (void)state;
+    static fake f;
+    double s0[6] = {20, 20, 20, 20, 20, 14}, s1[6] = {19, 19, 19, 19, 19, 13};
+    make(&f, 6, s0, s1, NULL, FP4_RANK_GAP);
+    for (int t = 0; t < 6; t++) {
+        fp4_metrics *m = &f.m[t][0];
+        m->elements = 100;
+        m->zero = 0;
+        m->hist[0] = t == 4 ? 90 : 6;
+        m->sum_x2 = 100;
+        m->sum_err2 = 1;
+    }
+    f.pooled[0].sqnr_db = 20;
+    f.pooled[1].sqnr_db = 19;
+    f.pooled[0].sqnr_status = f.pooled[1].sqnr_status = FP4_SQNR_OK;
+    fp4_keep k;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.cfg, 0);
+    assert_int_equal(k.n, 6);
+    assert_int_equal(k.nkeep, 2);
+    assert_int_equal(k.rows[0].t, 4);
+    assert_true(k.rows[0].by_flushed && k.rows[0].keep);
+    assert_double_rel(k.rows[0].score, 0.6745 * 0.84 / 0.005, 1e-12);
+    assert_int_equal(k.rows[1].t, 5);
+    assert_true(!k.rows[1].by_flushed && k.rows[1].keep);
+    assert_double_rel(k.rows[1].score, 0.6745 * 6 / 0.1, 1e-12);
+    assert_false(k.rows[2].keep);
+    assert_int_equal(k.rows[2].t, 0); /* ties (score 0): tensor order */
+    assert_double_exact(k.median_flushed, 0.06);
+    assert_double_exact(k.median_sqnr_db, 20);
+    /* pooled: 600 / 6 -> 600 / 4 with t4, t5 exact; flushed 120/600 -> 24/600 */
+    assert_double_rel(k.pooled_sqnr_db, 20.0, 1e-12);
+    assert_double_rel(k.pooled_sqnr_kept_db, 10.0 * log10(150.0), 1e-12);
+    assert_double_rel(k.pooled_flushed, 120.0 / 600, 1e-12);
+    assert_double_rel(k.pooled_flushed_kept, 24.0 / 600, 1e-12);
+    fp4_keep_free(&k);
+    /* fewer than 4 tensors: nothing kept */
+    f.run.ntensors = 3;
+    f.m[0][0].hist[0] = 100;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.nkeep, 0);
+    fp4_keep_free(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rank_by_each_key),
         cmocka_unit_test(test_long_ranking),
         cmocka_unit_test(test_winner_runner),
+        cmocka_unit_test(test_tie),
+        cmocka_unit_test(test_flushed_share),
+        cmocka_unit_test(test_keep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
