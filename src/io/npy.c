@@ -106,10 +106,17 @@ static void parse_run(void *ctx)
 }
 
 /* op under the guard; a fault is FP4_ERR_INPUT "FILE: the file shrank ..." (a zip listing cut
- * short by it may leave its partial list unfreed: the file changed under the open) */
+ * short by it leaves the part it made in *zip, *nzip: freed here) */
 static fp4_status parse_guarded(parse_args *a)
 {
-    if (!fp4_mapguard_call(parse_run, a)) return fp4_error(FP4_ERR_INPUT, "%s: " SHRANK, a->file);
+    if (!fp4_mapguard_call(parse_run, a)) {
+        if (a->op == 2) {
+            fp4_zip_free(*a->zip, *a->nzip);
+            *a->zip = NULL;
+            *a->nzip = 0;
+        }
+        return fp4_error(FP4_ERR_INPUT, "%s: " SHRANK, a->file);
+    }
     return a->op == 0 ? FP4_OK : a->st;
 }
 

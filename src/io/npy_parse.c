@@ -329,6 +329,9 @@ fp4_status fp4_zip_list(const char *file, const uint8_t *buf, uint64_t size,
     if (!m) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the zip directory", file);
     fp4_status st = FP4_OK;
     int got = 0;
+    /* the list so far is the caller's from here (*out, *n): a read of a mapping the file no
+     * longer holds (io/mapguard.h) abandons this call anywhere, and leaves it to free */
+    *out = m;
     uint64_t p = cd_off, cd_end = cd_off + cd_size;
     for (uint64_t i = 0; i < count; i++) {
         if (cd_end - p < 46 || rd32(buf + p) != 0x02014b50) {
@@ -353,13 +356,12 @@ fp4_status fp4_zip_list(const char *file, const uint8_t *buf, uint64_t size,
             goto out;
         }
         fp4_zip_member *z = &m[got];
-        if (!(z->name = malloc((size_t)nlen + 1))) {
+        if (!(z->name = calloc((size_t)nlen + 1, 1))) {
             st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the zip directory", file);
             goto out;
         }
+        *n = ++got; /* before the name's bytes are copied from buf */
         memcpy(z->name, name, (size_t)nlen);
-        z->name[nlen] = 0;
-        got++;
         /* zip64 extra field: the overflowed fields, in this order. */
         for (const uint8_t *x = name + nlen, *xe = x + xlen; xe - x >= 4;) {
             uint16_t id = rd16(x), len = rd16(x + 2);
@@ -421,10 +423,10 @@ fp4_status fp4_zip_list(const char *file, const uint8_t *buf, uint64_t size,
         free(s);
         if (st != FP4_OK) goto out;
     }
-    *out = m;
-    *n = got;
     return FP4_OK;
 out:
     fp4_zip_free(m, got);
+    *out = NULL;
+    *n = 0;
     return st;
 }

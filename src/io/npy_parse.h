@@ -61,7 +61,9 @@ typedef struct fp4_zip_member {
  * header, in central-directory order. FP4_ERR_INPUT "FILE: <what is wrong>" for a missing or
  * inconsistent directory, a multi-disk archive, any offset or size outside the file, a name
  * that is not UTF-8 or holds a NUL, duplicate names; members that are encrypted or use another
- * method than stored/deflated get `problem`. *out (free with fp4_zip_free) on FP4_OK. */
+ * method than stored/deflated get `problem`. *out (free with fp4_zip_free) on FP4_OK; NULL
+ * and 0 on an error. The list is *out, *n while it is built: a call abandoned midway (a read
+ * of a shrunk mapping under io/mapguard.h) leaves the part made there, to free. */
 fp4_status fp4_zip_list(const char *file, const uint8_t *buf, uint64_t size,
                         fp4_zip_member **out, int *n);
 void fp4_zip_free(fp4_zip_member *m, int n);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/mapguard.h"
 #include "io/npy_parse.h" /* the zip directory */
 #include "io/pickle.h"
 #include "io/rawconv.h"
@@ -35,6 +36,7 @@ typedef struct pt_file {
     uint64_t size;
     fp4_zip_member *zip;
     int nzip;
+    fp4_zip_member **zorder; /* [nzip] the members by name (find_member's binary search) */
     fp4_pkl_tensor *t;
     int n;
     bool big_endian;
@@ -167,23 +169,81 @@ static fp4_raw storage_raw(const char *cls)
     return FP4_RAW_NONE;
 }
 
+/* The member named name, or -1: a binary search of zorder (a linear one per tensor made the
+ * open quadratic: 20,000 tensors took seconds). */
 static int find_member(const pt_file *f, const char *name)
 {
-    for (int i = 0; i < f->nzip; i++)
-        if (strcmp(f->zip[i].name, name) == 0) return i;
+    int lo = 0, hi = f->nzip;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        const int c = strcmp(f->zorder[mid]->name, name);
+        if (!c) return (int)(f->zorder[mid] - f->zip);
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
+}
+
+static int cmp_member(const void *a, const void *b)
+{
+    return strcmp((*(fp4_zip_member *const *)a)->name, (*(fp4_zip_member *const *)b)->name);
+}
+
+/* zorder: the members sorted by name (names are unique: fp4_zip_list checks). */
+static fp4_status sort_members(pt_file *f)
+{
+    if (!(f->zorder = malloc(((size_t)f->nzip + 1) * sizeof *f->zorder)))
+        return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", f->path);
+    for (int i = 0; i < f->nzip; i++) f->zorder[i] = &f->zip[i];
+    qsort(f->zorder, (size_t)f->nzip, sizeof *f->zorder, cmp_member);
+    return FP4_OK;
 }
 
 static void pt_unmap(pt_file *f)
 {
     if (f->map) munmap((void *)f->map, (size_t)f->size);
     fp4_zip_free(f->zip, f->nzip);
+    free(f->zorder);
     fp4_pkl_free(f->t, f->n);
     free(f->path);
     memset(f, 0, sizeof *f);
 }
 
-/* Map and parse one checkpoint file: its zip directory, byteorder and data.pkl. */
+/* ---- the open-time parse, from the mapping under io/mapguard.h --------------------------- */
+
+#define SHRANK "the file shrank while it was read (truncated)"
+
+/* n bytes of the mapping copied into dst (the caller's), or the zip directory listed; op 0:
+ * copy, 1: list (the part listed stays in f->zip, f->nzip when a fault abandons it) */
+typedef struct pt_guarded {
+    int op;
+    void *dst;
+    const uint8_t *src;
+    size_t n;
+    const char *path;
+    pt_file *f;
+    fp4_status st;
+} pt_guarded;
+
+static void pt_guarded_run(void *ctx)
+{
+    pt_guarded *g = ctx;
+    if (g->op == 0) memcpy(g->dst, g->src, g->n);
+    else g->st = fp4_zip_list(g->path, g->f->map, g->f->size, &g->f->zip, &g->f->nzip);
+}
+
+/* n bytes at src of f's mapping into dst: false (an error set) when the file shrank. */
+static bool pt_copy(pt_file *f, void *dst, const uint8_t *src, size_t n)
+{
+    pt_guarded g = {.op = 0, .dst = dst, .src = src, .n = n};
+    if (fp4_mapguard_call(pt_guarded_run, &g)) return true;
+    fp4_error(FP4_ERR_INPUT, "%s: " SHRANK, f->path);
+    return false;
+}
+
+/* Map and parse one checkpoint file: its zip directory, byteorder and data.pkl, every byte
+ * read under the guard (a file cut short meanwhile is an error, never SIGBUS): the directory
+ * listed from the mapping, the byteorder and data.pkl copied out of it and parsed there. */
 static fp4_status pt_map(const char *path, const char *named_by, pt_file *f)
 {
     memset(f, 0, sizeof *f);
@@ -207,13 +267,23 @@ static fp4_status pt_map(const char *path, const char *named_by, pt_file *f)
         f->map = m;
     }
     close(fd);
-    if (f->size >= sizeof legacy_magic && memcmp(f->map, legacy_magic, sizeof legacy_magic) == 0)
+    unsigned char head[sizeof legacy_magic];
+    if (f->size >= sizeof head && !pt_copy(f, head, f->map, sizeof head)) return FP4_ERR_INPUT;
+    if (f->size >= sizeof head && memcmp(head, legacy_magic, sizeof legacy_magic) == 0)
         return fp4_error(FP4_ERR_INPUT,
                          "%s: a PyTorch checkpoint in the legacy (pre-1.6, non-zip) format, not "
                          "read: save it again with torch.save(obj, f, "
                          "_use_new_zipfile_serialization=True), or as safetensors "
                          "(safetensors.torch.save_file)", path);
-    FP4_TRY(fp4_zip_list(path, f->map, f->size, &f->zip, &f->nzip));
+    pt_guarded g = {.op = 1, .path = path, .f = f};
+    if (!fp4_mapguard_call(pt_guarded_run, &g)) {
+        fp4_zip_free(f->zip, f->nzip); /* the part listed before the fault */
+        f->zip = NULL;
+        f->nzip = 0;
+        return fp4_error(FP4_ERR_INPUT, "%s: " SHRANK, path);
+    }
+    FP4_TRY(g.st);
+    FP4_TRY(sort_members(f));
     /* the one PREFIX/data.pkl (or data.pkl) */
     int pk = -1;
     size_t plen = 0;
@@ -247,14 +317,25 @@ static fp4_status pt_map(const char *path, const char *named_by, pt_file *f)
     int bi = find_member(f, bo);
     if (bi >= 0) {
         const fp4_zip_member *b = &f->zip[bi];
-        const char *v = (const char *)f->map + b->data_offset;
+        char v[6] = {0};
+        if (b->method == 0 && !b->problem[0] && (b->usize == 6 || b->usize == 3) &&
+            !pt_copy(f, v, f->map + b->data_offset, (size_t)b->usize))
+            return FP4_ERR_INPUT;
         if (b->method != 0 || b->problem[0] ||
             !((b->usize == 6 && memcmp(v, "little", 6) == 0) ||
               (b->usize == 3 && memcmp(v, "big", 3) == 0)))
             return fp4_error(FP4_ERR_INPUT, "%s: %s is not 'little' or 'big'", path, bo);
         f->big_endian = b->usize == 3;
     }
-    return fp4_pickle_state_dict(path, f->map + z->data_offset, (size_t)z->usize, &f->t, &f->n);
+    uint8_t *pkl = malloc(z->usize ? (size_t)z->usize : 1);
+    if (!pkl) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for %s", path, z->name);
+    if (!pt_copy(f, pkl, f->map + z->data_offset, (size_t)z->usize)) {
+        free(pkl);
+        return FP4_ERR_INPUT;
+    }
+    const fp4_status st = fp4_pickle_state_dict(path, pkl, (size_t)z->usize, &f->t, &f->n);
+    free(pkl);
+    return st;
 }
 
 /* Where tensor t of file f lies, or why it cannot be read. */
