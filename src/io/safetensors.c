@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/ckpt_index.h"
 #include "io/mapguard.h"
 #include "io/rawconv.h"
 #include "io/source.h"
@@ -263,103 +264,24 @@ static int cmp_entry(const void *a, const void *b)
     return x->f - y->f;
 }
 
-/* Read a small whole file (an index) into memory. */
-static fp4_status slurp(const char *path, char **out, size_t *len)
-{
-    *out = NULL;
-    struct stat sb;
-    const char *why;
-    const int fd = fp4_open_regular(path, &sb, &why); /* a FIFO index is refused */
-    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
-    FILE *fh = fdopen(fd, "rb");
-    if (!fh) {
-        close(fd);
-        return fp4_error(FP4_ERR_INPUT, "%s: %s", path, strerror(errno));
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap);
-    fp4_status st = FP4_OK;
-    while (b) {
-        if (n == cap) {
-            if (cap > FP4_ST_MAX_HEADER) {
-                st = fp4_error(FP4_ERR_INPUT, "%s: index file exceeds the 100 MB limit", path);
-                break;
-            }
-            char *nb = realloc(b, cap * 2);
-            if (!nb) break;
-            b = nb;
-            cap *= 2;
-        }
-        size_t r = fread(b + n, 1, cap - n, fh);
-        n += r;
-        if (r == 0) break;
-    }
-    if (!b) st = fp4_error(FP4_ERR_INTERNAL, "%s: out of memory", path);
-    else if (st == FP4_OK && ferror(fh)) st = fp4_error(FP4_ERR_INPUT, "%s: read error", path);
-    fclose(fh);
-    if (st != FP4_OK) {
-        free(b);
-        return st;
-    }
-    *out = b;
-    *len = n;
-    return FP4_OK;
-}
-
-/* dir + "/" + name */
-static char *path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
-static char *dir_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    char *d = strndup(path, (size_t)(slash - path));
-    return d;
-}
-
 static fp4_status st_open_index(st_src *s, const char *index)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FP4_TRY(slurp(index, &buf, &len));
     fp4_st_index ix;
-    fp4_status st = fp4_st_index_parse(index, buf, len, &ix);
-    free(buf);
-    if (st != FP4_OK) return st;
-    fp4_st_index_free(&s->imeta);
-    s->imeta.meta_keys = ix.meta_keys; /* kept for index_metadata */
-    s->imeta.meta_vals = ix.meta_vals;
-    s->imeta.nmeta = ix.nmeta;
-    ix.meta_keys = ix.meta_vals = NULL;
-    ix.nmeta = 0;
-    char *dir = dir_of(index);
+    FP4_TRY(fp4_ckpt_index_load(index, &ix, &s->imeta)); /* metadata kept for index_metadata */
+    char **paths = NULL;
     st_entry *all = NULL;
     int nall = 0;
+    fp4_status st = fp4_ckpt_index_paths(index, &ix, &paths);
+    if (st != FP4_OK) goto out;
     s->files = calloc((size_t)ix.nshards + 1, sizeof *s->files);
     s->list = calloc((size_t)ix.n + 1, sizeof *s->list);
-    if (!dir || !s->files || !s->list) {
+    if (!s->files || !s->list) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
     for (int i = 0; i < ix.nshards; i++) {
-        char *p = path_join(dir, ix.shards[i]);
-        if (!p) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        st = st_map(p, index, s->root, &s->files[i]);
+        st = st_map(paths[i], index, s->root, &s->files[i]);
         s->nfiles = i + 1;
-        free(p);
         if (st != FP4_OK) goto out;
         nall += s->files[i].h.n;
     }
@@ -384,67 +306,31 @@ static fp4_status st_open_index(st_src *s, const char *index)
         s->list[s->n++] = *hit;
     }
 out:
+    for (int i = 0; paths && i < ix.nshards; i++) free(paths[i]);
+    free(paths);
     free(all);
-    free(dir);
     fp4_st_index_free(&ix);
     return st;
 }
 
-static int cmp_cstr(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static bool st_name_is_file(const char *name) { return ends_with(name, ".safetensors"); }
 
 static fp4_status st_open_dir(st_src *s, const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d) return fp4_error(FP4_ERR_INPUT, "%s: %s", dir, strerror(errno));
-    char **names = NULL, **idx = NULL;
-    int nn = 0, ni = 0, cap = 0;
+    char *index = NULL, **names = NULL;
+    int nn = 0;
+    FP4_TRY(fp4_ckpt_dir_scan(dir, ".safetensors.index.json", st_name_is_file,
+                              ".safetensors file or index", &index, &names, &nn));
     fp4_status st = FP4_OK;
-    for (struct dirent *e; (e = readdir(d));) {
-        bool is_idx = ends_with(e->d_name, ".safetensors.index.json");
-        if (!is_idx && !ends_with(e->d_name, ".safetensors")) continue;
-        if (nn + ni >= cap) {
-            cap = cap ? cap * 2 : 16;
-            char **a = realloc(names, (size_t)cap * sizeof *a), **b = NULL;
-            if (a) names = a;
-            if (a) b = realloc(idx, (size_t)cap * sizeof *b);
-            if (b) idx = b;
-            if (!a || !b) {
-                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-                goto out;
-            }
-        }
-        char *p = strdup(e->d_name);
-        if (!p) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        if (is_idx) idx[ni++] = p;
-        else names[nn++] = p;
-    }
-    if (ni > 1) {
-        qsort(idx, (size_t)ni, sizeof *idx, cmp_cstr);
-        st = fp4_error(FP4_ERR_INPUT, "%s: holds %d index files (%s, %s%s): name the one to read",
-                       dir, ni, idx[0], idx[1], ni > 2 ? ", ..." : "");
-        goto out;
-    }
-    if (ni == 1) {
-        char *p = path_join(dir, idx[0]);
-        if (p && !st_allow_external && fp4_source_outside_tree(p, s->root))
+    if (index) {
+        if (!st_allow_external && fp4_source_outside_tree(index, s->root))
             st = fp4_error(FP4_ERR_INPUT, "%s: resolves outside the checkpoint's directory %s "
-                           "(--allow-external reads it)", p, s->root);
+                           "(--allow-external reads it)", index, s->root);
         else
-            st = p ? st_open_index(s, p) : fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        free(p);
-        goto out;
+            st = st_open_index(s, index);
+        free(index);
+        return st;
     }
-    if (nn == 0) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: no .safetensors file or index in this directory", dir);
-        goto out;
-    }
-    qsort(names, (size_t)nn, sizeof *names, cmp_cstr);
     s->files = calloc((size_t)nn, sizeof *s->files);
     if (!s->files) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -452,14 +338,8 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
     }
     int total = 0;
     for (int i = 0; i < nn; i++) {
-        char *p = path_join(dir, names[i]);
-        if (!p) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            goto out;
-        }
-        st = st_map(p, NULL, s->root, &s->files[i]);
+        st = st_map(names[i], NULL, s->root, &s->files[i]);
         s->nfiles = i + 1;
-        free(p);
         if (st != FP4_OK) goto out;
         total += s->files[i].h.n;
     }
@@ -471,11 +351,8 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
         for (int t = 0; t < s->files[f].h.n; t++)
             s->list[s->n++] = (st_entry){s->files[f].h.t[t].name, f, t};
 out:
-    closedir(d);
     for (int i = 0; i < nn; i++) free(names[i]);
-    for (int i = 0; i < ni; i++) free(idx[i]);
     free(names);
-    free(idx);
     return st;
 }
 
@@ -756,81 +633,12 @@ oom:
  * its own entries). Only the index is read. */
 static fp4_status st_files(const char *path, char ***files, int *n)
 {
-    *files = NULL;
-    *n = 0;
-    struct stat sb;
-    if (stat(path, &sb) != 0) return FP4_OK;
-    char *index = NULL;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        int ni = 0;
-        for (struct dirent *e; d && (e = readdir(d));)
-            if (ends_with(e->d_name, ".safetensors.index.json") && ni++ == 0)
-                index = path_join(path, e->d_name);
-        if (d) closedir(d);
-        if (ni != 1) { /* none, or several: the open refuses it */
-            free(index);
-            return FP4_OK;
-        }
-    } else if (S_ISREG(sb.st_mode)) {
-        unsigned char head[4096];
-        size_t k = 0;
-        const char *why;
-        struct stat fb;
-        int fd = fp4_open_regular(path, &fb, &why);
-        if (fd < 0) return FP4_OK; /* the open says why */
-        ssize_t r;
-        while (k < sizeof head && (r = read(fd, head + k, sizeof head - k)) > 0) k += (size_t)r;
-        close(fd);
-        if (!st_is_index(path, head, k)) return FP4_OK;
-        index = strdup(path);
-    }
-    if (!index) return S_ISDIR(sb.st_mode) || S_ISREG(sb.st_mode)
-                           ? fp4_error(FP4_ERR_INTERNAL, "out of memory") : FP4_OK;
-    char *buf = NULL, *dir = NULL;
-    size_t len = 0;
-    fp4_st_index ix = {0};
-    fp4_status st = slurp(index, &buf, &len);
-    if (st == FP4_OK) st = fp4_st_index_parse(index, buf, len, &ix);
-    free(buf);
-    if (st == FP4_OK && !(dir = dir_of(index))) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    if (st == FP4_OK && !(*files = calloc((size_t)ix.nshards + 1, sizeof **files)))
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    for (int i = 0; st == FP4_OK && i < ix.nshards; i++) {
-        if (!((*files)[i] = path_join(dir, ix.shards[i])))
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        else *n = i + 1;
-    }
-    fp4_st_index_free(&ix);
-    free(dir);
-    free(index);
-    if (st != FP4_OK) {
-        for (int i = 0; i < *n; i++) free((*files)[i]);
-        free(*files);
-        *files = NULL;
-        *n = 0;
-    }
-    return st;
+    return fp4_ckpt_index_files(path, ".safetensors.index.json", st_is_index, files, n);
 }
 
 static fp4_status st_index_metadata(void *impl, char ***keys, char ***vals, int *n)
 {
-    st_src *s = impl;
-    *keys = calloc((size_t)s->imeta.nmeta + 1, sizeof **keys);
-    *vals = calloc((size_t)s->imeta.nmeta + 1, sizeof **vals);
-    *n = 0;
-    bool ok = *keys && *vals;
-    for (int i = 0; ok && i < s->imeta.nmeta; i++) {
-        (*keys)[i] = strdup(s->imeta.meta_keys[i]);
-        (*vals)[i] = strdup(s->imeta.meta_vals[i]);
-        *n = i + 1;
-        ok = (*keys)[i] && (*vals)[i];
-    }
-    if (ok) return FP4_OK;
-    fp4_source_metadata_free(*keys, *vals, *n);
-    *keys = *vals = NULL;
-    *n = 0;
-    return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    return fp4_ckpt_index_metadata(&((st_src *)impl)->imeta, keys, vals, n);
 }
 
 const fp4_source_ops fp4_source_safetensors = {

@@ -102,6 +102,49 @@ json.load(open(sys.argv[1]), parse_constant=bad)
 PY
 }
 
+# cut_run FILE DELAY ARGS...: FILE cut short by another process while `fp4diag sqnr ARGS`
+# reads it: a copy (same name, in $tmp/cut) read in the background, truncated to a third of
+# its size after DELAY seconds. Whenever the cut lands: exit 0 with $tmp/ref.json's report, or
+# exit 3 with one stderr line, errors entries whose messages each match $cut_msgs (a Python
+# regular expression) and every reported tensor equal to the reference; never a signal (135:
+# SIGBUS). $cut counts the runs cut mid-way (exit 3).
+cut=0
+cut_run() {
+    cr_src=$1 cr_d=$2
+    shift 2
+    cr_what="$(basename "$cr_src"): cut after ${cr_d}s"
+    mkdir -p "$tmp/cut"
+    cr_copy=$tmp/cut/$(basename "$cr_src")
+    cr_size=$(wc -c <"$cr_src")
+    cp "$cr_src" "$cr_copy"
+    rm -f "$tmp/r.json"
+    timeout 300 "$FP4DIAG" sqnr "$@" "$cr_copy" -o "$tmp/r.json" >/dev/null 2>"$tmp/err" &
+    cr_pid=$!
+    sleep "$cr_d"
+    truncate -s $((cr_size / 3)) "$cr_copy"
+    wait "$cr_pid"; rc=$?
+    case $rc in
+        0|3) ;;
+        *) fail "$cr_what: exit $rc (135: SIGBUS)" ;;
+    esac
+    [ "$(wc -l <"$tmp/err")" -le 1 ] || fail "$cr_what: stderr is more than one line"
+    [ -e "$tmp/r.json" ] || return 0 # cut before the file was opened: no report
+    python3 - "$tmp/ref.json" "$tmp/r.json" "$rc" "$cut_msgs" <<'PY' || fail "$cr_what: not the tensors' numbers"
+import json, re, sys
+ref, got = (json.load(open(p)) for p in sys.argv[1:3])
+rt = {t["name"]: t["results"] for t in ref["tensors"]}
+for t in got["tensors"]:
+    assert t["results"] == rt[t["name"]], t["name"]
+if sys.argv[3] == "0":
+    assert not got["errors"] and len(got["tensors"]) == len(rt)
+else:
+    assert got["errors"], "exit 3 without errors entries"
+    assert all(re.search(sys.argv[4], e["message"]) for e in got["errors"]), got["errors"][:2]
+PY
+    [ "$rc" -eq 3 ] && cut=$((cut + 1))
+    return 0
+}
+
 # no_temp DIR: no temporary report file (.NAME.tmpXXXXXX) is left in DIR.
 no_temp() {
     left=$(find "$1" -maxdepth 1 -name '.*tmp*' 2>/dev/null)
