@@ -91,7 +91,7 @@ int fp4d_config_count(const fp4d_config *cfg);
 /* ------------------------------------------------------------------ inputs */
 
 /* An open input: any file or directory the CLI reads (HDF5, safetensors file, sharded
- * safetensors index or directory, .npy, .npz; SPEC §8). */
+ * safetensors index or directory, PyTorch checkpoint, GGUF file, .npy, .npz; SPEC §8). */
 typedef struct fp4d_input fp4d_input;
 
 #define FP4D_MAX_RANK 8
