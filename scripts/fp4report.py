@@ -99,6 +99,92 @@ def depth_order(names):
     return sorted(names, key=lambda n: (depth_group(n), block_index(n) or 0, n))
 
 
+# What 4-bit recipes keep in high precision: a copy of the table of src/run/recipe.c (SPEC §9
+# "Default selection"; cli/plots_depth_model.sh checks that both agree on testdata/select).
+# (kind, glob, on) with on "leaf" (the last component) or "module" (the name without it);
+# names lower-cased, '/' read as '.', fnmatch with '*' crossing dots; first match wins.
+RECIPE_RULES = [
+    ("bias", "*bias", "leaf"),
+    ("output head", "*lm_head*", "module"), ("output head", "*embed_out", "module"),
+    ("output head", "*unembedding*", "module"), ("output head", "*proj_out", "module"),
+    ("output head", "*output_layer*", "module"), ("output head", "output", "module"),
+    ("embedding", "*embed*", "module"), ("embedding", "wte", "module"),
+    ("embedding", "*.wte", "module"), ("embedding", "wpe", "module"),
+    ("embedding", "*.wpe", "module"), ("embedding", "shared", "module"),
+    ("embedding", "*relative_attention_bias", "module"),
+    ("norm", "*norm*", "module"), ("norm", "ln[_f0-9]*", "module"),
+    ("norm", "*.ln[_f0-9]*", "module"),
+    ("MoE router", "*router*", "module"), ("MoE router", "*block_sparse_moe.gate", "module"),
+    ("MoE router", "*mlp.gate", "module"), ("MoE router", "*shared_expert_gate", "module"),
+    ("conv1d", "*mixer.conv1d", "module"), ("conv1d", "*linear_attn.conv1d", "module"),
+]
+
+
+def recipe_keeps(name):
+    """The kind of the recipe rule that keeps tensor `name` in high precision, or None."""
+    import fnmatch
+    full = name.lstrip("/").replace("/", ".").lower()
+    mod, _, leaf = full.rpartition(".")
+    if not mod:
+        mod, leaf = full, full
+    for kind, glob, on in RECIPE_RULES:
+        if fnmatch.fnmatchcase(leaf if on == "leaf" else mod, glob):
+            return kind
+    return None
+
+
+# A tensor's place in its block, in model order: the attention's input projections (parallel:
+# q, k, v), its output projection, the MLP's input projections (parallel: gate, up; every
+# expert's), its output projection; anything else after them.
+_ROLES = [
+    ("qkv", {"q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "q",
+             "k", "v", "qkv", "wqkv", "query_key_value", "in_proj"}),
+    ("o", {"o_proj", "out_proj", "o", "proj", "dense", "c_proj@attn", "wo@attn"}),
+    ("gate|up", {"gate_proj", "up_proj", "w1", "w3", "fc1", "c_fc", "gate_up_proj", "wi", "wi_0",
+                 "wi_1", "dense_h_to_4h", "mlp1"}),
+    ("down", {"down_proj", "w2", "fc2", "c_proj", "wo", "dense_4h_to_h", "mlp2"}),
+]
+
+
+def branch_role(name):
+    """(index, label) of a tensor's role in its block (see _ROLES); (4, its module) otherwise."""
+    full = name.lstrip("/").replace("/", ".")
+    parts = full.lower().split(".")
+    if parts and parts[-1] in ("weight", "scale"):
+        parts = parts[:-1]
+    last = parts[-1] if parts else ""
+    last = last.replace("_weight", "")  # gpt-oss original layout: mlp1_weight
+    attn = any(("attn" in p or "attention" in p) for p in parts[:-1])
+    if attn:  # names that mean the attention's output there (GPT-2 c_proj, T5 wo)
+        for i, (label, names) in enumerate(_ROLES):
+            if last + "@attn" in names:
+                return i, label
+    for i, (label, names) in enumerate(_ROLES):
+        if last in names:
+            return i, label
+    return 4, last
+
+
+def model_stages(names):
+    """The tensors in model order, grouped into stages along the residual stream: what recipes
+    keep in high precision left out (recipe_keeps); per block (numeric index) the parallel
+    members of a role (q/k/v; gate/up; the experts) one stage; others one stage each.
+    Returns [(label, [names])]."""
+    kept = [n for n in names if recipe_keeps(n) is None]
+    key = lambda n: (depth_group(n), block_index(n) or 0, branch_role(n)[0],
+                     branch_role(n)[1] if branch_role(n)[0] == 4 else "", n)
+    stages = []
+    for n in sorted(kept, key=key):
+        b, (ri, rl) = block_index(n), branch_role(n)
+        gid = (depth_group(n), b, ri, rl) if b is not None else ("t", n)
+        label = f"{b} {rl}" if b is not None else n.lstrip("/")
+        if stages and stages[-1][2] == gid:
+            stages[-1][1].append(n)
+        else:
+            stages.append((label, [n], gid))
+    return [(label, members) for label, members, _ in stages]
+
+
 def by_depth(names):
     """Whether depth_order means anything for these names (some carry a /blocks/N/ index)."""
     return any(block_index(n) is not None for n in names)

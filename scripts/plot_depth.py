@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """plot_depth.py — compounded shrinkage against depth, from sqnr, bias, buckets or rht reports:
-tensors ordered by depth (embeddings such as tok/pos first, then by their /blocks/N/ index and
-name, the head and final norm last) and, for each format and RHT setting, the running product
-Π(1 − δ_k) of the per-tensor shrinkage δ = 1 − α, with exp(−Σδ_k) dotted. Where e1m2 and int4
-coincide the line is named "e1m2 = int4" and int4 is drawn as crosses on it."""
+the stages of the residual stream in model order (blocks by their numeric index; in a block the
+attention's q/k/v, its output projection, the MLP's gate/up, its down projection) and, for each
+format and RHT setting, the running product Π(1 − δ_k) of the shrinkage δ = 1 − α, with
+exp(−Σδ_k) dotted. Parallel tensors (q, k, v; gate, up; the experts of a block) are one stage
+whose factor is the mean of their 1 − δ, never multiplied together; what recipes keep in high
+precision (embeddings, lm_head, norms, routers: SPEC §9, fp4report.recipe_keeps) is left out
+even when the report has it (--all-weights). Where e1m2 and int4 coincide the line is named
+"e1m2 = int4" and int4 is drawn as crosses on it."""
 import math
 import sys
 
@@ -15,9 +19,10 @@ def main():
     args = ap.parse_args()
     fr.out_path(args, "depth")
     doc = fr.load(args.reports, {"sqnr", "bias", "buckets", "rht"})
-    names = fr.depth_order([t["name"] for t in doc["tensors"]])
-    if not names:
-        raise fr.ReportError(f"{doc['_path']}: no tensors")
+    stages = fr.model_stages([t["name"] for t in doc["tensors"]])
+    if not stages:
+        raise fr.ReportError(f"{doc['_path']}: no tensors recipes quantize")
+    names = [label for label, _ in stages]
     by = {}
     for t, r in fr.results(doc):
         d = r.get("delta")
@@ -25,8 +30,16 @@ def main():
             d = 1 - r["alpha"]
         k = (r["format"], r["scale"], r["block"], r["rounding"], fr.rht_on(r))
         by.setdefault(k, [{}, r])[0][t["name"]] = d
+    for k in by:  # one factor per stage: the mean 1 - delta of its parallel members
+        per = by[k][0]
+        st = {}
+        for label, members in stages:
+            ds = [per[m] for m in members if per.get(m) is not None]
+            if ds:
+                st[label] = 1 - sum(1 - d for d in ds) / len(ds)
+        by[k][0] = st
     plt = fr.pyplot()
-    short = ["input"] + fr.short_names(names)
+    short = ["input"] + names
     width, font, rot, step = fr.tick_layout(len(names) + 1)
     fig, ax = plt.subplots(figsize=(width, 3.8 + fr.label_height(short, font, rot) + 0.4))
     multi_cfg = len({k[1:4] for k in by}) > 1
@@ -63,8 +76,8 @@ def main():
     ax.axhline(1, color="black", linewidth=0.8)
     fr.label_ticks(ax, short, font, rot, step)
     ax.set_xlim(-0.5, len(names) + 0.5)
-    ax.set_xlabel(("depth (embeddings, tensors by /blocks/N/ index, head last)"
-                   if fr.by_depth(names) else "tensor") +
+    ax.set_xlabel("stage in model order (block: q/k/v, o, gate/up, down; parallel tensors "
+                  "one stage)" +
                   (f", every {step}th labelled" if step > 1 else ""))
     ax.set_ylabel("compounded gain Π(1 − δ_k)")
     ax.plot([], [], ":", color="0.3", linewidth=0.8, label="dotted: exp(−Σδ_k)")
