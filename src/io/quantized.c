@@ -993,16 +993,36 @@ float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global)
 static void decode_gguf(const fp4_qtensor *q, const uint8_t *blocks, float global, int64_t row0,
                         int64_t nrows, float *out)
 {
-    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    const int64_t K = q->dims[q->rank - 1];
+    if (q->format == FP4_QF_MXFP4) { /* 17 bytes: e, qs[16]; element j low, j + 16 high */
+        const int64_t nb = K / 32;
+        for (int64_t r = 0; r < nrows; r++) {
+            const uint8_t *blk = blocks + (row0 + r) * nb * 17;
+            float *o = out + r * K;
+            for (int64_t b = 0; b < nb; b++, blk += 17, o += 32) {
+                const float d = e8m0_half(blk[0]);
+                for (int j = 0; j < 16; j++) {
+                    o[j] = kvalue(blk[1 + j] & 15u) * d;
+                    o[j + 16] = kvalue(blk[1 + j] >> 4) * d;
+                }
+            }
+        }
+        return;
+    }
+    /* NVFP4, 36 bytes: d[4], qs[32]; sub-block s in qs[8s..8s+7], element j low, j + 8 high;
+     * the product kv * d is exact, then the sidecar's multiplication rounds once */
+    const int64_t nb = K / 64;
     for (int64_t r = 0; r < nrows; r++) {
+        const uint8_t *blk = blocks + (row0 + r) * nb * 36;
         float *o = out + r * K;
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t sb = blocks[fp4_quant_scale_index(q, row0 + r, b)];
-            const float d = q->format == FP4_QF_MXFP4 ? e8m0_half(sb) : ue4m3_value(sb) * 0.5f;
-            for (int64_t j = 0; j < q->block; j++) {
-                const int64_t k = b * q->block + j;
-                const float v = kvalue(fp4_quant_code(q, blocks, row0 + r, k)) * d;
-                o[k] = q->format == FP4_QF_NVFP4 ? v * global : v;
+        for (int64_t b = 0; b < nb; b++, blk += 36) {
+            for (int s = 0; s < 4; s++, o += 16) {
+                const float d = ue4m3_value(blk[s]) * 0.5f;
+                const uint8_t *qs = blk + 4 + 8 * s;
+                for (int j = 0; j < 8; j++) {
+                    o[j] = (kvalue(qs[j] & 15u) * d) * global;
+                    o[j + 8] = (kvalue(qs[j] >> 4) * d) * global;
+                }
             }
         }
     }
