@@ -14,7 +14,7 @@
 #include "run/audit.h"
 
 const char fp4_usage_audit[] =
-    "usage: fp4diag audit [-o FILE] [--json] [-q] SOURCE QUANTIZED [SELECT...]\n"
+    "usage: fp4diag audit [-o FILE] [--json] [-q] [--shard I/N] SOURCE QUANTIZED [SELECT...]\n"
     "\n"
     "Audit an already-quantized checkpoint (NVFP4/MXFP4 exported by ModelOpt,\n"
     "compressed-tensors / llm-compressor, or laid out as gpt-oss) against the high-precision\n"
@@ -40,6 +40,9 @@ const char fp4_usage_audit[] =
     "            goes to standard output\n"
     "  --json    the JSON report on standard output instead of the table\n"
     "  -q        no table\n"
+    "  --shard I/N  audit share I of N of the selection (whole fused groups, balanced by\n"
+    "            elements) and write a partial report (-o or --json); 'fp4diag merge'\n"
+    "            puts the N parts together into the report of one run\n"
     "  -h, --help  this text\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 a file unreadable, no quantized tensor, a pattern that\n"
@@ -63,11 +66,13 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
+        {"shard", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, quiet = false;
     const char *output = NULL;
+    fp4_shard shard = {0, 0};
     optind = 1;
     opterr = 0;
     int c;
@@ -76,6 +81,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         case 'j': json = true; break;
         case 'o': output = optarg; break;
         case 'q': quiet = true; break;
+        case 's': FP4_TRY(fp4_shard_parse(optarg, &shard)); break;
         case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
         case ':':
             return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag audit --help'",
@@ -92,8 +98,12 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
     const char *inputs[2] = {source, quantized};
     if (output) FP4_TRY(fp4_output_prepare(output, inputs, 2));
     fp4_audit a;
-    fp4_status st = fp4_audit_run(source, quantized, (const char *const *)argv + optind + 2,
-                                  argc - optind - 2, &a);
+    if (shard.count > 0 && !output && !json)
+        return fp4_error(FP4_ERR_USAGE, "--shard writes a partial report: give -o FILE (or "
+                                        "--json); see 'fp4diag audit --help'");
+    fp4_status st = fp4_audit_run_shard(source, quantized,
+                                        (const char *const *)argv + optind + 2,
+                                        argc - optind - 2, shard, &a);
     if (st != FP4_OK) {
         fp4_audit_free(&a);
         fp4_output_forget();

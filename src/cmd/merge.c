@@ -16,7 +16,7 @@ const char fp4_usage_merge[] =
     "usage: fp4diag merge [OPTIONS] PART.json...\n"
     "\n"
     "Join the partial reports of one run's shares (each made with --shard I/N by sqnr, bias,\n"
-    "buckets, rht or gemm) into the report one process would have written: tensors (layers)\n"
+    "buckets, rht, gemm or audit) into the report one process would have written: tensors (layers)\n"
     "in the same order, the pooled summary bit for bit, errors kept; only \"timing\" differs\n"
     "(the slowest part's seconds, the parts' bytes summed). The parts must come from the same\n"
     "command line apart from --shard and -o, the same options, input and fp4diag version,\n"

@@ -3,6 +3,7 @@
 #include "report/audit.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,66 @@ static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s)
     num(o, "sqnr_db", fp4_audit_sqnr(s, &status));
     cJSON_AddStringToObject(o, "sqnr_status", status);
     num(o, "alpha", fp4_audit_alpha(s));
+}
+
+cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums *ex,
+                                    const fp4_audit_sums *rq, int64_t nonnearest,
+                                    int64_t elements, int64_t scale_match, int64_t scale_bytes)
+{
+    cJSON *po = cJSON_CreateObject();
+    if (!po) return NULL;
+    cJSON_AddNumberToObject(po, "tensors", tensors);
+    sums_json(po, "export", ex);
+    sums_json(po, "requant", rq);
+    num(po, "nonnearest_frac", frac(nonnearest, elements));
+    num(po, "scale_match_frac", frac(scale_match, scale_bytes));
+    return po;
+}
+
+static cJSON *hex3(const fp4_audit_sums *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    const double v[3] = {s->xx, s->ee, s->xq};
+    for (int k = 0; a && k < 3; k++) {
+        char b[48];
+        snprintf(b, sizeof b, "%a", v[k]);
+        cJSON_AddItemToArray(a, cJSON_CreateString(b));
+    }
+    return a;
+}
+
+/* --shard: the share, the selection positions it took, per tensor the exact state `merge`
+ * pools (hex floats), the positions of its errors, and the inputs' fingerprint. */
+static void add_shard(cJSON *root, const fp4_audit *a)
+{
+    cJSON *sh = cJSON_AddObjectToObject(root, "shard");
+    if (!sh) return;
+    cJSON_AddNumberToObject(sh, "index", a->shard.index);
+    cJSON_AddNumberToObject(sh, "count", a->shard.count);
+    cJSON_AddNumberToObject(sh, "selected", a->selected);
+    cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
+    for (int i = 0; as && i < a->nassigned; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateNumber(a->assigned[i]));
+    cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
+    for (int i = 0; ts && i < a->n; i++) {
+        const fp4_audit_tensor *t = &a->t[i];
+        if (t->layout_fit < 0) continue; /* as the "tensors" array */
+        cJSON *o = cJSON_CreateObject();
+        if (!o) return;
+        cJSON_AddItemToArray(ts, o);
+        cJSON_AddNumberToObject(o, "index", t->position);
+        cJSON_AddItemToObject(o, "export", hex3(&t->export_));
+        cJSON_AddItemToObject(o, "requant", hex3(&t->requant));
+        cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
+        cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
+        cJSON_AddNumberToObject(o, "scale_match", (double)t->scale_match);
+        cJSON_AddNumberToObject(o, "scale_bytes", (double)t->scale_bytes);
+        cJSON_AddBoolToObject(o, "pooled", t->layout_fit == FP4_AUDIT_H_DECLARED);
+    }
+    cJSON *es = cJSON_AddArrayToObject(sh, "errors");
+    for (int i = 0; es && i < a->nerrors; i++)
+        cJSON_AddItemToArray(es, cJSON_CreateNumber(a->errors[i].position));
+    cJSON_AddItemToObject(sh, "fingerprint", fp4_report_fingerprint_json(a->prints, a->nprints));
 }
 
 static const char *fit_name(const fp4_audit_tensor *t)
@@ -147,16 +208,12 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
             }
         }
     }
-    cJSON *po = cJSON_AddObjectToObject(root, "pooled");
-    if (po) {
-        int np = 0;
-        for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
-        cJSON_AddNumberToObject(po, "tensors", np);
-        sums_json(po, "export", &a->pooled_export);
-        sums_json(po, "requant", &a->pooled_requant);
-        num(po, "nonnearest_frac", frac(a->pooled_nonnearest, a->pooled_elements));
-        num(po, "scale_match_frac", frac(a->pooled_scale_match, a->pooled_scale_bytes));
-    }
+    int np = 0;
+    for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
+    cJSON *po = fp4_report_audit_pooled_json(np, &a->pooled_export, &a->pooled_requant,
+                                             a->pooled_nonnearest, a->pooled_elements,
+                                             a->pooled_scale_match, a->pooled_scale_bytes);
+    if (po) cJSON_AddItemToObject(root, "pooled", po);
     cJSON *er = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; er && i < a->nerrors; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -168,6 +225,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
     }
     cJSON *tm = cJSON_AddObjectToObject(root, "timing");
     if (tm) cJSON_AddNumberToObject(tm, "seconds", a->seconds);
+    if (a->shard.count > 0) add_shard(root, a);
     fp4_json_make_valid(root);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

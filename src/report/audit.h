@@ -7,7 +7,19 @@
 
 #include "run/audit.h"
 
-/* The JSON text (malloc'd; NULL when out of memory). argv: the command line as given. */
+struct cJSON;
+
+/* The report's "pooled" object from the pooled sums and counts (merge rebuilds it so from the
+ * parts' exact sums, bit for bit). NULL when out of memory. */
+struct cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums *ex,
+                                           const fp4_audit_sums *rq, int64_t nonnearest,
+                                           int64_t elements, int64_t scale_match,
+                                           int64_t scale_bytes);
+
+/* The JSON text (malloc'd; NULL when out of memory). argv: the command line as given. With
+ * --shard (a->shard.count > 0) a "shard" object: index, count, selected, assigned (positions),
+ * tensors [{index, export and requant [xx, ee, xq] as hex floats, elements, nonnearest,
+ * scale_match, scale_bytes, pooled}], errors (positions), fingerprint. */
 char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a);
 
 /* The table: one line per tensor audited, lowest export SQNR first, the pooled line, the

@@ -15,7 +15,9 @@
 #include "run/gemm.h"
 #include "num/metrics.h"
 #include "report/report.h"
+#include "report/audit.h"
 #include "report/gemm.h"
+#include "run/audit.h"
 #include "run/shard.h"
 
 typedef struct part {
@@ -23,6 +25,7 @@ typedef struct part {
     cJSON *doc;
     const cJSON *shard;
     int index, count, selected;
+    bool audit; /* schema fp4diag.audit/1 */
 } part;
 
 static const cJSON *get(const cJSON *o, const char *k)
@@ -149,6 +152,7 @@ static fp4_status timing_check(const part *p)
         return fp4_error(FP4_ERR_INPUT, "%s: timing.seconds is not a run time (a number from 0 "
                                         "to one year)",
                          p->name);
+    if (p->audit && !b) return FP4_OK; /* an audit says its seconds only */
     if (!cJSON_IsNumber(b) || !(b->valuedouble >= 0) || !(b->valuedouble <= TIMING_BYTES_MAX) ||
         b->valuedouble != floor(b->valuedouble))
         return fp4_error(FP4_ERR_INPUT, "%s: timing.bytes_read is not a byte count (a whole "
@@ -164,7 +168,8 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
         p[i].doc = cJSON_Parse(texts[i]);
         if (!p[i].doc) return fp4_error(FP4_ERR_INPUT, "%s: not JSON", names[i]);
         const cJSON *sc = get(p[i].doc, "schema");
-        if (!cJSON_IsString(sc) || strcmp(sc->valuestring, FP4_REPORT_SCHEMA))
+        p[i].audit = cJSON_IsString(sc) && !strcmp(sc->valuestring, "fp4diag.audit/1");
+        if (!p[i].audit && (!cJSON_IsString(sc) || strcmp(sc->valuestring, FP4_REPORT_SCHEMA)))
             return fp4_error(FP4_ERR_INPUT, "%s: not an fp4diag report (schema %s)", names[i],
                              FP4_REPORT_SCHEMA);
         p[i].shard = get(p[i].doc, "shard");
@@ -203,17 +208,20 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
 /* Part i against part 0: the same run? `what` names the first difference. */
 static bool same_run(const part *a, const part *b, bool gemm, const char **what)
 {
-    static const char *const keys[] = {"tool", "command", "config"};
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-        if (!cJSON_Compare(get(a->doc, keys[k]), get(b->doc, keys[k]), true)) {
+    static const char *const keys[] = {"schema", "tool", "command", "config"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        const cJSON *x = get(a->doc, keys[k]), *y = get(b->doc, keys[k]);
+        if ((x || y) && !cJSON_Compare(x, y, true)) { /* absent in both: an audit's config */
             *what = keys[k];
             return false;
         }
+    }
     if (!gemm && !cJSON_Compare(get(a->doc, "input"), get(b->doc, "input"), true)) {
         *what = "input";
         return false;
     }
-    if (!gemm && !cJSON_Compare(get(a->doc, "skipped"), get(b->doc, "skipped"), true)) {
+    if (!gemm && (get(a->doc, "skipped") || get(b->doc, "skipped")) &&
+        !cJSON_Compare(get(a->doc, "skipped"), get(b->doc, "skipped"), true)) {
         *what = "skipped list";
         return false;
     }
@@ -889,6 +897,146 @@ out:
     return st;
 }
 
+/* --------------------------------------------------------------- audit */
+
+/* A part's [xx, ee, xq] hex floats (shard.tensors[k].export / .requant) into s. */
+static bool audit_sums_of(const cJSON *arr, int64_t n, fp4_audit_sums *s)
+{
+    double v[3];
+    if (cJSON_GetArraySize(arr) != 3) return false;
+    for (int k = 0; k < 3; k++) {
+        const cJSON *h = cJSON_GetArrayItem(arr, k);
+        char *end = NULL;
+        if (!cJSON_IsString(h) || !*h->valuestring) return false;
+        v[k] = strtod(h->valuestring, &end);
+        if (*end || !isfinite(v[k])) return false;
+    }
+    s->xx = v[0], s->ee = v[1], s->xq = v[2], s->n = n;
+    return true;
+}
+
+static int64_t count_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != floor(v->valuedouble))
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+/* The SQNR and alpha a tensor (or hypothesis) shows are the ones its exact sums give. */
+static bool audit_shown_ok(const cJSON *shown, const fp4_audit_sums *s)
+{
+    const char *status;
+    double q = fp4_audit_sqnr(s, &status), al = fp4_audit_alpha(s);
+    const cJSON *sq = get(shown, "sqnr_db"), *ss = get(shown, "sqnr_status"), *a = get(shown, "alpha");
+    /* the JSON shows 15 significant digits where they read back within 1e-15 */
+    return num_matches(sq, q, 1e-13) && num_matches(a, al, 1e-13) && cJSON_IsString(ss) &&
+           !strcmp(ss->valuestring, status);
+}
+
+/* Audit parts (SPEC §11): tensors and errors in selection order, the pooled line from the
+ * parts' exact sums in that order (the single run's own arithmetic, so bit for bit), every
+ * tensor's export and requant checked against its sums. */
+static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_result *res)
+{
+    fp4_status st = FP4_OK;
+    unit *tu = NULL, *eu = NULL;
+    int nt = 0, ne = 0, argc = 0;
+    cJSON *doc = cJSON_Duplicate(p[0].doc, true);
+    char **argv = argv_canonical(get(p[0].doc, "argv"), output, &argc);
+    if (!doc || !argv) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = collect(p, n, "tensors", "tensors", &tu, &nt)) != FP4_OK) goto out;
+    if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    if (nt + ne != p[0].selected) {
+        st = fp4_error(FP4_ERR_INPUT, "the parts hold %d tensors and %d errors, the run selected "
+                                      "%d quantized tensors", nt, ne, p[0].selected);
+        goto out;
+    }
+    fp4_audit_sums pe = {0}, pr = {0};
+    int64_t nn = 0, el = 0, sm = 0, sb = 0;
+    int np = 0;
+    for (int i = 0; i < nt; i++) {
+        const cJSON *x = tu[i].partial, *o = tu[i].obj;
+        const cJSON *nm = get(o, "name");
+        fp4_audit_sums e, r;
+        int64_t elements = count_of(x, "elements"), nonnear = count_of(x, "nonnearest");
+        int64_t match = count_of(x, "scale_match"), bytes = count_of(x, "scale_bytes");
+        const cJSON *pooled = get(x, "pooled");
+        if (elements < 0 || nonnear < 0 || match < 0 || bytes < 0 || !cJSON_IsBool(pooled) ||
+            !audit_sums_of(get(x, "export"), elements, &e) ||
+            !audit_sums_of(get(x, "requant"), elements, &r)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: malformed exact partial sums",
+                           p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
+            goto out;
+        }
+        if (!audit_shown_ok(get(o, "export"), &e) || !audit_shown_ok(get(o, "requant"), &r) ||
+            count_of(o, "elements") != elements || count_of(o, "nonnearest") != nonnear ||
+            count_of(o, "scale_bytes") != bytes) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: the numbers shown are not what its exact sums "
+                                          "give (edited part?)",
+                           p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
+            goto out;
+        }
+        if (cJSON_IsTrue(pooled)) { /* as the run pools: in selection order */
+            pe.xx += e.xx, pe.ee += e.ee, pe.xq += e.xq, pe.n += e.n;
+            pr.xx += r.xx, pr.ee += r.ee, pr.xq += r.xq, pr.n += r.n;
+            nn += nonnear, el += elements, sm += match, sb += bytes;
+            np++;
+        }
+    }
+    cJSON *po = fp4_report_audit_pooled_json(np, &pe, &pr, nn, el, sm, sb);
+    cJSON *ta = cJSON_CreateArray(), *ea = cJSON_CreateArray(), *av = cJSON_CreateArray();
+    if (!po || !ta || !ea || !av) {
+        cJSON_Delete(po), cJSON_Delete(ta), cJSON_Delete(ea), cJSON_Delete(av);
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nt; i++) cJSON_AddItemToArray(ta, cJSON_Duplicate(tu[i].obj, true));
+    for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
+    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "argv", av);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "tensors", ta);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "pooled", po);
+    cJSON_ReplaceItemInObjectCaseSensitive(doc, "errors", ea);
+    res->nerrors = ne;
+    if (ne) {
+        const cJSON *m = get(eu[0].obj, "message");
+        snprintf(res->first_error, sizeof res->first_error, "%s",
+                 cJSON_IsString(m) ? m->valuestring : "");
+    }
+    cJSON *tm = cJSON_GetObjectItemCaseSensitive(doc, "timing");
+    if (tm)
+        cJSON_ReplaceItemInObjectCaseSensitive(tm, "seconds",
+                                               cJSON_CreateNumber(part_seconds_max(p, n)));
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
+    fp4_json_make_valid(doc);
+    char *t = cJSON_Print(doc);
+    if (!t) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+        goto out;
+    }
+    size_t len = strlen(t);
+    res->text = malloc(len + 2);
+    if (res->text) memcpy(res->text, t, len), res->text[len] = '\n', res->text[len + 1] = '\0';
+    cJSON_free(t);
+    if (!res->text) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    snprintf(res->command, sizeof res->command, "audit");
+    res->nunits = p[0].selected;
+out:
+    free(tu);
+    free(eu);
+    argv_free(argv);
+    cJSON_Delete(doc);
+    return st;
+}
+
 /* --------------------------------------------------------------- entry */
 
 fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
@@ -900,18 +1048,23 @@ fp4_status fp4_merge_reports(const char *const *texts, const char *const *names,
     part *p = calloc((size_t)n, sizeof *p);
     if (!p) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_status st = load(texts, names, n, p);
-    bool gemm = false;
+    bool gemm = false, audit = false;
     if (st == FP4_OK) {
         const char *cmd = get(p[0].doc, "command")->valuestring;
         gemm = !strcmp(cmd, "gemm");
-        if (!gemm && strcmp(cmd, "sqnr") && strcmp(cmd, "bias") && strcmp(cmd, "buckets") &&
-            strcmp(cmd, "rht"))
+        audit = !strcmp(cmd, "audit") && p[0].audit;
+        if (!gemm && !audit && strcmp(cmd, "sqnr") && strcmp(cmd, "bias") &&
+            strcmp(cmd, "buckets") && strcmp(cmd, "rht"))
             st = fp4_error(FP4_ERR_INPUT, "%s: a %s report cannot be merged", p[0].name, cmd);
+        else if (p[0].audit != !strcmp(cmd, "audit"))
+            st = fp4_error(FP4_ERR_INPUT, "%s: a %s report with the %s schema", p[0].name, cmd,
+                           p[0].audit ? "audit" : "report");
     }
     if (st == FP4_OK) st = check_parts(p, n, gemm);
     if (st == FP4_OK)
-        st = gemm ? merge_gemm(p, n, output, res)
-                  : merge_analysis(p, n, output, table, config_of, res);
+        st = gemm    ? merge_gemm(p, n, output, res)
+             : audit ? merge_audit(p, n, output, res)
+                     : merge_analysis(p, n, output, table, config_of, res);
     for (int i = 0; i < n; i++) cJSON_Delete(p[i].doc);
     free(p);
     return st;

@@ -186,7 +186,8 @@ static void group_key(const char *name, char *key, size_t cap, char *kind, size_
     kind[0] = '\0';
 }
 
-static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, const char *msg)
+static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, const char *msg,
+                            int position)
 {
     fp4_audit_error *e = realloc(a->errors, (size_t)(a->nerrors + 1) * sizeof *e);
     if (!e) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -195,6 +196,7 @@ static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, con
     e->tensor = strdup(tensor);
     e->message = strdup(msg);
     e->status = st;
+    e->position = position;
     if (!e->tensor || !e->message) {
         free(e->tensor);
         free(e->message);
@@ -445,7 +447,19 @@ static char *norm_pattern(const char *p)
 fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
                          int npatterns, fp4_audit *a)
 {
+    fp4_shard all = {0, 0};
+    return fp4_audit_run_shard(source, quantized, patterns, npatterns, all, a);
+}
+
+fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
+                               const char *const *patterns, int npatterns, fp4_shard shard,
+                               fp4_audit *a)
+{
     memset(a, 0, sizeof *a);
+    a->shard = shard;
+    int *pos = NULL, *gowner = NULL;
+    int64_t *gw = NULL;
+    bool *mine = NULL;
     double t0 = now_seconds();
     fp4_source *src = NULL, *qsrc = NULL;
     fp4_qset qs = {0};
@@ -530,8 +544,47 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
         }
         amax[i] = -1.0f; /* not measured */
     }
+    /* positions in the selection, and this share's: whole fused groups, by element count */
+    pos = calloc((size_t)qs.n + 1, sizeof *pos);
+    mine = calloc((size_t)qs.n + 1, sizeof *mine);
+    gowner = calloc((size_t)qs.n + 1, sizeof *gowner);
+    gw = calloc((size_t)qs.n + 1, sizeof *gw);
+    a->assigned = calloc((size_t)qs.n + 1, sizeof *a->assigned);
+    if (!pos || !mine || !gowner || !gw || !a->assigned) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    {
+        int ng = 0;
+        for (int i = 0; i < qs.n; i++) {
+            if (!sel[i]) continue;
+            pos[i] = a->selected++;
+            int g = 0; /* the group of i: the first selected tensor with its key */
+            while (g < i && !(sel[g] && !strcmp(keys[g], keys[i]))) g++;
+            if (g == i) gowner[i] = ng++; /* a new group's number, for now */
+            else gowner[i] = gowner[g];
+            gw[gowner[i]] += qs.t[i].problem[0] ? 0 : qs.t[i].rows * qs.t[i].dims[qs.t[i].rank - 1];
+        }
+        int *owner = calloc((size_t)ng + 1, sizeof *owner);
+        if (!owner) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        st = fp4_shard_assign(gw, ng, shard.count, owner);
+        for (int i = 0; st == FP4_OK && i < qs.n; i++) {
+            mine[i] = sel[i] && (shard.count <= 0 || owner[gowner[i]] == shard.index);
+            if (mine[i]) a->assigned[a->nassigned++] = pos[i];
+        }
+        free(owner);
+        if (st != FP4_OK) goto out;
+    }
+    if (shard.count > 0) { /* what every share reads the same, before any tensor is read */
+        const char *inputs[2] = {source, quantized};
+        st = fp4_fingerprint_inputs(inputs, 2, &a->prints, &a->nprints);
+        if (st != FP4_OK) goto out;
+    }
     for (int i = 0; i < qs.n; i++) {
-        if (!sel[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
+        if (!mine[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
         for (int j = 0; j < qs.n; j++) {
             /* a member with a problem still counts: the rule is about the source */
             if (amax[j] >= 0.0f || strcmp(keys[i], keys[j]) != 0)
@@ -547,12 +600,12 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
     }
 
     for (int i = 0; i < qs.n; i++) {
-        if (!sel[i]) continue;
+        if (!mine[i]) continue;
         const fp4_qtensor *q = &qs.t[i];
         char why[600];
         if (q->problem[0]) {
             snprintf(why, sizeof why, "%s: %s: %s", quantized, q->name, q->problem);
-            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
         fp4_tensor_desc d = {0};
@@ -561,7 +614,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
         if (st != FP4_OK) goto out;
         if (why[0]) {
             fp4_tensor_desc_free(&d);
-            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
         float gam = 0.0f;
@@ -580,6 +633,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
         t->source_transposed = transposed;
+        t->position = pos[i];
         if (!t->group_key) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;
@@ -592,7 +646,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
             goto out;
         }
         if (ts != FP4_OK) { /* this tensor only */
-            if ((st = add_error(a, q->name, ts, fp4_last_error())) != FP4_OK) goto out;
+            if ((st = add_error(a, q->name, ts, fp4_last_error(), pos[i])) != FP4_OK) goto out;
             t->layout_fit = -1;
             continue;
         }
@@ -636,7 +690,7 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
             if (t->e4m3_nan && k < sizeof why)
                 snprintf(why + k, sizeof why - k, "; %lld block scale%s an E4M3 NaN byte",
                          (long long)t->e4m3_nan, t->e4m3_nan == 1 ? " is" : "s are");
-            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why)) != FP4_OK) goto out;
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
         if (t->layout_fit == FP4_AUDIT_H_DECLARED) { /* the pool: tensors read as declared */
@@ -673,6 +727,10 @@ out:
     free(keys);
     free(kinds);
     free(sel);
+    free(pos);
+    free(mine);
+    free(gowner);
+    free(gw);
     free(amax);
     free(x);
     free(dec);
@@ -702,5 +760,7 @@ void fp4_audit_free(fp4_audit *a)
     free(a->errors);
     free(a->source);
     free(a->quantized);
+    free(a->assigned);
+    fp4_fingerprint_free(a->prints, a->nprints);
     memset(a, 0, sizeof *a);
 }

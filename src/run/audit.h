@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "io/fingerprint.h"
 #include "io/quantized.h"
+#include "run/shard.h"
 
 /* Sums of one comparison q(x) against x. */
 typedef struct fp4_audit_sums {
@@ -63,6 +65,7 @@ typedef struct fp4_audit_tensor {
     int source_transposed;      /* 1: the source stores the last two dims swapped (transformers'
                                    gpt-oss experts [E, K, R]), read transposed; the layout then
                                    ends ", source transposed" */
+    int position;               /* in the selection (the selected quantized tensors in order) */
 } fp4_audit_tensor;
 
 /* The name of hypothesis h for tensor t (the swizzle one names the layout tried). */
@@ -71,6 +74,7 @@ const char *fp4_audit_hypothesis_label(const fp4_audit_tensor *t, int h);
 typedef struct fp4_audit_error {
     char *tensor, *message;
     fp4_status status;
+    int position;               /* the tensor's position in the selection */
 } fp4_audit_error;
 
 typedef struct fp4_audit {
@@ -83,6 +87,15 @@ typedef struct fp4_audit {
     fp4_audit_error *errors;
     int nerrors;
     double seconds;
+    /* --shard I/N (count 0: the whole selection): `selected` quantized tensors were selected,
+     * this share took the positions assigned[0..nassigned) (whole fused groups: q/k/v, gate/up
+     * stay together, so their checks are the single run's); prints: the fingerprint of both
+     * inputs, taken before any tensor is read (SPEC §9, partial reports) */
+    fp4_shard shard;
+    int selected, nassigned;
+    int *assigned;
+    fp4_file_print *prints;
+    int nprints;
 } fp4_audit;
 
 /* Run the audit of every quantized tensor of `quantized` selected by patterns (the selection
@@ -92,6 +105,12 @@ typedef struct fp4_audit {
  * quantized tensor, or a QUANTIZED holding none. */
 fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
                          int npatterns, fp4_audit *out);
+
+/* The same for share `shard` of the selection (count 0: all of it; see fp4_audit.shard). The
+ * split: fp4_shard_assign over the fused groups of the selection by element count. */
+fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
+                               const char *const *patterns, int npatterns, fp4_shard shard,
+                               fp4_audit *out);
 void fp4_audit_free(fp4_audit *a);
 
 /* --- the rules, exposed for tests ---------------------------------------------------------- */

@@ -1,0 +1,83 @@
+#!/bin/sh
+# audit_merge.sh — `fp4diag audit --shard I/N` and `fp4diag merge` on audit reports: the shares
+# keep fused groups whole, and the merged report is the single run's, byte for byte apart from
+# timing.seconds and the -o path (tensors and errors in selection order, the pooled line from
+# the exact sums); a missing share, a part of another run and an edited part are refused;
+# --shard without -o or --json is a usage error.
+set -u
+P=testdata/quantized/producer
+Q=testdata/quantized
+[ -d "$P/source" ] && [ -d "$Q/bad_partners" ] || { echo "no $P"; exit 77; }
+python3 -c 'import json' 2>/dev/null || { echo "python3 not installed"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+same() { # single.json merged.json: equal apart from seconds and the -o path
+    grep -v '"seconds"' "$1" | sed "s|$1|OUT|" >"$tmp/a"
+    grep -v '"seconds"' "$2" | sed "s|$2|OUT|" >"$tmp/b"
+    cmp -s "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" | head -20; return 1; }
+}
+
+for case in "$P/source $P/modelopt_nvfp4 3" "$P/source $P/ct_nvfp4 2" "$Q/source $Q/bad_partners 2"; do
+    set -- $case
+    src=$1 q=$2 n=$3
+    "$FP4DIAG" audit "$src" "$q" -q -o "$tmp/single.json" 2>/dev/null
+    rc1=$?
+    parts=""
+    i=0
+    while [ $i -lt $n ]; do
+        "$FP4DIAG" audit "$src" "$q" --shard $i/$n -q -o "$tmp/p$i.json" 2>/dev/null
+        rc=$?
+        [ $rc -eq 0 ] || [ $rc -eq 3 ] || fail "$q share $i/$n exited $rc"
+        parts="$parts $tmp/p$i.json"
+        i=$((i + 1))
+    done
+    "$FP4DIAG" merge $parts -o "$tmp/merged.json" 2>/dev/null
+    rc2=$?
+    [ $rc1 -eq $rc2 ] || fail "$q: merge exited $rc2, the single run $rc1"
+    same "$tmp/single.json" "$tmp/merged.json" || fail "$q: merged report differs from the single run's"
+    # q/k/v and gate/up each in one share
+    python3 - $parts <<'PY' || fail "$q: a fused group split"
+import json, sys
+where = {}
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    for t in r["tensors"]:
+        m = t["name"].rsplit(".", 2)[-2]
+        g = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "gu", "up_proj": "gu"}.get(m)
+        if g: where.setdefault(t["name"].rsplit(".", 2)[0] + g, set()).add(r["shard"]["index"])
+assert all(len(v) == 1 for v in where.values()), where
+PY
+done
+
+# partial and merged reports against schema/audit.schema.json (when jsonschema is installed)
+python3 - schema/audit.schema.json "$tmp"/p*.json "$tmp/merged.json" <<'PY' || fail "schema"
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+s = json.load(open(sys.argv[1]))
+for f in sys.argv[2:]:
+    jsonschema.validate(json.load(open(f)), s)
+PY
+
+# refused: a share missing, a part of another run, an edited part
+"$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 0/2 -q -o "$tmp/a0.json" || fail "a0"
+"$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 1/2 -q -o "$tmp/a1.json" || fail "a1"
+"$FP4DIAG" audit "$P/source" "$P/ct_nvfp4" --shard 1/2 -q -o "$tmp/c1.json" || fail "c1"
+"$FP4DIAG" merge "$tmp/a0.json" -o "$tmp/m.json" 2>"$tmp/e"; rc=$?
+[ $rc -eq 3 ] && grep -q '1 of 2 shares missing: 1/2' "$tmp/e" || { cat "$tmp/e"; fail "missing share: exit $rc"; }
+"$FP4DIAG" merge "$tmp/a0.json" "$tmp/c1.json" -o "$tmp/m.json" 2>"$tmp/e"; rc=$?
+[ $rc -eq 3 ] && grep -q 'is not a share of the run of' "$tmp/e" || { cat "$tmp/e"; fail "foreign part: exit $rc"; }
+python3 - "$tmp/a1.json" "$tmp/a1e.json" <<'PY' || fail "edit"
+import json, sys
+r = json.load(open(sys.argv[1])); r["tensors"][0]["export"]["sqnr_db"] += 0.5
+json.dump(r, open(sys.argv[2], "w"))
+PY
+"$FP4DIAG" merge "$tmp/a0.json" "$tmp/a1e.json" -o "$tmp/m.json" 2>"$tmp/e"; rc=$?
+[ $rc -eq 3 ] && grep -q 'the numbers shown are not what its exact sums give' "$tmp/e" || { cat "$tmp/e"; fail "edited part: exit $rc"; }
+[ ! -e "$tmp/m.json" ] || fail "a refused merge wrote its output"
+"$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 0/2 -q >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--shard without -o: exit $rc"
+exit 0
