@@ -23,6 +23,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_ckread: out of memory\n");
         return 1;
     }
+    fp4_pario_set_threads(0); /* takes FP4DIAG_READ_THREADS */
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int64_t total = 0;
