@@ -55,8 +55,10 @@ class Monitor:
     path: a JSON-lines file (appended to), or None; `records` keeps the last step's entries.
     tensorboard: a torch.utils.tensorboard SummaryWriter, or a log directory for a new one.
     wandb: True to wandb.log the scalars into the active run (wandb.init first).
-    options: the CLI's options as for fp4diag.analyze (default format="nvfp4", rht="both");
-    they are checked here (ValueError with the CLI's message).
+    options: the CLI's options as for fp4diag.analyze (default format="nvfp4", rht="both",
+    threads=1: the analysis runs on the thread that records, with no OpenMP team left spinning
+    beside the training loop; threads=N for large layers on a host with cores to spare); they
+    are checked here (ValueError with the CLI's message). The numbers do not depend on threads.
     """
 
     def __init__(self, model, layers=None, every=100, roles=ROLES, path=None, tensorboard=None,
@@ -66,7 +68,7 @@ class Monitor:
         bad = [r for r in roles if r not in ROLES]
         if bad:
             raise ValueError("fp4diag.torch: unknown role %r (x, w, dy)" % bad[0])
-        self.options = dict({"format": "nvfp4", "rht": "both"}, **options)
+        self.options = dict({"format": "nvfp4", "rht": "both", "threads": 1}, **options)
         _fp4._Config(self.options)  # a bad option fails now, not in a hook
         self.every, self.roles, self.count = every, tuple(roles), start
         self.records = []
