@@ -1,7 +1,7 @@
 #!/bin/sh
-# python_wheel.sh — `pip install python/` in a fresh virtual environment, offline (--no-index:
-# the in-tree build backend needs no Python package; numpy comes from the system's site
-# packages): the wheel builds over `make lib` of this checkout (the make's variables reach it
+# python_wheel.sh — `pip install .` (and `pip install python/`) in a fresh virtual environment,
+# offline (--no-index: the in-tree build backend needs no Python package; numpy comes from the
+# system's site packages): the wheel builds over `make lib` of this checkout (the make's variables reach it
 # through MAKEFLAGS, so this build's library is bundled, not rebuilt), installs, imports from
 # outside the tree with its bundled libfp4diag.so.0, and the one-liner prints the SQNR
 # the CLI reports for the same values.
@@ -14,9 +14,12 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 python3 -m venv --system-site-packages "$tmp/venv" >"$tmp/venv.log" 2>&1 ||
     { cat "$tmp/venv.log"; echo "python3 -m venv failed"; exit 1; }
-PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
-    "$tmp/venv/bin/python" -m pip install --no-index "$PWD/python" >"$tmp/pip.log" 2>&1 ||
-    { tail -n 30 "$tmp/pip.log"; echo "pip install python/ failed"; exit 1; }
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+# from the root (`pip install .`), then again from python/ over it
+"$tmp/venv/bin/python" -m pip install --no-index "$PWD" >"$tmp/pip.log" 2>&1 ||
+    { tail -n 30 "$tmp/pip.log"; echo "pip install . failed"; exit 1; }
+"$tmp/venv/bin/python" -m pip install --no-index --force-reinstall --no-deps "$PWD/python" \
+    >"$tmp/pip2.log" 2>&1 || { tail -n 30 "$tmp/pip2.log"; echo "pip install python/ failed"; exit 1; }
 root=$PWD
 cd "$tmp" || exit 1
 unset FP4DIAG_LIBRARY PYTHONPATH
