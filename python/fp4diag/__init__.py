@@ -71,7 +71,7 @@ library_path = _lib.path
 __version__ = version()
 
 # options that take no value (a flag when True)
-_FLAGS = {"weight_2d", "allow_external", "all_tensors"}
+_FLAGS = {"weight_2d", "allow_external", "all_tensors", "all_weights"}
 # options that may be given more than once (a list gives one per item)
 _REPEAT = {"exclude"}
 
@@ -331,7 +331,7 @@ def _report(command, args):
 def report(path, *select, command="sqnr", **options):
     """The whole JSON report of `fp4diag COMMAND OPTIONS PATH SELECT...` (SPEC §9) as a dict;
     command is "sqnr" (default), "bias", "buckets" or "rht". Selection options are taken too
-    (all_tensors=True, exclude=[...], layers=K, rank_by=..., shard="0/2"). Tensors that failed
+    (all_tensors=True, all_weights=True, exclude=[...], layers=K, rank_by=..., shard="0/2"). Tensors that failed
     are in the report's "errors" (where the CLI exits 3 after writing it); a file that cannot
     be read or a pattern that selects nothing raises InputError."""
     return _report(command, _options(options) + [_os.fspath(path)] + [str(s) for s in select])

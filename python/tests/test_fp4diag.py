@@ -230,6 +230,17 @@ class Inputs(unittest.TestCase):
                 for k in ("timing", "argv"):
                     got.pop(k), want.pop(k)
                 self.assertEqual(got, want)
+        # the default selection leaves out what recipes keep (SPEC 9); all_weights brings it in
+        sel = os.path.join(ROOT, "testdata", "select", "model.safetensors")
+        for opts in ({"format": "e2m1"}, {"format": "e2m1", "all_weights": True}):
+            with self.subTest(opts=opts):
+                want = cli_json("sqnr", *argv(**opts), sel)
+                got = fp4diag.report(sel, **opts)
+                for k in ("timing", "argv"):
+                    got.pop(k), want.pop(k)
+                self.assertEqual(got, want)
+                names = {t["name"] for t in got["tensors"]}
+                self.assertEqual("lm_head.weight" in names, "all_weights" in opts)
         rht = fp4diag.report(H5, H5_TENSOR, command="rht", format="e2m1")
         self.assertEqual(rht["command"], "rht")
         with self.assertRaises(ValueError):

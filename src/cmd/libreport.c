@@ -57,6 +57,9 @@ static fp4_status report_analysis(int argc, char **argv, char **json)
                        : fp4_options_given(&o, "json")   ? "--json"
                        : fp4_options_given(&o, "quiet")  ? "-q"
                                                          : "-v");
+    if (st == FP4_OK && o.cfg.emit_exclude)
+        st = fp4_error(FP4_ERR_USAGE, "--emit-exclude does not apply to a report through the "
+                                      "library (its verdict.keep holds the list)");
     if (st == FP4_OK && rht && o.cfg.rht != FP4_RHT_BOTH)
         st = fp4_error(FP4_ERR_USAGE, "rht compares each format with and without RHT; "
                                       "--rht must be both (use sqnr --rht on for one side)");

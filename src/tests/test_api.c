@@ -473,6 +473,9 @@ static void test_report(void **state)
     assert_non_null(strstr(fp4d_last_error(), "-o does not apply"));
     const char *none[] = {FILE_H5, "/no/such/*"};
     assert_int_equal(fp4d_report("sqnr", 2, none, &json), FP4D_ERR_INPUT);
+    const char *emit[] = {"--emit-exclude", "modelopt:/tmp/never-written.json", FILE_H5};
+    assert_int_equal(fp4d_report("sqnr", 3, emit, &json), FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "--emit-exclude does not apply"));
     const char *missing[] = {"testdata/no-such-file.h5"};
     assert_int_equal(fp4d_report("sqnr", 1, missing, &json), FP4D_ERR_INPUT);
     assert_non_null(strstr(fp4d_last_error(), "no-such-file.h5"));
