@@ -6,7 +6,8 @@
 # why, and --emit-exclude writes that list as ModelOpt exclude_modules JSON and an
 # llm-compressor ignore: YAML block that parse (PyYAML when installed, else a strict line
 # check). The verdict states its tie tolerance and its notes. Bad --emit-exclude values are
-# usage errors and FILE is never the input.
+# usage errors and FILE is never the input. The emitted lists, written back where ModelOpt and
+# llm-compressor keep them, are honoured as the checkpoint's own exclude list.
 set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -57,6 +58,36 @@ grep -q "^  keep in high precision (e2m1 fp32 scales; .*): 2 tensors$" "$tmp/tab
     && grep -q "^    model.layers.1.mlp.down_proj.weight  *flushed  *[0-9.]*%  SQNR .* (flushed)$" "$tmp/table" \
     && grep -q "^  note: weights alone" "$tmp/table" \
     || { echo "table: keep lines or notes missing"; cat "$tmp/table"; fail=1; }
+# round trip: the emitted list, put where ModelOpt (hf_quant_config.json exclude_modules) and
+# llm-compressor (config.json quantization_config.ignore) keep it, is honoured by the default
+# selection: those modules are kept by the checkpoint's list, nothing is left to keep
+for fx in modelopt llm-compressor; do
+    mkdir -p "$tmp/rt-$fx"
+    ln -s "$PWD/$M" "$tmp/rt-$fx/model.safetensors"
+done
+python3 - "$tmp/ex.json" "$tmp/ex.yaml" "$tmp/rt-modelopt" "$tmp/rt-llm-compressor" <<'PY' || fail=1
+import json, sys
+mods = json.load(open(sys.argv[1]))["exclude_modules"]
+json.dump({"quantization": {"quant_algo": "NVFP4", "exclude_modules": mods}},
+          open(sys.argv[3] + "/hf_quant_config.json", "w"))
+lines = open(sys.argv[2]).read().splitlines()[1:]
+ign = [json.loads(l[4:]) for l in lines]
+json.dump({"quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+                                   "ignore": ign}}, open(sys.argv[4] + "/config.json", "w"))
+PY
+for fx in modelopt llm-compressor; do
+    "$FP4DIAG" sqnr "$tmp/rt-$fx/model.safetensors" --allow-external -q -o "$tmp/rt.json" \
+        || { echo "round trip $fx: exit $?"; fail=1; continue; }
+    python3 - "$tmp/rt.json" "$fx" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+src = "hf_quant_config.json exclude_modules" if sys.argv[2] == "modelopt" else "config.json ignore"
+sk = {s["name"]: s["reason"] for s in r["skipped"]}
+for n in ("lm_head.weight", "model.layers.1.mlp.down_proj.weight", "model.layers.2.self_attn.o_proj.weight"):
+    assert sk[n].startswith("kept in high precision by " + src + ": "), (n, sk.get(n))
+assert r["verdict"]["keep"]["tensors"] == [], r["verdict"]["keep"]["tensors"]
+PY
+done
 # (the tie rule itself is unit-tested in test_verdict) bad values:
 for bad in "foo:$tmp/x" "modelopt" "modelopt:" "llm-compressor:-"; do
     "$FP4DIAG" sqnr "$M" -q -o "$tmp/b.json" --emit-exclude "$bad" 2>"$tmp/err"
