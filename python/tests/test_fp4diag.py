@@ -112,6 +112,14 @@ class AnalyzeNumpy(unittest.TestCase):
         self.check_equal(np.ascontiguousarray(s), "s", format="e2m1")
         self.assertEqual(fp4diag.analyze(s, name="s", format="e2m1"),
                          fp4diag.analyze(np.ascontiguousarray(s), name="s", format="e2m1"))
+        # negative strides (reversed views) and zero strides (broadcast) read in place
+        for v in (self.x[::-1, ::-2], np.broadcast_to(self.x[5], self.x.shape)):
+            self.assertEqual(fp4diag.analyze(v, name="v", format="nvfp4", rht="both"),
+                             fp4diag.analyze(np.ascontiguousarray(v), name="v", format="nvfp4",
+                                             rht="both"))
+        self.check_equal(np.ascontiguousarray(self.x[::-1, ::-2]), "rev", format="nvfp4")
+        empty = fp4diag.analyze(np.zeros((0, 16), np.float32), format="e2m1")
+        self.assertEqual(empty["results"][0]["counts"]["elements"], 0)
         # rank 1, rank 3 and a scalar
         self.check_equal(self.x.reshape(-1), "r1", format="nvfp4")
         self.check_equal(self.x.reshape(6, 16, 64), "r3", format="nvfp4")
