@@ -37,6 +37,12 @@
  * the slabs, is not this, but the peak stays what one tensor needs). */
 #define CPU_KEEP_BYTES ((int64_t)32 << 20)
 
+/* One chunk's ordered sums: the engine's (fp4_fsums) and the recipe statistics' (fp4_ssums). */
+typedef struct cpu_sums {
+    fp4_fsums f;
+    fp4_ssums s;
+} cpu_sums;
+
 typedef struct cpu_be {
     int T;
     float **scratch;      /* [T] scratch_cap floats each */
@@ -46,7 +52,7 @@ typedef struct cpu_be {
     float **wide;         /* [T] wide_cap floats each: stored words widened (wide_room) */
     int64_t scratch_cap, upart_cap, prep_cap, gc_P, wide_cap;
     int gc_bmin, gc_bmax;
-    fp4_fsums **sums;     /* [nsums] sums_cap[c] each */
+    cpu_sums **sums;      /* [nsums] sums_cap[c] each */
     int64_t *sums_cap;
     int nsums;
 } cpu_be;
@@ -59,7 +65,7 @@ typedef struct cpu_an {
     fp4_metrics *cnt;   /* [threads * ncfg] order-free integer counts per thread */
     float **scratch;    /* [threads] */
     fp4_metrics **upart; /* [threads] partials of one unit, max over configs */
-    fp4_fsums **sums;   /* [ncfg] batch_rows * nchunk */
+    cpu_sums **sums;    /* [ncfg] batch_rows * nchunk */
     float **prep;       /* [threads] 16 rows x max padded_len: the prepared (padded, rotated)
                            rows shared by configs with the same rotation and padding */
     fp4_grpcache **gc;  /* [threads] the prepared rows in the grouped kernel's layout */
@@ -105,7 +111,7 @@ static int64_t keep_bytes(const cpu_be *kb)
                                   kb->prep_cap * (int64_t)sizeof(float) +
                                   kb->wide_cap * (int64_t)sizeof(float));
     if (kb->gc_P) b += (int64_t)kb->T * fp4_grpcache_bytes(16, kb->gc_P, kb->gc_bmin, kb->gc_bmax);
-    for (int c = 0; c < kb->nsums; c++) b += kb->sums_cap[c] * (int64_t)sizeof(fp4_fsums);
+    for (int c = 0; c < kb->nsums; c++) b += kb->sums_cap[c] * (int64_t)sizeof(cpu_sums);
     return b;
 }
 
@@ -162,7 +168,7 @@ static fp4_status cpu_begin(fp4_analysis *an)
     const bool got = ca->amax && ca->plans && ca->acc && ca->cnt && ca->order && ca->amax_loc &&
                      ca->own;
     if (got && kb->nsums < n) {
-        fp4_fsums **s = realloc(kb->sums, (size_t)n * sizeof *s);
+        cpu_sums **s = realloc(kb->sums, (size_t)n * sizeof *s);
         if (s) kb->sums = s;
         int64_t *cap = s ? realloc(kb->sums_cap, (size_t)n * sizeof *cap) : NULL;
         if (cap) kb->sums_cap = cap;
@@ -345,7 +351,7 @@ static fp4_status cpu_plan(fp4_analysis *an)
      * config, 27 MiB each, outside what --mem-limit budgets). The result does not depend on
      * the batch size: sums are merged in (row, chunk) order across batches. */
     int64_t per_row = 0;
-    for (int c = 0; c < n; c++) per_row += (int64_t)ca->plans[c].nchunk * (int64_t)sizeof(fp4_fsums);
+    for (int c = 0; c < n; c++) per_row += (int64_t)ca->plans[c].nchunk * (int64_t)sizeof(cpu_sums);
     if (per_row > 0 && br > CPU_BATCH_SUMS_BYTES / per_row) br = CPU_BATCH_SUMS_BYTES / per_row;
     /* and no larger than the tensor: a small tensor allocates small sums (10,000 tiny tensors
      * allocated 8 MiB each, most of their time under ASan) */
@@ -399,7 +405,7 @@ static fp4_status cpu_plan(fp4_analysis *an)
         const int64_t need = br * ca->plans[c].nchunk;
         if (need > kb->sums_cap[c]) {
             free(kb->sums[c]);
-            kb->sums[c] = malloc((size_t)need * sizeof(fp4_fsums) + 1);
+            kb->sums[c] = malloc((size_t)need * sizeof(cpu_sums) + 1);
             kb->sums_cap[c] = kb->sums[c] ? need : 0;
             if (!kb->sums[c]) return fp4_error(FP4_ERR_INTERNAL, "cpu backend: out of memory");
         }
@@ -476,7 +482,9 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
                     fp4_qplan_unit_prepared(p, v + (int64_t)u * P, an->rows_fed + b0 + rb, nr,
                                             ca->scratch[t], NULL, NULL, NULL, part, gct, u);
                     for (int i = 0; i < nr * p->nchunk; i++) {
-                        fp4_fsums_of(&part[i], &ca->sums[c][rb * p->nchunk + i]);
+                        cpu_sums *cs = &ca->sums[c][rb * p->nchunk + i];
+                        fp4_fsums_of(&part[i], &cs->f);
+                        fp4_ssums_of(&part[i], &cs->s);
                         fp4_metrics_merge_counts(cnt, &part[i]);
                     }
                 }
@@ -484,7 +492,10 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
         }
         for (int c = 0; c < n; c++) {
             const int64_t k = bn * ca->plans[c].nchunk;
-            for (int64_t i = 0; i < k; i++) fp4_fsums_add(&ca->acc[c], &ca->sums[c][i]);
+            for (int64_t i = 0; i < k; i++) {
+                fp4_fsums_add(&ca->acc[c], &ca->sums[c][i].f);
+                fp4_ssums_add(&ca->acc[c], &ca->sums[c][i].s);
+            }
         }
     }
     return FP4_OK;

@@ -432,6 +432,9 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                                             "--rht-scope/--sr",
                              by_recipe[i]);
     FP4_TRY(fp4_options_only(&opt, "gemm", allowed, "see 'fp4diag gemm --help'"));
+    if (opt.cfg.rank_by > FP4_RANK_DELTA)
+        return fp4_error(FP4_ERR_USAGE, "--rank-by %s does not apply to gemm (gap, sqnr, delta)",
+                         fp4_rank_by_name(opt.cfg.rank_by));
     bool format_given = fp4_options_given(&opt, "format");
     if (g.recipe != FP4_RECIPE_CUSTOM && (format_given || g.scope_given))
         return fp4_error(FP4_ERR_USAGE, "--format, --rht-scope and --sr need --recipe custom "

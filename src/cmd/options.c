@@ -260,11 +260,15 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
         return FP4_OK;
     case OPT_JSON: o->json = true; return FP4_OK;
     case OPT_RANK_BY:
-        if (!strcmp(arg, "gap")) o->rank_by = FP4_RANK_GAP;
-        else if (!strcmp(arg, "sqnr")) o->rank_by = FP4_RANK_SQNR;
-        else if (!strcmp(arg, "delta")) o->rank_by = FP4_RANK_DELTA;
-        else return fp4_error(FP4_ERR_USAGE, "--rank-by: '%s' is not gap, sqnr or delta", arg);
-        return FP4_OK;
+        for (int r = 0; r < FP4_RANK_COUNT; r++)
+            if (!strcmp(arg, fp4_rank_by_name((fp4_rank_by)r))) {
+                o->rank_by = (fp4_rank_by)r;
+                return FP4_OK;
+            }
+        return fp4_error(FP4_ERR_USAGE,
+                         "--rank-by: '%s' is not gap, sqnr, delta, underflow, sqnr-nonamax or "
+                         "maxerr",
+                         arg);
     case OPT_SHARD: return fp4_shard_parse(arg, &o->shard);
     case OPT_ALLOW_EXTERNAL: o->allow_external = true; return FP4_OK;
     case OPT_OUTPUT:

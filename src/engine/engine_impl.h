@@ -24,6 +24,36 @@ static inline void block_params(const fp4_qplan *p, float amax_b, float amax_s, 
                             p->cfg.mx_rule == FP4_MX_RCEIL, amax_b, amax_s);
 }
 
+/* Block amax over finite values, the first index that attains it, and whether any value is
+ * non-finite (ref.c and stats.c). */
+static inline float fp4_block_amax(const float *v, int n, int *arg, int *nonfinite)
+{
+    float a = 0.0f;
+    int k = 0, bad = 0;
+    for (int j = 0; j < n; j++) {
+        float x = fp4c_absf(v[j]);
+        int fin = fp4c_isfinite(x);
+        bad |= !fin;
+        if (fin && x > a) {
+            a = x;
+            k = j;
+        }
+    }
+    *arg = k;
+    *nonfinite = bad;
+    return a;
+}
+
+/* stats.c: the recipe statistics (SPEC §5.1) of one prepared row v (padded_len entries,
+ * rotated when RHT) into its chunk partials pr (row-major, nchunk): the same blocks, scale
+ * amax (tamax: the 16x16 tile amax per block with weight_2d, else NULL) and SR element index
+ * (rowidx + j) as fp4_ref_block_quant, the same x̂ bits. Counts exact, the max order-free; each
+ * block's fp64 sums start at 0 and run in element order, then go to its chunk partial in
+ * block order. w: GRP * block floats of scratch. Every variant calls this one function (its
+ * loop compiled per instruction set, the same bits), so they give the same statistics. */
+void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint64_t rowidx,
+                   float *w, fp4_metrics *pr);
+
 /* ref.c: one block of one row, the scalar reference (SPEC §2–§5): v[0..B) values (rotated
  * when RHT), jn of them counted in the metrics, scale from amax_s (own amax, or the 16x16 tile
  * amax with weight_2d), SR element index idx0 + j; outputs may be NULL; sums added to the
@@ -435,6 +465,13 @@ typedef void (*row_fn)(ROW_ARGS);
                lv, uf, sb);                                                                     \
     int unit = 1;                                                                               \
     for (int b = 0; b < GRP; b++) unit &= jn[b] <= 0 || (mul[b] == 1.0f && d2[b] == 1.0f)
+
+/* stats.c: fp4_row_stats for the grouped path (RTNE, block <= GRP_MAX_BLOCK), from the groups
+ * as the kernel reads them (row: the row's cached groups, else loaded by `load` into Tb, W)
+ * and the kernel's per-lane parameters: the same statistics, without a second amax scan. */
+void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
+                           const float *tamax, load_fn load, float *Tb, float *W,
+                           fp4_metrics *pr);
 
 /* One variant: the per-group body (group_quant), the group loader and the whole-row kernel
  * (or NULL: group by group). Whether this CPU runs it, and which one runs, base/isa.c decides;

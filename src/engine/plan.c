@@ -42,6 +42,7 @@ int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
      * rounded up to 8, after 16 floats of alignment slack */
     const int64_t bp = ((int64_t)p->block + 7) / 8 * 8;
     return (int64_t)p->unit_rows * p->padded_len + p->nblk +
-           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp : 0);
+           (p->block <= GRP_MAX_BLOCK ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp : 0) +
+           (int64_t)GRP * p->block; /* last: the statistics pass's partial group (stats.c) */
 }
 

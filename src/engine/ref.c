@@ -7,26 +7,6 @@
 
 #include "engine/engine_impl.h"
 
-/* Block amax over finite values, the first index that attains it, and whether any value is
- * non-finite. */
-static float block_amax(const float *v, int n, int *arg, int *nonfinite)
-{
-    float a = 0.0f;
-    int k = 0, bad = 0;
-    for (int j = 0; j < n; j++) {
-        float x = fp4c_absf(v[j]);
-        int fin = fp4c_isfinite(x);
-        bad |= !fin;
-        if (fin && x > a) {
-            a = x;
-            k = j;
-        }
-    }
-    *arg = k;
-    *nonfinite = bad;
-    return a;
-}
-
 /* One block of one row: v[0..B) values (rotated when RHT), jn of them counted in the metrics,
  * scale from amax_s (own amax, or the 16x16 tile amax with weight_2d). */
 void fp4_ref_block_quant(const fp4_qplan *p, const float *v, int jn, float amax_s, uint64_t idx0,
@@ -36,7 +16,7 @@ void fp4_ref_block_quant(const fp4_qplan *p, const float *v, int jn, float amax_
     const fp4c_grid *g = &p->grid;
     const float gmax = g->gmax;
     int amax_j, bad;
-    const float amax_b = block_amax(v, B, &amax_j, &bad);
+    const float amax_b = fp4_block_amax(v, B, &amax_j, &bad);
     if (p->cfg.scale != FP4_SCALE_NVFP4 || !p->cfg.weight_2d) amax_s = amax_b;
 
     if (bad) { /* flagged, excluded from every sum; values pass through unquantized */

@@ -12,6 +12,9 @@ void fp4_metrics_merge(fp4_metrics *dst, const fp4_metrics *src)
     fp4_fsums s;
     fp4_fsums_of(src, &s);
     fp4_fsums_add(dst, &s);
+    fp4_ssums ss;
+    fp4_ssums_of(src, &ss);
+    fp4_ssums_add(dst, &ss);
     fp4_metrics_merge_counts(dst, src);
 }
 
@@ -32,6 +35,11 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
     dst->scale_underflow_blocks += src->scale_underflow_blocks;
     dst->nonfinite_blocks += src->nonfinite_blocks;
     if (src->tensor_amax > dst->tensor_amax) dst->tensor_amax = src->tensor_amax;
+    dst->st_blocks += src->st_blocks;
+    dst->st_count += src->st_count;
+    dst->st_nonzero += src->st_nonzero;
+    dst->underflows += src->underflows;
+    if (src->max_abs_err > dst->max_abs_err) dst->max_abs_err = src->max_abs_err;
 }
 
 void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
@@ -52,7 +60,13 @@ void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
     D(zero_blocks);
     D(scale_underflow_blocks);
     D(nonfinite_blocks);
+    D(st_blocks);
+    D(st_count);
+    D(st_nonzero);
+    D(underflows);
 #undef D
+    /* a max: the rows added k times have the same max */
+    if (after->max_abs_err > dst->max_abs_err) dst->max_abs_err = after->max_abs_err;
 }
 
 /* exp(entropy) / K of counts c[0..k) */
@@ -100,6 +114,23 @@ void fp4_metrics_finish(fp4_metrics *m)
     for (int i = 0; i < 8; i++) c8[i] = m->hist[i] + m->hist[8 + i];
     m->bucket_ratio_15 = bucket_ratio(c15, 15);
     m->bucket_ratio_8 = bucket_ratio(c8, 8);
+
+    /* recipe statistics (SPEC §5.1): computed when the pass saw every finite block */
+    m->stats_ok = m->st_blocks == m->blocks - m->nonfinite_blocks;
+    const double cnt = (double)m->st_count, nz = (double)m->st_nonzero;
+    m->underflows_pct = m->stats_ok && m->st_count ? 100.0 * (double)m->underflows / cnt : NAN;
+    m->underflow_share = m->stats_ok && m->st_nonzero ? (double)m->underflows / nz : NAN;
+    m->saturated_pct = m->stats_ok && m->st_count ? 100.0 * (double)m->saturated / cnt : NAN;
+    if (!m->stats_ok || !(m->sum_x2_na > 0.0)) {
+        m->sqnr_na_status = FP4_SQNR_ZERO_SIGNAL;
+        m->sqnr_na_db = NAN;
+    } else if (m->sum_err2_na == 0.0) {
+        m->sqnr_na_status = FP4_SQNR_EXACT;
+        m->sqnr_na_db = INFINITY;
+    } else {
+        m->sqnr_na_status = FP4_SQNR_OK;
+        m->sqnr_na_db = 10.0 * log10(m->sum_x2_na / m->sum_err2_na);
+    }
 }
 
 int fp4_level_geometry(fp4_format f, fp4_level_geom geom[8])

@@ -37,6 +37,26 @@ typedef struct fp4_metrics {
     double nmse, sqnr_db, alpha, delta, mean_signed_error, bucket_ratio_15, bucket_ratio_8;
     double level_mean_error[8]; /* level_err_sum / level_count (0 where the count is 0) */
     fp4_sqnr_status sqnr_status;
+
+    /* Recipe statistics (SPEC §5.1), from one scalar pass per block that every CPU variant
+     * shares (engine/stats.c, fp4_block_stats), over the counted entries of finite blocks
+     * (non-finite blocks are excluded as above). Raw: */
+    uint64_t st_blocks;   /* finite blocks with counted entries the pass saw; compared with
+                             blocks - nonfinite_blocks to tell "not computed" (a backend that
+                             lacks the pass) from zero */
+    uint64_t st_count;    /* counted entries of finite blocks */
+    uint64_t st_nonzero;  /* of them, x != 0 */
+    uint64_t underflows;  /* of them, x != 0 with x̂ == 0 (Transformer Engine's underflows_num) */
+    double max_abs_err;   /* max |x̂ − x| (fp64 of the fp32 values); merged as a max */
+    double sum_x2_na;     /* Σ x² over entries that are not their block's amax (first index) */
+    double sum_err2_na;   /* Σ (x̂ − x)² over the same entries */
+    /* derived by fp4_metrics_finish (NaN where undefined or not computed) */
+    double underflows_pct;   /* 100 · underflows / st_count (TE's underflows%) */
+    double underflow_share;  /* underflows / st_nonzero: share of non-zero inputs flushed */
+    double saturated_pct;    /* 100 · saturated / st_count */
+    double sqnr_na_db;       /* 10 log10(sum_x2_na / sum_err2_na); status as sqnr_db */
+    fp4_sqnr_status sqnr_na_status;
+    int stats_ok;            /* 1: the statistics above were computed for every block */
 } fp4_metrics;
 
 /* Zero every field. */
@@ -73,6 +93,24 @@ static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
     m->sum_xq2 += s->xq2;
     m->signed_err_sum += s->serr;
     for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
+}
+
+/* The ordered fp64 sums of the recipe statistics (SPEC §5.1), kept per chunk like fp4_fsums
+ * (CPU backend); fp4_metrics_merge adds them in merge order. Not part of the GPU's layout. */
+typedef struct fp4_ssums {
+    double x2_na, err2_na;
+} fp4_ssums;
+
+static inline void fp4_ssums_of(const fp4_metrics *m, fp4_ssums *s)
+{
+    s->x2_na = m->sum_x2_na;
+    s->err2_na = m->sum_err2_na;
+}
+
+static inline void fp4_ssums_add(fp4_metrics *m, const fp4_ssums *s)
+{
+    m->sum_x2_na += s->x2_na;
+    m->sum_err2_na += s->err2_na;
 }
 
 /* dst += src for the integer counts and the amax only (order-free). */

@@ -296,7 +296,7 @@ static double gemm_key(const gemm_vrow *r)
     switch (gemm_rank_by) {
     case FP4_RANK_SQNR: return r->worst_db;             /* lowest worst-path SQNR first */
     case FP4_RANK_DELTA: return -fabs(1.0 - r->worst_eta); /* largest |1 - eta| first */
-    case FP4_RANK_GAP: break;
+    default: break; /* gap (the statistics keys are refused for gemm: cmd/gemm.c) */
     }
     return -r->gap_db; /* largest gap between paths first */
 }

@@ -813,7 +813,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
     const cJSON *rc = get(get(doc, "config"), "recipe");
     if (cJSON_IsString(rc) && fp4_gemm_recipe_parse(rc->valuestring, &gc.recipe) != FP4_OK)
         fp4_error_clear();
-    for (int r = FP4_RANK_GAP; r <= FP4_RANK_DELTA; r++)
+    for (int r = FP4_RANK_GAP; r < FP4_RANK_COUNT; r++)
         if (cJSON_IsString(rb) && !strcmp(rb->valuestring, fp4_rank_by_name((fp4_rank_by)r)))
             o.rank_by = (fp4_rank_by)r;
     fp4_gemm_run run = {.config = &o, .gc = &gc, .paths = paths, .layers = layers, .nlayers = nl};

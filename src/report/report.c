@@ -91,6 +91,28 @@ static void add_identity(cJSON *o, const fp4_qconfig *c, bool with_rht)
     cJSON_AddStringToObject(o, "rounding", fp4_rounding_name(c->rounding));
 }
 
+/* The recipe statistics (SPEC §5.1): null with stats_status "not_computed" where the backend
+ * did not run the statistics pass over every block (fp4_metrics.stats_ok). */
+static void add_stats(cJSON *o, const fp4_metrics *m)
+{
+    const bool ok = m->stats_ok;
+    cJSON_AddStringToObject(o, "stats_status", ok ? "ok" : "not_computed");
+    num(o, "underflows_pct", ok ? m->underflows_pct : NAN);
+    num(o, "underflow_share", ok ? m->underflow_share : NAN);
+    num(o, "saturated_pct", ok ? m->saturated_pct : NAN);
+    num(o, "max_abs_err", ok ? m->max_abs_err : NAN);
+    const bool na = ok && m->sqnr_na_status == FP4_SQNR_OK;
+    num(o, "sqnr_nonamax_db", na ? m->sqnr_na_db : NAN);
+    cJSON_AddStringToObject(o, "sqnr_nonamax_status",
+                            ok ? sqnr_status_name(m->sqnr_na_status) : "not_computed");
+    cJSON *ct = cJSON_GetObjectItemCaseSensitive(o, "counts");
+    if (ct && ok) {
+        u64(ct, "stat_elements", m->st_count);
+        u64(ct, "nonzero", m->st_nonzero);
+        u64(ct, "underflows", m->underflows);
+    }
+}
+
 static void add_metrics(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m, bool per_tensor)
 {
     bool ok = m->sqnr_status == FP4_SQNR_OK;
@@ -137,6 +159,7 @@ static void add_metrics(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m, bo
         u64(ct, "nonfinite_blocks", m->nonfinite_blocks);
     }
     if (per_tensor) num(o, "tensor_amax", m->tensor_amax);
+    add_stats(o, m);
 }
 
 static cJSON *delta_json(const fp4_qconfig *plain, const fp4_qconfig *rot,
@@ -387,6 +410,9 @@ static void add_verdict(cJSON *root, const fp4_run *run)
         }
         num(o, "gap_db", r->ok ? r->gap_db : NAN);
         num(o, "delta", r->ok ? r->delta : NAN);
+        num(o, "underflows_pct", r->ok ? r->underflows_pct : NAN);
+        num(o, "sqnr_nonamax_db", r->ok ? r->sqnr_na_db : NAN);
+        num(o, "maxerr_rel", r->ok ? r->maxerr_rel : NAN);
     }
     free(rows);
 }
@@ -438,6 +464,22 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
         cJSON_AddItemToArray(ca, cJSON_CreateString(b));
     }
     if (o) cJSON_AddItemToObject(o, "tensor_amax", hexnum((double)m.tensor_amax));
+    /* the recipe statistics (SPEC §5.1): sums [x2_na, err2_na], counts [st_blocks, st_count,
+     * st_nonzero, underflows], max_abs_err (hex) */
+    cJSON *st = o ? cJSON_AddObjectToObject(o, "stats") : NULL;
+    cJSON *ss = st ? cJSON_AddArrayToObject(st, "sums") : NULL;
+    if (ss) {
+        cJSON_AddItemToArray(ss, hexnum(m.sum_x2_na));
+        cJSON_AddItemToArray(ss, hexnum(m.sum_err2_na));
+    }
+    cJSON *sc = st ? cJSON_AddArrayToObject(st, "counts") : NULL;
+    const uint64_t cv[4] = {m.st_blocks, m.st_count, m.st_nonzero, m.underflows};
+    for (int i = 0; sc && i < 4; i++) {
+        char b[32];
+        snprintf(b, sizeof b, "%llu", (unsigned long long)cv[i]);
+        cJSON_AddItemToArray(sc, cJSON_CreateString(b));
+    }
+    if (st) cJSON_AddItemToObject(st, "max_abs_err", hexnum(m.max_abs_err));
     return o;
 }
 
@@ -473,7 +515,28 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
     double amax;
     if (!hex_parse(cJSON_GetObjectItemCaseSensitive(o, "tensor_amax"), &amax)) return false;
     m->tensor_amax = (float)amax;
-    return (double)m->tensor_amax == amax || isnan(amax);
+    if ((double)m->tensor_amax != amax && !isnan(amax)) return false;
+    /* the recipe statistics: absent in a state written before them (then "not computed") */
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "stats");
+    if (!st) return true;
+    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(st, "sums");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(st, "counts");
+    if (cJSON_GetArraySize(ss) != 2 || cJSON_GetArraySize(sc) != 4) return false;
+    if (!hex_parse(cJSON_GetArrayItem(ss, 0), &m->sum_x2_na) ||
+        !hex_parse(cJSON_GetArrayItem(ss, 1), &m->sum_err2_na) ||
+        !hex_parse(cJSON_GetObjectItemCaseSensitive(st, "max_abs_err"), &m->max_abs_err))
+        return false;
+    uint64_t *cv[4] = {&m->st_blocks, &m->st_count, &m->st_nonzero, &m->underflows};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *v = cJSON_GetArrayItem(sc, i);
+        if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9') return false;
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(v->valuestring, &end, 10);
+        if (errno || *end) return false;
+        *cv[i] = (uint64_t)u;
+    }
+    return true;
 }
 
 cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n)
@@ -955,9 +1018,13 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
     keep_table(out, run, nw);
     fp4_verdict_row *rows = fp4_verdict_rank(run);
     if (!rows) return;
-    const char *by = run->config->rank_by == FP4_RANK_SQNR    ? "lowest best SQNR first"
-                     : run->config->rank_by == FP4_RANK_DELTA ? "largest |delta| first"
-                                                          : "largest SQNR gap best-worst first";
+    const fp4_rank_by rb = run->config->rank_by;
+    const char *by = rb == FP4_RANK_SQNR              ? "lowest best SQNR first"
+                     : rb == FP4_RANK_DELTA           ? "largest |delta| first"
+                     : rb == FP4_RANK_UNDERFLOW       ? "largest underflow % (best config) first"
+                     : rb == FP4_RANK_SQNR_NONAMAX    ? "lowest non-amax SQNR (best config) first"
+                     : rb == FP4_RANK_MAXERR          ? "largest max error / amax (best config) first"
+                                                      : "largest SQNR gap best-worst first";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
     for (int i = 0; i < top; i++) {

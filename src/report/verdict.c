@@ -21,6 +21,9 @@ static double rank_key(const fp4_verdict_row *r, fp4_rank_by by)
     switch (by) {
     case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
     case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
+    case FP4_RANK_UNDERFLOW: return -r->underflows_pct; /* largest underflow first */
+    case FP4_RANK_SQNR_NONAMAX: return r->sqnr_na_db;   /* lowest non-amax SQNR first */
+    case FP4_RANK_MAXERR: return -r->maxerr_rel;        /* largest relative max error first */
     case FP4_RANK_GAP: break;
     }
     return -r->gap_db;                                  /* largest gap first */
@@ -88,6 +91,12 @@ fp4_verdict_row *fp4_verdict_rank(const fp4_run *run)
             r->best_db = m[r->best].sqnr_db;
             r->gap_db = m[r->best].sqnr_db - m[r->worst].sqnr_db;
             r->delta = m[r->best].delta;
+            const fp4_metrics *b = &m[r->best];
+            r->underflows_pct = b->stats_ok ? b->underflows_pct : NAN;
+            r->sqnr_na_db = b->stats_ok && b->sqnr_na_status == FP4_SQNR_OK ? b->sqnr_na_db : NAN;
+            r->maxerr_rel = b->stats_ok && b->tensor_amax > 0.0f
+                                ? b->max_abs_err / (double)b->tensor_amax
+                                : NAN;
         }
     }
     rank_sort(rows, tmp, run->ntensors, run->config->rank_by);

@@ -17,13 +17,18 @@ typedef struct fp4_verdict_row {
     int t, best, worst;
     bool ok;
     double gap_db, best_db, delta;
+    /* the best config's recipe statistics (SPEC §5.1; NaN where not computed): underflows_pct,
+     * sqnr_nonamax_db, max_abs_err / tensor_amax */
+    double underflows_pct, sqnr_na_db, maxerr_rel;
 } fp4_verdict_row;
 
 /* Whether m's SQNR counts for the verdict: status ok and finite. */
 bool fp4_verdict_sqnr_ok(const fp4_metrics *m);
 
 /* Every tensor's row, ordered by run->config->rank_by (gap: largest first; sqnr: lowest best
- * first; delta: largest |delta| first); ties by the other keys in the order gap, sqnr, delta,
+ * first; delta: largest |delta| first; underflow: largest underflows_pct first; sqnr-nonamax:
+ * lowest first; maxerr: largest max_abs_err / tensor_amax first; a NaN key after the rest);
+ * ties by the other keys in the order gap, sqnr, delta,
  * then by tensor order; tensors without a finite SQNR last, in tensor order. malloc'd,
  * run->ntensors entries; NULL when out of memory or there are no tensors. */
 fp4_verdict_row *fp4_verdict_rank(const fp4_run *run);

@@ -44,6 +44,9 @@ const char *fp4_rank_by_name(fp4_rank_by r)
     case FP4_RANK_GAP: return "gap";
     case FP4_RANK_SQNR: return "sqnr";
     case FP4_RANK_DELTA: return "delta";
+    case FP4_RANK_UNDERFLOW: return "underflow";
+    case FP4_RANK_SQNR_NONAMAX: return "sqnr-nonamax";
+    case FP4_RANK_MAXERR: return "maxerr";
     }
     return "?";
 }

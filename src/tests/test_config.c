@@ -121,6 +121,9 @@ static void test_names(void **state)
     (void)state;
     assert_string_equal(fp4_rht_mode_name(FP4_RHT_BOTH), "both");
     assert_string_equal(fp4_rank_by_name(FP4_RANK_DELTA), "delta");
+    assert_string_equal(fp4_rank_by_name(FP4_RANK_UNDERFLOW), "underflow");
+    assert_string_equal(fp4_rank_by_name(FP4_RANK_SQNR_NONAMAX), "sqnr-nonamax");
+    assert_string_equal(fp4_rank_by_name(FP4_RANK_MAXERR), "maxerr");
     assert_string_equal(fp4_device_name(FP4_DEVICE_CUDA), "cuda");
     assert_string_equal(fp4_rht_mode_name((fp4_rht_mode)7), "?");
 }

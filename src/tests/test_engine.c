@@ -358,6 +358,200 @@ static void test_ties_every_level_every_variant(void **state)
     assert_true(ran >= 1);
 }
 
+/* ---- recipe statistics (SPEC §5.1) -------------------------------------------------------- */
+static fp4_metrics stats_run(const fp4_qconfig *c, const float *x, int R, int L, float *deq)
+{
+    fp4_metrics m;
+    fp4_metrics_init(&m);
+    fp4_qout o = {deq, NULL, NULL};
+    assert_int_equal(fp4_quantize_rows(c, amax_of(c, x, R, L), x, 0, R, L, deq ? &o : NULL, &m),
+                     FP4_OK);
+    fp4_metrics_finish(&m);
+    return m;
+}
+
+/* Known answers, by hand: e2m1, fp32 block scale amax/6 = 1 (t = |x|), one block of 16. */
+static void test_stats_known_answers_fp32(void **state)
+{
+    (void)state;
+    const float x[16] = {6.0f, 0.2f, -0.2f, 0.3f, 0.0f, 1.0f, 1.2f, 2.4f,
+                         5.5f, 4.9f, 0.25f, 0.75f, 0.0f, -0.0f, 0.0f, 0.0f};
+    /* RTNE on {0, .5, 1, 1.5, 2, 3, 4, 6}: 0.2, -0.2 and the tie 0.25 go to 0 (underflows) */
+    const float q[16] = {6.0f, 0.0f, -0.0f, 0.5f, 0.0f, 1.0f, 1.0f, 2.0f,
+                         6.0f, 4.0f, 0.0f, 1.0f, 0.0f, -0.0f, 0.0f, 0.0f};
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    assert_int_equal(c.block, 16);
+    for (int v = 0; v < FP4_ISA_COUNT; v++) {
+        const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+        if (!e) continue;
+        fp4_engine_use(e);
+        const fp4_metrics m = stats_run(&c, x, 1, 16, NULL);
+        assert_true(m.stats_ok);
+        assert_int_equal(m.st_blocks, 1);
+        assert_int_equal(m.st_count, 16);
+        assert_int_equal(m.st_nonzero, 11);
+        assert_int_equal(m.underflows, 3);
+        assert_double_exact(m.underflows_pct, 18.75);
+        assert_double_exact(m.underflow_share, 3.0 / 11.0);
+        assert_double_exact(m.saturated_pct, 0.0);
+        assert_double_exact(m.max_abs_err, (double)4.9f - 4.0); /* 4.9 -> 4 */
+        double x2 = 0, e2 = 0;
+        for (int j = 1; j < 16; j++) { /* all but the amax (index 0), in order */
+            x2 += (double)x[j] * x[j];
+            e2 += ((double)q[j] - x[j]) * ((double)q[j] - x[j]);
+        }
+        assert_double_exact(m.sum_x2_na, x2);
+        assert_double_exact(m.sum_err2_na, e2);
+        assert_double_exact(m.sqnr_na_db, 10.0 * log10(x2 / e2));
+        assert_int_equal(m.sqnr_na_status, FP4_SQNR_OK);
+    }
+    fp4_engine_use(NULL);
+}
+
+/* mxfp4 (floor rule): amax 7 takes the scale 2^(2-2) = 1, so 7 and 6.5 saturate to 6; a block
+ * of NaN is excluded from every statistic; an nvfp4 block 1e8 times below the tensor amax gets
+ * a zero E4M3 scale and every non-zero value of it underflows. */
+static void test_stats_known_answers_scales(void **state)
+{
+    (void)state;
+    float x[64] = {0};
+    x[0] = 7.0f;
+    x[1] = -6.5f;
+    x[2] = 0.2f;
+    x[32] = NAN; /* the second block: non-finite */
+    x[33] = 3.0f;
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_MXFP4;
+    c.block = 32;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    fp4_metrics m = stats_run(&c, x, 1, 64, NULL);
+    assert_true(m.stats_ok);
+    assert_int_equal(m.nonfinite_blocks, 1);
+    assert_int_equal(m.st_blocks, 1);
+    assert_int_equal(m.st_count, 32);
+    assert_int_equal(m.st_nonzero, 3);
+    assert_int_equal(m.saturated, 2);
+    assert_int_equal(m.underflows, 1);
+    assert_double_exact(m.saturated_pct, 100.0 * 2.0 / 32.0);
+    assert_double_exact(m.max_abs_err, 1.0);
+    assert_double_exact(m.sum_x2_na, 6.5 * 6.5 + (double)0.2f * 0.2f);
+    assert_double_exact(m.sum_err2_na, 0.5 * 0.5 + (double)0.2f * 0.2f);
+
+    float y[32] = {0};
+    y[0] = 1e6f;
+    for (int j = 16; j < 32; j++) y[j] = j % 2 ? 0.01f : -0.01f;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_NVFP4;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    m = stats_run(&c, y, 1, 32, NULL);
+    assert_int_equal(m.scale_underflow_blocks, 1);
+    assert_int_equal(m.st_nonzero, 17);
+    assert_int_equal(m.underflows, 16);
+    assert_double_exact(m.max_abs_err, (double)0.01f);
+    assert_double_exact(m.underflows_pct, 50.0);
+    /* the flushed block has no amax entry left out but its first: 15 of 16 in the sums */
+    assert_double_exact(m.sum_err2_na, 15.0 * (double)0.01f * (double)0.01f);
+
+    /* a backend that did not run the pass: not computed, every statistic NaN */
+    fp4_metrics z;
+    fp4_metrics_init(&z);
+    z.blocks = 3;
+    fp4_metrics_finish(&z);
+    assert_false(z.stats_ok);
+    assert_double_nan(z.underflows_pct);
+    assert_double_nan(z.sqnr_na_db);
+}
+
+/* The statistics pass against an independent computation from the reference's x̂ (deq): the
+ * counts, the max, and the two sums in SPEC §7's order (block sums from 0 in element order,
+ * added to the chunk partial in block order, chunks merged in (row, chunk) order), for every
+ * config without RHT (the input is then the quantized domain), SR included. */
+static void test_stats_match_reference_deq(void **state)
+{
+    (void)state;
+    const int R = 19, L = 600;
+    float *x = malloc(sizeof(float) * R * L);
+    float *deq = malloc(sizeof(float) * R * (L + 2048));
+    fp4_qconfig *cfgs = malloc(sizeof *cfgs * MAXCFG);
+    assert_true(x && deq && cfgs);
+    fp4_rht_signs sg[5];
+    for (int i = 0; i < 5; i++) assert_int_equal(fp4_rht_signs_make("te", 16, &sg[i]), FP4_OK);
+    int checked = 0;
+    for (int f = 0; f < NFMT; f++) {
+        const fp4c_grid g = fp4c_grid_make((int)fmts[f].id, fmts[f].max);
+        fill_rows(&g, x, R, L);
+        const int n = make_cfgs(fmts[f], sg, cfgs);
+        for (int c0 = 0; c0 < n; c0++) {
+            for (int sr = 0; sr < 2; sr++) {
+                fp4_qconfig c = cfgs[c0];
+                if (c.rht) continue;
+                if (sr) {
+                    c.rounding = FP4_ROUND_SR;
+                    if (fp4_qconfig_check(&c) != FP4_OK) continue;
+                }
+                const fp4_metrics m = stats_run(&c, x, R, L, deq);
+                const int B = c.block;
+                const int64_t P = (L + B - 1) / B * B;
+                double tx2 = 0, te2 = 0, mx = 0;
+                uint64_t cnt = 0, nz = 0, uf = 0, nb = 0;
+                for (int r = 0; r < R; r++) {
+                    double cx2 = 0, ce2 = 0;
+                    for (int64_t b0 = 0; b0 < L; b0 += B) {
+                        const float *xb = x + (int64_t)r * L + b0, *qb = deq + r * P + b0;
+                        const int jn = (int)(L - b0 < B ? L - b0 : B);
+                        int k = 0, bad = 0;
+                        float a = 0;
+                        for (int j = 0; j < jn; j++) {
+                            if (!isfinite(xb[j])) bad = 1;
+                            else if (fabsf(xb[j]) > a) a = fabsf(xb[j]), k = j;
+                        }
+                        if (!bad) {
+                            double bx2 = 0, be2 = 0;
+                            nb++;
+                            for (int j = 0; j < jn; j++) {
+                                const double d = (double)qb[j] - xb[j];
+                                cnt++;
+                                nz += xb[j] != 0.0f;
+                                uf += xb[j] != 0.0f && qb[j] == 0.0f;
+                                mx = fabs(d) > mx ? fabs(d) : mx;
+                                if (j != k) {
+                                    bx2 += (double)xb[j] * xb[j];
+                                    be2 += d * d;
+                                }
+                            }
+                            cx2 += bx2;
+                            ce2 += be2;
+                        }
+                        if ((b0 / B + 1) % FP4_CHUNK_BLOCKS == 0 || b0 + B >= L) {
+                            tx2 += cx2;
+                            te2 += ce2;
+                            cx2 = ce2 = 0;
+                        }
+                    }
+                }
+                char nm[96];
+                cfg_name(&c, nm, sizeof nm);
+                if (m.st_blocks != nb || m.st_count != cnt || m.st_nonzero != nz ||
+                    m.underflows != uf || m.max_abs_err != mx || m.sum_x2_na != tx2 ||
+                    m.sum_err2_na != te2)
+                    fail_msg("%s%s: statistics differ from the reference's x̂ (underflows %llu / "
+                             "%llu, max %a / %a, err2_na %a / %a)",
+                             nm, sr ? " sr" : "", (unsigned long long)m.underflows,
+                             (unsigned long long)uf, m.max_abs_err, mx, m.sum_err2_na, te2);
+                assert_true(m.stats_ok);
+                checked++;
+            }
+        }
+    }
+    assert_true(checked >= NFMT * 10);
+    free(x);
+    free(deq);
+    free(cfgs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +560,9 @@ int main(void)
         cmocka_unit_test(test_amax_known_answers),
         cmocka_unit_test(test_variants_equal_reference),
         cmocka_unit_test(test_ties_every_level_every_variant),
+        cmocka_unit_test(test_stats_known_answers_fp32),
+        cmocka_unit_test(test_stats_known_answers_scales),
+        cmocka_unit_test(test_stats_match_reference_deq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

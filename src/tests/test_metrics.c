@@ -241,6 +241,63 @@ static void test_gaussian_and_uniform_sqnr(void **state)
     free(u);
 }
 
+/* The statistics' merge (SPEC §5.1): counts add, the max is a max, the ordered sums add in
+ * merge order; finish derives the shares and the non-amax SQNR, and "not computed" when the
+ * pass did not see every finite block. */
+static void test_stats_merge_and_finish(void **state)
+{
+    (void)state;
+    fp4_metrics a, b;
+    fp4_metrics_init(&a);
+    fp4_metrics_init(&b);
+    a.blocks = 3, a.nonfinite_blocks = 1, a.st_blocks = 2;
+    a.st_count = 32, a.st_nonzero = 30, a.underflows = 3, a.saturated = 2;
+    a.max_abs_err = 0.5, a.sum_x2_na = 10.0, a.sum_err2_na = 0.1;
+    b.blocks = 2, b.st_blocks = 2;
+    b.st_count = 32, b.st_nonzero = 10, b.underflows = 1;
+    b.max_abs_err = 0.25, b.sum_x2_na = 0.0, b.sum_err2_na = 0.0;
+    fp4_metrics_merge(&a, &b);
+    fp4_metrics_finish(&a);
+    assert_true(a.stats_ok);
+    assert_int_equal(a.st_count, 64);
+    assert_int_equal(a.underflows, 4);
+    assert_double_exact(a.max_abs_err, 0.5);
+    assert_double_exact(a.underflows_pct, 100.0 * 4.0 / 64.0);
+    assert_double_exact(a.underflow_share, 4.0 / 40.0);
+    assert_double_exact(a.saturated_pct, 100.0 * 2.0 / 64.0);
+    assert_double_exact(a.sqnr_na_db, 20.0); /* 10 log10(10 / 0.1) */
+    assert_int_equal(a.sqnr_na_status, FP4_SQNR_OK);
+    /* the ordered sums through fp4_ssums give merge's bits */
+    fp4_metrics c;
+    fp4_metrics_init(&c);
+    fp4_ssums s;
+    fp4_ssums_of(&a, &s);
+    fp4_ssums_add(&c, &s);
+    assert_double_exact(c.sum_x2_na, a.sum_x2_na);
+    assert_double_exact(c.sum_err2_na, a.sum_err2_na);
+    /* exact non-amax entries, then no signal, then a block not seen */
+    b.sum_x2_na = 1.0;
+    fp4_metrics_finish(&b);
+    assert_int_equal(b.sqnr_na_status, FP4_SQNR_EXACT);
+    assert_double_inf(b.sqnr_na_db, 1);
+    b.sum_x2_na = 0.0;
+    fp4_metrics_finish(&b);
+    assert_int_equal(b.sqnr_na_status, FP4_SQNR_ZERO_SIGNAL);
+    b.blocks = 3;
+    fp4_metrics_finish(&b);
+    assert_false(b.stats_ok);
+    assert_double_nan(b.underflows_pct);
+    assert_double_nan(b.saturated_pct);
+    /* count deltas (zero rows repeated k times) */
+    fp4_metrics d, before;
+    fp4_metrics_init(&d);
+    fp4_metrics_init(&before);
+    fp4_metrics_add_count_delta(&d, &a, &before, 3);
+    assert_int_equal(d.st_count, 192);
+    assert_int_equal(d.underflows, 12);
+    assert_double_exact(d.max_abs_err, 0.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_uniform_t_zero_mean_error),
         cmocka_unit_test(test_level_geometry),
         cmocka_unit_test(test_bucket_ratios_and_merge),
+        cmocka_unit_test(test_stats_merge_and_finish),
         cmocka_unit_test(test_compound_shrinkage),
         cmocka_unit_test(test_gaussian_and_uniform_sqnr),
     };

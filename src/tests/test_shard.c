@@ -99,6 +99,13 @@ static void test_raw_roundtrip(void **state)
     m.elements = 9007199254740991ull;
     m.nonfinite_blocks = 2;
     m.tensor_amax = 3.1415927f;
+    m.st_blocks = 7;
+    m.st_count = 9007199254740993ull; /* beyond 2^53: kept exact */
+    m.st_nonzero = 5;
+    m.underflows = 4;
+    m.max_abs_err = 0.1;
+    m.sum_x2_na = 1.0 / 3.0;
+    m.sum_err2_na = 4.9e-324;
     cJSON *o = fp4_metrics_raw_json(&m);
     assert_non_null(o);
     char *t = cJSON_PrintUnformatted(o);
@@ -107,6 +114,17 @@ static void test_raw_roundtrip(void **state)
     free(t);
     assert_true(fp4_metrics_raw_parse(back, &r));
     assert_memory_equal(&m, &r, sizeof m);
+    /* a state written before the statistics (no "stats"): parsed, statistics not computed */
+    cJSON *st = cJSON_DetachItemFromObject(back, "stats");
+    assert_non_null(st);
+    assert_true(fp4_metrics_raw_parse(back, &r));
+    assert_int_equal(r.st_blocks, 0);
+    fp4_metrics_finish(&r);
+    assert_false(r.stats_ok);
+    /* a damaged statistics object is refused */
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItem(st, "counts"), 0);
+    cJSON_AddItemToObject(back, "stats", st);
+    assert_false(fp4_metrics_raw_parse(back, &r));
     /* a damaged object is refused */
     cJSON_DeleteItemFromArray(cJSON_GetObjectItem(back, "sums"), 0);
     assert_false(fp4_metrics_raw_parse(back, &r));

@@ -202,10 +202,54 @@ static void test_keep(void **state)
     fp4_keep_free(&k);
 }
 
+/* The recipe-statistics keys (SPEC §5.1): each tensor's best config's statistic; a tensor
+ * whose statistics were not computed (stats_ok 0: NaN key) after those that have one. */
+static void test_rank_by_statistics(void **state)
+{
+    (void)state;
+    /* best configs: t0 e2m1 (20), t1 int4 (15), t2 e2m1 (30), t3 e2m1 (25) */
+    const double s0[4] = {20, 5, 30, 25}, s1[4] = {15, 15, 25, 20};
+    const double uf[4] = {1.0, 7.0, 3.0, 0.5}, na[4] = {12.0, 18.0, 9.0, 15.0};
+    const double mx[4] = {0.5, 0.25, 0.1, 0.75}; /* max_abs_err, tensor amax 2: halved */
+    static fake f;
+    for (int k = 0; k < 3; k++) {
+        const fp4_rank_by by = k == 0 ? FP4_RANK_UNDERFLOW
+                               : k == 1 ? FP4_RANK_SQNR_NONAMAX
+                                        : FP4_RANK_MAXERR;
+        make(&f, 4, s0, s1, NULL, by);
+        for (int t = 0; t < 4; t++) {
+            const int b = t == 1; /* the best config */
+            fp4_metrics *m = &f.m[t][b];
+            m->stats_ok = t != 3 || k != 0; /* t3 not computed under underflow */
+            m->underflows_pct = uf[t];
+            m->sqnr_na_db = na[t];
+            m->sqnr_na_status = FP4_SQNR_OK;
+            m->max_abs_err = mx[t];
+            m->tensor_amax = 2.0f;
+            /* the other config's statistics must not count */
+            f.m[t][!b].stats_ok = 1;
+            f.m[t][!b].underflows_pct = 100.0;
+            f.m[t][!b].sqnr_na_db = -50.0;
+            f.m[t][!b].sqnr_na_status = FP4_SQNR_OK;
+            f.m[t][!b].max_abs_err = 100.0;
+            f.m[t][!b].tensor_amax = 2.0f;
+        }
+        if (k == 0) assert_order(&f, (const int[]){1, 2, 0, 3});      /* 7, 3, 1, n/a */
+        else if (k == 1) assert_order(&f, (const int[]){2, 0, 3, 1}); /* 9, 12, 15, 18 */
+        else assert_order(&f, (const int[]){3, 0, 1, 2});             /* .75 .5 .25 .1 */
+        fp4_verdict_row *rows = fp4_verdict_rank(&f.run);
+        assert_non_null(rows);
+        if (k == 2) assert_double_exact(rows[0].maxerr_rel, 0.375);
+        if (k == 0) assert_double_nan(rows[3].underflows_pct);
+        free(rows);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rank_by_each_key),
+        cmocka_unit_test(test_rank_by_statistics),
         cmocka_unit_test(test_long_ranking),
         cmocka_unit_test(test_winner_runner),
         cmocka_unit_test(test_tie),

@@ -1,0 +1,258 @@
+/* stats.c — the recipe statistics of SPEC §5.1 (underflows, saturation share, max abs error,
+ * the SQNR of the non-amax entries): a pass after the variant's kernel, shared by every CPU
+ * variant, that rebuilds ref.c's x̂ bit for bit, GRP blocks at a time in lanes. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/engine_impl.h"
+
+typedef int64_t v4l __attribute__((vector_size(32)));
+_Static_assert(GRP == 8, "the max runs in two halves of 4 lanes");
+
+/* The per-lane inputs of one group: lane b is block b (GRP consecutive blocks of one row, all
+ * in one chunk); a lane past the row, without counted entries or holding a non-finite value is
+ * dead (cnt 0). */
+typedef struct st_lanes {
+    float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+    int32_t ak[GRP], cnt[GRP], live[GRP];
+    uint64_t nblk, ncnt;
+} st_lanes;
+
+/* Per-lane results: the block's fp64 sums (from 0, in element order), its max and counts. */
+typedef struct st_acc {
+    double sx2[GRP], se2[GRP], mx[GRP];
+    int64_t nz[GRP], uf[GRP];
+} st_acc;
+
+/* RTNE, GRP lanes in GCC vectors (the grouped kernel's arithmetic, engine_impl.h): each lane's
+ * sums run over its block in element order, one independent chain per lane; a lane adds +0.0
+ * for an entry it does not count, which leaves a sum that starts at +0.0 unchanged (x² and
+ * (x̂ − x)² are >= 0: never -0.0). T: the group transposed (T[j * GRP + b] = entry j of
+ * block b, engine_impl.h's layout). q is the sum of the grid's steps over passed midpoints, x̂
+ * = (q · dec1) · dec2 with x's sign: ref.c's bits. Compiled for AVX-512, AVX2 and the
+ * baseline (the same IEEE operations, no contraction: the same bits). */
+static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float *T,
+                                                 const st_lanes *ln, st_acc *o)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    v8f st[7], md[7];
+    for (int i = 0; i < 7; i++) {
+        const float s = g->q[i + 1] - g->q[i], m = g->mid[i];
+        st[i] = (v8f){s, s, s, s, s, s, s, s};
+        md[i] = (v8f){m, m, m, m, m, m, m, m};
+    }
+    const float gmax = g->gmax;
+    const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
+    v8f vmul, vdv, vd1, vd2;
+    v8i vak, vcnt;
+    memcpy(&vmul, ln->mul, sizeof vmul);
+    memcpy(&vdv, ln->dv, sizeof vdv);
+    memcpy(&vd1, ln->d1, sizeof vd1);
+    memcpy(&vd2, ln->d2, sizeof vd2);
+    memcpy(&vak, ln->ak, sizeof vak);
+    memcpy(&vcnt, ln->cnt, sizeof vcnt);
+    const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
+    const v8l absd = (v8l){0} + 0x7FFFFFFFFFFFFFFFll;
+    const v8f zf = {0};
+    v8d sx2 = {0}, se2 = {0};
+    v4l mlo = {0}, mhi = {0};
+    v8i nz = {0}, uf = {0};
+    for (int j = 0; j < B; j++) {
+        v8f x;
+        memcpy(&x, T + (int64_t)j * GRP, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8f t = (ax * vmul) / vdv;
+        const v8i lt = t < gm;
+        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
+        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
+                      vf_bits((v8i)st[6] & p6);
+        const v8f aq = vf_bits((v8i)((q * vd1) * vd2) & absm);
+        const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
+        const v8i c = vcnt > j;
+        const v8i na = c & (vak != j);
+        const v8i nzc = c & (ax != zf);
+        nz -= nzc;
+        uf -= nzc & (aq == zf);
+        const v8d dx = __builtin_convertvector(x, v8d), dq = __builtin_convertvector(xq, v8d);
+        const v8d d = dq - dx;
+        const v8l c64 = __builtin_convertvector(c, v8l), na64 = __builtin_convertvector(na, v8l);
+        /* |d| of a counted entry, else +0, as bits: non-negative doubles order as their bits
+         * do (an integer compare, which vectorizes where the double one did not) */
+        const v8l adb = (v8l)d & absd & c64;
+        v4l lo, hi; /* in halves of 4: a 64-bit compare AVX2 has (vpcmpgtq) */
+        memcpy(&lo, &adb, sizeof lo);
+        memcpy(&hi, (const char *)&adb + sizeof lo, sizeof hi);
+        const v4l ulo = lo > mlo, uhi = hi > mhi;
+        mlo = (lo & ulo) | (mlo & ~ulo);
+        mhi = (hi & uhi) | (mhi & ~uhi);
+        sx2 += vd_and(dx * dx, na64);
+        se2 += vd_and(d * d, na64);
+    }
+    memcpy(o->sx2, &sx2, sizeof sx2);
+    memcpy(o->se2, &se2, sizeof se2);
+    memcpy(o->mx, &mlo, sizeof mlo);
+    memcpy(o->mx + 4, &mhi, sizeof mhi);
+    for (int b = 0; b < GRP; b++) {
+        o->nz[b] = nz[b];
+        o->uf[b] = uf[b];
+    }
+    return 0;
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, stats_rtne,
+                 (const fp4_qplan *p, const float *T, const st_lanes *ln, st_acc *o),
+                 (p, T, ln, o))
+
+/* SR: the same lanes in scalar code (each entry's own draw, fp4c_sr_uniform), q = q[k]. */
+static void stats_sr(const fp4_qplan *p, const float *v, uint64_t idx0, const st_lanes *ln,
+                     st_acc *o)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    for (int b = 0; b < GRP; b++) {
+        double sx2 = 0.0, se2 = 0.0, mx = 0.0;
+        int64_t nz = 0, uf = 0;
+        for (int j = 0; j < ln->cnt[b]; j++) {
+            const float xv = v[(int64_t)b * B + j];
+            const float tc = fp4c_minf((fabsf(xv) * ln->mul[b]) / ln->dv[b], g->gmax);
+            const uint64_t idx = idx0 + (uint64_t)((int64_t)b * B + j);
+            const int k = fp4c_sr_index(
+                g, tc, fp4c_sr_uniform(p->cfg.seed, idx, p->cfg.stream, p->cfg.sr_bits));
+            const float aq = fabsf((g->q[k] * ln->d1[b]) * ln->d2[b]);
+            const float xq = copysignf(aq, xv);
+            const double dx = xv, d = (double)xq - dx;
+            mx = fabs(d) > mx ? fabs(d) : mx;
+            nz += xv != 0.0f;
+            uf += xv != 0.0f && aq == 0.0f;
+            if (j != ln->ak[b]) {
+                sx2 += dx * dx;
+                se2 += d * d;
+            }
+        }
+        o->sx2[b] = sx2, o->se2[b] = se2, o->mx[b] = mx, o->nz[b] = nz, o->uf[b] = uf;
+    }
+}
+
+/* The lanes' block sums, counts and max into the chunk partial m: block sums in block order;
+ * counts and the max are order-free. */
+static void stats_merge(const st_lanes *ln, const st_acc *o, fp4_metrics *m)
+{
+    double tx2 = m->sum_x2_na, te2 = m->sum_err2_na, tmx = m->max_abs_err;
+    uint64_t tnz = 0, tuf = 0;
+    for (int b = 0; b < GRP; b++) {
+        if (!ln->live[b]) continue;
+        tx2 += o->sx2[b];
+        te2 += o->se2[b];
+        tmx = o->mx[b] > tmx ? o->mx[b] : tmx;
+        tnz += (uint64_t)o->nz[b];
+        tuf += (uint64_t)o->uf[b];
+    }
+    m->sum_x2_na = tx2;
+    m->sum_err2_na = te2;
+    m->max_abs_err = tmx;
+    m->st_blocks += ln->nblk;
+    m->st_count += ln->ncnt;
+    m->st_nonzero += tnz;
+    m->underflows += tuf;
+}
+
+/* Any config (SR, any block size): nb <= GRP consecutive blocks of one row at v, jn[b]
+ * counted entries each, tile amax per block with weight_2d (else NULL), SR index of the first
+ * entry idx0; T: GRP * block floats of scratch (RTNE: the group transposed). */
+static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *jn,
+                        const float *tile, uint64_t idx0, float *T, fp4_metrics *m)
+{
+    const int B = p->block;
+    st_lanes ln;
+    ln.nblk = ln.ncnt = 0;
+    for (int b = 0; b < GRP; b++) {
+        int a = 0, bad = 1;
+        float amax_b = 0.0f;
+        if (b < nb && jn[b] > 0) amax_b = fp4_block_amax(v + (int64_t)b * B, B, &a, &bad);
+        blk_par bp = {1.0f, 1.0f, 0.0f, 1.0f, 0.0, 0, 0, 0};
+        if (!bad) {
+            const float amax_s =
+                p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : amax_b;
+            block_params(p, amax_b, amax_s, &bp);
+            ln.nblk++;
+            ln.ncnt += (uint64_t)jn[b];
+        }
+        ln.mul[b] = bp.mul, ln.dv[b] = bp.div, ln.d1[b] = bp.dec1, ln.d2[b] = bp.dec2;
+        ln.ak[b] = a;
+        ln.cnt[b] = bad ? 0 : jn[b];
+        ln.live[b] = !bad;
+    }
+    st_acc o;
+    if (p->cfg.rounding == FP4_ROUND_SR) stats_sr(p, v, idx0, &ln, &o);
+    else {
+        for (int j = 0; j < B; j++) /* lanes past nb: zeros */
+            for (int b = 0; b < GRP; b++) T[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)b * B + j] : 0.0f;
+        stats_rtne(p, T, &ln, &o);
+    }
+    stats_merge(&ln, &o, m);
+}
+
+/* The grouped path's inputs (RTNE, block <= GRP_MAX_BLOCK): the group as the kernel read it
+ * (gi: transposed blocks, per-lane amax, its first index, the non-finite flag) and the
+ * kernel's per-lane parameters (group_params / group_params_fp32: the same block_params). */
+static void group_stats_grouped(const fp4_qplan *p, const grp_in *gi, int nb, const int *jnv,
+                                const float *tile, fp4_metrics *m)
+{
+    float dv[GRP], mul[GRP], d1[GRP], d2[GRP];
+    double se[GRP];
+    int32_t jn[GRP], lv[GRP], uf[GRP];
+    uint8_t sb[GRP];
+    if (p->cfg.scale == FP4_SCALE_FP32)
+        group_params_fp32(p, gi->am, gi->bad, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    else
+        group_params(p, gi->am, gi->bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    st_lanes ln;
+    ln.nblk = ln.ncnt = 0;
+    for (int b = 0; b < GRP; b++) { /* jn: the counted entries of a finite block, else 0 */
+        ln.mul[b] = mul[b], ln.dv[b] = dv[b], ln.d1[b] = d1[b], ln.d2[b] = d2[b];
+        ln.ak[b] = gi->ak[b];
+        ln.cnt[b] = jn[b];
+        ln.live[b] = jn[b] > 0;
+        ln.nblk += (uint64_t)(jn[b] > 0);
+        ln.ncnt += (uint64_t)(jn[b] > 0 ? jn[b] : 0);
+    }
+    st_acc o;
+    stats_rtne(p, gi->T, &ln, &o);
+    stats_merge(&ln, &o, m);
+}
+
+void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
+                           const float *tamax, load_fn load, float *Tb, float *W,
+                           fp4_metrics *pr)
+{
+    const int nblk = p->nblk;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        int jnv[GRP];
+        float amb[GRP];
+        int32_t akb[GRP], badb[GRP];
+        const grp_in gi = group_at(p, v, row, k0, nb, load, Tb, W, amb, akb, badb, jnv);
+        group_stats_grouped(p, &gi, nb, jnv, tamax ? tamax + k0 : NULL,
+                            &pr[k0 / FP4_CHUNK_BLOCKS]);
+    }
+}
+
+void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint64_t rowidx,
+                   float *w, fp4_metrics *pr)
+{
+    const int B = p->block, nblk = p->nblk;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        int jn[GRP];
+        for (int b = 0; b < GRP; b++) {
+            int64_t c = b < nb ? p->counted_len - (int64_t)(k0 + b) * B : 0;
+            jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+        }
+        group_stats(p, v + (int64_t)k0 * B, nb, jn, tamax ? tamax + k0 : NULL,
+                    rowidx + (uint64_t)((int64_t)k0 * B), w, &pr[k0 / FP4_CHUNK_BLOCKS]);
+    }
+}
