@@ -124,18 +124,24 @@ static fp4_status get_str(rd *r, const uint8_t **p, uint64_t *n, const char *wha
     return FP4_OK;
 }
 
-/* A malloc'd copy of bytes with control characters (and NUL) as '?', cut at `max` bytes
- * (then "..." appended). */
+/* A malloc'd copy of bytes safe to show: control characters (NUL included) and bytes that
+ * are not UTF-8 as \xNN (base/status.h fp4_text_escape), cut at `max` bytes (then "..."). */
 static char *clean_copy(const uint8_t *p, uint64_t n, uint64_t max)
 {
-    bool cut = n > max;
-    uint64_t k = cut ? max : n;
-    char *s = malloc((size_t)k + 4);
+    const bool cut = n > max;
+    const uint64_t k = cut ? max : n;
+    char *s = malloc((size_t)k * 4 + 4);
     if (!s) return NULL;
-    for (uint64_t i = 0; i < k; i++) s[i] = p[i] < 0x20 || p[i] == 0x7F ? '?' : (char)p[i];
-    if (cut) memcpy(s + k, "...", 3), k += 3;
-    s[k] = '\0';
-    return s;
+    size_t o = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7F) o += (size_t)sprintf(s + o, "\\x%02X", p[i]);
+        else s[o++] = (char)p[i];
+    }
+    if (cut) memcpy(s + o, "...", 3), o += 3;
+    s[o] = '\0';
+    char *e = fp4_text_escape(s, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    free(s);
+    return e;
 }
 
 /* A text buffer that grows (at most a few KiB: arrays show 8 elements). */

@@ -48,7 +48,8 @@ const char *fp4_ggml_type_name(uint32_t type, int *block, int *bytes);
 const char *fp4_gguf_value_type_name(uint32_t type);
 
 typedef struct fp4_gguf_kv {
-    char *key;                /* as stored, control characters shown as '?' (owned) */
+    char *key;                /* as stored, control characters and bytes that are not
+                                 UTF-8 shown as \xNN (owned) */
     uint32_t type;            /* FP4_GGUF_* */
     uint32_t elem_type;       /* arrays: the element type */
     uint64_t count;           /* arrays: the element count */
@@ -56,7 +57,7 @@ typedef struct fp4_gguf_kv {
     int64_t i;                /* signed integers: the value */
     double f;                 /* floats: the value */
     char *text;               /* the value as one line of text (owned): numbers in C's form, a
-                                 string as stored (control characters as '?', at most 512
+                                 string as stored (escaped as the key is, at most 512
                                  bytes then "..."), an array "[a, b, c, ... (N strings)]" with
                                  at most 8 elements shown */
 } fp4_gguf_kv;

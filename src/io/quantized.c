@@ -689,8 +689,8 @@ static fp4_status scan_gguf(scan_ctx *c, fp4_qset *qs)
         member(c, q, d->name);
         q->rank = d->rank;
         memcpy(q->dims, d->dims, sizeof q->dims);
-        q->rows = 1;
-        for (int r = 0; r < q->rank - 1; r++) q->rows *= q->dims[r];
+        q->rows = d->nelems >= 0 ? 1 : 0; /* an overflowing shape has a problem (below) */
+        for (int r = 0; q->rows > 0 && r < q->rank - 1; r++) q->rows *= q->dims[r];
         /* the reader checked ne[0] is whole blocks (32 or 64 elements) */
         q->scale_cols = q->rank >= 1 ? q->dims[q->rank - 1] / q->block : 0;
         if (d->problem[0]) say(q->problem, sizeof q->problem, "%s", d->problem);
@@ -868,14 +868,16 @@ fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int
             d->name = nm;
             d->rank = t->rank;
             memcpy(d->dims, t->dims, sizeof d->dims);
-            d->nelems = 1;
-            for (int r = 0; r < t->rank; r++) d->nelems *= t->dims[r];
+            d->nelems = 1; /* -1 on overflow (a hostile GGUF shape: the tensor has a problem) */
+            for (int r = 0; r < t->rank && d->nelems >= 0; r++)
+                d->nelems = t->dims[r] < 0 || (t->dims[r] > 0 && d->nelems > INT64_MAX / t->dims[r])
+                                ? -1 : d->nelems * t->dims[r];
             say(d->dtype, sizeof d->dtype, "%s", fp4_qformat_name(t->format));
             d->byte_order[0] = '\0';
             d->stored = FP4_STORED_OTHER;
             d->numeric = false;
             d->exact_fp32 = false;
-            d->logical_bytes = d->nelems / 2;
+            d->logical_bytes = d->nelems < 0 ? -1 : d->nelems / 2;
             d->stored_bytes = t->stored_bytes;
             d->file_offset = -1;
             say(d->problem, sizeof d->problem, "%s", t->problem);

@@ -163,6 +163,33 @@ static void test_parse_small(void **state)
     }
 }
 
+/* Keys and strings are shown safely: control characters, NUL and bytes that are not UTF-8 as
+ * \xNN; a long string cut at 512 bytes. */
+static void test_metadata_text(void **state)
+{
+    (void)state;
+    gb g = {0};
+    gb_head(&g, 3, 0, 2);
+    gb_str(&g, "k\xff");
+    gb_u32(&g, FP4_GGUF_STRING);
+    gb_u64(&g, 6);
+    gb_put(&g, "a\nb\0\xc3(", 6);
+    gb_str(&g, "long");
+    gb_u32(&g, FP4_GGUF_STRING);
+    char big[600];
+    memset(big, 'x', sizeof big);
+    gb_u64(&g, sizeof big);
+    gb_put(&g, big, sizeof big);
+    fp4_gguf_header h;
+    assert_int_equal(parse(&g, &h), FP4_OK);
+    assert_string_equal(h.kv[0].key, "k\\xFF");
+    assert_string_equal(h.kv[0].text, "a\\x0Ab\\x00\\xC3(");
+    assert_int_equal(strlen(h.kv[1].text), 512 + 3);
+    assert_string_equal(h.kv[1].text + 512, "...");
+    fp4_gguf_header_free(&h);
+    free(g.b);
+}
+
 static void test_refused_headers(void **state)
 {
     (void)state;
@@ -541,6 +568,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_small),
+        cmocka_unit_test(test_metadata_text),
         cmocka_unit_test(test_refused_headers),
         cmocka_unit_test(test_tensor_problems),
         cmocka_unit_test(test_truncations),
