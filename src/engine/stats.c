@@ -15,6 +15,8 @@ _Static_assert(GRP == 8, "the max runs in two halves of 4 lanes");
 typedef struct st_lanes {
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
     int32_t ak[GRP], cnt[GRP], live[GRP];
+    float am[GRP];   /* the block's amax */
+    uint8_t sb[GRP]; /* its stored scale byte (nvfp4, mxfp4) */
     uint64_t nblk, ncnt;
 } st_lanes;
 
@@ -139,8 +141,17 @@ static void stats_sr(const fp4_qplan *p, const float *v, uint64_t idx0, const st
 
 /* The lanes' block sums, counts and max into the chunk partial m: block sums in block order;
  * counts and the max are order-free. */
-static void stats_merge(const st_lanes *ln, const st_acc *o, fp4_metrics *m)
+static void stats_merge(const fp4_qplan *p, const st_lanes *ln, const st_acc *o, fp4_metrics *m,
+                        fp4_metrics *m0)
 {
+    /* the block-scale histograms (exact counts) into the row's first chunk partial m0 */
+    const int scaled = p->cfg.scale == FP4_SCALE_NVFP4 || p->cfg.scale == FP4_SCALE_MXFP4;
+    for (int b = 0; b < GRP; b++) {
+        if (!ln->live[b]) continue;
+        m0->hist_blocks++;
+        m0->amax_hist[fp4_amax_bin(ln->am[b])]++;
+        if (scaled && ln->am[b] > 0.0f) m0->scale_hist[ln->sb[b]]++;
+    }
     double tx2 = m->sum_x2_na, te2 = m->sum_err2_na, tmx = m->max_abs_err;
     uint64_t tnz = 0, tuf = 0;
     for (int b = 0; b < GRP; b++) {
@@ -164,7 +175,8 @@ static void stats_merge(const st_lanes *ln, const st_acc *o, fp4_metrics *m)
  * counted entries each, tile amax per block with weight_2d (else NULL), SR index of the first
  * entry idx0; T: GRP * block floats of scratch (RTNE: the group transposed). */
 static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *jn,
-                        const float *tile, uint64_t idx0, float *T, fp4_metrics *m)
+                        const float *tile, uint64_t idx0, float *T, fp4_metrics *m,
+                        fp4_metrics *m0)
 {
     const int B = p->block;
     st_lanes ln;
@@ -185,6 +197,8 @@ static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *j
         ln.ak[b] = a;
         ln.cnt[b] = bad ? 0 : jn[b];
         ln.live[b] = !bad;
+        ln.am[b] = amax_b;
+        ln.sb[b] = bp.sbyte;
     }
     st_acc o;
     if (p->cfg.rounding == FP4_ROUND_SR) stats_sr(p, v, idx0, &ln, &o);
@@ -193,14 +207,14 @@ static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *j
             for (int b = 0; b < GRP; b++) T[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)b * B + j] : 0.0f;
         stats_rtne(p, T, &ln, &o);
     }
-    stats_merge(&ln, &o, m);
+    stats_merge(p, &ln, &o, m, m0);
 }
 
 /* The grouped path's inputs (RTNE, block <= GRP_MAX_BLOCK): the group as the kernel read it
  * (gi: transposed blocks, per-lane amax, its first index, the non-finite flag) and the
  * kernel's per-lane parameters (group_params / group_params_fp32: the same block_params). */
 static void group_stats_grouped(const fp4_qplan *p, const grp_in *gi, int nb, const int *jnv,
-                                const float *tile, fp4_metrics *m)
+                                const float *tile, fp4_metrics *m, fp4_metrics *m0)
 {
     float dv[GRP], mul[GRP], d1[GRP], d2[GRP];
     double se[GRP];
@@ -217,12 +231,14 @@ static void group_stats_grouped(const fp4_qplan *p, const grp_in *gi, int nb, co
         ln.ak[b] = gi->ak[b];
         ln.cnt[b] = jn[b];
         ln.live[b] = jn[b] > 0;
+        ln.am[b] = gi->am[b];
+        ln.sb[b] = sb[b];
         ln.nblk += (uint64_t)(jn[b] > 0);
         ln.ncnt += (uint64_t)(jn[b] > 0 ? jn[b] : 0);
     }
     st_acc o;
     stats_rtne(p, gi->T, &ln, &o);
-    stats_merge(&ln, &o, m);
+    stats_merge(p, &ln, &o, m, m0);
 }
 
 void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
@@ -237,7 +253,7 @@ void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row
         int32_t akb[GRP], badb[GRP];
         const grp_in gi = group_at(p, v, row, k0, nb, load, Tb, W, amb, akb, badb, jnv);
         group_stats_grouped(p, &gi, nb, jnv, tamax ? tamax + k0 : NULL,
-                            &pr[k0 / FP4_CHUNK_BLOCKS]);
+                            &pr[k0 / FP4_CHUNK_BLOCKS], pr);
     }
 }
 
@@ -253,6 +269,6 @@ void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint6
             jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
         }
         group_stats(p, v + (int64_t)k0 * B, nb, jn, tamax ? tamax + k0 : NULL,
-                    rowidx + (uint64_t)((int64_t)k0 * B), w, &pr[k0 / FP4_CHUNK_BLOCKS]);
+                    rowidx + (uint64_t)((int64_t)k0 * B), w, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
     }
 }

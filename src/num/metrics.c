@@ -40,6 +40,11 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
     dst->st_nonzero += src->st_nonzero;
     dst->underflows += src->underflows;
     if (src->max_abs_err > dst->max_abs_err) dst->max_abs_err = src->max_abs_err;
+    if (src->hist_blocks) { /* most partials hold none (a row's first chunk holds its row's) */
+        dst->hist_blocks += src->hist_blocks;
+        for (int i = 0; i < 256; i++) dst->scale_hist[i] += src->scale_hist[i];
+        for (int i = 0; i < FP4_AMAX_BINS; i++) dst->amax_hist[i] += src->amax_hist[i];
+    }
 }
 
 void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
@@ -64,6 +69,9 @@ void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
     D(st_count);
     D(st_nonzero);
     D(underflows);
+    D(hist_blocks);
+    for (int i = 0; i < 256; i++) D(scale_hist[i]);
+    for (int i = 0; i < FP4_AMAX_BINS; i++) D(amax_hist[i]);
 #undef D
     /* a max: the rows added k times have the same max */
     if (after->max_abs_err > dst->max_abs_err) dst->max_abs_err = after->max_abs_err;
@@ -115,6 +123,23 @@ void fp4_metrics_finish(fp4_metrics *m)
     m->bucket_ratio_15 = bucket_ratio(c15, 15);
     m->bucket_ratio_8 = bucket_ratio(c8, 8);
 
+    /* block-scale statistics (SPEC §5.1) */
+    const double pq[3] = {0.50, 0.90, 0.99};
+    double *pv[3] = {&m->amax_p50, &m->amax_p90, &m->amax_p99};
+    for (int k = 0; k < 3; k++) {
+        *pv[k] = NAN;
+        if (!m->hist_blocks) continue;
+        /* the ceil(p·N)-th smallest (1-based; N·p in fp64 is exact for these p and N < 2^50) */
+        uint64_t rank = (uint64_t)ceil(pq[k] * (double)m->hist_blocks), c = 0;
+        if (rank < 1) rank = 1;
+        for (int i = 0; i < FP4_AMAX_BINS; i++) {
+            c += m->amax_hist[i];
+            if (c >= rank) {
+                *pv[k] = fp4_amax_bin_low(i);
+                break;
+            }
+        }
+    }
     /* recipe statistics (SPEC §5.1): computed when the pass saw every finite block */
     m->stats_ok = m->st_blocks == m->blocks - m->nonfinite_blocks;
     const double cnt = (double)m->st_count, nz = (double)m->st_nonzero;

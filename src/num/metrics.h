@@ -4,6 +4,7 @@
 #define FP4_METRICS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "num/quant.h"
 
@@ -15,6 +16,26 @@ typedef enum fp4_sqnr_status {
                              reported null with "nonfinite" (the analysis commands exclude
                              non-finite blocks instead, SPEC §5) */
 } fp4_sqnr_status;
+
+/* Block amax histogram bins (SPEC §5.1): bin 0 holds amax 0, bin 1 + (bits >> 22) the others
+ * (bits: the fp32 pattern of the amax: half-octave bins [2^e, 1.5·2^e), [1.5·2^e, 2^(e+1)),
+ * subnormals in two bins); finite amax only, so the last bin used is 1 + (0x7F7FFFFF >> 22). */
+#define FP4_AMAX_BINS 512
+static inline int fp4_amax_bin(float a)
+{
+    uint32_t u;
+    memcpy(&u, &a, sizeof u);
+    return a > 0.0f ? 1 + (int)(u >> 22) : 0;
+}
+/* The lower edge of bin k (k >= 1): the float with bits (k - 1) << 22; bin 0: 0. */
+static inline double fp4_amax_bin_low(int k)
+{
+    if (k <= 0) return 0.0;
+    const uint32_t u = (uint32_t)(k - 1) << 22;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
 
 typedef struct fp4_metrics {
     /* raw sums (fp64) over counted elements, in the domain of SPEC §4 */
@@ -57,6 +78,17 @@ typedef struct fp4_metrics {
     double sqnr_na_db;       /* 10 log10(sum_x2_na / sum_err2_na); status as sqnr_db */
     fp4_sqnr_status sqnr_na_status;
     int stats_ok;            /* 1: the statistics above were computed for every block */
+
+    /* Block-scale statistics (SPEC §5.1), exact counts over the finite blocks with counted
+     * entries; kept in a row's first chunk partial (order-free). hist_blocks: the blocks
+     * counted in amax_hist (0: both histograms empty, skipped by the merge). */
+    uint64_t hist_blocks;
+    uint64_t scale_hist[256];           /* stored scale byte of each non-zero block
+                                           (E4M3 for nvfp4, E8M0 for mxfp4; else none) */
+    uint64_t amax_hist[FP4_AMAX_BINS];  /* block amax, bin fp4_amax_bin */
+    /* derived by fp4_metrics_finish */
+    double amax_p50, amax_p90, amax_p99; /* block amax percentiles: the lower edge of the bin
+                                            holding the ceil(p·N)-th smallest (NaN: no block) */
 } fp4_metrics;
 
 /* Zero every field. */

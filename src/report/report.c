@@ -93,7 +93,7 @@ static void add_identity(cJSON *o, const fp4_qconfig *c, bool with_rht)
 
 /* The recipe statistics (SPEC §5.1): null with stats_status "not_computed" where the backend
  * did not run the statistics pass over every block (fp4_metrics.stats_ok). */
-static void add_stats(cJSON *o, const fp4_metrics *m)
+static void add_stats(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m)
 {
     const bool ok = m->stats_ok;
     cJSON_AddStringToObject(o, "stats_status", ok ? "ok" : "not_computed");
@@ -110,6 +110,35 @@ static void add_stats(cJSON *o, const fp4_metrics *m)
         u64(ct, "stat_elements", m->st_count);
         u64(ct, "nonzero", m->st_nonzero);
         u64(ct, "underflows", m->underflows);
+    }
+    /* block-scale statistics (SPEC §5.1): block amax percentiles (lower bin edges), and for
+     * nvfp4 (E4M3) and mxfp4 (E8M0) the stored scale bytes of the non-zero blocks */
+    cJSON *bp = cJSON_AddObjectToObject(o, "block_amax_percentiles");
+    if (bp) {
+        num(bp, "p50", ok ? m->amax_p50 : NAN);
+        num(bp, "p90", ok ? m->amax_p90 : NAN);
+        num(bp, "p99", ok ? m->amax_p99 : NAN);
+    }
+    const bool e4m3 = c->scale == FP4_SCALE_NVFP4, e8m0 = c->scale == FP4_SCALE_MXFP4;
+    if (!ok || !(e4m3 || e8m0)) {
+        cJSON_AddNullToObject(o, "scale_histogram");
+        return;
+    }
+    cJSON *sh = cJSON_AddArrayToObject(o, "scale_histogram"); /* [byte, count], count > 0 */
+    uint64_t floor_b = 0, max_b = 0;
+    for (int i = 0; i < 256; i++) {
+        if (e4m3 ? i <= 0x07 : i == 0x00) floor_b += m->scale_hist[i];
+        if (i == (e4m3 ? 0x7E : 0xFE)) max_b += m->scale_hist[i];
+        if (!m->scale_hist[i] || !sh) continue;
+        cJSON *pr = cJSON_CreateArray();
+        if (!pr) break;
+        cJSON_AddItemToArray(pr, cJSON_CreateNumber(i));
+        cJSON_AddItemToArray(pr, cJSON_CreateNumber((double)m->scale_hist[i]));
+        cJSON_AddItemToArray(sh, pr);
+    }
+    if (ct) {
+        u64(ct, "scale_floor_blocks", floor_b);
+        u64(ct, "scale_max_blocks", max_b);
     }
 }
 
@@ -159,7 +188,7 @@ static void add_metrics(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m, bo
         u64(ct, "nonfinite_blocks", m->nonfinite_blocks);
     }
     if (per_tensor) num(o, "tensor_amax", m->tensor_amax);
-    add_stats(o, m);
+    add_stats(o, c, m);
 }
 
 static cJSON *delta_json(const fp4_qconfig *plain, const fp4_qconfig *rot,
@@ -480,6 +509,22 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
         cJSON_AddItemToArray(sc, cJSON_CreateString(b));
     }
     if (st) cJSON_AddItemToObject(st, "max_abs_err", hexnum(m.max_abs_err));
+    /* the block-scale histograms, sparse: [bin, count] for every non-zero bin */
+    for (int h = 0; st && h < 2; h++) {
+        const uint64_t *hv = h ? m.amax_hist : m.scale_hist;
+        const int nbin = h ? FP4_AMAX_BINS : 256;
+        cJSON *ha = cJSON_AddArrayToObject(st, h ? "amax_hist" : "scale_hist");
+        for (int i = 0; ha && i < nbin; i++) {
+            if (!hv[i]) continue;
+            char b[32];
+            cJSON *pr = cJSON_CreateArray();
+            if (!pr) break;
+            cJSON_AddItemToArray(pr, cJSON_CreateNumber(i));
+            snprintf(b, sizeof b, "%llu", (unsigned long long)hv[i]);
+            cJSON_AddItemToArray(pr, cJSON_CreateString(b));
+            cJSON_AddItemToArray(ha, pr);
+        }
+    }
     return o;
 }
 
@@ -535,6 +580,28 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
         unsigned long long u = strtoull(v->valuestring, &end, 10);
         if (errno || *end) return false;
         *cv[i] = (uint64_t)u;
+    }
+    for (int h = 0; h < 2; h++) { /* absent in a state written before them: empty */
+        uint64_t *hv = h ? m->amax_hist : m->scale_hist;
+        const int nbin = h ? FP4_AMAX_BINS : 256;
+        const cJSON *ha = cJSON_GetObjectItemCaseSensitive(st, h ? "amax_hist" : "scale_hist");
+        if (!ha) continue;
+        if (!cJSON_IsArray(ha)) return false;
+        const cJSON *pr;
+        cJSON_ArrayForEach(pr, ha)
+        {
+            const cJSON *k = cJSON_GetArrayItem(pr, 0), *v = cJSON_GetArrayItem(pr, 1);
+            if (cJSON_GetArraySize(pr) != 2 || !cJSON_IsNumber(k) || k->valuedouble < 0 ||
+                k->valuedouble >= nbin || k->valuedouble != (double)(int)k->valuedouble ||
+                !cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9')
+                return false;
+            char *end;
+            errno = 0;
+            unsigned long long u = strtoull(v->valuestring, &end, 10);
+            if (errno || *end) return false;
+            hv[(int)k->valuedouble] += (uint64_t)u;
+            if (h) m->hist_blocks += (uint64_t)u;
+        }
     }
     return true;
 }

@@ -406,6 +406,12 @@ static void test_stats_known_answers_fp32(void **state)
         assert_double_exact(m.sum_err2_na, e2);
         assert_double_exact(m.sqnr_na_db, 10.0 * log10(x2 / e2));
         assert_int_equal(m.sqnr_na_status, FP4_SQNR_OK);
+        /* one block, amax 6 in the half-octave bin [6, 8); fp32 scales store no byte */
+        assert_int_equal(m.hist_blocks, 1);
+        assert_int_equal(m.amax_hist[fp4_amax_bin(6.0f)], 1);
+        assert_double_exact(m.amax_p50, 6.0);
+        assert_double_exact(m.amax_p99, 6.0);
+        for (int i = 0; i < 256; i++) assert_int_equal(m.scale_hist[i], 0);
     }
     fp4_engine_use(NULL);
 }
@@ -439,6 +445,10 @@ static void test_stats_known_answers_scales(void **state)
     assert_double_exact(m.max_abs_err, 1.0);
     assert_double_exact(m.sum_x2_na, 6.5 * 6.5 + (double)0.2f * 0.2f);
     assert_double_exact(m.sum_err2_na, 0.5 * 0.5 + (double)0.2f * 0.2f);
+    /* E8M0 byte of 2^(floor(log2 7) - 2) = 2^0: 127; amax 7 in the bin [6, 8) */
+    assert_int_equal(m.hist_blocks, 1);
+    assert_int_equal(m.scale_hist[127], 1);
+    assert_double_exact(m.amax_p50, 6.0);
 
     float y[32] = {0};
     y[0] = 1e6f;
@@ -454,6 +464,13 @@ static void test_stats_known_answers_scales(void **state)
     assert_double_exact(m.underflows_pct, 50.0);
     /* the flushed block has no amax entry left out but its first: 15 of 16 in the sums */
     assert_double_exact(m.sum_err2_na, 15.0 * (double)0.01f * (double)0.01f);
+    /* E4M3 bytes: the tensor's amax block at 448 (0x7E), the flushed one at 0x00; amax bins
+     * [2^-7, 1.5·2^-7) holds 0.01 and [786432, 2^20) holds 1e6: the median is the first */
+    assert_int_equal(m.hist_blocks, 2);
+    assert_int_equal(m.scale_hist[0x7E], 1);
+    assert_int_equal(m.scale_hist[0x00], 1);
+    assert_double_exact(m.amax_p50, 0.0078125);
+    assert_double_exact(m.amax_p90, 786432.0);
 
     /* a backend that did not run the pass: not computed, every statistic NaN */
     fp4_metrics z;

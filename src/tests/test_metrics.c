@@ -286,13 +286,23 @@ static void test_stats_merge_and_finish(void **state)
     b.blocks = 3;
     fp4_metrics_finish(&b);
     assert_false(b.stats_ok);
+    assert_double_nan(b.amax_p50); /* no block in the histogram */
     assert_double_nan(b.underflows_pct);
     assert_double_nan(b.saturated_pct);
     /* count deltas (zero rows repeated k times) */
     fp4_metrics d, before;
     fp4_metrics_init(&d);
     fp4_metrics_init(&before);
+    a.hist_blocks = 10;
+    a.amax_hist[0] = 5;
+    a.amax_hist[fp4_amax_bin(7.0f)] = 4;
+    a.amax_hist[fp4_amax_bin(1000.0f)] = 1;
+    fp4_metrics_finish(&a); /* ranks 5, 9, 10 of 10: 0, [6, 8), [768, 1024) */
+    assert_double_exact(a.amax_p50, 0.0);
+    assert_double_exact(a.amax_p90, 6.0);
+    assert_double_exact(a.amax_p99, 768.0);
     fp4_metrics_add_count_delta(&d, &a, &before, 3);
+    assert_int_equal(d.amax_hist[0], 15);
     assert_int_equal(d.st_count, 192);
     assert_int_equal(d.underflows, 12);
     assert_double_exact(d.max_abs_err, 0.5);

@@ -106,6 +106,10 @@ static void test_raw_roundtrip(void **state)
     m.max_abs_err = 0.1;
     m.sum_x2_na = 1.0 / 3.0;
     m.sum_err2_na = 4.9e-324;
+    m.hist_blocks = 9;
+    m.amax_hist[0] = 2;
+    m.amax_hist[FP4_AMAX_BINS - 3] = 7;
+    m.scale_hist[0x7E] = 9007199254740993ull;
     cJSON *o = fp4_metrics_raw_json(&m);
     assert_non_null(o);
     char *t = cJSON_PrintUnformatted(o);

@@ -2,7 +2,8 @@
 # stats_numpy.sh — the recipe statistics of SPEC §5.1 against an independent fp64 numpy model
 # on the small fp32 tensors: e2m1 with fp32 block-16 scales and with mxfp4 (E8M0, floor rule,
 # blocks of 32), RTNE. Counts (stat_elements, nonzero, underflows, saturated) and max_abs_err
-# must be exact; underflows_pct, underflow_share and sqnr_nonamax_db within 1e-9; the pooled
+# must be exact, and so the block amax percentiles (half-octave bins) and mxfp4's E8M0 scale
+# byte histogram; underflows_pct, underflow_share and sqnr_nonamax_db within 1e-9; the pooled
 # counts are the sums; --rank-by underflow orders the tensors by the model's underflow.
 set -u
 F=testdata/gpt_gemm_small.h5
@@ -44,7 +45,18 @@ def model(A, scale):
     first = np.abs(X).argmax(axis=2)  # first index attaining the amax
     na = np.ones(X.shape, bool)
     np.put_along_axis(na, first[..., None], False, axis=2)
-    return dict(n=X.size, nz=int((X != 0).sum()), uf=int(((X != 0) & (Xq == 0)).sum()),
+    # block amax percentiles: half-octave bins of the fp32 bits (SPEC 5.1), lower edges
+    a = np.sort(am.ravel().astype(np.float32))
+    pct = {}
+    for k, p in (("p50", .5), ("p90", .9), ("p99", .99)):
+        v = a[math.ceil(p * a.size) - 1]
+        pct[k] = 0.0 if v == 0 else float(((v.view(np.uint32) >> 22) << 22).view(np.float32))
+    sh = None
+    if scale == "mxfp4":  # E8M0 bytes of the non-zero blocks: exponent + 127
+        b, c = np.unique((e[am > 0] + 127).astype(int), return_counts=True)
+        sh = [[int(x), int(y)] for x, y in zip(b, c)]
+    return dict(pct=pct, sh=sh,
+                n=X.size, nz=int((X != 0).sum()), uf=int(((X != 0) & (Xq == 0)).sum()),
                 sat=sat, mx=float(np.abs(d).max()),
                 x2=float((X.astype(float) ** 2)[na].sum()), e2=float((d ** 2)[na].sum()))
 def close(a, b, tol=1e-9):
@@ -67,6 +79,8 @@ for path, scale in ((sys.argv[2], "fp32"), (sys.argv[3], "mxfp4")):
         assert close(r["saturated_pct"], 100 * m["sat"] / m["n"])
         assert close(r["sqnr_nonamax_db"], 10 * math.log10(m["x2"] / m["e2"])), (
             t["name"], r["sqnr_nonamax_db"], 10 * math.log10(m["x2"] / m["e2"]))
+        assert r["block_amax_percentiles"] == m["pct"], (t["name"], r["block_amax_percentiles"], m["pct"])
+        assert r["scale_histogram"] == m["sh"], (t["name"], r["scale_histogram"], m["sh"])
         for k in tot: tot[k] += m[k]
         ufp[t["name"]] = 100 * m["uf"] / m["n"]
     p = rep["summary"]["results"][0]
