@@ -56,7 +56,7 @@ def run(name, launcher, threads):
     if p.returncode != 0:
         sys.exit(f"bench_mpi: {' '.join(cmd)}: exit {p.returncode}\n{p.stdout}")
     r = json.load(open(f"{d}/{name}/r.json"))
-    r.pop("argv"); r["timing"].pop("seconds"); r["config"].pop("threads")
+    r.pop("argv"); r.pop("provenance", None); r["timing"].pop("seconds"); r["config"].pop("threads")
     return s, r
 
 mpirun = lambda n: ["mpirun", "-n", str(n), "--bind-to", "none", "--oversubscribe"]

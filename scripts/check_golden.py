@@ -5,7 +5,7 @@ usage: check_golden.py GOLDEN NEW [--rtol 1e-9] [--schema schema/report.schema.j
 
 Numbers must agree within --rtol relative (|a - b| <= rtol * max(|a|, |b|)); integers, strings,
 booleans, nulls and the shape of every object and array must match exactly. Ignored: timing,
-argv, tool, and config.device / config.threads (they change no number). With --schema the new
+argv, tool, provenance, and config.device / config.threads (they change no number). With --schema the new
 report is also validated (JSON Schema draft 2020-12, needs python3-jsonschema).
 Exit 0 when they match, 1 with one line per difference (at most 40) otherwise, 2 on bad input.
 """
@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-IGNORE_TOP = {"timing", "argv", "tool"}
+IGNORE_TOP = {"timing", "argv", "tool", "provenance"}
 IGNORE_CONFIG = {"device", "threads"}
 
 

@@ -235,7 +235,7 @@ class Inputs(unittest.TestCase):
                 want = cli_json("sqnr", *args, H5, *sel)
                 got = fp4diag.report(H5, *sel, **opts)
                 self.assertEqual(got["argv"], ["fp4diag", "sqnr"] + args + [H5] + sel)
-                for k in ("timing", "argv"):
+                for k in ("timing", "argv", "provenance"):
                     got.pop(k), want.pop(k)
                 self.assertEqual(got, want)
         # the default selection leaves out what recipes keep (SPEC 9); all_weights brings it in
@@ -244,7 +244,7 @@ class Inputs(unittest.TestCase):
             with self.subTest(opts=opts):
                 want = cli_json("sqnr", *argv(**opts), sel)
                 got = fp4diag.report(sel, **opts)
-                for k in ("timing", "argv"):
+                for k in ("timing", "argv", "provenance"):
                     got.pop(k), want.pop(k)
                 self.assertEqual(got, want)
                 names = {t["name"] for t in got["tensors"]}
@@ -264,7 +264,7 @@ class Inputs(unittest.TestCase):
         want = json.loads(cli("audit", src, q, "--json").stdout)
         got = fp4diag.audit(src, q)
         self.assertEqual(got["schema"], "fp4diag.audit/1")
-        for k in ("timing", "argv", "seconds"):
+        for k in ("timing", "argv", "seconds", "provenance"):
             got.pop(k, None), want.pop(k, None)
         self.assertEqual(got, want)
         with self.assertRaises(fp4diag.InputError):

@@ -583,7 +583,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
         goto out;
     run.nassigned = nmine;
-    if (opt.cfg.shard.count > 0) { /* what every share reads the same: the operand files */
+    { /* the provenance, and what every share reads the same: the operand files */
         operand_src in[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
         const char *files[3] = {by_spec ? NULL : opt.args[0], NULL, NULL};
         for (int t = 0; by_spec && t < 3 && st == FP4_OK; t++)
@@ -594,6 +594,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         if (st == FP4_OK) st = fp4_fingerprint_inputs(files, 3, &prints, &run.nprints);
         run.prints = prints;
         for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
+        if (st != FP4_OK && opt.cfg.shard.count == 0) fp4_error_clear(), st = FP4_OK;
         if (st != FP4_OK) goto out;
     }
     for (int k = 0; k < nmine; k++) {

@@ -223,6 +223,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
         cJSON_AddStringToObject(e, "status", status_name(a->errors[i].status));
         cJSON_AddStringToObject(e, "message", a->errors[i].message);
     }
+    cJSON_AddItemToObject(root, "provenance", fp4_report_provenance_json(a->prints, a->nprints));
     cJSON *tm = cJSON_AddObjectToObject(root, "timing");
     if (tm) cJSON_AddNumberToObject(tm, "seconds", a->seconds);
     if (a->shard.count > 0) add_shard(root, a);

@@ -488,6 +488,7 @@ char *fp4_report_gemm_json(int argc, char **argv, const fp4_gemm_run *run)
         cJSON_AddStringToObject(e, "message", run->errors[i].message);
         cJSON_AddItemToArray(errs, e);
     }
+    cJSON_AddItemToObject(root, "provenance", fp4_report_provenance_json(run->prints, run->nprints));
     cJSON *timing = cJSON_AddObjectToObject(root, "timing");
     cJSON_AddNumberToObject(timing, "seconds", run->seconds);
     cJSON_AddNumberToObject(timing, "bytes_read", (double)run->bytes_read);

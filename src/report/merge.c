@@ -205,6 +205,37 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
     return FP4_OK;
 }
 
+/* The input files' fingerprints a part's shard.fingerprint holds (checked by parts_check and
+ * equal in every part), for the merged report's provenance. FP4_ERR_INTERNAL out of memory. */
+static fp4_status prints_from_part(const part *p, fp4_file_print **out, int *n)
+{
+    const cJSON *fa = get(p->shard, "fingerprint"), *e;
+    int k = cJSON_GetArraySize(fa);
+    *out = NULL, *n = 0;
+    if (k <= 0) return FP4_OK;
+    fp4_file_print *v = calloc((size_t)k, sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int i = 0;
+    cJSON_ArrayForEach(e, fa)
+    {
+        const char *file, *hash;
+        double size;
+        if (i >= k || !print_entry(e, &file, &size, &hash)) continue;
+        const cJSON *h = get(e, "hashed");
+        v[i].path = strdup(file);
+        if (!v[i].path) {
+            fp4_fingerprint_free(v, i);
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
+        v[i].size = (int64_t)size;
+        v[i].xxh3 = (uint64_t)strtoull(hash, NULL, 16);
+        v[i].hashed = cJSON_IsNumber(h) && h->valuedouble >= 0 ? (int64_t)h->valuedouble : 0;
+        i++;
+    }
+    *out = v, *n = i;
+    return FP4_OK;
+}
+
 /* Part i against part 0: the same run? `what` names the first difference. */
 static bool same_run(const part *a, const part *b, bool gemm, const char **what)
 {
@@ -628,6 +659,7 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
     if ((st = fp4_run_pool(&run)) != FP4_OK) goto out;
     run.seconds = part_seconds_max(p, n);
     run.bytes_read = (int64_t)part_bytes_sum(p, n);
+    if ((st = prints_from_part(&p[0], &run.prints, &run.nprints)) != FP4_OK) goto out;
     res->text = fp4_report_analysis_json(command, argc - 1, argv + 1, &run);
     if (!res->text) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cJSON.h>
 
+#include "engine/engine.h"
 #include "num/metrics.h"
 #include "report/verdict.h"
 #include "run/config.h"
@@ -623,6 +625,48 @@ cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n)
     return a;
 }
 
+/* The report's time: SOURCE_DATE_EPOCH when it is a whole number of seconds since 1970
+ * (reproducible output), else the clock; as UTC "YYYY-MM-DDTHH:MM:SSZ". */
+static void report_time(char buf[32])
+{
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    time_t t = time(NULL);
+    if (e && *e) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(e, &end, 10);
+        if (!errno && !*end && v >= 0 && v <= 253402300799LL) t = (time_t)v; /* <= 9999 */
+    }
+    struct tm tmv;
+    if (!gmtime_r(&t, &tmv) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tmv))
+        snprintf(buf, 32, "1970-01-01T00:00:00Z");
+}
+
+cJSON *fp4_report_provenance_json(const fp4_file_print *p, int n)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char when[32];
+    report_time(when);
+    cJSON_AddStringToObject(o, "time", when);
+    cJSON_AddStringToObject(o, "version", FP4DIAG_VERSION);
+    cJSON *b = cJSON_AddObjectToObject(o, "build");
+    if (b) {
+#ifdef FP4_HAVE_CUDA
+        cJSON_AddBoolToObject(b, "cuda", true);
+#else
+        cJSON_AddBoolToObject(b, "cuda", false);
+#endif
+        cJSON_AddStringToObject(b, "isa", fp4_isa_name(fp4_engine_isa(fp4_engine_active())));
+        cJSON *av = cJSON_AddArrayToObject(b, "isa_available");
+        for (int i = 0; av && i < FP4_ISA_COUNT; i++)
+            if (fp4_engine_get((fp4_isa)i))
+                cJSON_AddItemToArray(av, cJSON_CreateString(fp4_isa_name((fp4_isa)i)));
+    }
+    cJSON_AddItemToObject(o, "inputs", fp4_report_fingerprint_json(p, n));
+    return o;
+}
+
 /* --shard: which share this is, the selection positions it was given, and per tensor the
  * exact state `merge` pools (see fp4_metrics_raw_json). */
 static void add_shard(cJSON *root, const fp4_run *run)
@@ -761,6 +805,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
         cJSON_AddStringToObject(e, "status", status_name(run->errors[i].status));
         cJSON_AddStringToObject(e, "message", run->errors[i].message);
     }
+    cJSON_AddItemToObject(root, "provenance", fp4_report_provenance_json(run->prints, run->nprints));
     cJSON *tm = cJSON_AddObjectToObject(root, "timing");
     if (tm) {
         num(tm, "seconds", run->seconds);
@@ -1339,6 +1384,7 @@ static cJSON *build_grid(int argc, char **argv, const fp4_format *formats, int n
         num(o, "uniform_mean_error", gmax > 0 ? uniform / gmax : NAN);
         num(o, "max_interior_bias", interior_max);
     }
+    cJSON_AddItemToObject(root, "provenance", fp4_report_provenance_json(NULL, 0)); /* no input */
     return root;
 }
 

@@ -56,6 +56,13 @@ struct cJSON *fp4_metrics_raw_json(const fp4_metrics *m);
 struct cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n);
 bool fp4_metrics_raw_parse(const struct cJSON *o, fp4_metrics *m);
 
+/* Every report's "provenance" (SPEC §9 "Provenance"): {time (UTC, "YYYY-MM-DDTHH:MM:SSZ";
+ * SOURCE_DATE_EPOCH when set to whole seconds, for reproducible output), version, build {cuda
+ * (built in), isa (the CPU engine variant that ran), isa_available (those this build and CPU
+ * run)}, inputs (fp4_report_fingerprint_json of p[0..n): each input file's size and content
+ * fingerprint)}. NULL when out of memory. */
+struct cJSON *fp4_report_provenance_json(const fp4_file_print *p, int n);
+
 /* The status of an errors entry by its name in a report ("input_error", ...); FP4_ERR_INTERNAL
  * for an unknown name. */
 fp4_status fp4_status_from_name(const char *name);

@@ -635,9 +635,15 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     if (opt->shard.count > 0) { /* this share only; SR streams keep the selection index */
         st = shard_pick(run, infos, ninfos);
         if (st != FP4_OK) goto out;
-        /* what every share reads the same: the input files' sizes and sampled contents */
-        st = fp4_fingerprint_input(file, &run->prints, &run->nprints);
-        if (st != FP4_OK) goto out;
+    }
+    /* the input files' sizes and sampled contents: every report's provenance, and what every
+     * share of a --shard run reads the same (there a file that cannot be read is an error;
+     * otherwise it is left out of the provenance and its tensors say why) */
+    st = fp4_fingerprint_input(file, &run->prints, &run->nprints);
+    if (st != FP4_OK && opt->shard.count > 0) goto out;
+    if (st != FP4_OK) {
+        fp4_error_clear();
+        st = FP4_OK;
     }
 
     /* Every tensor's plan (or the reason it is an error entry), then the reader over those

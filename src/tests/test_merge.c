@@ -86,13 +86,15 @@ static char *report_of(const char *shard)
     return text;
 }
 
-/* The report without "timing" (a part's seconds and bytes differ from one process's). */
+/* The report without "timing" (a part's seconds and bytes differ from one process's) and
+ * without "provenance" (its time: a part's run may fall in another second). */
 static cJSON *untimed(const char *text)
 {
     cJSON *r = cJSON_Parse(text);
     assert_non_null(r);
     assert_non_null(cJSON_GetObjectItemCaseSensitive(r, "timing"));
     cJSON_DeleteItemFromObjectCaseSensitive(r, "timing");
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "provenance");
     return r;
 }
 

@@ -14,6 +14,7 @@
 
 #include "cmd/options.h"
 #include "report/report.h"
+#include "base/version.h"
 
 static char *slurp(const char *path)
 {
@@ -402,6 +403,49 @@ static void test_verdict_margin_and_ties(void **state)
     free(text);
 }
 
+/* Provenance (SPEC §9): SOURCE_DATE_EPOCH gives the time (UTC, whole seconds); a malformed
+ * value falls back to the clock; the version, the build and each input file's size and
+ * fingerprint as given. */
+static void test_provenance_json(void **state)
+{
+    (void)state;
+    const char *old = getenv("SOURCE_DATE_EPOCH");
+    char *saved = old ? strdup(old) : NULL;
+    fp4_file_print p[2] = {{(char *)"a.safetensors", 10, 0x0123456789abcdefULL, 10},
+                           {(char *)"b.safetensors", 5 << 20, 0xfULL, 3 << 20}};
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
+    cJSON *o = fp4_report_provenance_json(p, 2);
+    assert_non_null(o);
+    assert_string_equal(item(o, "time")->valuestring, "2023-11-14T22:13:20Z");
+    assert_string_equal(item(o, "version")->valuestring, FP4DIAG_VERSION);
+#ifdef FP4_HAVE_CUDA
+    assert_true(cJSON_IsTrue(item(item(o, "build"), "cuda")));
+#else
+    assert_true(cJSON_IsFalse(item(item(o, "build"), "cuda")));
+#endif
+    assert_non_null(item(item(o, "build"), "isa")->valuestring);
+    cJSON *in = item(o, "inputs");
+    assert_int_equal(cJSON_GetArraySize(in), 2);
+    assert_string_equal(item(cJSON_GetArrayItem(in, 0), "xxh3")->valuestring, "0123456789abcdef");
+    assert_string_equal(item(cJSON_GetArrayItem(in, 1), "xxh3")->valuestring, "000000000000000f");
+    assert_double_exact(item(cJSON_GetArrayItem(in, 1), "size")->valuedouble, 5 << 20);
+    assert_double_exact(item(cJSON_GetArrayItem(in, 1), "hashed")->valuedouble, 3 << 20);
+    cJSON_Delete(o);
+    setenv("SOURCE_DATE_EPOCH", "0", 1);
+    o = fp4_report_provenance_json(NULL, 0);
+    assert_string_equal(item(o, "time")->valuestring, "1970-01-01T00:00:00Z");
+    assert_int_equal(cJSON_GetArraySize(item(o, "inputs")), 0);
+    cJSON_Delete(o);
+    /* not whole seconds: the clock (a year after 2020, never 1970) */
+    setenv("SOURCE_DATE_EPOCH", "12abc", 1);
+    o = fp4_report_provenance_json(NULL, 0);
+    assert_true(strncmp(item(o, "time")->valuestring, "20", 2) == 0);
+    assert_int_equal((int)strlen(item(o, "time")->valuestring), 20);
+    cJSON_Delete(o);
+    if (saved) setenv("SOURCE_DATE_EPOCH", saved, 1), free(saved);
+    else unsetenv("SOURCE_DATE_EPOCH");
+}
+
 static void test_grid_json(void **state)
 {
     (void)state;
@@ -438,7 +482,8 @@ int main(void)
         cmocka_unit_test(test_write_new_and_replace), cmocka_unit_test(test_write_through_symlink),
         cmocka_unit_test(test_write_missing_dir),     cmocka_unit_test(test_write_dev_full),
         cmocka_unit_test(test_write_fifo),            cmocka_unit_test(test_analysis_json),
-        cmocka_unit_test(test_grid_json),             cmocka_unit_test(test_verdict_margin_and_ties),
+        cmocka_unit_test(test_grid_json),             cmocka_unit_test(test_provenance_json),
+        cmocka_unit_test(test_verdict_margin_and_ties),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,8 +13,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 same() { # single.json merged.json: equal apart from seconds and the -o path
-    grep -v '"seconds"' "$1" | sed "s|$1|OUT|" >"$tmp/a"
-    grep -v '"seconds"' "$2" | sed "s|$2|OUT|" >"$tmp/b"
+    grep -v '"seconds"\|"time"' "$1" | sed "s|$1|OUT|" >"$tmp/a"
+    grep -v '"seconds"\|"time"' "$2" | sed "s|$2|OUT|" >"$tmp/b"
     cmp -s "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" | head -20; return 1; }
 }
 

@@ -32,7 +32,7 @@ if ra != rb:
     sys.exit("%s: verdict ranking differs: %s vs %s" % (sys.argv[4], ra[:3], rb[:3]))
 for r in (a, b):
     # input fields, and the verdict (a ranking derived from them, stored types included)
-    for k in ("argv", "input", "timing", "verdict"):
+    for k in ("argv", "input", "timing", "provenance", "verdict"):
         r.pop(k, None)
     for t in r.get("tensors", []):
         t.pop("dtype", None)

@@ -16,7 +16,7 @@ h += b" " * (-len(h) % 8)
 open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + a.tobytes())
 PY
 strip() { python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None)
+r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None); r.pop("provenance", None)
 print(json.dumps(r, sort_keys=True))' "$1"; }
 FP4DIAG_READ_THREADS=1 timeout 120 "$FP4DIAG" sqnr "$tmp/big.safetensors" --threads 8 -q -o "$tmp/one.json" \
     2>"$tmp/err" || fail "FP4DIAG_READ_THREADS=1: exit $?"

@@ -67,7 +67,7 @@ done
 
 # the late key: the index named directly reads as the directory does
 strip() { python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None); r.pop("input", None)
+r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None); r.pop("provenance", None); r.pop("input", None)
 print(json.dumps(r["tensors"], sort_keys=True), json.dumps(r["errors"]))' "$1"; }
 timeout $T "$FP4DIAG" sqnr "$tmp/late" -q -o "$tmp/dir.json" 2>"$tmp/err" || fail "sqnr late/: exit $?"
 timeout $T "$FP4DIAG" sqnr "$tmp/late/model.safetensors.index.json" -q -o "$tmp/idx.json" \

@@ -36,6 +36,7 @@ import json, sys
 def norm(p):
     d = json.load(open(p))
     d["timing"].pop("seconds", None)
+    d.pop("provenance", None)
     for k in ("argv", "input"):
         d.pop(k, None)
     d["config"].pop("threads", None)

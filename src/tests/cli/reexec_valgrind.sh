@@ -26,6 +26,7 @@ import json, sys
 def norm(p):
     d = json.load(open(p))
     d["timing"].pop("seconds", None)
+    d.pop("provenance", None)
     d.pop("argv", None)  # -o differs
     return d
 t = sys.argv[1]

@@ -52,7 +52,7 @@ a, b = (json.load(open(p)) for p in sys.argv[1:3])
 n = len(a["tensors"])
 assert n >= 4, (sys.argv[3], n)
 for d in (a, b):
-    for k in ("timing", "argv"):
+    for k in ("timing", "argv", "provenance"):
         d.pop(k, None)
 assert a == b, sys.argv[3]
 P

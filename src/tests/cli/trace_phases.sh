@@ -37,6 +37,7 @@ import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 for d in (a, b):
     d["timing"].pop("seconds", None)
+    d.pop("provenance", None)
     d.pop("argv", None)
 sys.exit(0 if a == b else "the trace changed the report")
 PY

@@ -17,7 +17,7 @@ python3 -c 'import numpy as np, sys
 np.save(sys.argv[1], (np.random.default_rng(3).standard_normal((64, 272)) * 0.1).astype(np.float16))' \
     "$tmp/f16.npy" || fail "cannot write the f16 input"
 strip() { python3 -c 'import json, sys
-r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None)
+r = json.load(open(sys.argv[1])); r.pop("timing", None); r.pop("argv", None); r.pop("provenance", None)
 print(json.dumps(r, sort_keys=True))' "$1"; }
 
 # one VARIANT INPUT NAME: the report in $tmp/NAME.VARIANT.json, the trace's line in $ran

@@ -1,6 +1,6 @@
 # parts.sh — sourced by shard_merge.sh and mpi_run.sh (a run split in parts must give the report
 # of one process): the stored checkpoint $C and GEMM file $G (skip without them), a temp dir $tmp
-# removed on exit, fail, same (two reports equal outside "seconds"), and mixed_h5 (a file whose
+# removed on exit, fail, same (two reports equal outside "seconds" and "time"), and mixed_h5 (a file whose
 # selection holds a failing tensor and a failing GEMM layer between good ones).
 set -u
 C=$PWD/testdata/gpt_ckpt_small.h5
@@ -10,8 +10,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-same() { # same A B WHAT: equal outside the "seconds" line, else fail WHAT
-    grep -v '"seconds"' "$1" >"$tmp/x1"; grep -v '"seconds"' "$2" >"$tmp/x2"
+same() { # same A B WHAT: equal outside the "seconds" and provenance "time" lines, else fail WHAT
+    grep -v '"seconds"\|"time"' "$1" >"$tmp/x1"; grep -v '"seconds"\|"time"' "$2" >"$tmp/x2"
     cmp -s "$tmp/x1" "$tmp/x2" || { diff "$tmp/x1" "$tmp/x2" | head -20; fail "$3"; }
 }
 
