@@ -320,12 +320,14 @@ static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_te
     return FP4_OK;
 }
 
-/* gpt-oss: <p>_blocks U8 [..., G, 16] and <p>_scales U8 [..., G]. */
+/* gpt-oss: <p>_blocks U8 [..., G, 16] and <p>_scales U8 [..., G] (transformers' names), or
+ * <p>.blocks and <p>.scales (openai/gpt-oss' own checkpoint, gpt_oss/torch/weights.py);
+ * `sep` is "_" or ".". */
 static fp4_status group_gptoss(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_tensor_desc *b,
-                               const char *prefix)
+                               const char *prefix, const char *sep)
 {
     char sn[FP4_NAME_MAX_Q];
-    say(sn, sizeof sn, "%s_scales", prefix);
+    say(sn, sizeof sn, "%s%sscales", prefix, sep);
     const fp4_tensor_desc *s = find_desc(c, sn, NULL);
     fp4_qtensor *q;
     FP4_TRY(add_q(qs, cap, &q));
@@ -739,7 +741,10 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
             st = group_linear(&c, out, &cap, d, FP4_QP_MODELOPT, base);
         } else if (ends_with(d->name, "_blocks") && is_dtype(d, "u8")) {
             base[strlen(base) - strlen("_blocks")] = '\0';
-            st = group_gptoss(&c, out, &cap, d, base);
+            st = group_gptoss(&c, out, &cap, d, base, "_");
+        } else if (ends_with(d->name, ".blocks") && is_dtype(d, "u8")) {
+            base[strlen(base) - strlen(".blocks")] = '\0';
+            st = group_gptoss(&c, out, &cap, d, base, ".");
         }
     }
     /* block scales with no packed partner: an error, never a weight to analyse */
@@ -747,7 +752,7 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
         const fp4_tensor_desc *d = &c.all[i];
         if (c.used[i] || d->rank < 1) continue;
         bool e4 = ends_with(d->name, ".weight_scale") && (is_dtype(d, "f8_e4m3") || is_e8m0(d));
-        bool gs = ends_with(d->name, "_scales") && is_e8m0(d);
+        bool gs = (ends_with(d->name, "_scales") || ends_with(d->name, ".scales")) && is_e8m0(d);
         if (!e4 && !gs) continue;
         fp4_qtensor *q;
         st = add_q(out, &cap, &q);
@@ -767,7 +772,7 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
         q->stored_bytes = d->stored_bytes;
         c.used[i] = true;
         problem(q, "block scales (%s) with no packed u8 codes beside them (%s)", d->dtype,
-                gs ? "<p>_blocks" : "<m>.weight or <m>.weight_packed");
+                gs ? "<p>_blocks or <p>.blocks" : "<m>.weight or <m>.weight_packed");
         set_layout(q);
     }
     if (st != FP4_OK) goto out;

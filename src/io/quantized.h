@@ -14,8 +14,10 @@
  *     NVFP4              <m>.weight_global_scale F32 [1] (divided), <m>.input_global_scale
  *   compressed-tensors   <m>.weight_packed U8 [..., K/2], <m>.weight_scale U8/F8_E8M0 [..., K/32]
  *     MXFP4
- *   gpt-oss MXFP4        <p>_blocks U8 [E, R, K/32, 16], <p>_scales U8 [E, R, K/32]; logical
- *                        tensor <p> [E, R, K] (gate/up rows interleaved as stored)
+ *   gpt-oss MXFP4        <p>_blocks U8 [E, R, K/32, 16], <p>_scales U8 [E, R, K/32] (or
+ *                        <p>.blocks, <p>.scales: openai/gpt-oss' own checkpoint,
+ *                        block.N.mlp.mlp1_weight); logical tensor <p> [E, R, K] (gate/up rows
+ *                        interleaved as stored)
  *   GGUF (ggml) MXFP4    one tensor of ggml type 39 [..., K] (io/gguf.c): per 32 elements a
  *                        block of 17 bytes, E8M0 e then qs[16]: low nibble of qs[j] element j,
  *                        high nibble element j + 16

@@ -13,6 +13,7 @@
 
 /* Source elements read at a time (a slab along dim 0 holds at least one of its rows). */
 #define AUDIT_SLAB_ELEMS (1 << 22)
+#define FP4_AUDIT_ALIAS_MAX 512
 /* A layout hypothesis is sane when its export SQNR is at most this far below our own
  * round-to-nearest re-quantization's (GPTQ-style exports sit at or above it). */
 #define AUDIT_SANE_DB 3.0
@@ -206,21 +207,56 @@ static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, con
     return FP4_OK;
 }
 
-/* The source tensor paired with q: described, numeric, of q's shape. A mismatch sets *why. */
-/* The source tensor of q: same name, and the same shape, or for gpt-oss experts (rank 3) the
+/* The source tensor of q: same name (a gpt-oss expert tensor: or its other name, gptoss_alias),
+ * and the same shape, or for gpt-oss experts (rank 3) the
  * last two dims swapped, as transformers stores them ([E, K, R] for the export's [E, R, K]:
  * gate_up_proj [E, H, 2I], down_proj [E, I, H]; the dequantized tensor transposed, gate/up
  * columns interleaved as the export's rows). *transposed: 0 as stored, 1 transposed, 2 either
  * (a gpt-oss tensor with R = K: the caller decides against the export). */
+/* The other name of a gpt-oss expert tensor (SPEC §10.1): openai/gpt-oss' own checkpoint
+ * "block.N.mlp.mlp1_weight" / "mlp2_weight" is transformers' "model.layers.N.mlp.experts.
+ * gate_up_proj" / "down_proj" (the same [E, R, K] rows, gate/up interleaved), and back. False
+ * when `name` is neither. */
+static bool gptoss_alias(const char *name, char *out, size_t cap)
+{
+    static const char *const orig[2] = {"mlp1_weight", "mlp2_weight"};
+    static const char *const hf[2] = {"gate_up_proj", "down_proj"};
+    unsigned layer;
+    int n = 0;
+    char leaf[32];
+    if (sscanf(name, "block.%u.mlp.%31[a-z0-9_]%n", &layer, leaf, &n) == 2 && !name[n]) {
+        for (int i = 0; i < 2; i++)
+            if (strcmp(leaf, orig[i]) == 0)
+                return snprintf(out, cap, "model.layers.%u.mlp.experts.%s", layer, hf[i]) <
+                       (int)cap;
+    }
+    n = 0;
+    if (sscanf(name, "model.layers.%u.mlp.experts.%31[a-z_]%n", &layer, leaf, &n) == 2 &&
+        !name[n]) {
+        for (int i = 0; i < 2; i++)
+            if (strcmp(leaf, hf[i]) == 0)
+                return snprintf(out, cap, "block.%u.mlp.%s", layer, orig[i]) < (int)cap;
+    }
+    return false;
+}
+
 static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_desc *d,
                               char *why, size_t cap, int *transposed)
 {
     why[0] = '\0';
     *transposed = 0;
     fp4_status st = fp4_source_describe(src, q->name, d);
+    char alias[FP4_AUDIT_ALIAS_MAX];
+    if (st != FP4_OK && q->producer == FP4_QP_GPT_OSS &&
+        gptoss_alias(q->name, alias, sizeof alias))
+        st = fp4_source_describe(src, alias, d);
     if (st != FP4_OK) {
-        snprintf(why, cap, "%s: %s: no such tensor in the source", fp4_source_file(src),
-                 q->name);
+        if (q->producer == FP4_QP_GPT_OSS && gptoss_alias(q->name, alias, sizeof alias))
+            snprintf(why, cap, "%s: %s: no such tensor in the source (nor %s)",
+                     fp4_source_file(src), q->name, alias);
+        else
+            snprintf(why, cap, "%s: %s: no such tensor in the source", fp4_source_file(src),
+                     q->name);
         return FP4_OK;
     }
     bool same = d->rank == q->rank;
@@ -634,6 +670,11 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
         t->source_transposed = transposed;
+        if (strcmp(d.name, q->name) != 0) { /* paired under its other name (gptoss_alias) */
+            size_t l = strlen(t->q.layout);
+            snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source as %s names it",
+                     strncmp(d.name, "block.", 6) == 0 ? "gpt-oss" : "transformers");
+        }
         t->position = pos[i];
         if (!t->group_key) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");

@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *sfx[] = {".weight",        ".weight_scale",        ".weight_scale_2",
                                 ".input_scale",   ".weight_packed",       ".weight_global_scale",
                                 ".input_global_scale", "_blocks",         "_scales",
-                                ".bias"};
+                                ".bias",          ".blocks",              ".scales"};
     static const struct {
         const char *name;
         int bytes;
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < nt; i++) {
         unsigned a = take(&in), b = take(&in), c = take(&in);
         char name[64];
-        snprintf(name, sizeof name, "%s%s", mods[a % 4], sfx[b % 10]);
+        snprintf(name, sizeof name, "%s%s", mods[a % 4], sfx[b % 12]);
         int dup = 0;
         for (int k = 0; k < nu; k++) dup |= !strcmp(used[k], name);
         if (dup) continue;
