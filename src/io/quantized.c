@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -406,26 +408,59 @@ static void decl_free(decl *d)
     memset(d, 0, sizeof *d);
 }
 
-static char *slurp_small(const char *path, size_t *len)
+/* A sidecar file's bytes (hf_quant_config.json, config.json), NUL-terminated; *len its size.
+ * NULL with why[0] == '\0' when the file is absent; NULL with `why` set when it is there but
+ * cannot be taken: not a regular file (a FIFO is refused before any open, never waited on:
+ * fp4_open_regular), outside the checkpoint's tree `root` without --allow-external (symlinks
+ * resolved, as for shards), unreadable, or over 64 MiB (config files are small). */
+#define SIDECAR_MAX (64u << 20)
+static char *slurp_small(const char *path, const char *root, size_t *len, char *why, size_t cap)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            if (cap > (64u << 20)) break; /* config files are small */
-            char *nb = realloc(buf, cap);
-            if (!nb) break;
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) break;
+    why[0] = '\0';
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return NULL; /* absent */
+    if (!fp4_source_allow_external() && fp4_source_outside_tree(path, root)) {
+        say(why, cap, "outside the checkpoint's directory (a symlink; --allow-external reads it)");
+        return NULL;
     }
-    fclose(f);
-    if (!buf) return NULL;
+    const char *reason = NULL;
+    const int fd = fp4_open_regular(path, &sb, &reason);
+    if (fd < 0) {
+        say(why, cap, "%s", reason ? reason : "cannot be opened");
+        return NULL;
+    }
+    if (sb.st_size > (off_t)SIDECAR_MAX) {
+        close(fd);
+        say(why, cap, "%lld bytes, over the 64 MiB a configuration file may have",
+            (long long)sb.st_size);
+        return NULL;
+    }
+    char *buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        close(fd);
+        say(why, cap, "out of memory");
+        return NULL;
+    }
+    size_t n = 0;
+    while (n < (size_t)sb.st_size) {
+        const ssize_t r = read(fd, buf + n, (size_t)sb.st_size - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            say(why, cap, "%s", strerror(errno));
+            break;
+        }
+        if (r == 0) {
+            say(why, cap, "shorter than its size (%lld bytes): changed while read",
+                (long long)sb.st_size);
+            break;
+        }
+        n += (size_t)r;
+    }
+    close(fd);
+    if (why[0]) {
+        free(buf);
+        return NULL;
+    }
     buf[n] = '\0';
     *len = n;
     return buf;
@@ -493,14 +528,19 @@ static void decl_layers(decl *d, const cJSON *obj)
 }
 
 /* hf_quant_config.json (ModelOpt). Returns false when the file is absent. */
-static bool read_hf_quant(const char *dir, decl *d)
+static bool read_hf_quant(const char *dir, const char *root, decl *d)
 {
     char path[4096];
     size_t len = 0;
     say(path, sizeof path, "%s/hf_quant_config.json", dir);
-    char *txt = slurp_small(path, &len);
-    if (!txt) return false;
+    char why[160];
+    char *txt = slurp_small(path, root, &len, why, sizeof why);
+    if (!txt && !why[0]) return false;
     say(d->file, sizeof d->file, "hf_quant_config.json");
+    if (!txt) {
+        say(d->bad, sizeof d->bad, "hf_quant_config.json: %s", why);
+        return true;
+    }
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
     const cJSON *q = j ? cJSON_GetObjectItemCaseSensitive(j, "quantization") : NULL;
@@ -521,13 +561,19 @@ static bool read_hf_quant(const char *dir, decl *d)
 }
 
 /* config.json's quantization_config. Returns false when absent or without one. */
-static bool read_config_json(const char *dir, decl *d)
+static bool read_config_json(const char *dir, const char *root, decl *d)
 {
     char path[4096];
     size_t len = 0;
     say(path, sizeof path, "%s/config.json", dir);
-    char *txt = slurp_small(path, &len);
-    if (!txt) return false;
+    char why[160];
+    char *txt = slurp_small(path, root, &len, why, sizeof why);
+    if (!txt && !why[0]) return false;
+    if (!txt) {
+        say(d->file, sizeof d->file, "config.json");
+        say(d->bad, sizeof d->bad, "config.json: %s", why);
+        return true;
+    }
     cJSON *j = cJSON_ParseWithLength(txt, len);
     free(txt);
     say(d->file, sizeof d->file, "config.json");
@@ -781,7 +827,9 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
     char dir[4096];
     source_dir(fp4_source_file(src), dir, sizeof dir);
     decl hf = {0}, cj = {0};
-    bool has_hf = read_hf_quant(dir, &hf), has_cj = read_config_json(dir, &cj);
+    char *root = fp4_source_tree(fp4_source_file(src));
+    bool has_hf = read_hf_quant(dir, root, &hf), has_cj = read_config_json(dir, root, &cj);
+    free(root);
     if (has_hf) apply_decl(out, &hf);
     if (has_cj && cj.producer != -1) apply_decl(out, &cj);
     if (has_hf && has_cj && cj.producer > 0 && hf.producer != cj.producer && !hf.bad[0] &&

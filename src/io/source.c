@@ -69,8 +69,13 @@ void fp4_source_set_verbose(bool verbose)
         if (fp4_source_table[i]->set_verbose) fp4_source_table[i]->set_verbose(verbose);
 }
 
+static bool source_allow_external;
+
+bool fp4_source_allow_external(void) { return source_allow_external; }
+
 void fp4_source_set_allow_external(bool allow)
 {
+    source_allow_external = allow;
     for (int i = 0; i < fp4_source_count; i++)
         if (fp4_source_table[i]->set_allow_external)
             fp4_source_table[i]->set_allow_external(allow);

@@ -241,6 +241,10 @@ void fp4_source_set_verbose(bool verbose);
 
 /* --allow-external for every format (see fp4_source_ops.set_allow_external). */
 void fp4_source_set_allow_external(bool allow);
+/* The value last set by fp4_source_set_allow_external (false until then): for files read
+ * beside an input that are no format's own (a quantized checkpoint's hf_quant_config.json,
+ * config.json: io/quantized.c). */
+bool fp4_source_allow_external(void);
 /* -v: sources say on stderr when a tensor is read by a slower path ("FILE: DSET: read through
  * HDF5: filter szip is not decoded here"); off by default. */
 void fp4_source_set_notes(bool on);

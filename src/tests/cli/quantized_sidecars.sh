@@ -1,0 +1,61 @@
+#!/bin/sh
+# quantized_sidecars.sh — a quantized checkpoint's hf_quant_config.json / config.json that is
+# not a plain file inside the checkpoint (SPEC §10 "Declarations"): a FIFO is refused before any
+# open (never waited on), a symlink out of the checkpoint's directory is not read without
+# --allow-external (read with it), a symlink inside is read, a directory or a file over 64 MiB
+# is refused; each is an errors entry on every quantized tensor naming the file and the reason,
+# never a hang and never a silent fallback to "no declaration".
+set -u
+Q=testdata/quantized
+[ -d "$Q/modelopt_nvfp4" ] || { echo "no $Q"; exit 77; }
+command -v mkfifo >/dev/null 2>&1 || { echo "no mkfifo"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# $1 checkpoint dir, $2 sidecar name, $3 reason expected in the note; ls and audit both
+check() {
+    out=$(timeout 60 "$FP4DIAG" ls "$1") || fail "ls $1 ($2): exit $?"
+    echo "$out" | grep -q "q_proj.weight .*$2: $3" || { echo "$out"; fail "ls $1: no '$2: $3' note"; }
+    timeout 60 "$FP4DIAG" audit "$Q/source" "$1" -q -o "$tmp/a.json" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 3 ] || { cat "$tmp/err"; fail "audit $1 ($2): exit $rc, expected 3"; }
+    grep -q "$2: $3" "$tmp/a.json" || fail "audit $1: the errors entry does not name '$2: $3'"
+}
+
+# hf_quant_config.json a FIFO (ModelOpt)
+mkdir "$tmp/fifo" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/fifo/" || exit 1
+mkfifo "$tmp/fifo/hf_quant_config.json" || exit 1
+check "$tmp/fifo" hf_quant_config.json "a FIFO, not a regular file"
+
+# config.json a FIFO (compressed-tensors)
+mkdir "$tmp/cfifo" && cp "$Q/ct_nvfp4/model.safetensors" "$tmp/cfifo/" || exit 1
+mkfifo "$tmp/cfifo/config.json" || exit 1
+check "$tmp/cfifo" config.json "a FIFO, not a regular file"
+
+# a directory named config.json
+mkdir "$tmp/cdir" "$tmp/cdir/config.json" && cp "$Q/ct_nvfp4/model.safetensors" "$tmp/cdir/" || exit 1
+check "$tmp/cdir" config.json "a directory, not a regular file"
+
+# over 64 MiB (sparse)
+mkdir "$tmp/big" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/big/" || exit 1
+truncate -s 67108865 "$tmp/big/hf_quant_config.json" || exit 1
+check "$tmp/big" hf_quant_config.json "67108865 bytes, over the 64 MiB"
+
+# a symlink out of the checkpoint's directory: refused, read with --allow-external
+mkdir "$tmp/out" "$tmp/ext" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/out/" || exit 1
+cp "$Q/modelopt_nvfp4/hf_quant_config.json" "$tmp/ext/" || exit 1
+ln -s ../ext/hf_quant_config.json "$tmp/out/hf_quant_config.json" || exit 1
+check "$tmp/out" hf_quant_config.json "outside the checkpoint's directory"
+out=$("$FP4DIAG" ls --allow-external "$tmp/out") || fail "ls --allow-external: exit $?"
+echo "$out" | grep -Eq '^model\.layers\.0\.self_attn\.q_proj\.weight +32x64 +nvfp4 .*modelopt, nibble low=even' \
+    || { echo "$out"; fail "--allow-external: the symlinked declaration not read"; }
+
+# a symlink inside the directory is read
+mkdir "$tmp/in" "$tmp/in/meta" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/in/" || exit 1
+cp "$Q/modelopt_nvfp4/hf_quant_config.json" "$tmp/in/meta/" || exit 1
+ln -s meta/hf_quant_config.json "$tmp/in/hf_quant_config.json" || exit 1
+out=$("$FP4DIAG" ls "$tmp/in") || fail "ls inside symlink: exit $?"
+echo "$out" | grep -Eq '^model\.layers\.0\.self_attn\.q_proj\.weight +32x64 +nvfp4 .*modelopt, nibble low=even' \
+    || { echo "$out"; fail "a symlink inside the checkpoint not read"; }
+echo "ok"
