@@ -8,7 +8,6 @@
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <math.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include <cJSON.h>
 
+#include "base/match.h"
 #include "io/quantized.h"
 #include "io/widen_f8.h"
 
@@ -619,15 +619,7 @@ static bool read_config_json(const char *dir, const char *root, decl *d)
  * "re:" regular expression matched in full). */
 static bool exclude_matches(const char *pat, const char *mod)
 {
-    if (!strncmp(pat, "re:", 3)) {
-        regex_t re;
-        char full[1024];
-        say(full, sizeof full, "^(%s)$", pat + 3);
-        if (regcomp(&re, full, REG_EXTENDED | REG_NOSUB) != 0) return false;
-        bool m = regexec(&re, mod, 0, NULL, 0) == 0;
-        regfree(&re);
-        return m;
-    }
+    if (!strncmp(pat, "re:", 3)) return fp4_regex_full(pat + 3, mod);
     return !strcmp(pat, mod) || fnmatch(pat, mod, 0) == 0;
 }
 

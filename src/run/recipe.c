@@ -3,7 +3,7 @@
 
 #include <ctype.h>
 #include <fnmatch.h>
-#include <regex.h>
+#include "base/match.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -83,24 +83,13 @@ const fp4_recipe_rule *fp4_recipe_keeps(const char *name)
     return NULL;
 }
 
-static bool regex_full(const char *re_src, const char *s)
-{
-    char full[1100];
-    if ((size_t)snprintf(full, sizeof full, "^(%s)$", re_src) >= sizeof full) return false;
-    regex_t re;
-    if (regcomp(&re, full, REG_EXTENDED | REG_NOSUB) != 0) return false;
-    bool m = regexec(&re, s, 0, NULL, 0) == 0;
-    regfree(&re);
-    return m;
-}
-
 bool fp4_recipe_exclude_matches(const char *pattern, const char *name)
 {
     char full[1024], mod[1024];
     normalise(name, full, sizeof full);
     fp4_recipe_module(name, mod, sizeof mod);
     if (!strncmp(pattern, "re:", 3))
-        return regex_full(pattern + 3, mod) || regex_full(pattern + 3, full);
+        return fp4_regex_full(pattern + 3, mod) || fp4_regex_full(pattern + 3, full);
     return !strcmp(pattern, mod) || !strcmp(pattern, full) || fnmatch(pattern, mod, 0) == 0 ||
            fnmatch(pattern, full, 0) == 0;
 }

@@ -3,6 +3,10 @@
  * Whisper checkpoints, HDF5 paths, and a checkpoint's own exclude patterns ("re:" included). */
 #include "testutil.h"
 
+#include <string.h>
+#include <unistd.h>
+
+#include "base/match.h"
 #include "run/recipe.h"
 
 /* The kind of the rule that keeps `name`, or "" when recipes quantize it. */
@@ -161,12 +165,47 @@ static void test_checkpoint_exclude(void **state)
     assert_true(fp4_recipe_exclude_matches("blocks.0.fc1", "/blocks/0/fc1/weight"));
 }
 
+/* "re:" patterns from a hostile config (base/match.h): a backreference (exponential matching in
+ * glibc) and nested counted repetitions (compiled as that many copies) match nothing, at once;
+ * before, each of these ran for minutes on a 200-character name. alarm() turns a hang into a
+ * failure. Counted repetitions within the bound, and braces in brackets, still work. */
+static void test_exclude_regex_bounded(void **state)
+{
+    (void)state;
+    char name[1100];
+    memset(name, 'a', 1000);
+    strcpy(name + 1000, ".weight");
+    alarm(60);
+    assert_false(fp4_recipe_exclude_matches("re:(a*)+(a*)+(a*)+\\3x", name));
+    assert_false(fp4_recipe_exclude_matches("re:(a*)*\\1", "aaaa.weight"));
+    assert_false(fp4_recipe_exclude_matches("re:((a{1,100}){1,100}){1,100}", name));
+    assert_false(fp4_recipe_exclude_matches("re:(((a{0,32767}){0,32767}))", name));
+    assert_false(fp4_recipe_exclude_matches("re:a{1,32767}a{1,32767}a{1,32767}", name));
+    assert_false(fp4_recipe_exclude_matches("re:a{5000,}", name));
+    assert_false(fp4_recipe_exclude_matches("re:(a*)+(a*)+(a*)+x", name)); /* no backref: fast */
+    assert_true(fp4_recipe_exclude_matches("re:a*", name));
+    alarm(0);
+    assert_false(fp4_regex_bounded("(a)\\1"));
+    assert_false(fp4_regex_bounded("(a{9}){9}"));          /* 81 copies */
+    assert_true(fp4_regex_bounded("(a{8}){8}"));           /* 64 */
+    assert_true(fp4_regex_bounded("[{]{0,1}x\\{99\\}"));  /* literal braces */
+    assert_true(fp4_regex_bounded("[[:digit:]{]{1,3}"));
+    assert_true(fp4_regex_bounded("a{63,}"));
+    assert_false(fp4_regex_bounded("a{64,}"));
+    assert_true(fp4_recipe_exclude_matches("re:model\\.layers\\.[0-9]{1,3}\\.mlp\\.gate",
+                                           "model.layers.12.mlp.gate.weight"));
+    assert_false(fp4_recipe_exclude_matches("re:model\\.layers\\.[0-9]{1,3}\\.mlp\\.gate",
+                                            "model.layers.1234.mlp.gate.weight"));
+    assert_true(fp4_regex_full("x[}{]y", "x{y"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama),           cmocka_unit_test(test_moe),
         cmocka_unit_test(test_gpt2),            cmocka_unit_test(test_t5_whisper),
         cmocka_unit_test(test_module_and_rules), cmocka_unit_test(test_checkpoint_exclude),
+        cmocka_unit_test(test_exclude_regex_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
