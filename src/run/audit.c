@@ -240,16 +240,111 @@ static bool gptoss_alias(const char *name, char *out, size_t cap)
     return false;
 }
 
-static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, fp4_tensor_desc *d,
+/* The source of one quantized tensor: one tensor (n = 1, rows from `off` on along dim 0), or
+ * two rank-2 tensors concatenated along dim 0 (n = 2; SPEC §11: a fused export, separate
+ * source). */
+typedef struct src_pair {
+    fp4_tensor_desc d[2];
+    int n;
+    int64_t off;
+    const char *note; /* the layout note of a fused/split pairing, or NULL */
+} src_pair;
+
+static void pair_free(src_pair *p)
+{
+    fp4_tensor_desc_free(&p->d[0]);
+    fp4_tensor_desc_free(&p->d[1]);
+}
+
+/* Rows [s, s + c) (dim 0) of the paired source as fp32, into buf. */
+static fp4_status pair_read(fp4_source *src, const src_pair *p, int64_t s, int64_t c, float *buf)
+{
+    if (p->n == 1) return fp4_source_read_f32(src, &p->d[0], 0, p->off + s, c, buf);
+    const int64_t r0 = p->d[0].dims[0], K = p->d[0].dims[1];
+    if (s < r0) {
+        const int64_t a = c < r0 - s ? c : r0 - s;
+        FP4_TRY(fp4_source_read_f32(src, &p->d[0], 0, s, a, buf));
+        buf += a * K;
+        s += a;
+        c -= a;
+    }
+    return c > 0 ? fp4_source_read_f32(src, &p->d[1], 0, s - r0, c, buf) : FP4_OK;
+}
+
+/* A described rank-2 numeric tensor `name` with `cols` columns (and no problem). */
+static bool describe_2d(fp4_source *src, const char *name, int64_t cols, fp4_tensor_desc *d)
+{
+    if (fp4_source_describe(src, name, d) != FP4_OK) return false;
+    if (d->rank == 2 && d->dims[1] == cols && d->numeric && !d->problem[0]) return true;
+    fp4_tensor_desc_free(d);
+    memset(d, 0, sizeof *d);
+    return false;
+}
+
+/* Gate and up projections fused in one and separate in the other (SPEC §11): the fused
+ * <m>.gate_up_proj.weight [2I, K] is <m>.gate_proj.weight [I, K] then <m>.up_proj.weight
+ * [I, K] along dim 0 (Phi-3's gate_up_proj, vLLM's merged column order). Rank 2 only. True
+ * when q pairs so (p filled). */
+static bool pair_gate_up(fp4_source *src, const fp4_qtensor *q, src_pair *p)
+{
+    static const char fused[] = "gate_up_proj.weight", gate[] = "gate_proj.weight",
+                      up[] = "up_proj.weight";
+    if (q->rank != 2) return false;
+    const size_t n = strlen(q->name);
+    char a[FP4_AUDIT_ALIAS_MAX], b[FP4_AUDIT_ALIAS_MAX];
+    const int64_t R = q->dims[0], K = q->dims[1];
+    if (n > strlen(fused) && n < sizeof a &&
+        strcmp(q->name + n - strlen(fused), fused) == 0 && q->name[n - strlen(fused) - 1] == '.') {
+        const int m = (int)(n - strlen(fused));
+        snprintf(a, sizeof a, "%.*s%s", m, q->name, gate);
+        snprintf(b, sizeof b, "%.*s%s", m, q->name, up);
+        if (!describe_2d(src, a, K, &p->d[0])) return false;
+        if (!describe_2d(src, b, K, &p->d[1]) || p->d[0].dims[0] + p->d[1].dims[0] != R ||
+            strcmp(p->d[0].dtype, p->d[1].dtype) != 0) {
+            pair_free(p);
+            memset(p, 0, sizeof *p);
+            return false;
+        }
+        p->n = 2;
+        p->note = ", source gate_proj+up_proj";
+        return true;
+    }
+    for (int w = 0; w < 2; w++) {
+        const char *leaf = w ? up : gate;
+        const size_t l = strlen(leaf);
+        if (n <= l || n - l + strlen(fused) >= sizeof a || q->name[n - l - 1] != '.' ||
+            strcmp(q->name + n - l, leaf) != 0)
+            continue;
+        snprintf(a, sizeof a, "%.*s%s", (int)(n - l), q->name, fused);
+        if (!describe_2d(src, a, K, &p->d[0])) return false;
+        if (p->d[0].dims[0] != 2 * R) {
+            pair_free(p);
+            memset(p, 0, sizeof *p);
+            return false;
+        }
+        p->n = 1;
+        p->off = w ? R : 0;
+        p->note = w ? ", source gate_up_proj 2nd half" : ", source gate_up_proj 1st half";
+        return true;
+    }
+    return false;
+}
+
+static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, src_pair *p,
                               char *why, size_t cap, int *transposed)
 {
     why[0] = '\0';
     *transposed = 0;
+    memset(p, 0, sizeof *p);
+    p->n = 1;
+    fp4_tensor_desc *d = &p->d[0];
     fp4_status st = fp4_source_describe(src, q->name, d);
     char alias[FP4_AUDIT_ALIAS_MAX];
     if (st != FP4_OK && q->producer == FP4_QP_GPT_OSS &&
         gptoss_alias(q->name, alias, sizeof alias))
         st = fp4_source_describe(src, alias, d);
+    if (st != FP4_OK && pair_gate_up(src, q, p)) return FP4_OK;
+    p->n = 1;
     if (st != FP4_OK) {
         if (q->producer == FP4_QP_GPT_OSS && gptoss_alias(q->name, alias, sizeof alias))
             snprintf(why, cap, "%s: %s: no such tensor in the source (nor %s)",
@@ -313,7 +408,7 @@ static void slab_plan(const fp4_qtensor *q, int64_t *rows_per, int64_t *count)
 }
 
 /* The source amax of q (finite values; NaN/Inf skipped). */
-static fp4_status source_amax(fp4_source *src, const fp4_tensor_desc *d, const fp4_qtensor *q,
+static fp4_status source_amax(fp4_source *src, const src_pair *d, const fp4_qtensor *q,
                               float *buf, float *amax)
 {
     int64_t rows_per, count;
@@ -322,7 +417,7 @@ static fp4_status source_amax(fp4_source *src, const fp4_tensor_desc *d, const f
     float m = 0.0f;
     for (int64_t s = 0; s < q->dims[0]; s += count) {
         int64_t c = q->dims[0] - s < count ? q->dims[0] - s : count;
-        FP4_TRY(fp4_source_read_f32(src, d, 0, s, c, buf));
+        FP4_TRY(pair_read(src, d, s, c, buf));
         int64_t n = q->rank == 1 ? c : c * rows_per * K;
         for (int64_t i = 0; i < n; i++) {
             float a = fabsf(buf[i]);
@@ -353,7 +448,7 @@ static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
 }
 
 /* One tensor: every measure over the slabs of its rows. */
-static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tensor_desc *d,
+static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair *d,
                                fp4_audit_tensor *t, float group_amax, float *x, float *dec,
                                float *alt)
 {
@@ -383,7 +478,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
     if (t->source_transposed == 2) {
         /* gpt-oss R = K: the orientation whose first expert the export matches better */
-        FP4_TRY(fp4_source_read_f32(src, d, 0, 0, 1, x));
+        FP4_TRY(pair_read(src, d, 0, 1, x));
         fp4_quant_decode(q, packed, scales, global, 0, rows_per, dec);
         double e0 = 0.0, e1 = 0.0;
         for (int64_t r = 0; r < rows_per; r++)
@@ -404,7 +499,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const fp4_tens
         const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
         const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
         const int64_t n = nr * K;
-        FP4_TRY(fp4_source_read_f32(src, d, 0, s0, c, x));
+        FP4_TRY(pair_read(src, d, s0, c, x));
         if (t->source_transposed) transpose_slabs(x, alt, c, rows_per, K);
         /* the export as declared */
         fp4_quant_decode(q, packed, scales, global, r0, nr, dec);
@@ -626,12 +721,12 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             /* a member with a problem still counts: the rule is about the source */
             if (amax[j] >= 0.0f || strcmp(keys[i], keys[j]) != 0)
                 continue;
-            fp4_tensor_desc d = {0};
+            src_pair d;
             char why[512];
             int tr; /* the amax does not depend on the orientation */
             st = pair_source(src, &qs.t[j], &d, why, sizeof why, &tr);
             if (st == FP4_OK && !why[0]) st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
-            fp4_tensor_desc_free(&d);
+            pair_free(&d);
             if (st != FP4_OK) goto out;
         }
     }
@@ -645,12 +740,15 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
-        fp4_tensor_desc d = {0};
+        src_pair d;
         int transposed = 0;
         st = pair_source(src, q, &d, why, sizeof why, &transposed);
-        if (st != FP4_OK) goto out;
+        if (st != FP4_OK) {
+            pair_free(&d);
+            goto out;
+        }
         if (why[0]) {
-            fp4_tensor_desc_free(&d);
+            pair_free(&d);
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
@@ -670,10 +768,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
         t->source_transposed = transposed;
-        if (strcmp(d.name, q->name) != 0) { /* paired under its other name (gptoss_alias) */
+        if (d.note) { /* gate/up fused on one side only (pair_gate_up) */
+            size_t l = strlen(t->q.layout);
+            snprintf(t->q.layout + l, sizeof t->q.layout - l, "%s", d.note);
+        } else if (strcmp(d.d[0].name, q->name) != 0) { /* its other name (gptoss_alias) */
             size_t l = strlen(t->q.layout);
             snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source as %s names it",
-                     strncmp(d.name, "block.", 6) == 0 ? "gpt-oss" : "transformers");
+                     strncmp(d.d[0].name, "block.", 6) == 0 ? "gpt-oss" : "transformers");
         }
         t->position = pos[i];
         if (!t->group_key) {
@@ -682,7 +783,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         }
         a->n++;
         fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, x, dec, alt);
-        fp4_tensor_desc_free(&d);
+        pair_free(&d);
         if (ts == FP4_ERR_INTERNAL) {
             st = ts;
             goto out;
