@@ -10,7 +10,7 @@ import sys
 
 SCHEMA = "fp4diag.report/1"
 # '/' and '.' both separate components: "/blocks/3/fc1/weight", "model.layers.3.mlp.up_proj.weight"
-_BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|layers|h|layer)[/.](\d+)(?:[/.]|$)")
+_BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|block|layers|h|layer)[/.](\d+)(?:[/.]|$)")
 
 
 class ReportError(Exception):
@@ -70,8 +70,9 @@ def variant(result, with_rht=True):
 
 
 def block_index(name):
-    """The N of /blocks/N/ (or /layers/N/, /h/N/, and the same with '.': model.layers.N.) in a
-    tensor name; None when there is none."""
+    """The N of /blocks/N/ (or /block/N/, /layers/N/, /h/N/, and the same with '.':
+    model.layers.N., T5's encoder.block.N.layer.M.: the leftmost) in a tensor name; None when
+    there is none."""
     m = _BLOCK_RE.search(name)
     return int(m.group(1)) if m else None
 
@@ -91,12 +92,6 @@ def depth_group(name):
     if _HEAD_RE.search(name):
         return 3
     return 2
-
-
-def depth_order(names):
-    """Tensor names ordered by depth: embeddings first, then /blocks/N/ by index (numerically)
-    and name, then other names, the head and final norm last."""
-    return sorted(names, key=lambda n: (depth_group(n), block_index(n) or 0, n))
 
 
 # What 4-bit recipes keep in high precision: a copy of the table of src/run/recipe.c (SPEC §9
@@ -136,25 +131,30 @@ def recipe_keeps(name):
 # A tensor's place in its block, in model order: the attention's input projections (parallel:
 # q, k, v), its output projection, the MLP's input projections (parallel: gate, up; every
 # expert's), its output projection; anything else after them.
-_ROLES = [
-    ("qkv", {"q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "q",
-             "k", "v", "qkv", "wqkv", "query_key_value", "in_proj"}),
-    ("o", {"o_proj", "out_proj", "o", "proj", "dense", "c_proj@attn", "wo@attn"}),
-    ("gate|up", {"gate_proj", "up_proj", "w1", "w3", "fc1", "c_fc", "gate_up_proj", "wi", "wi_0",
-                 "wi_1", "dense_h_to_4h", "mlp1"}),
-    ("down", {"down_proj", "w2", "fc2", "c_proj", "wo", "dense_4h_to_h", "mlp2"}),
+_ROLES = [  # in each role its members in the order they are drawn (q before k before v)
+    ("qkv", ("q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "q",
+             "k", "v", "qkv", "wqkv", "query_key_value", "in_proj")),
+    ("o", ("o_proj", "out_proj", "o", "proj", "dense", "c_proj@attn", "wo@attn")),
+    ("gate|up", ("gate_proj", "up_proj", "w1", "w3", "fc1", "c_fc", "gate_up_proj", "wi", "wi_0",
+                 "wi_1", "dense_h_to_4h", "mlp1")),
+    ("down", ("down_proj", "w2", "fc2", "c_proj", "wo", "dense_4h_to_h", "mlp2")),
 ]
+
+
+def _leaf_module(name):
+    """(module path, last module name) of a tensor name, '.'-separated, lower case, the
+    trailing weight/scale dropped."""
+    parts = name.lstrip("/").replace("/", ".").lower().split(".")
+    if parts and parts[-1] in ("weight", "scale"):
+        parts = parts[:-1]
+    last = parts[-1].replace("_weight", "") if parts else ""  # gpt-oss: mlp1_weight
+    return ".".join(parts[:-1]), last
 
 
 def branch_role(name):
     """(index, label) of a tensor's role in its block (see _ROLES); (4, its module) otherwise."""
-    full = name.lstrip("/").replace("/", ".")
-    parts = full.lower().split(".")
-    if parts and parts[-1] in ("weight", "scale"):
-        parts = parts[:-1]
-    last = parts[-1] if parts else ""
-    last = last.replace("_weight", "")  # gpt-oss original layout: mlp1_weight
-    attn = any(("attn" in p or "attention" in p) for p in parts[:-1])
+    path, last = _leaf_module(name)
+    attn = any(("attn" in p or "attention" in p) for p in path.split("."))
     if attn:  # names that mean the attention's output there (GPT-2 c_proj, T5 wo)
         for i, (label, names) in enumerate(_ROLES):
             if last + "@attn" in names:
@@ -165,16 +165,41 @@ def branch_role(name):
     return 4, last
 
 
+def _natural(name):
+    """A sort key reading digit runs as numbers: experts.2 before experts.10."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", name)]
+
+
+def model_key(name):
+    """The sort key of a tensor in model order: embeddings, then blocks by numeric index, in a
+    block by role (q/k/v, o, gate/up, down, others by module name) and in a role by module path
+    (experts.2 before experts.10) and member (q, k, v; gate, up), then other tensors, the head
+    and final norm last."""
+    ri, rl = branch_role(name)
+    path, last = _leaf_module(name)
+    member = _ROLES[ri][1].index(last) if ri < 4 and last in _ROLES[ri][1] else 0
+    return (depth_group(name), block_index(name) or 0, ri, rl if ri == 4 else "",
+            _natural(path), member, _natural(name))
+
+
+def model_order(names):
+    """Tensor names in model order (model_key): the one order every plot draws tensors in."""
+    return sorted(names, key=model_key)
+
+
+def depth_order(names):
+    """model_order (its former name)."""
+    return model_order(names)
+
+
 def model_stages(names):
     """The tensors in model order, grouped into stages along the residual stream: what recipes
     keep in high precision left out (recipe_keeps); per block (numeric index) the parallel
     members of a role (q/k/v; gate/up; the experts) one stage; others one stage each.
     Returns [(label, [names])]."""
     kept = [n for n in names if recipe_keeps(n) is None]
-    key = lambda n: (depth_group(n), block_index(n) or 0, branch_role(n)[0],
-                     branch_role(n)[1] if branch_role(n)[0] == 4 else "", n)
     stages = []
-    for n in sorted(kept, key=key):
+    for n in model_order(kept):
         b, (ri, rl) = block_index(n), branch_role(n)
         gid = (depth_group(n), b, ri, rl) if b is not None else ("t", n)
         label = f"{b} {rl}" if b is not None else n.lstrip("/")
@@ -234,6 +259,66 @@ def coincide(a, b, tol=1e-9):
         if x != x or y != y or abs(x - y) > tol * max(1.0, abs(x), abs(y)):
             return False
     return True
+
+
+def identical_groups(series):
+    """Configurations that give the same numbers, grouped: `series` maps a key to its values
+    (a sequence, or a dict tensor -> value); keys whose values coincide everywhere (the same
+    tensors, the same numbers, NaN matching NaN) form one group. Identity is decided by the
+    numbers alone, never by name (e1m2 and int4 coincide with block scales: their grids differ
+    by a factor of 2 that the scale absorbs). Returns [[key, ...], ...], each group and the
+    groups in the order of `series`."""
+    def vals(v):
+        return (sorted(v), [v[n] for n in sorted(v)]) if isinstance(v, dict) else (None, list(v))
+    groups = []
+    for k, v in series.items():
+        kn, kv = vals(v)
+        for g in groups:
+            gn, gv = vals(series[g[0]])
+            if gn == kn and coincide(gv, kv):
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    return groups
+
+
+def group_label(keys, label):
+    """One name for a group of identical configurations: 'e1m2 = int4' + the rest when they
+    differ in the format (key[0]) only, else their labels joined by ' = '. `label(key, fmt)` is
+    the label of a key with its format written as fmt."""
+    if len(keys) > 1 and all(k[1:] == keys[0][1:] for k in keys):
+        return label(keys[0], " = ".join(k[0] for k in keys))
+    return " = ".join(label(k, k[0]) for k in keys)
+
+
+ELIDE = "…"
+
+
+def elide(name, width):
+    """`name` cut to at most `width` characters by an ellipsis in the middle, the start and the
+    end (where HF names differ: layer index, module) kept: 'layers.3.blo…experts.7.w1'."""
+    if len(name) <= width:
+        return name
+    if width < 3:
+        return name[:width]
+    tail = (width - 1) // 2 + (width - 1) % 2
+    head = width - 1 - tail
+    return name[:head] + ELIDE + name[len(name) - tail:]
+
+
+TICK_CHARS = 32  # tick labels longer than this are elided in the middle
+
+
+def tick_labels(names, width=TICK_CHARS):
+    """Axis labels for tensor names: short_names, elided in the middle to `width` characters.
+    Distinct names stay distinct: where eliding would make two labels equal, they keep more."""
+    short = short_names(names)
+    for w in range(width, max(len(x) for x in short + [""]) + 1):
+        out = [elide(x, w) for x in short]
+        if len(set(out)) == len(set(short)):
+            return out
+    return short
 
 
 def short_names(names):

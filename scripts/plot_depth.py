@@ -6,8 +6,8 @@ format and RHT setting, the running product Π(1 − δ_k) of the shrinkage δ =
 exp(−Σδ_k) dotted. Parallel tensors (q, k, v; gate, up; the experts of a block) are one stage
 whose factor is the mean of their 1 − δ, never multiplied together; what recipes keep in high
 precision (embeddings, lm_head, norms, routers: SPEC §9, fp4report.recipe_keeps) is left out
-even when the report has it (--all-weights). Where e1m2 and int4 coincide the line is named
-"e1m2 = int4" and int4 is drawn as crosses on it."""
+even when the report has it (--all-weights). Configurations with the same δ at every stage
+(e1m2 and int4) are drawn once and named together, "e1m2 = int4"."""
 import math
 import sys
 
@@ -39,19 +39,18 @@ def main():
                 st[label] = 1 - sum(1 - d for d in ds) / len(ds)
         by[k][0] = st
     plt = fr.pyplot()
-    short = ["input"] + names
+    short = ["input"] + [fr.elide(n, fr.TICK_CHARS) for n in names]
     width, font, rot, step = fr.tick_layout(len(names) + 1)
     fig, ax = plt.subplots(figsize=(width, 3.8 + fr.label_height(short, font, rot) + 0.4))
     multi_cfg = len({k[1:4] for k in by}) > 1
-    merged, twins = set(), set()  # e1m2 and int4 with the same per-tensor delta
-    for k in list(by):
-        twin = ("int4",) + k[1:]
-        if k[0] == "e1m2" and twin in by and set(by[k][0]) == set(by[twin][0]) and \
-                fr.coincide([fr.num(by[k][0][n]) for n in names if n in by[k][0]],
-                            [fr.num(by[twin][0][n]) for n in names if n in by[twin][0]]):
-            merged.add(k)
-            twins.add(twin)
-    for k, (per, r) in by.items():
+    def label(k, fmt):
+        r = by[k][1]
+        return (fmt + " " + fr.variant(r, False).split(" ", 1)[1] if multi_cfg else fmt) + \
+            (f", {fr.rht_label(r)}" if k[4] else "")
+    for g in fr.identical_groups({k: {n: fr.num(v) for n, v in per.items()}
+                                  for k, (per, _) in by.items()}):
+        k = g[0]
+        per = by[k][0]
         prod, s, ys, es, xs = 1.0, 0.0, [1.0], [1.0], [0]
         for i, n in enumerate(names, 1):
             d = per.get(n)
@@ -62,16 +61,9 @@ def main():
             xs.append(i)
             ys.append(prod)
             es.append(math.exp(-s))
-        fmt = "e1m2 = int4" if k in merged else k[0]
-        label = (fmt + " " + fr.variant(r, False).split(" ", 1)[1] if multi_cfg else fmt) + \
-            (f", {fr.rht_label(r)}" if k[4] else "")
-        if k in twins:  # over e1m2's curve: markers only, so both stay visible
-            ax.plot(xs, ys, linestyle="none", marker="+" if k[4] else "x", markersize=6,
-                    color=fr.color(k[0]), label=f"int4{label[4:]} (= e1m2)")
-            continue
         ls = "--" if k[4] else "-"
         ax.plot(xs, ys, ls, marker=".", color=fr.color(k[0]),
-                label=f"{label}: Π(1−δ) = {ys[-1]:.4f}")
+                label=f"{fr.group_label(g, label)}: Π(1−δ) = {ys[-1]:.4f}")
         ax.plot(xs, es, ":", color=fr.color(k[0]), linewidth=0.8)
     ax.axhline(1, color="black", linewidth=0.8)
     fr.label_ticks(ax, short, font, rot, step)

@@ -3,9 +3,9 @@
 glance: a bar above zero means the RHT helps that format on that tensor, below zero that it
 hurts. Reads an `rht` report, or any sqnr, bias or buckets report holding results with and
 without the RHT (`--rht both`), e.g. `fp4diag rht ckpt.h5 | scripts/plot_rht.py --out rht.png`.
-A dashed line per format is its pooled (summary) ΔSQNR. Where e1m2 and int4 coincide (the same
-grid up to a factor of 2) the int4 bars are hatched and its pooled line dashes between
-e1m2's, so neither hides the other."""
+A dashed line per format is its pooled (summary) ΔSQNR. Tensors go in model order, as in every
+plot (fp4report.model_order). Configurations with the same ΔSQNR on every tensor (e1m2 and int4:
+the same grid up to a factor of 2) are drawn once and named together, "e1m2 = int4"."""
 import sys
 
 import fp4report as fr
@@ -54,39 +54,34 @@ def main():
     if not d:
         raise fr.ReportError(f"{doc['_path']}: no results with and without RHT to pair "
                              f"(make the report with `fp4diag rht` or `--rht both`)")
-    names = fr.depth_order([t["name"] for t in doc["tensors"]])
+    names = fr.model_order([t["name"] for t in doc["tensors"]])
     pooled = pooled_deltas(doc)
-    twins = set()  # int4 keys whose per-tensor deltas equal e1m2's
-    for k in d:
-        e = ("e1m2",) + k[1:]
-        if k[0] == "int4" and e in d and set(d[k]) == set(d[e]) and \
-                fr.coincide([d[k][n] for n in sorted(d[k])], [d[e][n] for n in sorted(d[e])]):
-            twins.add(k)
+    groups = fr.identical_groups(d)  # drawn once, named together
     plt = fr.pyplot()
-    short = fr.short_names(names)
-    width, font, rot, step = fr.tick_layout(len(names), per=0.25 * max(2, len(d)))
+    short = fr.tick_labels(names)
+    width, font, rot, step = fr.tick_layout(len(names), per=0.25 * max(2, len(groups)))
     fig, ax = plt.subplots(figsize=(width, 3.6 + fr.label_height(short, font, rot) + 0.4))
-    bw = 0.8 / len(d)
+    bw = 0.8 / len(groups)
     multi_cfg = len({k[1:] for k in d}) > 1
-    for j, (k, per) in enumerate(d.items()):
-        xs = [i + (j - (len(d) - 1) / 2) * bw for i in range(len(names))]
+
+    def label(k, fmt):
+        return " ".join([fmt] + [str(v) for v in k[1:]]) if multi_cfg else fmt
+    for j, g in enumerate(groups):
+        k, per = g[0], d[g[0]]
+        xs = [i + (j - (len(groups) - 1) / 2) * bw for i in range(len(names))]
         ys = [per.get(n, float("nan")) for n in names]
-        label = " ".join(str(v) for v in k) if multi_cfg else k[0]
-        if k in twins:
-            label += " (= e1m2)"
+        lab = fr.group_label(g, label)
         c = fr.color(k[0])
         if k in pooled:
-            label += f" (pooled {pooled[k]:+.2f} dB)"
-            ls = (5, (5, 5)) if k in twins else (0, (5, 5))  # a twin dashes in e1m2's gaps
-            ax.axhline(pooled[k], color=c, linestyle=ls, linewidth=1.2)
-        ax.bar(xs, ys, width=bw, color=c, label=label,
-               hatch="//" if k in twins else None, edgecolor="white" if k in twins else None)
+            lab += f" (pooled {pooled[k]:+.2f} dB)"
+            ax.axhline(pooled[k], color=c, linestyle=(0, (5, 5)), linewidth=1.2)
+        ax.bar(xs, ys, width=bw, color=c, label=lab)
     ax.axhline(0, color="black", linewidth=0.8)
     fr.label_ticks(ax, short, font, rot, step)
     ax.set_xlim(-0.6, len(names) - 0.4)
     c = doc.get("config", {})
     ax.set_ylabel(f"ΔSQNR (dB): RHT{c.get('rht_size', '')} − no RHT")
-    ax.set_xlabel(("tensor (by depth)" if fr.by_depth(names) else "tensor") +
+    ax.set_xlabel(("tensor (model order)" if fr.by_depth(names) else "tensor") +
                   (f", every {step}th labelled" if step > 1 else ""))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0,

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """plot_verdict.py — the answer of a report's `verdict` section in one figure, from an sqnr,
 bias, buckets or rht report. Left: the pooled SQNR of each format and RHT setting over the
-selection, with α and B15 on each bar and the winner marked with its margin over the runner-up
-(the best format giving other values; int4 and e1m2 are one grid and are marked together).
+selection as bars from 0 dB, with α and B15 on each bar and the winner marked with its margin over
+the runner-up (the best format giving other values); configurations giving the same pooled
+numbers (e1m2 and int4) are one bar, named together ("e1m2 = int4 fp32/16").
 Right: the tensors in the verdict's ranking order (the top 20 unless --top says otherwise), each
 drawn from its worst to its best format's SQNR, so the length of the line is the gap between
 them and its colours say which format wins and which loses there (open markers: with RHT), e.g.
@@ -60,8 +61,8 @@ def draw_gemm(plt, doc, v, args):
     ys = list(range(len(paths)))[::-1]
     vals = [fr.num(p.get("sqnr_db")) for p in paths]
     fin = [x for x in vals if x == x] or [0.0, 1.0]
-    lo, hi = min(fin), max(fin)
-    left = max(0.0, lo - max(3.0, 0.6 * (hi - lo)))
+    hi = max(max(fin), 0.0)
+    left = min(0.0, min(fin))  # bars from 0 dB: their lengths compare
     worst = v.get("worst_path")
     for y, p, val in zip(ys, paths, vals):
         w = p["path"] == worst
@@ -142,15 +143,20 @@ def main():
     fig_h = min(14, 3.0 + 0.32 * rows)
     fig, (ax, ar) = plt.subplots(1, 2, figsize=(min(16, 11 + name_w), fig_h),
                                  gridspec_kw={"width_ratios": [1, 1.25]})
-    # left: pooled SQNR per config, the winner marked
-    ys = list(range(len(configs)))[::-1]
-    vals = [fr.num(c.get("sqnr_db")) for c in configs]
+    # left: pooled SQNR per config from 0 dB, the winner marked; identical configs one bar
+    groups = fr.identical_groups({i: [fr.num(c.get(k)) for k in ("sqnr_db", "alpha",
+                                                                  "bucket_ratio_15")]
+                                  for i, c in enumerate(configs)})
+    ys = list(range(len(groups)))[::-1]
+    vals = [fr.num(configs[g[0]].get("sqnr_db")) for g in groups]
     fin = [x for x in vals if x == x]
-    lo = min(fin) if fin else 0.0
-    hi = max(fin) if fin else 1.0
-    left = max(0.0, lo - max(3.0, 0.6 * (hi - lo)))
-    for y, c, val in zip(ys, configs, vals):
-        is_win = bool(win) and same_cfg(c, win)
+    hi = max(fin + [1.0])
+    left = min(fin + [0.0])  # bars from 0 dB (or below, for a negative SQNR)
+    ylabels = []
+    for y, g, val in zip(ys, groups, vals):
+        gc = [configs[i] for i in g]
+        c = gc[0]
+        is_win = bool(win) and any(same_cfg(x, win) for x in gc)
         col = fr.color(c["format"])
         ax.barh(y, (val - left) if val == val else 0, left=left, height=0.7, color=col,
                 alpha=0.55 if c.get("rht") else 1.0, hatch="//" if c.get("rht") else None,
@@ -159,13 +165,15 @@ def main():
             f"   α {fr.num(c.get('alpha')):.4f}   B15 {fr.num(c.get('bucket_ratio_15')):.3f}"
         ax.text(max(val, left) if val == val else left, y, "  " + txt, va="center",
                 fontsize=8, fontweight="bold" if is_win else None)
+        same_fmt = len(gc) > 1 and all(cfg_label(dict(x, format="")) ==
+                                       cfg_label(dict(c, format="")) for x in gc)
+        name = (cfg_label(dict(c, format=" = ".join(x["format"] for x in gc))) if same_fmt
+                else " = ".join(cfg_label(x) for x in gc))
+        ylabels.append(name + (" ★" if is_win else ""))
     ax.set_yticks(ys)
-    same = [x for x in (win.get("same_values") or [])]
-    ax.set_yticklabels([cfg_label(c) + (" ★" if win and same_cfg(c, win) else
-                                        " (= ★)" if any(same_cfg(c, x) for x in same) else "")
-                        for c in configs], fontsize=9)
+    ax.set_yticklabels(ylabels, fontsize=9)
     ax.set_xlim(left, hi + 0.75 * (hi - left))  # room for the text right of the bars
-    ax.set_xlabel("pooled SQNR over the selection (dB)")
+    ax.set_xlabel("pooled SQNR over the selection (dB), bars from 0")
     ax.grid(True, axis="x", alpha=0.3)
     ntens = max((c.get("tensors") or 0) for c in configs)
     head = f"Pooled over {ntens} tensor{'s' if ntens != 1 else ''}"

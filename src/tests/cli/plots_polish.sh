@@ -2,7 +2,7 @@
 # plots_polish.sh — plot_gemm.py draws several gemm reports (one per recipe) side by side;
 # plot_depth.py orders embeddings first and head/final norm last; past 30 tensors plot_sqnr.py
 # and plot_depth.py stay at most 16 in wide (labels thinned, not shrunk, past what fits); where e1m2 and int4 coincide the legend says
-# "e1m2 = int4"; plot_rht.py's x label says "by depth" only for /blocks/N/ names.
+# "e1m2 = int4"; plot_rht.py's x label says "model order" only for /blocks/N/ names.
 . src/tests/cli/lib/plots.sh
 plots_svg_text # SVG text stays text, so it can be grepped
 "$FP4DIAG" gemm "$F" /qkv -q >"$T/ufp4.json" || fail "gemm ufp4"
