@@ -23,6 +23,7 @@ struct val {
     char *s;          /* V_STR (owned, NUL-terminated; len below); V_GLOBAL: the class name
                          (owned); V_STORAGE: the key (owned) */
     size_t len;
+    bool bad_utf8;    /* V_STR: not valid UTF-8 (Python writes a lone surrogate so) */
     val **items;      /* V_TUPLE, V_LIST: n items; V_DICT: n keys then... see vals */
     val **vals;       /* V_DICT: values (n of them) */
     int n, cap;
@@ -364,8 +365,8 @@ static fp4_status persid(pkl *p)
     int64_t numel;
     if (cls->kind != V_GLOBAL || cls->g != G_STORAGE)
         return bad(p, "persistent id whose storage class is not torch.*Storage");
-    if (key->kind != V_STR || !key->len || loc->kind != V_STR || !as_int(pid->items[4], &numel) ||
-        numel < 0)
+    if (key->kind != V_STR || !key->len || loc->kind != V_STR || loc->bad_utf8 ||
+        !as_int(pid->items[4], &numel) || numel < 0)
         return bad(p, "persistent id with a bad key, location or element count");
     for (size_t i = 0; i < key->len; i++) /* the key names a zip member: no path tricks */
         if (!is_ident(key->s + i, 1) && key->s[i] != '.' && key->s[i] != '-')
@@ -411,6 +412,7 @@ static fp4_status str_value(pkl *p, size_t len)
     memcpy(v->s, p->b + p->pos, len);
     v->s[len] = 0;
     v->len = len;
+    v->bad_utf8 = !fp4_utf8_valid(p->b + p->pos, len); /* a dict key's problem; refused elsewhere */
     p->pos += len;
     return push(p, v);
 }
@@ -541,7 +543,6 @@ static fp4_status run(pkl *p, val **result)
             uint64_t len = rd_le(p->b + p->pos, k);
             p->pos += (size_t)k;
             if (len > p->n - p->pos) return bad(p, "string past the end");
-            if (!fp4_utf8_valid(p->b + p->pos, (size_t)len)) return bad(p, "string not valid UTF-8");
             st = str_value(p, (size_t)len);
             break;
         }
@@ -578,6 +579,7 @@ static fp4_status run(pkl *p, val **result)
             val *name = pop(p), *mod = pop(p);
             if (!name || !mod || name->kind != V_STR || mod->kind != V_STR)
                 return bad(p, "STACK_GLOBAL without two strings");
+            if (name->bad_utf8 || mod->bad_utf8) return bad(p, "STACK_GLOBAL name not valid UTF-8");
             st = global(p, mod->s, mod->len, name->s, name->len);
             break;
         }
@@ -644,44 +646,163 @@ static char *join_name(const char *prefix, const char *key, size_t klen)
     return r;
 }
 
+/* An entry that names what cannot be read (a key that names no tensor, nesting too deep):
+ * no storage, `problem` says why. */
+static fp4_status out_problem(pkl *p, const char *name, const char *why)
+{
+    if (p->nout == p->capout) {
+        int nc = p->capout ? p->capout * 2 : 16;
+        fp4_pkl_tensor *a = realloc(p->out, (size_t)nc * sizeof *a);
+        if (!a) return oom();
+        p->out = a;
+        p->capout = nc;
+    }
+    fp4_pkl_tensor *t = &p->out[p->nout];
+    memset(t, 0, sizeof *t);
+    t->name = strdup(name);
+    t->storage_key = strdup("");
+    if (!t->name || !t->storage_key) {
+        free(t->name);
+        free(t->storage_key);
+        return oom();
+    }
+    snprintf(t->problem, sizeof t->problem, "%s", why);
+    p->nout++;
+    return FP4_OK;
+}
+
+static fp4_status too_many(const pkl *p)
+{
+    return fp4_error(FP4_ERR_INPUT, "%s: pickle: shared objects would list more entries than "
+                     "the pickle has bytes", p->file);
+}
+
+/* Whether v is a tensor or holds one (dicts, lists, tuples), looking `depth` levels down at
+ * most; deeper, it may: true. Each entry looked at spends budget. */
+static fp4_status holds_tensor(pkl *p, const val *v, int depth, bool *yes)
+{
+    *yes = v->kind == V_TENSOR;
+    if (*yes || (v->kind != V_DICT && v->kind != V_LIST && v->kind != V_TUPLE)) return FP4_OK;
+    if (depth <= 0) {
+        *yes = true;
+        return FP4_OK;
+    }
+    for (int i = 0; i < v->n && !*yes; i++) {
+        if (p->budget == 0) return too_many(p);
+        p->budget--;
+        FP4_TRY(holds_tensor(p, v->kind == V_DICT ? v->vals[i] : v->items[i], depth - 1, yes));
+    }
+    return FP4_OK;
+}
+
+static const char *kind_name(vkind k)
+{
+    switch (k) {
+    case V_NONE: return "None";
+    case V_BOOL: return "a bool";
+    case V_FLOAT: return "a float";
+    case V_TUPLE: return "a tuple";
+    case V_LIST: return "a list";
+    case V_DICT: return "a dict";
+    case V_TENSOR: return "a tensor";
+    default: return "not a string or an integer";
+    }
+}
+
+/* Entry i of dict d: its key's name part into num/key/klen, or why it names no tensor (the
+ * name then shows it safely: escaped, or "[key I: KIND]"). *esc (owned) when escaped. */
+static const char *key_part(const val *k, int i, char *num, size_t numsz, const char **key,
+                            size_t *klen, char **esc, char *why, size_t whysz)
+{
+    *esc = NULL;
+    if (k->kind == V_INT) {
+        *klen = (size_t)snprintf(num, numsz, "%lld", (long long)k->i);
+        *key = num;
+        return NULL;
+    }
+    if (k->kind == V_STR && k->len) {
+        bool ctl = k->bad_utf8 || memchr(k->s, 0, k->len) != NULL;
+        for (size_t j = 0; !ctl && j < k->len; j++) {
+            const unsigned char c = (unsigned char)k->s[j];
+            ctl = c < 0x20 || c == 0x7f ||
+                  (c == 0xc2 && j + 1 < k->len && (unsigned char)k->s[j + 1] >= 0x80 &&
+                   (unsigned char)k->s[j + 1] <= 0x9f);
+        }
+        if (!ctl) {
+            *key = k->s;
+            *klen = k->len;
+            return NULL;
+        }
+        /* a NUL would cut the name short: escape from a copy with NULs spelled out */
+        char *tmp = malloc(k->len * 4 + 1);
+        if (tmp) {
+            size_t at = 0;
+            for (size_t j = 0; j < k->len; j++) {
+                if (k->s[j]) tmp[at++] = k->s[j];
+                else {
+                    memcpy(tmp + at, "\\x00", 4);
+                    at += 4;
+                }
+            }
+            tmp[at] = 0;
+            *esc = fp4_text_escape(tmp, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            free(tmp);
+        }
+        *key = *esc ? *esc : "?";
+        *klen = strlen(*key);
+        snprintf(why, whysz, "its dict key holds %s (shown as \\xNN): not read",
+                 k->bad_utf8 ? "bytes that are not valid UTF-8" : "control characters");
+        return why;
+    }
+    *klen = (size_t)snprintf(num, numsz, "[key %d: %s]", i,
+                             k->kind == V_STR ? "empty" : kind_name(k->kind));
+    *key = num;
+    snprintf(why, whysz, "its dict key is %s, not a tensor name (a non-empty string or an "
+             "integer): not read", k->kind == V_STR ? "an empty string" : kind_name(k->kind));
+    return why;
+}
+
+/* Collect the tensors under v named prefix. What cannot be named (an odd key, nesting deeper
+ * than 32) is an entry with a problem, once per key, when a tensor lies under it. */
 static fp4_status walk(pkl *p, const val *v, const char *prefix, int depth)
 {
     if (v->kind == V_TENSOR) return out_add(p, prefix, v);
     if (v->kind != V_DICT && v->kind != V_LIST && v->kind != V_TUPLE) return FP4_OK;
-    if (depth > 32) return fp4_error(FP4_ERR_INPUT, "%s: pickle: dicts nested deeper than 32",
-                                     p->file);
+    if (depth > 32) {
+        bool yes;
+        FP4_TRY(holds_tensor(p, v, 32, &yes));
+        return yes ? out_problem(p, prefix, "dicts nested deeper than 32 levels: not read")
+                   : FP4_OK;
+    }
     for (int i = 0; i < v->n; i++) {
-        if (p->budget == 0)
-            return fp4_error(FP4_ERR_INPUT, "%s: pickle: shared objects would list more entries "
-                             "than the pickle has bytes", p->file);
+        if (p->budget == 0) return too_many(p);
         p->budget--;
         const val *child = v->kind == V_DICT ? v->vals[i] : v->items[i];
         if (child->kind != V_TENSOR && child->kind != V_DICT && child->kind != V_LIST &&
             child->kind != V_TUPLE)
             continue;
-        char num[24];
-        const char *key;
+        char num[64], why[128];
+        const char *key, *problem = NULL;
         size_t klen;
+        char *esc = NULL;
         if (v->kind == V_DICT) {
-            const val *k = v->items[i];
-            if (k->kind == V_STR) {
-                if (memchr(k->s, 0, k->len))
-                    return fp4_error(FP4_ERR_INPUT, "%s: pickle: a key holds a NUL byte", p->file);
-                key = k->s;
-                klen = k->len;
-            } else if (k->kind == V_INT) {
-                klen = (size_t)snprintf(num, sizeof num, "%lld", (long long)k->i);
-                key = num;
-            } else {
-                continue; /* a key of another kind: not a name we can give */
-            }
+            problem = key_part(v->items[i], i, num, sizeof num, &key, &klen, &esc, why,
+                               sizeof why);
         } else {
             klen = (size_t)snprintf(num, sizeof num, "%d", i);
             key = num;
         }
         char *name = join_name(prefix, key, klen);
+        free(esc);
         if (!name) return oom();
-        fp4_status st = walk(p, child, name, depth + 1);
+        fp4_status st = FP4_OK;
+        if (problem) {
+            bool yes;
+            st = holds_tensor(p, child, 32, &yes);
+            if (st == FP4_OK && yes) st = out_problem(p, name, problem);
+        } else {
+            st = walk(p, child, name, depth + 1);
+        }
         free(name);
         if (st != FP4_OK) return st;
     }

@@ -17,8 +17,9 @@
 /* One tensor of the state dict: a view (offset, size, stride, in elements) into a storage. */
 typedef struct fp4_pkl_tensor {
     char *name;              /* the dict keys from the top down joined by '.' (owned, UTF-8, no
-                                NUL): "model.layers.0.mlp.up_proj.weight"; an integer key
-                                (an optimizer's state) in decimal, a list element by its index */
+                                NUL or control character): "model.layers.0.mlp.up_proj.weight";
+                                an integer key (an optimizer's state) in decimal, a list
+                                element by its index */
     char *storage_key;       /* the storage's key: its bytes are the zip member data/KEY (owned) */
     char storage_type[48];   /* the storage class as written: "FloatStorage", "BFloat16Storage" */
     char location[32];       /* where it was saved from: "cpu", "cuda:0" (truncated) */
@@ -42,12 +43,19 @@ typedef struct fp4_pkl_tensor {
  * torch.NAMEStorage (a typed storage class, as the persistent id ('storage', class, key,
  * location, numel) names it) and torch.DTYPE (float32, bfloat16, ...: values only).
  * The result must be a dict; tensors are collected from it and from the dicts and lists in it
- * (other values — numbers, strings, None — are ignored).
+ * (other values — numbers, strings, None — are ignored). A dict key that cannot name a tensor
+ * does not stop the others: where a tensor lies under it, one entry with no storage
+ * (storage_key "", storage_type "") and `problem` set stands for it — a key that is not a
+ * string or an integer or is empty (named "[key I: KIND]", I its position in the dict), a key
+ * holding control characters, a NUL or bytes that are not valid UTF-8 (named with them
+ * escaped as \xNN), dicts nested deeper than 32 (named by the path down to there). A name
+ * given twice (a key set twice, "a.b" beside {"a": {"b": ...}}) is listed twice: the caller
+ * refuses it (SPEC §8).
  * FP4_ERR_INPUT "FILE: <what is wrong>" for: any other opcode ("pickle opcode 0x.. (NAME) at
  * byte N refused"), any other global ("pickle global os.system refused"), a REDUCE or BUILD
  * on anything else, an argument of the wrong kind, a truncated stream, a stack or memo misuse,
- * a key that is not valid UTF-8 or holds a NUL, negative sizes/strides/offsets, nesting deeper
- * than 32 or shared objects that would list more entries than the pickle has bytes.
+ * a global's name or storage location that is not valid UTF-8, negative sizes/strides/offsets
+ * or shared objects that would list more entries than the pickle has bytes.
  * *out (free with fp4_pkl_free) only on FP4_OK; FP4_ERR_INTERNAL when out of memory. Every
  * byte read lies in buf[0..size). */
 fp4_status fp4_pickle_state_dict(const char *file, const uint8_t *buf, size_t size,

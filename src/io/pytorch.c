@@ -29,6 +29,7 @@ typedef struct pt_tensor {
     uint64_t file_offset;
     char part[128];
     char problem[160];
+    bool dropped;          /* a second entry of one name: not listed (pt_refuse_twice) */
 } pt_tensor;
 
 typedef struct pt_file {
@@ -350,6 +351,8 @@ static void pt_resolve(const pt_file *f, fp4_pkl_tensor *p, pt_tensor *o, bool s
     if (sharded) {
         const char *b = strrchr(f->path, '/');
         snprintf(o->part, sizeof o->part, "%.127s", b ? b + 1 : f->path);
+    } else if (!p->storage_key[0]) { /* no storage (pickle.h): the pickle says what is wrong */
+        snprintf(o->part, sizeof o->part, "%.127s", f->zip[f->pkl].name);
     } else {
         snprintf(o->part, sizeof o->part, "%.127s", member);
     }
@@ -456,7 +459,56 @@ static int cmp_entry(const void *a, const void *b)
 {
     const pt_entry *x = a, *y = b;
     int c = strcmp(x->name, y->name);
+    return c ? c : x->f != y->f ? x->f - y->f : x->t - y->t;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* By name and file only: the index's look-up (the tensor's position not known). */
+static int cmp_name_file(const void *a, const void *b)
+{
+    const pt_entry *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
     return c ? c : x->f - y->f;
+}
+
+/* A name listed more than once (a dict key set twice in one pickle, "a.b" beside
+ * {"a": {"b": ...}}, two files holding it) is ambiguous: its first entry becomes an error
+ * naming where it appears, the others leave the list (SPEC §8). by_name is sorted. */
+static void pt_refuse_twice(pt_src *s)
+{
+    int drop = 0;
+    for (int i = 0; i < s->n;) {
+        int j = i + 1;
+        while (j < s->n && strcmp(s->by_name[i].name, s->by_name[j].name) == 0) j++;
+        if (j - i > 1) {
+            const pt_entry *a = &s->by_name[i], *b = &s->by_name[i + 1];
+            pt_tensor *t = &s->tt[a->f][a->t];
+            if (a->f == b->f)
+                snprintf(t->problem, sizeof t->problem, "the name appears %d times in the "
+                         "pickle (a dict key set twice, or keys that join to one name): not read",
+                         j - i);
+            else
+                snprintf(t->problem, sizeof t->problem, "the name appears in %.60s and %.60s: "
+                         "not read", base_name(s->files[a->f].path),
+                         base_name(s->files[b->f].path));
+            t->base = NULL;
+            for (int k = i + 1; k < j; k++) s->tt[s->by_name[k].f][s->by_name[k].t].dropped = true;
+            drop += j - i - 1;
+        }
+        i = j;
+    }
+    if (!drop) return;
+    int n = 0, m = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (!s->tt[s->list[i].f][s->list[i].t].dropped) s->list[n++] = s->list[i];
+        if (!s->tt[s->by_name[i].f][s->by_name[i].t].dropped) s->by_name[m++] = s->by_name[i];
+    }
+    s->n = n;
 }
 
 /* Map files paths[0..n) (named by `index` when sharded) into s->files. */
@@ -527,11 +579,18 @@ static fp4_status pt_open_index(pt_src *s, const char *index)
     qsort(all, (size_t)nall, sizeof *all, cmp_entry);
     for (int i = 0; i < ix.n; i++) {
         pt_entry key = {ix.names[i], ix.shard[i], 0};
-        pt_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_entry);
+        pt_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_name_file);
         if (!hit) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: listed in %s, which does not hold it", index,
                            ix.names[i], s->files[ix.shard[i]].path);
             goto out;
+        }
+        if ((hit > all && cmp_name_file(hit - 1, hit) == 0) ||
+            (hit + 1 < all + nall && cmp_name_file(hit + 1, hit) == 0)) {
+            pt_tensor *t = &s->tt[hit->f][hit->t];
+            snprintf(t->problem, sizeof t->problem, "the name appears more than once in the "
+                     "pickle (a dict key set twice, or keys that join to one name): not read");
+            t->base = NULL;
         }
         s->list[s->n++] = *hit;
     }
@@ -602,13 +661,7 @@ static fp4_status pt_open(const char *file, void **impl)
         } else {
             memcpy(s->by_name, s->list, (size_t)s->n * sizeof *s->by_name);
             qsort(s->by_name, (size_t)s->n, sizeof *s->by_name, cmp_entry);
-            for (int i = 1; i < s->n; i++)
-                if (strcmp(s->by_name[i - 1].name, s->by_name[i].name) == 0) {
-                    st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s appears twice (%s, %s)", file,
-                                   s->by_name[i].name, s->files[s->by_name[i - 1].f].path,
-                                   s->files[s->by_name[i].f].path);
-                    break;
-                }
+            pt_refuse_twice(s);
         }
     }
     if (st != FP4_OK) {
@@ -682,6 +735,8 @@ static fp4_status pt_describe(void *impl, const char *name, fp4_tensor_desc *out
     }
     out->nelems = nel;
     if (t->k) snprintf(out->dtype, sizeof out->dtype, "%s", fp4_raw_name(t->k));
+    else if (!p->storage_type[0]) /* no storage: a key that names no tensor (pickle.h) */
+        snprintf(out->dtype, sizeof out->dtype, "unknown");
     else snprintf(out->dtype, sizeof out->dtype, "%s",
                   strcmp(p->storage_type, "BoolStorage") == 0 ? "bool" : p->storage_type);
     snprintf(out->byte_order, sizeof out->byte_order, "%s",

@@ -307,11 +307,120 @@ static void test_bad_tensors(void **state)
     }
 }
 
+/* Odd dict keys (issue 26): each key that cannot name a tensor is one entry with a problem
+ * and no storage, the good tensors beside it listed as usual; a key set twice is listed twice
+ * (the source refuses the name); nothing aborts the file. */
+static void bin_str(pb *p, const void *s, uint32_t l) /* BINUNICODE of raw bytes */
+{
+    uint8_t h[5] = {'X', (uint8_t)l, (uint8_t)(l >> 8), (uint8_t)(l >> 16), (uint8_t)(l >> 24)};
+    put(p, h, 5);
+    put(p, s, l);
+}
+
+static void one_tensor(pb *p, const char *key)
+{
+    tensor(p, "FloatStorage", key, 4, 0, 1, (int[]){4}, (int[]){1});
+}
+
+static void test_odd_keys(void **state)
+{
+    (void)state;
+    pb p = {.n = 0};
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, '}');
+    op(&p, '(');
+    str(&p, "good");          /* 0: fine */
+    one_tensor(&p, "0");
+    op(&p, 'G');              /* 1: a float key */
+    put(&p, "\x3f\xf8\0\0\0\0\0\0", 8);
+    one_tensor(&p, "1");
+    op(&p, 'N');              /* 2: None */
+    one_tensor(&p, "2");
+    int1(&p, 7);              /* 3: a tuple key over a dict holding a tensor */
+    op(&p, 0x85);
+    op(&p, '}');
+    str(&p, "in");
+    one_tensor(&p, "3");
+    op(&p, 's');
+    bin_str(&p, "a\0b", 3);   /* 4: a NUL */
+    one_tensor(&p, "4");
+    str(&p, "esc\x1b[2J");    /* 5: a terminal escape */
+    one_tensor(&p, "5");
+    bin_str(&p, "c\xc2\x85", 3); /* 6: a C1 control (U+0085) */
+    one_tensor(&p, "6");
+    bin_str(&p, "s\xed\xa0\x80", 4); /* 7: a lone surrogate (not UTF-8) */
+    one_tensor(&p, "7");
+    str(&p, "");              /* 8: empty */
+    one_tensor(&p, "8");
+    str(&p, "good");          /* 9: set twice */
+    one_tensor(&p, "9");
+    op(&p, 0x88);             /* 10: a bool key over a number: nothing lost, nothing listed */
+    int1(&p, 3);
+    op(&p, 'N');              /* 11: None over a dict without tensors: nothing listed */
+    op(&p, '}');
+    op(&p, 'u');
+    op(&p, '.');
+    fp4_pkl_tensor *t = NULL;
+    int n = 0;
+    assert_int_equal(fp4_pickle_state_dict("x.pt", p.b, p.n, &t, &n), FP4_OK);
+    const struct { const char *name, *problem; } want[] = {
+        {"good", ""},
+        {"[key 1: a float]", "its dict key is a float, not a tensor name"},
+        {"[key 2: None]", "its dict key is None, not a tensor name"},
+        {"[key 3: a tuple]", "its dict key is a tuple"},
+        {"a\\x00b", "its dict key holds control characters (shown as \\xNN): not read"},
+        {"esc\\x1B[2J", "control characters"},
+        {"c\\xC2\\x85", "control characters"},
+        {"s\\xED\\xA0\\x80", "bytes that are not valid UTF-8"},
+        {"[key 8: empty]", "its dict key is an empty string"},
+        {"good", ""},
+    };
+    assert_int_equal(n, 10);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(t[i].name, want[i].name) != 0 || !strstr(t[i].problem, want[i].problem))
+            fail_msg("entry %d: '%s' '%s', wanted '%s' '%s'", i, t[i].name, t[i].problem,
+                     want[i].name, want[i].problem);
+        if (i == 0 || i == 9) {
+            assert_string_equal(t[i].storage_type, "FloatStorage");
+        } else {
+            assert_string_equal(t[i].storage_key, "");
+            assert_string_equal(t[i].storage_type, "");
+        }
+    }
+    fp4_pkl_free(t, n);
+
+    /* dicts nested 40 deep: one entry for the part below 32, the tensor beside it kept */
+    p.n = 0;
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, '}');
+    str(&p, "top");
+    one_tensor(&p, "0");
+    op(&p, 's');
+    str(&p, "d");
+    for (int i = 0; i < 40; i++) {
+        op(&p, '}');
+        str(&p, "d");
+    }
+    one_tensor(&p, "1");
+    for (int i = 0; i < 41; i++) op(&p, 's');
+    op(&p, '.');
+    assert_int_equal(fp4_pickle_state_dict("x.pt", p.b, p.n, &t, &n), FP4_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(t[0].name, "top");
+    assert_string_equal(t[0].problem, "");
+    assert_non_null(strstr(t[1].problem, "nested deeper than 32"));
+    assert_int_equal(strlen(t[1].name), 33 * 2 - 1); /* "d.d. ... d": 33 keys */
+    fp4_pkl_free(t, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state_dict), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_bad_tensors),
+        cmocka_unit_test(test_odd_keys),
     };
     return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);
 }
