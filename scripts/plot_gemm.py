@@ -3,7 +3,8 @@
 bars per layer and path, from one or more `gemm` reports (one per recipe, drawn side by side),
 e.g. `scripts/plot_gemm.py ufp4.json e2m1.json --out g.png`. The measured gain η of each path
 is written inside the top of its bar. Two reports of the same recipe are told apart by their
-file names and hatching."""
+file names and hatching. Layers go in model order; long (Hugging Face) names are elided in the
+middle and turned."""
 import os
 import sys
 
@@ -40,8 +41,7 @@ def main():
                 if g not in groups:
                     groups.append(g)
     recipes = series
-    groups.sort(key=lambda g: (fr.block_index(g[0]) or 0, g[0],
-                               PATHS.index(g[1]) if g[1] in PATHS else 9))
+    groups.sort(key=lambda g: (fr.model_key(g[0]), PATHS.index(g[1]) if g[1] in PATHS else 9))
     val = {(l["name"], p["path"], (i, l["recipe"])): p
            for i, doc in enumerate(docs) for l in doc["layers"] for p in l["paths"]}
     plt = fr.pyplot()
@@ -76,9 +76,13 @@ def main():
                         color="white" if inside and not seen else "black",
                         bbox=dict(boxstyle="square,pad=0.1", fc="white", ec="none",
                                   alpha=0.8) if seen and inside else None)
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels([(f"{g[0]}\n" if multi_layer else "") + g[1].upper() for g in groups],
-                       fontsize=8)
+    layers = list(dict.fromkeys(g[0] for g in groups))
+    short = dict(zip(layers, fr.tick_labels(layers)))  # HF names elided, kept distinct
+    labels = [(f"{short[g[0]]} " if multi_layer else "") + g[1].upper() for g in groups]
+    _, font, rot, step = fr.tick_layout(len(groups), per=0.42 * len(recipes) + 0.3)
+    if multi_layer and max(len(x) for x in labels) > 10:
+        rot = max(rot, 45)  # long names side by side overlap: turn them
+    fr.label_ticks(ax, labels, font, rot, step)
     ax.set_ylabel("GEMM output SQNR (dB)")
     ax.set_xlabel("layer / path")
     ax.grid(True, axis="y", alpha=0.3)
