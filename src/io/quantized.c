@@ -258,6 +258,49 @@ static void set_layout(fp4_qtensor *q)
              g);
 }
 
+/* The other scale tensors of module <m> (SPEC §10): every <m>.LEAF not a member of q whose
+ * leaf names a scale. Recognised and left alone (they scale activations or the KV cache, not
+ * the weight): k_scale, v_scale, output_scale (ModelOpt and compressed-tensors' KV-cache
+ * scales), input_scale / input_global_scale. Refused by name, a problem of q: pre_quant_scale
+ * (AWQ / SmoothQuant: the codes quantize the weight times it), the other producer's weight
+ * scales (weight_scale_2 beside weight_packed, weight_global_scale beside ModelOpt's weight),
+ * and any other leaf with "scale" in it (weight_scale_3, smooth_scale, ...). */
+static void check_scale_names(const scan_ctx *c, fp4_qtensor *q, const char *module)
+{
+    static const char *const benign[] = {"k_scale", "v_scale", "output_scale", "input_scale",
+                                         "input_global_scale"};
+    const size_t ml = strlen(module);
+    int lo = 0, hi = c->n; /* the first name >= "<m>." */
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        const int k = strncmp(c->sorted[mid].name, module, ml);
+        if (k < 0 || (k == 0 && c->sorted[mid].name[ml] < '.')) lo = mid + 1;
+        else hi = mid;
+    }
+    for (int i = lo; i < c->n; i++) {
+        const char *nm = c->sorted[i].name;
+        if (strncmp(nm, module, ml) != 0 || nm[ml] != '.') break;
+        const char *leaf = nm + ml + 1;
+        if (c->used[c->sorted[i].i] || strchr(leaf, '.')) continue;
+        if (!strstr(leaf, "scale")) continue;
+        bool ok = false;
+        for (size_t b = 0; !ok && b < sizeof benign / sizeof *benign; b++)
+            ok = strcmp(leaf, benign[b]) == 0;
+        if (ok) continue;
+        if (strcmp(leaf, "pre_quant_scale") == 0)
+            problem(q, "%s: the codes quantize the weight times this per-input scale (AWQ / "
+                       "SmoothQuant), which fp4diag does not divide out", nm);
+        else if (strcmp(leaf, "weight_scale_2") == 0 || strcmp(leaf, "weight_global_scale") == 0)
+            problem(q, "%s: a per-tensor scale as %s names it, beside %s tensors", nm,
+                    leaf[7] == 's' ? "modelopt" : "compressed-tensors",
+                    fp4_qproducer_name(q->producer));
+        else
+            problem(q, "%s: a scale no producer fp4diag reads writes beside %s (not applied)",
+                    nm, q->packed);
+        return;
+    }
+}
+
 /* ModelOpt (<m>.weight) and compressed-tensors (<m>.weight_packed) groups. */
 static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_tensor_desc *p,
                                fp4_qproducer prod, const char *module)
@@ -305,6 +348,7 @@ static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_te
             return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
     check_packed(q, p, s);
+    check_scale_names(c, q, module);
     if (!s)
         problem(q, "%s missing (the block scales of %s)", short_role(nm[0]), p->name);
     else if (!is_dtype(s, "f8_e4m3") && !is_e8m0(s))
