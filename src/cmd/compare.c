@@ -3,6 +3,7 @@
  * regression; the matching itself is report/compare.c. */
 #include <getopt.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,8 @@ const char fp4_usage_compare[] =
     "\n"
     "options:\n"
     "  --max-sqnr-drop DB      largest allowed SQNR drop, BASE - NEW, in dB (default 0.05)\n"
-    "  --max-alpha-change X    largest allowed |alpha_NEW - alpha_BASE| (gemm: eta)\n"
-    "                          (default 0.001)\n"
+    "  --max-alpha-change X    largest allowed move of alpha (gemm: eta) away from 1,\n"
+    "                          |1 - alpha_NEW| - |1 - alpha_BASE| (default 0.001)\n"
     "  --max-bucket-drop X     largest allowed drop of bucket_ratio_15 or bucket_ratio_8\n"
     "                          (default 0.01)\n"
     "  --ignore-key F[,F]      leave key fields out of the match, to put two settings side\n"
@@ -43,10 +44,15 @@ const char fp4_usage_compare[] =
     "                          always printed unless -q)\n"
     "  -h, --help              this text\n"
     "\n"
-    "A regression is: an SQNR drop, a bucket-ratio drop or an alpha change beyond its\n"
-    "threshold (a difference equal to a threshold passes; rises never fail); an sqnr_status\n"
+    "A regression is: an SQNR drop, a bucket-ratio drop or a move of alpha away from 1\n"
+    "beyond its threshold (a difference equal to a threshold passes); an sqnr_status\n"
     "change (ok/zero_signal/exact, i.e. a null SQNR on one side only), except to 'exact';\n"
     "a result in BASE that NEW lacks. Results only in NEW are listed as 'added' and pass.\n"
+    "The same amounts the other way (SQNR or a bucket ratio up, alpha closer to 1) are\n"
+    "'improved'. A last line says which report is better overall and by how much: the mean\n"
+    "SQNR difference of the pooled summary results (else of all results), with how many\n"
+    "results rose or fell and moved alpha closer to or away from 1; e.g. two recipes,\n"
+    "  fp4diag compare --ignore-key scale,block nvfp4.json mxfp4.json\n"
     "Config fields that differ between the reports (key fields such as formats, scale and\n"
     "recipe as well as axis, seed, mx_rule, ...) are each named in one note on stderr.\n"
     "\n"
@@ -57,7 +63,7 @@ const char fp4_usage_compare[] =
     "example:\n"
     "  fp4diag sqnr ckpt.h5 -o new.json && fp4diag compare golden.json new.json\n";
 
-static const char *const state_name[] = {"same", "changed", "REGRESSED", "added"};
+static const char *const state_name[] = {"same", "changed", "REGRESSED", "added", "improved"};
 
 static fp4_status parse_threshold(const char *opt, const char *arg, double *v)
 {
@@ -123,8 +129,8 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
         ADD("SQNR %.4f -> %.4f dB (drop %.4f > %g dB)", r->sqnr[0], r->sqnr[1],
             r->sqnr[0] - r->sqnr[1], o->max_sqnr_drop_db);
     if (r->fails & FP4_CMP_FAIL_ALPHA)
-        ADD("alpha %.6f -> %.6f (change %+.6f, |.| > %g)", r->alpha[0], r->alpha[1],
-            r->alpha[1] - r->alpha[0], o->max_alpha_change);
+        ADD("alpha %.6f -> %.6f (%.6f farther from 1 > %g)", r->alpha[0], r->alpha[1],
+            fabs(1.0 - r->alpha[1]) - fabs(1.0 - r->alpha[0]), o->max_alpha_change);
     if (r->fails & FP4_CMP_FAIL_B15)
         ADD("B15 %.4f -> %.4f (drop %.4f > %g)", r->b15[0], r->b15[1], r->b15[0] - r->b15[1],
             o->max_bucket_drop);
@@ -132,6 +138,33 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
         ADD("B8 %.4f -> %.4f (drop %.4f > %g)", r->b8[0], r->b8[1], r->b8[0] - r->b8[1],
             o->max_bucket_drop);
 #undef ADD
+}
+
+/* "overall: NEW is better than BASE by +2.31 dB (pooled SQNR); 40 of 42 results higher, 0
+ * lower (mean +2.1, min +0.5, max +7.0 dB); alpha closer to 1 in 38, farther in 0". False when
+ * there is nothing to judge (no result with an SQNR on both sides). */
+static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
+{
+    if (!res->npaired && !res->npooled) return false;
+    const bool pooled = res->npooled > 0;
+    const double d = pooled ? res->dsqnr_pooled : res->dsqnr_mean;
+    int k;
+    if (res->better > 0)
+        k = snprintf(buf, n, "overall: NEW is better than BASE by %+.2f dB (%s SQNR)", d,
+                     pooled ? "pooled" : "mean");
+    else if (res->better < 0)
+        k = snprintf(buf, n, "overall: BASE is better than NEW by %+.2f dB (%s SQNR)", -d,
+                     pooled ? "pooled" : "mean");
+    else
+        k = snprintf(buf, n, "overall: neither is better (%s SQNR differs by %+.2f dB)",
+                     pooled ? "pooled" : "mean", d);
+    if (k < 0 || (size_t)k >= n || !res->npaired) return k >= 0;
+    snprintf(buf + k, n - (size_t)k,
+             "; %zu of %zu results higher, %zu lower (mean %+.2f, min %+.2f, max %+.2f dB); "
+             "alpha closer to 1 in %zu, farther in %zu",
+             res->nup, res->npaired, res->ndown, res->dsqnr_mean, res->dsqnr_min,
+             res->dsqnr_max, res->ncloser, res->nfarther);
+    return true;
 }
 
 static void print_table(const fp4_compare_result *res, int all)
@@ -171,10 +204,12 @@ static void print_table(const fp4_compare_result *res, int all)
                    why);
         }
     }
-    printf("%s reports: %zu results: %zu same, %zu changed, %zu regressed (%zu missing from "
-           "NEW), %zu added\n",
-           res->command, res->nrows, res->nsame, res->nchanged, res->nregressed, res->nmissing,
-           res->nadded);
+    printf("%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
+           "missing from NEW), %zu added\n",
+           res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
+           res->nmissing, res->nadded);
+    char line[512];
+    if (overall_line(res, line, sizeof line)) printf("%s\n", line);
 }
 
 static cJSON *num_or_null(double v) { return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
@@ -209,6 +244,27 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
     cJSON_AddNumberToObject(cnt, "regressed", (double)res->nregressed);
     cJSON_AddNumberToObject(cnt, "missing", (double)res->nmissing);
     cJSON_AddNumberToObject(cnt, "added", (double)res->nadded);
+    cJSON_AddNumberToObject(cnt, "improved", (double)res->nimproved);
+    if (res->npaired || res->npooled) {
+        cJSON *ov = cJSON_AddObjectToObject(doc, "overall");
+        cJSON_AddStringToObject(ov, "better", res->better > 0   ? "new"
+                                              : res->better < 0 ? "base"
+                                                                : "neither");
+        cJSON_AddItemToObject(ov, "pooled_delta_sqnr_db",
+                              num_or_null(res->npooled ? res->dsqnr_pooled : NAN));
+        cJSON_AddNumberToObject(ov, "pooled_results", (double)res->npooled);
+        cJSON_AddNumberToObject(ov, "results", (double)res->npaired);
+        cJSON_AddItemToObject(ov, "mean_delta_sqnr_db",
+                              num_or_null(res->npaired ? res->dsqnr_mean : NAN));
+        cJSON_AddItemToObject(ov, "min_delta_sqnr_db",
+                              num_or_null(res->npaired ? res->dsqnr_min : NAN));
+        cJSON_AddItemToObject(ov, "max_delta_sqnr_db",
+                              num_or_null(res->npaired ? res->dsqnr_max : NAN));
+        cJSON_AddNumberToObject(ov, "higher", (double)res->nup);
+        cJSON_AddNumberToObject(ov, "lower", (double)res->ndown);
+        cJSON_AddNumberToObject(ov, "alpha_closer", (double)res->ncloser);
+        cJSON_AddNumberToObject(ov, "alpha_farther", (double)res->nfarther);
+    }
     if (res->config_diff[0]) cJSON_AddStringToObject(doc, "config_diff", res->config_diff);
     cJSON *rows = cJSON_AddArrayToObject(doc, "rows");
     int gemm = !strcmp(res->command, "gemm");

@@ -491,7 +491,7 @@ static void row_judge(fp4_compare_row *r, const fp4_compare_opts *o)
         r->sqnr[0] - r->sqnr[1] > o->max_sqnr_drop_db + CMP_EPS)
         r->fails |= FP4_CMP_FAIL_SQNR;
     if (!isnan(r->alpha[0]) && !isnan(r->alpha[1]) &&
-        fabs(r->alpha[1] - r->alpha[0]) > o->max_alpha_change + CMP_EPS)
+        fabs(1.0 - r->alpha[1]) - fabs(1.0 - r->alpha[0]) > o->max_alpha_change + CMP_EPS)
         r->fails |= FP4_CMP_FAIL_ALPHA;
     if (!isnan(r->b15[0]) && !isnan(r->b15[1]) &&
         r->b15[0] - r->b15[1] > o->max_bucket_drop + CMP_EPS)
@@ -503,7 +503,52 @@ static void row_judge(fp4_compare_row *r, const fp4_compare_opts *o)
     int differs = strcmp(r->status[0], r->status[1]) != 0 || num_differs(r->sqnr[0], r->sqnr[1]) ||
                   num_differs(r->alpha[0], r->alpha[1]) || num_differs(r->b15[0], r->b15[1]) ||
                   num_differs(r->b8[0], r->b8[1]);
-    r->state = r->fails ? FP4_CMP_REGRESSED : differs ? FP4_CMP_CHANGED : FP4_CMP_SAME;
+    /* The same amounts the other way: an improvement (alpha: closer to 1). */
+    const bool better =
+        (!isnan(r->sqnr[0]) && !isnan(r->sqnr[1]) &&
+         r->sqnr[1] - r->sqnr[0] > o->max_sqnr_drop_db + CMP_EPS) ||
+        (!isnan(r->alpha[0]) && !isnan(r->alpha[1]) &&
+         fabs(1.0 - r->alpha[0]) - fabs(1.0 - r->alpha[1]) > o->max_alpha_change + CMP_EPS) ||
+        (!isnan(r->b15[0]) && !isnan(r->b15[1]) &&
+         r->b15[1] - r->b15[0] > o->max_bucket_drop + CMP_EPS) ||
+        (!isnan(r->b8[0]) && !isnan(r->b8[1]) && r->b8[1] - r->b8[0] > o->max_bucket_drop + CMP_EPS);
+    r->state = r->fails  ? FP4_CMP_REGRESSED
+               : better  ? FP4_CMP_IMPROVED
+               : differs ? FP4_CMP_CHANGED
+                         : FP4_CMP_SAME;
+}
+
+/* The overall judgement of fp4_compare_result (better, the mean SQNR differences, ...). */
+static void overall(fp4_compare_result *out, const fp4_compare_opts *o)
+{
+    double sum = 0, psum = 0;
+    out->dsqnr_mean = out->dsqnr_min = out->dsqnr_max = out->dsqnr_pooled = NAN;
+    for (size_t i = 0; i < out->nrows; i++) {
+        const fp4_compare_row *r = &out->rows[i];
+        if (r->state == FP4_CMP_ADDED || (r->fails & FP4_CMP_FAIL_MISSING)) continue;
+        if (isnan(r->sqnr[0]) || isnan(r->sqnr[1])) continue;
+        const double d = r->sqnr[1] - r->sqnr[0];
+        if (r->name[0] == '(') {
+            out->npooled++;
+            psum += d;
+            continue;
+        }
+        if (out->npaired == 0 || d < out->dsqnr_min) out->dsqnr_min = d;
+        if (out->npaired == 0 || d > out->dsqnr_max) out->dsqnr_max = d;
+        out->npaired++;
+        sum += d;
+        out->nup += d > o->max_sqnr_drop_db + CMP_EPS;
+        out->ndown += -d > o->max_sqnr_drop_db + CMP_EPS;
+        if (!isnan(r->alpha[0]) && !isnan(r->alpha[1])) {
+            const double c = fabs(1.0 - r->alpha[0]) - fabs(1.0 - r->alpha[1]);
+            out->ncloser += c > o->max_alpha_change + CMP_EPS;
+            out->nfarther += -c > o->max_alpha_change + CMP_EPS;
+        }
+    }
+    if (out->npaired) out->dsqnr_mean = sum / (double)out->npaired;
+    if (out->npooled) out->dsqnr_pooled = psum / (double)out->npooled;
+    const double d = out->npooled ? out->dsqnr_pooled : out->dsqnr_mean;
+    out->better = isnan(d) || fabs(d) <= o->max_sqnr_drop_db + CMP_EPS ? 0 : d > 0 ? 1 : -1;
 }
 
 fp4_status fp4_compare_texts(const char *base_text, const char *base_label, const char *new_text,
@@ -591,7 +636,9 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
         out->nsame += out->rows[i].state == FP4_CMP_SAME;
         out->nchanged += out->rows[i].state == FP4_CMP_CHANGED;
         out->nregressed += out->rows[i].state == FP4_CMP_REGRESSED;
+        out->nimproved += out->rows[i].state == FP4_CMP_IMPROVED;
     }
+    if (!grid) overall(out, opts);
 out:
     for (int s = 0; s < 2; s++) {
         cJSON_Delete(doc[s]);

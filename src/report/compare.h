@@ -14,10 +14,12 @@
  *                              the only legitimate drift SPEC §3 names (operation order near
  *                              E4M3 ties) moves SQNR by up to 0.01 dB, so 0.05 dB is 5x that
  *                              and still far below the effects fp4diag measures (tenths of dB)
- *   max_alpha_change  0.001    |alpha_new - alpha_base| (gemm: |eta_new - eta_base|), both signs:
- *                              a change of shrinkage either way changes the compounded bias
+ *   max_alpha_change  0.001    how much farther from 1 alpha moved, |1 - alpha_new| -
+ *                              |1 - alpha_base| (gemm: eta): alpha = 1 is no shrinkage, and
+ *                              the compounded bias grows with the distance from 1
  *   max_bucket_drop   0.01     B15_base - B15_new and B8_base - B8_new (ratios in [0, 1])
- * An SQNR rise or a bucket-ratio rise is shown but is never a regression. */
+ * The same amounts the other way (an SQNR or bucket-ratio rise, alpha closer to 1) are
+ * improvements: shown, never a regression. */
 typedef struct fp4_compare_opts {
     double max_sqnr_drop_db;
     double max_alpha_change;
@@ -58,7 +60,10 @@ typedef enum fp4_compare_state {
     FP4_CMP_SAME = 0,  /* every compared metric equal */
     FP4_CMP_CHANGED,   /* some metric differs, within the thresholds */
     FP4_CMP_REGRESSED, /* at least one FP4_CMP_FAIL_* bit */
-    FP4_CMP_ADDED      /* in NEW only: shown, never a regression */
+    FP4_CMP_ADDED,     /* in NEW only: shown, never a regression */
+    FP4_CMP_IMPROVED   /* no check failed, and the SQNR rose by more than max_sqnr_drop_db,
+                        * alpha came closer to 1 by more than max_alpha_change, or a bucket
+                        * ratio rose by more than max_bucket_drop */
 } fp4_compare_state;
 
 /* One matched (or unmatched) result. Metrics absent from a report, or null, are NAN; the
@@ -79,7 +84,17 @@ typedef struct fp4_compare_result {
                        * two of sqnr/bias/buckets/rht (same result objects) are compared */
     fp4_compare_row *rows;
     size_t nrows;
-    size_t nsame, nchanged, nregressed, nmissing, nadded;
+    size_t nsame, nchanged, nregressed, nmissing, nadded, nimproved;
+    /* Which report is better overall (both sides present and finite; pooled rows are those
+     * whose name starts with '(': "(summary)", "(pooled)"): over the other rows, npaired of
+     * them, the mean, min and max of SQNR_new - SQNR_base in dB (NAN when none), how many
+     * rose and fell by more than max_sqnr_drop_db, and how many moved alpha (eta) closer to
+     * and farther from 1 by more than max_alpha_change; over the pooled rows, npooled of them,
+     * the mean SQNR difference. better: +1 NEW, -1 BASE, 0 neither (the mean difference, the
+     * pooled one when there are pooled rows, within max_sqnr_drop_db) or nothing to judge. */
+    size_t npaired, nup, ndown, ncloser, nfarther, npooled;
+    double dsqnr_mean, dsqnr_min, dsqnr_max, dsqnr_pooled;
+    int better;
     /* Config fields and the input file differing between the two reports ("input: a.h5 vs
      * b.h5; formats: [...] vs [...]; mx_rule: floor vs rceil"), key fields included (every
      * differing field is named; device, threads, mem_limit are not): a note, not an error. */

@@ -1,5 +1,7 @@
 /* test_compare.c — compare.c: matching by key, each threshold at and beyond its edge, null
- * SQNR and status changes, missing/added results, gemm paths, and the unreadable-report errors. */
+ * SQNR and status changes, missing/added results, gemm paths, and the unreadable-report errors;
+ * the direction (higher SQNR and bucket ratios, alpha closer to 1: improved) and the overall
+ * judgement of which report is better. */
 #include "testutil.h"
 
 #include <math.h>
@@ -77,8 +79,25 @@ static void test_sqnr_drop_threshold(void **state)
     r = run(a, edge, NULL, FP4_OK);
     assert_int_equal(r.nregressed, 0);
     fp4_compare_result_free(&r);
-    r = run(a, rise, NULL, FP4_OK); /* a rise never fails */
+    r = run(a, rise, NULL, FP4_OK); /* a rise never fails: an improvement */
     assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_IMPROVED);
+    assert_int_equal(r.nimproved, 1);
+    /* overall: no pooled rows, so the mean over both results: (+4.5 + 0) / 2, NEW better */
+    assert_int_equal(r.npaired, 2);
+    assert_int_equal(r.npooled, 0);
+    assert_true(fabs(r.dsqnr_mean - 2.25) < 1e-12);
+    assert_true(fabs(r.dsqnr_max - 4.5) < 1e-12 && r.dsqnr_min == 0.0);
+    assert_int_equal(r.nup, 1);
+    assert_int_equal(r.ndown, 0);
+    assert_int_equal(r.better, 1);
+    fp4_compare_result_free(&r);
+    r = run(rise, a, NULL, FP4_OK); /* the other way: BASE better, one lower */
+    assert_int_equal(r.better, -1);
+    assert_int_equal(r.ndown, 1);
+    fp4_compare_result_free(&r);
+    r = run(a, edge, NULL, FP4_OK); /* mean -0.025 dB: within 0.05 dB, neither */
+    assert_int_equal(r.better, 0);
     assert_int_equal(r.rows[0].state, FP4_CMP_CHANGED);
     fp4_compare_result_free(&r);
     free(a), free(drop1), free(edge), free(rise);
@@ -88,19 +107,34 @@ static void test_alpha_and_buckets(void **state)
 {
     (void)state;
     char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
-    char *up = mk("sqnr", "20.5", "ok", 0.995, 0.8, "21.0");   /* +0.005: both signs count */
+    char *up = mk("sqnr", "20.5", "ok", 0.995, 0.8, "21.0");   /* 0.005 closer to 1 */
+    char *over = mk("sqnr", "20.5", "ok", 1.005, 0.8, "21.0"); /* as far from 1 as 0.995 */
     char *b15 = mk("sqnr", "20.5", "ok", 0.99, 0.75, "21.0");  /* B15 drop 0.05 */
     char *b15up = mk("sqnr", "20.5", "ok", 0.99, 0.95, "21.0");
+    /* alpha closer to 1 is an improvement, never a regression */
     fp4_compare_result r = run(a, up, NULL, FP4_OK);
-    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_ALPHA);
+    assert_int_equal(r.rows[0].fails, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_IMPROVED);
+    assert_int_equal(r.ncloser, 1);
     fp4_compare_result_free(&r);
+    /* away from 1 by 0.005 > 0.001: a regression */
     r = run(up, a, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_ALPHA);
+    assert_int_equal(r.nfarther, 1);
+    fp4_compare_result_free(&r);
+    /* past 1 by as much as below it: the same distance, neither better nor worse */
+    r = run(up, over, NULL, FP4_OK);
+    assert_int_equal(r.rows[0].fails, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_CHANGED);
+    fp4_compare_result_free(&r);
+    r = run(over, a, NULL, FP4_OK);
     assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_ALPHA);
     fp4_compare_result_free(&r);
     fp4_compare_opts o = fp4_compare_opts_default();
     o.max_alpha_change = 0.01;
-    r = run(a, up, &o, FP4_OK);
+    r = run(up, a, &o, FP4_OK);
     assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_CHANGED);
     fp4_compare_result_free(&r);
     r = run(a, b15, NULL, FP4_OK);
     assert_int_equal(r.rows[0].fails, FP4_CMP_FAIL_B15);
@@ -112,8 +146,9 @@ static void test_alpha_and_buckets(void **state)
     fp4_compare_result_free(&r);
     r = run(a, b15up, NULL, FP4_OK);
     assert_int_equal(r.nregressed, 0);
+    assert_int_equal(r.rows[0].state, FP4_CMP_IMPROVED);
     fp4_compare_result_free(&r);
-    free(a), free(up), free(b15), free(b15up);
+    free(a), free(up), free(over), free(b15), free(b15up);
 }
 
 static void test_null_sqnr_status(void **state)

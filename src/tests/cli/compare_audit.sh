@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$FP4DIAG" audit "$P/source" "$P/ct_mxfp4" -q -o "$tmp/mx.json" || fail "audit mxfp4"
 
 "$FP4DIAG" compare "$tmp/nv.json" "$tmp/nv.json" >"$tmp/out" 2>"$tmp/err" || fail "self: exit $?"
-grep -q '^audit reports: 16 results: 16 same, 0 changed, 0 regressed' "$tmp/out" || { cat "$tmp/out"; fail "self"; }
+grep -q '^audit reports: 16 results: 16 same, 0 changed, 0 improved, 0 regressed' "$tmp/out" || { cat "$tmp/out"; fail "self"; }
 
 # one tensor's export 0.1 dB worse, another tensor gone
 python3 - "$tmp/nv.json" "$tmp/worse.json" <<'PY' || fail "edit"
@@ -46,7 +46,7 @@ assert ("model.layers.0.self_attn.k_proj.weight", "requant") not in rows
 assert c["counts"]["missing"] == 2 and c["counts"]["regressed"] == 3, c["counts"]
 PY
 "$FP4DIAG" compare "$tmp/nv.json" "$tmp/worse.json" >"$tmp/out" 2>/dev/null
-grep -q '^audit reports: 16 results: 13 same, 0 changed, 3 regressed (2 missing from NEW)' "$tmp/out" || { cat "$tmp/out"; fail "counts"; }
+grep -q '^audit reports: 16 results: 13 same, 0 changed, 0 improved, 3 regressed (2 missing from NEW)' "$tmp/out" || { cat "$tmp/out"; fail "counts"; }
 
 # two checkpoints of one source: the note names them; MXFP4 is worse than NVFP4 here
 "$FP4DIAG" compare "$tmp/nv.json" "$tmp/mx.json" >"$tmp/out" 2>"$tmp/err"; rc=$?

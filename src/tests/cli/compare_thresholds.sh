@@ -37,13 +37,20 @@ expect 1 "$F" compare --json "$S" "$T/drop.json"
 grep -q '"pass":	false' "$T/out" || fail "--json: no pass false"
 grep -q '"verdict":	"regressed"' "$T/out" || fail "--json: no regressed row"
 
-# alpha of the same result: 0.99331... -> +0.004
+# alpha of the same result: 0.99331... -> -0.004, farther from 1: a regression
 a=$(grep -m1 '"alpha":' "$S" | sed 's/.*"alpha": \([0-9.]*\),/\1/')
-b=$(awk -v a="$a" 'BEGIN { printf "%.17g", a + 0.004 }')
+b=$(awk -v a="$a" 'BEGIN { printf "%.17g", a - 0.004 }')
 sed "0,/\"alpha\": $a,/s//\"alpha\": $b,/" "$S" >"$T/alpha.json"
 expect 1 "$F" compare "$S" "$T/alpha.json"
-grep -q 'alpha' "$T/err" || fail "alpha regression not named"
+grep -q 'alpha.*farther from 1' "$T/err" || fail "alpha regression not named"
 expect 0 "$F" compare --max-alpha-change 0.005 "$S" "$T/alpha.json"
+# the other way, alpha closer to 1 (and the 1 dB rise above): improved, exit 0
+expect 0 "$F" compare "$T/alpha.json" "$S"
+grep -q 'improved' "$T/out" || fail "alpha closer to 1 is not listed as improved"
+expect 0 "$F" compare "$T/drop.json" "$S"
+grep -q '^overall: .* 1 of 16 results higher, 0 lower' "$T/out" || fail "no overall line for a rise"
+expect 0 "$F" compare --json "$T/drop.json" "$S"
+grep -q '"higher":	1,' "$T/out" || fail "--json: overall.higher is not 1"
 
 # B15 of the same result drops by 0.05
 b15=$(grep -m1 '"bucket_ratio_15":' "$S" | sed 's/.*"bucket_ratio_15": \([0-9.]*\),/\1/')
