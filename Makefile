@@ -261,10 +261,16 @@ regress: fp4diag
 mutate: tests
 	@nice python3 scripts/mutate.py $(MUTATE_ARGS)
 
-install: fp4diag install-scripts install-lib
+install: fp4diag install-scripts install-lib install-schemas
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 fp4diag $(DESTDIR)$(PREFIX)/bin/fp4diag
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+# The JSON schemas of the reports, compare --json and ls --json (SPEC §9), for validators:
+# PREFIX/share/fp4diag/schema
+install-schemas:
+	install -d $(DESTDIR)$(PREFIX)/share/fp4diag/schema
+	install -m 644 schema/*.schema.json $(DESTDIR)$(PREFIX)/share/fp4diag/schema/
 
 # The user-facing scripts (plots, fp4dump.py, their shared fp4report.py) go to
 # PREFIX/share/fp4diag/scripts, each plot_X.py also as the command PREFIX/bin/fp4diag-plot-X
@@ -284,7 +290,7 @@ clean:
 	rm -rf build build-san build-fuzz build-aarch64 fp4diag
 
 .PHONY: all lib tests check demo bench bench-bundle bench-e2e bench-ckpt bench-gpu regress mutate install \
-        install-lib install-scripts clean
+        install-lib install-scripts install-schemas clean
 
 # --- Hostile inputs (issue 9): sanitizers, valgrind, fuzzing — all run by `make check` -------
 #   check           the suites above, then check-san, check-valgrind and fuzz-ci (about 10-12

@@ -14,6 +14,8 @@
 #include "cmd/options.h"
 #include "report/compare.h"
 #include "report/report.h"
+#include "base/version.h"
+#include "io/fingerprint.h"
 
 const char fp4_usage_compare[] =
     "usage: fp4diag compare [OPTIONS] BASE.json NEW.json\n"
@@ -229,6 +231,11 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
     cJSON *doc = cJSON_CreateObject();
     if (!doc) return fp4_error(FP4_ERR_INTERNAL, "compare: out of memory");
     cJSON_AddStringToObject(doc, "schema", "fp4diag.compare/1");
+    cJSON *tool = cJSON_AddObjectToObject(doc, "tool");
+    if (tool) {
+        cJSON_AddStringToObject(tool, "name", FP4DIAG_NAME);
+        cJSON_AddStringToObject(tool, "version", FP4DIAG_VERSION);
+    }
     cJSON_AddStringToObject(doc, "command", res->command);
     cJSON_AddStringToObject(doc, "base", base);
     cJSON_AddStringToObject(doc, "new", newp);
@@ -266,6 +273,14 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
         cJSON_AddNumberToObject(ov, "alpha_farther", (double)res->nfarther);
     }
     if (res->config_diff[0]) cJSON_AddStringToObject(doc, "config_diff", res->config_diff);
+    { /* the two report files (stdin "-" is left out of the inputs) */
+        const char *const in[2] = {strcmp(base, "-") ? base : NULL, strcmp(newp, "-") ? newp : NULL};
+        fp4_file_print *pr = NULL;
+        int npr = 0;
+        if (fp4_fingerprint_inputs(in, 2, &pr, &npr) != FP4_OK) fp4_error_clear(), npr = 0;
+        cJSON_AddItemToObject(doc, "provenance", fp4_report_provenance_json(pr, npr));
+        fp4_fingerprint_free(pr, npr);
+    }
     cJSON *rows = cJSON_AddArrayToObject(doc, "rows");
     int gemm = !strcmp(res->command, "gemm");
     for (size_t i = 0; i < res->nrows; i++) {
