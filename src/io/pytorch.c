@@ -561,6 +561,7 @@ static fp4_status pt_open_index(pt_src *s, const char *index)
     FP4_TRY(fp4_ckpt_index_load(index, &ix, &s->imeta)); /* metadata kept for index_metadata */
     char **paths = NULL;
     pt_entry *all = NULL;
+    bool *used = NULL;
     fp4_status st = fp4_ckpt_index_paths(index, &ix, &paths);
     if (st != FP4_OK) goto out;
     st = pt_map_all(s, paths, ix.nshards, index);
@@ -568,8 +569,9 @@ static fp4_status pt_open_index(pt_src *s, const char *index)
     int nall = 0;
     for (int f = 0; f < s->nfiles; f++) nall += s->files[f].n;
     all = calloc((size_t)nall + 1, sizeof *all);
-    s->list = calloc((size_t)ix.n + 1, sizeof *s->list);
-    if (!all || !s->list) {
+    used = calloc((size_t)nall + 1, sizeof *used);
+    s->list = calloc((size_t)nall + 1, sizeof *s->list); /* every entry at most once */
+    if (!all || !used || !s->list) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -592,9 +594,45 @@ static fp4_status pt_open_index(pt_src *s, const char *index)
                      "pickle (a dict key set twice, or keys that join to one name): not read");
             t->base = NULL;
         }
+        const int h = (int)(hit - all); /* it and its twins in one pickle: handled above */
+        for (int e = h; e >= 0 && cmp_name_file(&all[e], hit) == 0; e--) used[e] = true;
+        for (int e = h + 1; e < nall && cmp_name_file(&all[e], hit) == 0; e++) used[e] = true;
         s->list[s->n++] = *hit;
     }
+    /* a tensor a shard holds that the index does not list is read too, after the listed ones
+     * in file order (transformers loads every tensor of the shards an index names): never
+     * left out silently; a name held twice (two shards, the index naming one or none) is
+     * ambiguous and refused */
+    for (int j = 0; j < nall;) {
+        int k = j + 1, o = -1;
+        bool listed = used[j];
+        while (k < nall && !strcmp(all[k].name, all[j].name)) {
+            listed = listed || used[k];
+            if (o < 0 && all[k].f != all[j].f) o = k;
+            k++;
+        }
+        if (o >= 0) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s is held by both %s and %s", index,
+                           all[j].name, s->files[all[j].f].path, s->files[all[o].f].path);
+            goto out;
+        }
+        if (k - j > 1 && !listed) { /* unlisted, twice in one pickle: the first an error */
+            pt_tensor *t = &s->tt[all[j].f][all[j].t];
+            snprintf(t->problem, sizeof t->problem, "the name appears %d times in the pickle (a "
+                     "dict key set twice, or keys that join to one name): not read", k - j);
+            t->base = NULL;
+            for (int m = j + 1; m < k; m++) used[m] = true;
+        }
+        j = k;
+    }
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].n; t++) {
+            pt_entry key = {s->files[f].t[t].name, f, t};
+            pt_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_entry);
+            if (hit && !used[hit - all]) s->list[s->n++] = *hit;
+        }
 out:
+    free(used);
     for (int i = 0; paths && i < ix.nshards; i++) free(paths[i]);
     free(paths);
     free(all);

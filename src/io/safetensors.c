@@ -270,12 +270,12 @@ static fp4_status st_open_index(st_src *s, const char *index)
     FP4_TRY(fp4_ckpt_index_load(index, &ix, &s->imeta)); /* metadata kept for index_metadata */
     char **paths = NULL;
     st_entry *all = NULL;
+    bool *used = NULL;
     int nall = 0;
     fp4_status st = fp4_ckpt_index_paths(index, &ix, &paths);
     if (st != FP4_OK) goto out;
     s->files = calloc((size_t)ix.nshards + 1, sizeof *s->files);
-    s->list = calloc((size_t)ix.n + 1, sizeof *s->list);
-    if (!s->files || !s->list) {
+    if (!s->files) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -286,7 +286,9 @@ static fp4_status st_open_index(st_src *s, const char *index)
         nall += s->files[i].h.n;
     }
     all = calloc((size_t)nall + 1, sizeof *all);
-    if (!all) {
+    used = calloc((size_t)nall + 1, sizeof *used);
+    s->list = calloc((size_t)nall + 1, sizeof *s->list); /* every entry at most once */
+    if (!all || !used || !s->list) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -303,9 +305,33 @@ static fp4_status st_open_index(st_src *s, const char *index)
                            ix.names[i], s->files[ix.shard[i]].path);
             goto out;
         }
+        used[hit - all] = true;
         s->list[s->n++] = *hit;
     }
+    /* a tensor a shard holds that the index does not list is read too, after the listed ones
+     * in file order (transformers loads every tensor of the shards an index names): never
+     * left out silently; a name held twice (two shards, the index naming one or none) is
+     * ambiguous and refused */
+    for (int j = 0; j < nall; j++) {
+        if (used[j]) continue;
+        const int o = j > 0 && !strcmp(all[j - 1].name, all[j].name)              ? j - 1
+                      : j + 1 < nall && !strcmp(all[j + 1].name, all[j].name) ? j + 1
+                                                                               : -1;
+        if (o >= 0) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s is held by both %s and %s", index,
+                           all[j].name, s->files[all[o].f < all[j].f ? all[o].f : all[j].f].path,
+                           s->files[all[o].f < all[j].f ? all[j].f : all[o].f].path);
+            goto out;
+        }
+    }
+    for (int f = 0; f < s->nfiles; f++)
+        for (int t = 0; t < s->files[f].h.n; t++) {
+            st_entry key = {s->files[f].h.t[t].name, f, 0};
+            st_entry *hit = bsearch(&key, all, (size_t)nall, sizeof *all, cmp_entry);
+            if (hit && !used[hit - all]) s->list[s->n++] = *hit;
+        }
 out:
+    free(used);
     for (int i = 0; paths && i < ix.nshards; i++) free(paths[i]);
     free(paths);
     free(all);
