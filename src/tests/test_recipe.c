@@ -3,6 +3,7 @@
  * Whisper checkpoints, HDF5 paths, and a checkpoint's own exclude patterns ("re:" included). */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -197,6 +198,15 @@ static void test_exclude_regex_bounded(void **state)
     assert_false(fp4_recipe_exclude_matches("re:model\\.layers\\.[0-9]{1,3}\\.mlp\\.gate",
                                             "model.layers.1234.mlp.gate.weight"));
     assert_true(fp4_regex_full("x[}{]y", "x{y"));
+    /* compiled once and kept (4096 of them), then compiled per call: the same answers */
+    for (int i = 0; i < 5000; i++) {
+        char re[32], yes[32];
+        snprintf(re, sizeof re, "x%d(_[0-9]+)?", i);
+        snprintf(yes, sizeof yes, "x%d_7", i);
+        assert_true(fp4_regex_full(re, yes));
+        assert_true(fp4_regex_full(re, yes)); /* from the cache */
+        assert_false(fp4_regex_full(re, "x_7"));
+    }
 }
 
 int main(void)

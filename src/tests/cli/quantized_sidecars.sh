@@ -42,6 +42,16 @@ mkdir "$tmp/big" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/big/" || exit
 truncate -s 67108865 "$tmp/big/hf_quant_config.json" || exit 1
 check "$tmp/big" hf_quant_config.json "67108865 bytes, over the 64 MiB"
 
+# an exclude list of more patterns than are read (each is matched against every name)
+mkdir "$tmp/many" && cp "$Q/ct_nvfp4/model.safetensors" "$tmp/many/" || exit 1
+python3 - "$Q/ct_nvfp4/config.json" "$tmp/many/config.json" <<'PY' || fail "cannot write config.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["quantization_config"]["ignore"] = ["re:x[0-9]+y%d" % i for i in range(65537)]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+check "$tmp/many" config.json "ignore holds 65537 patterns, over the 65536 read"
+
 # a symlink out of the checkpoint's directory: refused, read with --allow-external
 mkdir "$tmp/out" "$tmp/ext" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/out/" || exit 1
 cp "$Q/modelopt_nvfp4/hf_quant_config.json" "$tmp/ext/" || exit 1
