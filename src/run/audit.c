@@ -401,7 +401,7 @@ static void slab_plan(const fp4_qtensor *q, int64_t *rows_per, int64_t *count)
         *count = q->dims[0]; /* one row: the whole tensor at once */
         return;
     }
-    *rows_per = q->rows / q->dims[0];
+    *rows_per = q->dims[0] > 0 ? q->rows / q->dims[0] : 0; /* empty: refused before (below) */
     const int64_t per = *rows_per * q->dims[q->rank - 1];
     int64_t c = per > 0 ? AUDIT_SLAB_ELEMS / per : 1;
     *count = c < 1 ? 1 : c;
@@ -637,6 +637,21 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     if (npatterns == 0)
         for (int i = 0; i < qs.n; i++) sel[i] = true;
 
+    /* A tensor with no elements (a dim 0: 0xK, Kx0) has nothing to measure: an errors entry
+     * (SPEC §11), never a division by its zero dims. */
+    for (int i = 0; i < qs.n; i++) {
+        fp4_qtensor *q = &qs.t[i];
+        bool empty = false;
+        for (int d = 0; d < q->rank; d++) empty = empty || q->dims[d] == 0;
+        if (q->problem[0] || !empty) continue;
+        char shape[96] = "";
+        size_t at = 0;
+        for (int d = 0; d < q->rank && at < sizeof shape - 24; d++)
+            at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%lld", d ? "x" : "",
+                                   (long long)q->dims[d]);
+        snprintf(q->problem, sizeof q->problem, "no elements (shape %s): nothing to audit",
+                 shape);
+    }
     int64_t maxel = 1;
     for (int i = 0; i < qs.n; i++) {
         if (qs.t[i].problem[0] || qs.t[i].rank < 1) continue;
