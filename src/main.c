@@ -106,6 +106,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < FP4_ISA_COUNT; i++)
             if (fp4_engine_get((fp4_isa)i)) printf(" %s", fp4_isa_name((fp4_isa)i));
         printf(")\n");
+#ifdef FP4_HAVE_CUDA
+        printf("cuda: on (--device cuda)\n");
+#else
+        printf("cuda: off (built without CUDA)\n");
+#endif
         printf("mpi: %s\n", fp4_world_built() ? "on (mpirun mode)" : "off (built without MPI)");
         return FP4_OK;
     }

@@ -296,11 +296,21 @@ fp4_status fp4_options_parse(fp4_options *o, int argc, char **argv, const fp4_op
 
     optind = 0; /* glibc: full reinitialisation, so parse can run more than once */
     opterr = 0;
+    bool seen_format = false, seen_scale = false; /* in this argv: once each */
     for (;;) {
         optopt = 0;
         int li = -1;
         int c = getopt_long(argc, argv, ":o:qvh", longopts, &li);
         if (c == -1) break;
+        /* a second --format or --scale would silently replace the first: refused */
+        if (c == OPT_FORMAT && seen_format)
+            return fp4_error(FP4_ERR_USAGE, "--format given twice: list the formats in one "
+                                            "(e.g. --format e2m1,int4)");
+        if (c == OPT_SCALE && seen_scale)
+            return fp4_error(FP4_ERR_USAGE, "--scale given twice: one scale mode per run (or "
+                                            "--format nvfp4,mxfp4,e2m1 for each format's own)");
+        seen_format |= c == OPT_FORMAT;
+        seen_scale |= c == OPT_SCALE;
         if (li >= 0 && li < N_BASE) o->given |= (uint64_t)1 << li;
         else if (c < 1000)
             for (int i = 0; i < N_BASE; i++)

@@ -7,6 +7,7 @@
 #include "io/chunked.h"
 #include "io/pario.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -140,6 +141,53 @@ static herr_t h5io_elink_cb(const char *parent_file, const char *parent_group,
                             const char *child_file, const char *child_object,
                             unsigned *acc_flags, hid_t fapl, void *op_data);
 
+/* A directory given as the input: "FILE: is a directory of HDF5 files (a.h5, b.h5 and 3 more):
+ * give one of them" when it holds .h5/.hdf5 files, else the plain refusal. */
+static fp4_status dir_refusal(const char *file)
+{
+    char names[256] = "";
+    size_t len = 0;
+    int n = 0, shown = 0;
+    DIR *d = opendir(file);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (!dot || (strcmp(dot, ".h5") != 0 && strcmp(dot, ".hdf5") != 0)) continue;
+        n++;
+        if (shown < 3 && len + strlen(e->d_name) + 3 < sizeof names) {
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", shown ? ", " : "",
+                                    e->d_name);
+            shown++;
+        }
+    }
+    if (d) closedir(d);
+    if (n == 0)
+        return fp4_error(FP4_ERR_INPUT,
+                         "%s: is a directory, not an HDF5, safetensors or NumPy checkpoint", file);
+    char *shownames = fp4_text_escape(names, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    char more[32] = "";
+    if (n > shown) snprintf(more, sizeof more, " and %d more", n - shown);
+    fp4_status st = fp4_error(FP4_ERR_INPUT,
+                              "%s: is a directory of HDF5 files (%s%s): give one file at a time",
+                              file, shownames ? shownames : names, more);
+    free(shownames);
+    return st;
+}
+
+/* Whether the regular file starts (after white space) like a JSON report of fp4diag. */
+static bool is_fp4diag_json(const char *file)
+{
+    char buf[4097];
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    size_t i = strspn(buf, " \t\r\n");
+    return buf[i] == '{' && strstr(buf, "\"schema\"") && strstr(buf, "\"fp4diag.");
+}
+
 fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
 {
     *out = NULL;
@@ -150,8 +198,7 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
         if (errno == EACCES) return fp4_error(FP4_ERR_INPUT, "%s: permission denied", file);
         return fp4_error(FP4_ERR_INPUT, "%s: %s", file, strerror(errno));
     }
-    if (S_ISDIR(st.st_mode))
-        return fp4_error(FP4_ERR_INPUT, "%s: is a directory, not an HDF5, safetensors or NumPy checkpoint", file);
+    if (S_ISDIR(st.st_mode)) return dir_refusal(file);
     if (!S_ISREG(st.st_mode))
         return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5, safetensors or NumPy file", file);
     struct stat sb;
@@ -167,6 +214,11 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
 #else
     htri_t ok = H5Fis_hdf5(file);
 #endif
+    if (ok <= 0 && is_fp4diag_json(file))
+        return fp4_error(FP4_ERR_INPUT, "%s: is an fp4diag report (JSON), not a checkpoint: "
+                                        "compare two reports with 'fp4diag compare BASE.json "
+                                        "NEW.json'",
+                         file);
     if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5, safetensors or NumPy file", file);
     hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (fid < 0) {

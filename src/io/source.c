@@ -412,6 +412,43 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
     return fp4_source_select_some(s, patterns, npatterns, out, n, NULL);
 }
 
+
+/* The name closest to a pattern that matched nothing, by edit distance (insertions, deletions,
+ * substitutions of bytes), when it is close: at most 2 edits, or a quarter of the pattern's
+ * length for longer names (a typo, not another tensor); NULL otherwise or for a glob. */
+static const char *nearest_name(const char *pat, char *const *names, int nnames)
+{
+    if (strpbrk(pat, "*?[")) return NULL;
+    const size_t lp = strlen(pat);
+    if (lp == 0 || lp > 512) return NULL;
+    size_t limit = lp / 4 > 2 ? lp / 4 : 2;
+    size_t *row = malloc((lp + 1) * sizeof *row);
+    if (!row) return NULL;
+    const char *best = NULL;
+    size_t bestd = limit + 1;
+    for (int i = 0; i < nnames; i++) {
+        const char *nm = names[i];
+        const size_t ln = strlen(nm);
+        if ((ln > lp ? ln - lp : lp - ln) >= bestd) continue;
+        for (size_t k = 0; k <= lp; k++) row[k] = k;
+        for (size_t a = 1; a <= ln; a++) {
+            size_t diag = row[0];
+            row[0] = a;
+            for (size_t k = 1; k <= lp; k++) {
+                const size_t up = row[k];
+                size_t v = diag + (nm[a - 1] != pat[k - 1]);
+                if (up + 1 < v) v = up + 1;
+                if (row[k - 1] + 1 < v) v = row[k - 1] + 1;
+                row[k] = v;
+                diag = up;
+            }
+        }
+        if (row[lp] < bestd) bestd = row[lp], best = nm;
+    }
+    free(row);
+    return best;
+}
+
 fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, int npatterns,
                                   fp4_tensor_desc **out, int *n, bool *unmatched)
 {
@@ -461,7 +498,13 @@ fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, in
             unmatched[j] = true;
             continue;
         }
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", s->file, pats[j]);
+        const char *near = nearest_name(pats[j], names, nnames);
+        if (near)
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group; did you mean %s? "
+                                          "('fp4diag ls %s' lists them)",
+                           s->file, pats[j], near, s->file);
+        else
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", s->file, pats[j]);
         goto out;
     }
     int total = 0;
