@@ -10,7 +10,7 @@ import sys
 
 SCHEMA = "fp4diag.report/1"
 # '/' and '.' both separate components: "/blocks/3/fc1/weight", "model.layers.3.mlp.up_proj.weight"
-_BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|block|layers|h|layer)[/.](\d+)(?:[/.]|$)")
+_BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|block|blk|layers|h|layer)[/.](\d+)(?:[/.]|$)")
 
 
 class ReportError(Exception):
@@ -70,7 +70,7 @@ def variant(result, with_rht=True):
 
 
 def block_index(name):
-    """The N of /blocks/N/ (or /block/N/, /layers/N/, /h/N/, and the same with '.':
+    """The N of /blocks/N/ (or /block/N/, /layers/N/, /h/N/, GGUF's blk.N., and with '.':
     model.layers.N., T5's encoder.block.N.layer.M.: the leftmost) in a tensor name; None when
     there is none."""
     m = _BLOCK_RE.search(name)
@@ -133,11 +133,14 @@ def recipe_keeps(name):
 # expert's), its output projection; anything else after them.
 _ROLES = [  # in each role its members in the order they are drawn (q before k before v)
     ("qkv", ("q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "q",
-             "k", "v", "qkv", "wqkv", "query_key_value", "in_proj")),
-    ("o", ("o_proj", "out_proj", "o", "proj", "dense", "c_proj@attn", "wo@attn")),
+             "k", "v", "qkv", "wqkv", "query_key_value", "in_proj", "attn_q", "attn_k", "attn_v",
+             "attn_qkv")),
+    ("o", ("o_proj", "out_proj", "o", "proj", "dense", "c_proj@attn", "wo@attn", "attn_output")),
     ("gate|up", ("gate_proj", "up_proj", "w1", "w3", "fc1", "c_fc", "gate_up_proj", "wi", "wi_0",
-                 "wi_1", "dense_h_to_4h", "mlp1")),
-    ("down", ("down_proj", "w2", "fc2", "c_proj", "wo", "dense_4h_to_h", "mlp2")),
+                 "wi_1", "dense_h_to_4h", "mlp1", "ffn_gate", "ffn_up", "ffn_gate_exps",
+                 "ffn_up_exps")),
+    ("down", ("down_proj", "w2", "fc2", "c_proj", "wo", "dense_4h_to_h", "mlp2", "ffn_down",
+              "ffn_down_exps")),
 ]
 
 
@@ -232,6 +235,12 @@ def tick_layout(n, per=0.35, base=3.0, max_width=16.0, min_font=6.0, legend=LEGE
         font = min_font
     rot = 0 if n <= 4 else 45 if n <= 30 else 90
     return width, font, rot, step
+
+
+def ordinal(n):
+    """'2nd', '3rd', '4th', '11th', '21st': for 'every 3rd labelled'."""
+    suf = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suf}"
 
 
 def label_ticks(ax, labels, font, rot, step=1):

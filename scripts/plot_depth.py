@@ -70,7 +70,7 @@ def main():
     ax.set_xlim(-0.5, len(names) + 0.5)
     ax.set_xlabel("stage in model order (block: q/k/v, o, gate/up, down; parallel tensors "
                   "one stage)" +
-                  (f", every {step}th labelled" if step > 1 else ""))
+                  (f", every {fr.ordinal(step)} labelled" if step > 1 else ""))
     ax.set_ylabel("compounded gain Π(1 − δ_k)")
     ax.plot([], [], ":", color="0.3", linewidth=0.8, label="dotted: exp(−Σδ_k)")
     ax.grid(True, alpha=0.3)

@@ -82,7 +82,7 @@ def main():
     c = doc.get("config", {})
     ax.set_ylabel(f"ΔSQNR (dB): RHT{c.get('rht_size', '')} − no RHT")
     ax.set_xlabel(("tensor (model order)" if fr.by_depth(names) else "tensor") +
-                  (f", every {step}th labelled" if step > 1 else ""))
+                  (f", every {fr.ordinal(step)} labelled" if step > 1 else ""))
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0,
               title="format, dashed: pooled", title_fontsize=8)

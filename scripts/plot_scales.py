@@ -111,8 +111,9 @@ def main():
             hi = -6.0 if sc == "nvfp4" else -126.5
             ah.axvspan(lo, hi, color="0.85", zorder=0,
                        label=f"{'E4M3' if sc == 'nvfp4' else 'E8M0'} scale floor")
-        ah.set_xlabel("stored block scale, log2 (E4M3 for nvfp4, E8M0 for mxfp4; nvfp4 scales "
-                      "are relative to the tensor's amax)")
+        ah.set_xlabel(fr.wrap("stored block scale, log2 (E4M3 for nvfp4, E8M0 for mxfp4; nvfp4 "
+                              "scales are relative to the tensor's amax)",
+                              (fig.get_figwidth() - fr.LEGEND_IN) * 0.9, 10))
         ah.set_ylabel("share of non-zero blocks (%)")
         ah.set_ylim(bottom=0)
         ah.grid(True, alpha=0.3)
@@ -140,7 +141,7 @@ def main():
     au.set_xlim(-0.7, len(names) - 0.3)
     au.set_ylim(bottom=0)
     au.set_ylabel("non-zero values flushed to 0 (%)")
-    au.set_xlabel("tensor (model order)" + (f", every {step}th labelled" if step > 1 else ""))
+    au.set_xlabel("tensor (model order)" + (f", every {fr.ordinal(step)} labelled" if step > 1 else ""))
     au.grid(True, alpha=0.3)
     if under:
         au.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)

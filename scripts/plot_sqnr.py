@@ -62,7 +62,7 @@ def main():
         fr.label_ticks(ax, short, font, rot, step)
         ax.set_xlim(-0.7, len(names) - 0.3)
         ax.set_ylabel("SQNR (dB)")
-        ax.set_xlabel("tensor" + (f" (every {step}th labelled)" if step > 1 else ""))
+        ax.set_xlabel("tensor" + (f" (every {fr.ordinal(step)} labelled)" if step > 1 else ""))
         ax.tick_params(axis="y", labelleft=True)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)

@@ -23,6 +23,12 @@ e = [p % (0, "block_sparse_moe.experts.%d.%s" % (x, w)) for x in (10, 2) for w i
 assert fr.model_order(e) == [p % (0, "block_sparse_moe.experts.%d.%s" % (x, w))
                              for x in (2, 10) for w in ("w1", "w3")] + \
     [p % (0, "block_sparse_moe.experts.%d.w2" % x) for x in (2, 10)], fr.model_order(e)
+# GGUF (llama.cpp) names: blk.N, attn_q/k/v, attn_output, ffn_gate/up, ffn_down
+gg = ["blk.1.ffn_down.weight", "blk.1.attn_v.weight", "blk.0.ffn_up.weight", "blk.1.attn_output.weight",
+      "blk.1.attn_q.weight", "blk.1.ffn_gate.weight", "blk.1.attn_k.weight", "blk.10.attn_q.weight"]
+assert fr.model_order(gg) == ["blk.0.ffn_up.weight", "blk.1.attn_q.weight", "blk.1.attn_k.weight",
+    "blk.1.attn_v.weight", "blk.1.attn_output.weight", "blk.1.ffn_gate.weight",
+    "blk.1.ffn_down.weight", "blk.10.attn_q.weight"], fr.model_order(gg)
 # T5: the block index, not the layer-in-block index
 assert fr.block_index("encoder.block.7.layer.1.DenseReluDense.wo.weight") == 7
 # elision: middle cut, both ends kept, length bounded, labels stay distinct
@@ -39,6 +45,8 @@ assert fr.identical_groups({"a": {"t": 1.0}, "b": {"u": 1.0}}) == [["a"], ["b"]]
 lab = lambda k, f: f"{f} {k[1]}"
 assert fr.group_label([("e1m2", "fp32"), ("int4", "fp32")], lab) == "e1m2 = int4 fp32"
 assert fr.group_label([("e1m2", "fp32"), ("int4", "nvfp4")], lab) == "e1m2 fp32 = int4 nvfp4"
+assert [fr.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 103)] == \
+    ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "103rd"]
 PY
 # a Llama-named checkpoint of 75 tensors, written in alphabetical order (as HF writers do)
 python3 - "$T/l75.safetensors" <<'PY' || fail "checkpoint"
