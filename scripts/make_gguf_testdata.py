@@ -22,6 +22,18 @@ Writes:
                          special.nvfp4            NVFP4 [2, 64]   hand-made bytes: UE4M3 0x00,
                                                                   0x01, 0x7E, 0x7F, 0x80, 0xFF
   source.safetensors   F32 sources of the quantized tensors (the values that were quantized)
+  split/model-0000N-of-00003.gguf
+                       a split model (llama.cpp's gguf-split layout) written by gguf-py's
+                       GGUFWriter with split_max_tensors=2: metadata in the first part, keys
+                       split.no / split.count / split.tensors.count in each, the tensors
+                         blk.0.attn_k.weight, blk.0.ffn_down.weight, blk.0.ffn_gate.weight,
+                         blk.0.ffn_up.weight, output_norm.weight
+                       with the same bytes as in model.gguf
+  split_dup/dup-0000N-of-00002.gguf    a split model whose two parts both hold tensor "a"
+  split_count/cnt-0000N-of-00002.gguf  a split model whose split.tensors.count (5) is not the
+                                       number of tensors its parts hold (3)
+                       (both written part by part by GGUFWriter, the split keys added by hand
+                       as gguf-py adds them)
   ../../src/tests/fuzz/seeds/gguf/small.gguf   fuzz_gguf's seed (a few tiny tensors)
   expected.safetensors F32 decodes of every MXFP4/NVFP4 tensor by gguf.quants.dequantize
                        (gguf-py's numpy mirror of ggml's dequantize_row_mxfp4/_nvfp4), the
@@ -157,6 +169,40 @@ def main():
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+    # a split model: gguf-py's own splitting (NAME-00001-of-00003.gguf, ...)
+    os.makedirs(os.path.join(outdir, "split"), exist_ok=True)
+    w = gguf.GGUFWriter(os.path.join(outdir, "split", "model.gguf"), arch="llama",
+                        split_max_tensors=2)
+    w.add_name("fp4diag split gguf fixture")
+    w.add_tensor("blk.0.attn_k.weight", src["blk.0.attn_k.weight"])
+    w.add_tensor("blk.0.ffn_down.weight", mx, raw_shape=mx.shape, raw_dtype=T.MXFP4)
+    w.add_tensor("blk.0.ffn_gate.weight", nv, raw_shape=nv.shape, raw_dtype=T.NVFP4)
+    w.add_tensor("blk.0.ffn_up.weight", q8, raw_shape=q8.shape, raw_dtype=T.Q8_0)
+    w.add_tensor("output_norm.weight", src["output_norm.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+    # hostile split models, one GGUFWriter per part with the split keys set by hand
+    def write_parts(sub, stem, parts, total):
+        os.makedirs(os.path.join(outdir, sub), exist_ok=True)
+        for i, names in enumerate(parts):
+            pw = gguf.GGUFWriter(os.path.join(outdir, sub, "%s-%05d-of-%05d.gguf" %
+                                              (stem, i + 1, len(parts))), arch="llama")
+            pw.add_uint16("split.no", i)
+            pw.add_uint16("split.count", len(parts))
+            pw.add_int32("split.tensors.count", total)
+            for nm in names:
+                pw.add_tensor(nm, np.full((2, 3), i + 1, dtype=np.float32))
+            pw.write_header_to_file()
+            pw.write_kv_data_to_file()
+            pw.write_tensors_to_file()
+            pw.close()
+
+    write_parts("split_dup", "dup", [["a", "b"], ["a"]], 3)
+    write_parts("split_count", "cnt", [["a", "b"], ["c"]], 5)
 
     # the fuzz target's seed (src/tests/fuzz/seeds/gguf/): a small file of each kind of tensor,
     # an NVFP4 weight with its per-tensor .scale sidecar
