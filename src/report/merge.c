@@ -443,6 +443,56 @@ static fp4_status collect(part *p, int n, const char *key, const char *shard_key
     return FP4_OK;
 }
 
+/* The results (tensors or layers) and errors of every part against the shares: each position
+ * one its part was assigned (shard.assigned), none twice, none both a result and an error, and
+ * together the whole selection (the run reports every selected item as one or the other).
+ * FP4_ERR_INPUT naming the part and the position (an edited part). */
+static fp4_status check_units(const part *p, int n, const unit *r, int nr, const unit *e, int ne,
+                              const char *what)
+{
+    const int S = p[0].selected;
+    int *owner = malloc((size_t)(S ? S : 1) * sizeof *owner);
+    unsigned char *used = calloc((size_t)(S ? S : 1), 1);
+    fp4_status st = FP4_OK;
+    if (!owner || !used) {
+        free(owner);
+        free(used);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    for (int u = 0; u < S; u++) owner[u] = -1;
+    for (int i = 0; i < n; i++) { /* check_parts: every entry in range, each in one part */
+        const cJSON *a;
+        cJSON_ArrayForEach(a, get(p[i].shard, "assigned"))
+        {
+            int u = int_of(a, S > 0 ? S - 1 : 0);
+            if (u >= 0) owner[u] = i;
+        }
+    }
+    for (int k = 0; k < nr + ne && st == FP4_OK; k++) {
+        const unit *x = k < nr ? &r[k] : &e[k - nr];
+        const int u = x->index;
+        if (u < 0 || u >= S || owner[u] != x->part)
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s at position %d, which is not in its "
+                                          "shard.assigned (edited part?)",
+                           p[x->part].name, k < nr ? what : "an errors entry", u);
+        else if (used[u])
+            st = fp4_error(FP4_ERR_INPUT, "%s: position %d is given twice (%s; edited part?)",
+                           p[x->part].name, u,
+                           used[u] == 1 && k >= nr ? "both a result and an errors entry"
+                                                   : "a duplicated index");
+        else
+            used[u] = k < nr ? 1 : 2;
+    }
+    for (int u = 0; u < S && st == FP4_OK; u++)
+        if (!used[u])
+            st = fp4_error(FP4_ERR_INPUT, "%s: position %d is assigned to it but neither a "
+                                          "result nor an errors entry (edited part?)",
+                           p[owner[u] >= 0 ? owner[u] : 0].name, u);
+    free(owner);
+    free(used);
+    return st;
+}
+
 static fp4_status tensor_from_json(const part *pt, const unit *u, int ncfg, fp4_tensor_result *tr)
 {
     const cJSON *o = u->obj;
@@ -628,6 +678,7 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
     }
     if ((st = collect(p, n, "tensors", "tensors", &tu, &nt)) != FP4_OK) goto out;
     if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    if ((st = check_units(p, n, tu, nt, eu, ne, "a tensor")) != FP4_OK) goto out;
     run.tensors = calloc((size_t)(nt ? nt : 1), sizeof *run.tensors);
     run.errors = calloc((size_t)(ne ? ne : 1), sizeof *run.errors);
     if (!run.tensors || !run.errors) {
@@ -638,12 +689,26 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
         st = tensor_from_json(&p[tu[i].part], &tu[i], run.ncfg, &run.tensors[i]);
         run.ntensors = i + 1;
         if (st != FP4_OK) goto out;
+        if (strcmp(run.tensors[i].info.name, run.datasets[tu[i].index])) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s at position %d, where the selection "
+                                          "(input.datasets) lists %s (edited part?)",
+                           p[tu[i].part].name, run.tensors[i].info.name, tu[i].index,
+                           run.datasets[tu[i].index]);
+            goto out;
+        }
     }
     for (int i = 0; i < ne; i++) {
         const cJSON *t = get(eu[i].obj, "tensor"), *s = get(eu[i].obj, "status"),
                     *m = get(eu[i].obj, "message");
         if (!cJSON_IsString(t) || !cJSON_IsString(s) || !cJSON_IsString(m)) {
             st = fp4_error(FP4_ERR_INPUT, "%s: malformed errors entry", p[eu[i].part].name);
+            goto out;
+        }
+        if (strcmp(t->valuestring, run.datasets[eu[i].index])) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: errors entry for %s at position %d, where the "
+                                          "selection (input.datasets) lists %s (edited part?)",
+                           p[eu[i].part].name, t->valuestring, eu[i].index,
+                           run.datasets[eu[i].index]);
             goto out;
         }
         fp4_tensor_error *e = &run.errors[run.nerrors++];
@@ -807,6 +872,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
     }
     if ((st = collect(p, n, "layers", "partials", &lu, &nl)) != FP4_OK) goto out;
     if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    if ((st = check_units(p, n, lu, nl, eu, ne, "a layer")) != FP4_OK) goto out;
     if (nl + ne != p[0].selected) {
         st = fp4_error(FP4_ERR_INPUT, "the parts hold %d layers and %d errors, the run selected "
                                       "%d layers", nl, ne, p[0].selected);
@@ -967,6 +1033,142 @@ static bool audit_shown_ok(const cJSON *shown, const fp4_audit_sums *s)
            !strcmp(ss->valuestring, status);
 }
 
+/* The sum of an array of `len` whole counts (each at most 2^53), or -1 when it is not one. */
+static int64_t counts_sum(const cJSON *arr, int len)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != len) return -1;
+    double sum = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, arr)
+    {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
+            v->valuedouble != floor(v->valuedouble))
+            return -1;
+        sum += v->valuedouble;
+    }
+    return sum <= 9007199254740992.0 ? (int64_t)sum : -1;
+}
+
+static double frac_of(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : NAN; }
+
+static bool is_num_or_null(const cJSON *v) { return cJSON_IsNumber(v) || cJSON_IsNull(v); }
+
+/* A hypotheses entry's SQNR as the run computed it: sqnr_db a number exactly when the status
+ * is "ok" (cJSON prints a double so that it reads back to the same bits). */
+static bool hyp_entry(const cJSON *h, const char **label, double *v, const char **status)
+{
+    static const char *const st[] = {"ok", "exact", "zero_signal", "nonfinite"};
+    const cJSON *l = get(h, "layout"), *q = get(h, "sqnr_db"), *s = get(h, "sqnr_status");
+    if (!cJSON_IsString(l) || !cJSON_IsString(s)) return false;
+    *status = NULL;
+    for (size_t k = 0; k < sizeof st / sizeof *st; k++)
+        if (!strcmp(s->valuestring, st[k])) *status = st[k];
+    if (!*status || (!strcmp(*status, "ok") ? !cJSON_IsNumber(q) || !isfinite(q->valuedouble)
+                                            : !cJSON_IsNull(q)))
+        return false;
+    *label = l->valuestring;
+    *v = cJSON_IsNumber(q) ? q->valuedouble : NAN;
+    return true;
+}
+
+/* One audit tensor o of a part against its exact state x (shard.tensors[k]: the sums e and r,
+ * the counts): every number o shows that the state decides is the one it gives (SPEC §11) —
+ * SQNR, alpha and status of export and requant, the counts and their fractions, the histogram
+ * and the scale-byte differences summing to the counts (the 0 bin the matches), the shape and
+ * block holding the elements, the layout verdict and the pool flag as the run decides them
+ * (fp4_audit_sane from the SQNRs, the fitting hypothesis the sane one of the highest SQNR), the
+ * per-tensor scale's match. NULL when all agree, else the field that does not. */
+static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_audit_sums *e,
+                                      const fp4_audit_sums *r, int64_t elements, int64_t nonnear,
+                                      int64_t match, int64_t bytes)
+{
+    if (!audit_shown_ok(get(o, "export"), e)) return "export";
+    if (!audit_shown_ok(get(o, "requant"), r)) return "requant";
+    if (count_of(o, "elements") != elements) return "elements";
+    if (count_of(o, "nonnearest") != nonnear || nonnear > elements) return "nonnearest";
+    if (count_of(o, "scale_bytes") != bytes) return "scale_bytes";
+    if (match > bytes) return "scale_match";
+    if (!num_matches(get(o, "nonnearest_frac"), frac_of(nonnear, elements), DBL_EPSILON))
+        return "nonnearest_frac";
+    if (!num_matches(get(o, "scale_match_frac"), frac_of(match, bytes), DBL_EPSILON))
+        return "scale_match_frac";
+    if (counts_sum(get(get(o, "export"), "histogram"), 16) != elements) return "export.histogram";
+    const cJSON *df = get(o, "scale_byte_diff");
+    if (counts_sum(df, FP4_AUDIT_DIFF_BINS) != bytes ||
+        cJSON_GetArrayItem(df, FP4_AUDIT_DIFF_BINS / 2)->valuedouble != (double)match)
+        return "scale_byte_diff";
+    /* the shape holds the elements, one scale byte per block */
+    const cJSON *sh = get(o, "shape"), *d, *qo = get(o, "quant");
+    double prod = 1;
+    if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) < 1 || cJSON_GetArraySize(sh) > FP4_MAX_RANK)
+        return "shape";
+    cJSON_ArrayForEach(d, sh)
+    {
+        if (!cJSON_IsNumber(d) || !(d->valuedouble >= 1) || d->valuedouble != floor(d->valuedouble))
+            return "shape";
+        prod *= d->valuedouble;
+    }
+    if (prod != (double)elements) return "shape";
+    const cJSON *fmt = get(qo, "format");
+    if (!cJSON_IsString(fmt) || !cJSON_IsString(get(qo, "producer")) ||
+        !cJSON_IsString(get(qo, "layout")) || count_of(qo, "block") < 1 ||
+        (double)bytes * (double)count_of(qo, "block") != (double)elements)
+        return "quant";
+    const cJSON *sp = get(o, "special_scale_bytes");
+    int64_t ff = count_of(sp, "e8m0_ff"), nan8 = count_of(sp, "e4m3_nan");
+    if (ff < 0 || nan8 < 0 || ff > bytes || nan8 > bytes) return "special_scale_bytes";
+    int64_t zb = count_of(o, "zero_blocks");
+    if (zb < 0 || zb > bytes) return "zero_blocks";
+    /* the per-tensor scale (NVFP4 only): match is stored == rule */
+    const cJSON *g = get(o, "global_scale");
+    if (!strcmp(fmt->valuestring, "nvfp4")) {
+        const cJSON *gs = get(g, "stored"), *gr = get(g, "rule"), *gm = get(g, "match");
+        const cJSON *gg = get(g, "group"), *gsh = get(g, "group_shared");
+        if (!cJSON_IsObject(g) || !is_num_or_null(gs) || !is_num_or_null(gr) ||
+            !cJSON_IsBool(gm) || !is_num_or_null(get(g, "group_amax")) ||
+            !(cJSON_IsString(gg) || cJSON_IsNull(gg)) || !(cJSON_IsBool(gsh) || cJSON_IsNull(gsh)))
+            return "global_scale";
+        if (cJSON_IsNumber(gs) && cJSON_IsNumber(gr) &&
+            cJSON_IsTrue(gm) != (gs->valuedouble == gr->valuedouble))
+            return "global_scale.match";
+        if (cJSON_IsTrue(gm) && (cJSON_IsNull(gs) || cJSON_IsNull(gr)) &&
+            !(cJSON_IsNull(gs) && cJSON_IsNull(gr)))
+            return "global_scale.match";
+    } else if (!cJSON_IsNull(g)) {
+        return "global_scale";
+    }
+    /* the layout verdict, decided as the run decides it (run/audit.c) */
+    const cJSON *lo = get(o, "layout_check"), *fits = get(lo, "fits"), *asd = get(lo, "as_declared");
+    const cJSON *hy = get(lo, "hypotheses"), *pooled = get(x, "pooled");
+    const char *es, *rs, *label, *status;
+    double eq = fp4_audit_sqnr(e, &es), rq = fp4_audit_sqnr(r, &rs), v;
+    if (!cJSON_IsString(fits) || !cJSON_IsBool(asd) || !cJSON_IsArray(hy) ||
+        cJSON_GetArraySize(hy) < 1 || cJSON_GetArraySize(hy) > FP4_AUDIT_NH)
+        return "layout_check";
+    const bool declared = fp4_audit_sane(eq, es, rq);
+    if (!hyp_entry(cJSON_GetArrayItem(hy, 0), &label, &v, &status) ||
+        strcmp(label, fp4_audit_hypothesis_name(FP4_AUDIT_H_DECLARED)) || strcmp(status, es) ||
+        !num_matches(get(cJSON_GetArrayItem(hy, 0), "sqnr_db"), eq, 1e-13))
+        return "layout_check.hypotheses";
+    const char *fit = declared ? label : NULL;
+    double best = -INFINITY;
+    for (int h = 1; h < cJSON_GetArraySize(hy); h++) {
+        const cJSON *hh = cJSON_GetArrayItem(hy, h);
+        if (!hyp_entry(hh, &label, &v, &status)) return "layout_check.hypotheses";
+        for (int k = 0; k < h; k++)
+            if (!strcmp(label, get(cJSON_GetArrayItem(hy, k), "layout")->valuestring))
+                return "layout_check.hypotheses";
+        if (!declared && fp4_audit_sane(v, status, rq) && !(v <= best)) {
+            best = isnan(v) ? INFINITY : v;
+            fit = label;
+        }
+    }
+    if (!fit || strcmp(fits->valuestring, fit)) return "layout_check.fits";
+    if (cJSON_IsTrue(asd) != declared) return "layout_check.as_declared";
+    if (cJSON_IsTrue(pooled) != declared) return "shard.tensors[].pooled";
+    return NULL;
+}
+
 /* Audit parts (SPEC §11): tensors and errors in selection order, the pooled line from the
  * parts' exact sums in that order (the single run's own arithmetic, so bit for bit), every
  * tensor's export and requant checked against its sums. */
@@ -983,6 +1185,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
     }
     if ((st = collect(p, n, "tensors", "tensors", &tu, &nt)) != FP4_OK) goto out;
     if ((st = collect(p, n, "errors", "errors", &eu, &ne)) != FP4_OK) goto out;
+    if ((st = check_units(p, n, tu, nt, eu, ne, "a tensor")) != FP4_OK) goto out;
     if (nt + ne != p[0].selected) {
         st = fp4_error(FP4_ERR_INPUT, "the parts hold %d tensors and %d errors, the run selected "
                                       "%d quantized tensors", nt, ne, p[0].selected);
@@ -1005,12 +1208,12 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
                            p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
             goto out;
         }
-        if (!audit_shown_ok(get(o, "export"), &e) || !audit_shown_ok(get(o, "requant"), &r) ||
-            count_of(o, "elements") != elements || count_of(o, "nonnearest") != nonnear ||
-            count_of(o, "scale_bytes") != bytes) {
+        const char *field = audit_tensor_check(o, x, &e, &r, elements, nonnear, match, bytes);
+        if (field || !cJSON_IsString(nm) || !*nm->valuestring) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: the numbers shown are not what its exact sums "
-                                          "give (edited part?)",
-                           p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
+                                          "give (\"%s\"; edited part?)",
+                           p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?",
+                           field ? field : "name");
             goto out;
         }
         if (cJSON_IsTrue(pooled)) { /* as the run pools: in selection order */

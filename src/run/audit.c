@@ -558,15 +558,19 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     return FP4_OK;
 }
 
-static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
+bool fp4_audit_sane(double e, const char *estatus, double r)
 {
-    const char *st;
-    double e = fp4_audit_sqnr(h, &st), r;
-    if (strcmp(st, "exact") == 0) return true;
+    if (strcmp(estatus, "exact") == 0) return true;
     if (isnan(e)) return false;
-    r = fp4_audit_sqnr(rq, &st);
     if (isnan(r)) return true; /* nothing to compare against */
     return e >= r - AUDIT_SANE_DB;
+}
+
+static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
+{
+    const char *st, *rs;
+    double e = fp4_audit_sqnr(h, &st);
+    return fp4_audit_sane(e, st, fp4_audit_sqnr(rq, &rs));
 }
 
 static char *norm_pattern(const char *p)

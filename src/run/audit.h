@@ -68,6 +68,12 @@ typedef struct fp4_audit_tensor {
     int position;               /* in the selection (the selected quantized tensors in order) */
 } fp4_audit_tensor;
 
+/* Whether a layout hypothesis whose export SQNR is e (NAN with fp4_audit_sqnr's status
+ * estatus) is sane against our own round-to-nearest's SQNR r (dB; NAN: nothing to compare
+ * against): "exact", or a number at most 3 dB below r. A tensor is pooled when its declared
+ * layout is sane; else the sane hypothesis of the highest SQNR fits (none: an errors entry). */
+bool fp4_audit_sane(double e, const char *estatus, double r);
+
 /* The name of hypothesis h for tensor t (the swizzle one names the layout tried). */
 const char *fp4_audit_hypothesis_label(const fp4_audit_tensor *t, int h);
 
