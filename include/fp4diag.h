@@ -166,8 +166,14 @@ typedef struct fp4d_tensor_view {
 
 /* Analyse caller memory under `cfg`: the same numbers as fp4d_analyze on a file holding the
  * same values with that shape (the input is named "memory" in messages: "memory: NAME: why").
- * FP4D_ERR_USAGE for a NULL data pointer with elements, an unknown dtype, a negative dimension
- * or a rank over FP4D_MAX_RANK. */
+ * FP4D_ERR_USAGE for a NULL data pointer with elements, an unknown dtype, a negative dimension,
+ * a rank over FP4D_MAX_RANK, a shape whose element count (the product of its non-zero
+ * dimensions) at 8 bytes an element does not fit int64, or strides that reach a byte offset
+ * (sum of (shape[d] - 1) * strides[d] over the negative or the positive terms, times the element
+ * size) outside int64 — refused with a message naming the dimension, never wrapped. Strides
+ * may alias (zero: one element seen along that dimension many times, as a broadcast) or run
+ * backwards (negative: data points at the element of index 0, the others below it); each
+ * element is read as the view addresses it. */
 fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config *cfg,
                                 fp4d_result **out);
 

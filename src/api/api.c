@@ -266,6 +266,10 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
     if (view->memory != FP4D_MEM_HOST && view->memory != FP4D_MEM_CUDA)
         return ret(fp4_error(FP4_ERR_USAGE, "memory: %s: unknown memory kind %d", name,
                              (int)view->memory));
+    /* shape and strides checked before any offset is computed (device copy included) */
+    fp4_status vs = fp4_memory_view_check("memory", name, stored, view->rank, view->shape,
+                                          view->strides, view->data, NULL);
+    if (vs != FP4_OK) return ret(vs);
     const void *data = view->data;
     void *host = NULL;
     if (view->memory == FP4D_MEM_CUDA) {

@@ -134,33 +134,60 @@ static fp4_status mem_read_raw(void *impl, const fp4_tensor_desc *t, int dim, in
 static const fp4_source_ops fp4_source_memory = MEM_OPS(false);
 static const fp4_source_ops fp4_source_memory_rooted = MEM_OPS(true);
 
+fp4_status fp4_memory_view_check(const char *label, const char *name, fp4_stored stored,
+                                 int rank, const int64_t *dims, const int64_t *strides,
+                                 const void *data, int64_t *nelems)
+{
+    const char *nm = name ? name : "tensor";
+    if (stored != FP4_STORED_F32 && stored != FP4_STORED_F16 && stored != FP4_STORED_BF16)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: dtype must be f32, f16 or bf16", label, nm);
+    if (rank < 0 || rank > FP4_MAX_RANK)
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: rank %d is outside 0..%d", label, nm, rank,
+                         FP4_MAX_RANK);
+    if (rank > 0 && !dims) return fp4_error(FP4_ERR_USAGE, "%s: %s: no shape", label, nm);
+    const int64_t w = fp4_stored_size(stored);
+    /* the element count and the C-order strides (the product of the non-zero dimensions) at 8
+     * bytes an element (an fp64 copy) within int64 */
+    int64_t n = 1, nz = 8;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return fp4_error(FP4_ERR_USAGE, "%s: %s: dimension %d is negative (%lld)", label, nm,
+                             d, (long long)dims[d]);
+        if (dims[d] && __builtin_mul_overflow(nz, dims[d], &nz))
+            return fp4_error(FP4_ERR_USAGE, "%s: %s: size overflows 64 bits (dimension %d: "
+                                            "%lld)",
+                             label, nm, d, (long long)dims[d]);
+        n *= dims[d]; /* at most nz / w */
+    }
+    if (n > 0 && !data) return fp4_error(FP4_ERR_USAGE, "%s: %s: data is NULL", label, nm);
+    /* given strides: every byte offset the view reaches, sum_d (i_d * strides[d]) * w, within
+     * int64 (the reads compute them so; an empty view reaches none) */
+    if (strides && n > 0) {
+        int64_t lo = 0, hi = 0, e, bl, bh;
+        for (int d = 0; d < rank; d++) {
+            if (__builtin_mul_overflow(dims[d] - 1, strides[d], &e) ||
+                __builtin_add_overflow(e < 0 ? lo : hi, e, e < 0 ? &lo : &hi))
+                return fp4_error(FP4_ERR_USAGE, "%s: %s: strides reach beyond 64-bit offsets "
+                                                "(dimension %d: %lld x stride %lld)",
+                                 label, nm, d, (long long)dims[d], (long long)strides[d]);
+        }
+        if (__builtin_mul_overflow(lo, w, &bl) || __builtin_mul_overflow(hi, w, &bh) ||
+            __builtin_add_overflow(bh, w, &bh))
+            return fp4_error(FP4_ERR_USAGE, "%s: %s: strides reach beyond 64-bit byte offsets",
+                             label, nm);
+    }
+    if (nelems) *nelems = n;
+    return FP4_OK;
+}
+
 fp4_status fp4_source_open_memory(const char *label, const char *name, fp4_stored stored,
                                   int rank, const int64_t *dims, const int64_t *strides,
                                   const void *data, fp4_source **out)
 {
     *out = NULL;
-    if (stored != FP4_STORED_F32 && stored != FP4_STORED_F16 && stored != FP4_STORED_BF16)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: dtype must be f32, f16 or bf16", label,
-                         name ? name : "tensor");
-    if (rank < 0 || rank > FP4_MAX_RANK)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: rank %d is outside 0..%d", label,
-                         name ? name : "tensor", rank, FP4_MAX_RANK);
-    if (rank > 0 && !dims)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: no shape", label, name ? name : "tensor");
-    int64_t n = 1;
-    bool overflow = false;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] < 0)
-            return fp4_error(FP4_ERR_USAGE, "%s: %s: dimension %d is negative (%lld)", label,
-                             name ? name : "tensor", d, (long long)dims[d]);
-        if (dims[d] && n > INT64_MAX / 8 / dims[d]) overflow = true;
-        else n *= dims[d];
-    }
-    if (overflow)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: size overflows 64 bits", label,
-                         name ? name : "tensor");
-    if (n > 0 && !data)
-        return fp4_error(FP4_ERR_USAGE, "%s: %s: data is NULL", label, name ? name : "tensor");
+    int64_t n = 0;
+    fp4_status vs = fp4_memory_view_check(label, name, stored, rank, dims, strides, data, &n);
+    if (vs != FP4_OK) return vs;
     memsrc *m = calloc(1, sizeof *m);
     const char *nm = name ? name : "";
     const bool rooted = nm[0] == '/';
@@ -184,7 +211,7 @@ fp4_status fp4_source_open_memory(const char *label, const char *name, fp4_store
     for (int d = rank - 1; d >= 0; d--) {
         m->dims[d] = dims[d];
         m->strides[d] = strides ? strides[d] : step;
-        step *= dims[d] ? dims[d] : 1;
+        step *= dims[d] ? dims[d] : 1; /* within int64: fp4_memory_view_check */
     }
     fp4_status st =
         fp4_source_wrap(rooted ? &fp4_source_memory_rooted : &fp4_source_memory, m, label, out);

@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include "fp4diag.h"
+#include "io/memsrc.h"
 #include "io/source.h"
 
 #define FILE_H5 FP4T_TESTDATA("gpt_ckpt_small.h5")
@@ -166,6 +167,112 @@ static void test_memory_errors(void **state)
 #endif
     assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_OK);
     fp4d_result_free(r);
+    fp4d_config_free(c);
+}
+
+/* Shapes and strides past 64-bit offsets are refused with a message naming the dimension,
+ * never wrapped into a small view (issue 26): an element count whose bytes overflow, an empty
+ * shape whose other dimensions do (its C-order strides would), strides whose reach overflows
+ * in elements or in bytes, either sign; the largest views that fit are taken. */
+static void test_memory_overflow(void **state)
+{
+    (void)state;
+    fp4d_config *c = NULL;
+    fp4d_result *r = (fp4d_result *)1;
+    assert_int_equal(fp4d_config_parse("--format e2m1", &c), FP4D_OK);
+    float x[32] = {0};
+    for (int i = 0; i < 32; i++) x[i] = (float)(i - 10) / 8;
+    const int64_t big = (int64_t)1 << 31, max = INT64_MAX;
+    struct {
+        int rank;
+        int64_t shape[3], strides[3];
+        bool given;
+        const char *what;
+    } bad[] = {
+        {3, {big, big, 4}, {0}, false, "overflows 64 bits (dimension 1"},
+        {2, {max, 2}, {0}, false, "overflows 64 bits (dimension 0"},
+        {2, {2, max / 8 + 1}, {0}, false, "overflows 64 bits (dimension 1"},
+        {3, {0, (int64_t)1 << 40, (int64_t)1 << 40}, {0}, false, "overflows 64 bits"},
+        {2, {3, 16}, {max / 2 + 1, 1}, true, "strides reach beyond 64-bit offsets (dimension 0"},
+        {2, {3, 16}, {INT64_MIN / 2 - 1, 1}, true, "strides reach beyond 64-bit offsets (dimension 0"},
+        {2, {2, 16}, {max / 2, 1}, true, "beyond 64-bit byte offsets"},
+        {2, {2, 16}, {INT64_MIN, 1}, true, "beyond 64-bit byte offsets"},
+        {2, {2, 16}, {max - 14, 1}, true, "beyond 64-bit offsets (dimension 1"},
+        {2, {2, 16}, {-(max / 4), -(max / 4)}, true, "beyond 64-bit offsets (dimension 1"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        fp4d_tensor_view v = {.name = "w", .data = x, .dtype = FP4D_F32, .rank = bad[k].rank,
+                              .shape = bad[k].shape,
+                              .strides = bad[k].given ? bad[k].strides : NULL};
+        r = (fp4d_result *)1;
+        assert_int_equal(fp4d_analyze_memory(&v, c, &r), FP4D_ERR_USAGE);
+        assert_null(r);
+        if (!strstr(fp4d_last_error(), bad[k].what) || !strstr(fp4d_last_error(), "memory: w: "))
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", k, fp4d_last_error(), bad[k].what);
+    }
+    /* an empty view reaches no element: any strides are taken */
+    int64_t es[2] = {0, 16}, est[2] = {max, INT64_MIN};
+    fp4d_tensor_view e = {.name = "w", .data = x, .dtype = FP4D_F32, .rank = 2, .shape = es,
+                          .strides = est};
+    assert_int_not_equal(fp4d_analyze_memory(&e, c, &r), FP4D_ERR_USAGE);
+    fp4d_result_free(r);
+    r = NULL;
+    /* the bound itself, checked (never read): the last byte of the farthest element at
+     * offset INT64_MAX - 3 .. INT64_MAX is taken, one element further is not */
+    int64_t two[2] = {2, 1}, in[2] = {max / 4 - 1, 0}, out[2] = {max / 4, 0}, n = -1;
+    assert_int_equal(fp4_memory_view_check("memory", "w", FP4_STORED_F32, 2, two, in, x, &n),
+                     FP4_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(fp4_memory_view_check("memory", "w", FP4_STORED_F32, 2, two, out, x, &n),
+                     FP4_ERR_USAGE);
+    in[0] = -(max / 4), out[0] = INT64_MIN / 4 - 1; /* downwards: INT64_MIN is a byte offset */
+    assert_int_equal(fp4_memory_view_check("memory", "w", FP4_STORED_F32, 2, two, in, x, &n),
+                     FP4_OK);
+    assert_int_equal(fp4_memory_view_check("memory", "w", FP4_STORED_F32, 2, two, out, x, &n),
+                     FP4_ERR_USAGE);
+    fp4_error_clear();
+    fp4d_config_free(c);
+}
+
+static void assert_same_result(const fp4d_result *a, const fp4d_result *b);
+
+/* Aliasing and backward strides, per the header: a zero stride repeats one row (the same
+ * result as the rows copied out), negative strides walk down from data (the same result as
+ * the values stored forwards), bit for bit. */
+static void test_memory_strides_alias(void **state)
+{
+    (void)state;
+    fp4d_config *c = NULL;
+    fp4d_result *ra = NULL, *rb = NULL;
+    assert_int_equal(fp4d_config_parse("--format nvfp4,e2m1", &c), FP4D_OK);
+    enum { R = 4, C = 32 };
+    float fwd[R][C], rev[R * C], rows[R][C], row[C];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) fwd[i][j] = (float)((i * 37 + j * 11) % 29 - 14) / 7.0f;
+    for (int k = 0; k < R * C; k++) rev[R * C - 1 - k] = (&fwd[0][0])[k];
+    int64_t shape[2] = {R, C};
+    fp4d_tensor_view a = {.name = "w", .data = fwd, .dtype = FP4D_F32, .rank = 2, .shape = shape};
+    assert_int_equal(fp4d_analyze_memory(&a, c, &ra), FP4D_OK);
+    int64_t back[2] = {-C, -1};
+    fp4d_tensor_view b = {.name = "w", .data = &rev[R * C - 1], .dtype = FP4D_F32, .rank = 2,
+                          .shape = shape, .strides = back};
+    assert_int_equal(fp4d_analyze_memory(&b, c, &rb), FP4D_OK);
+    assert_same_result(ra, rb);
+    fp4d_result_free(ra);
+    fp4d_result_free(rb);
+    /* a broadcast row (stride 0 along rows) against the row written out R times */
+    for (int j = 0; j < C; j++) row[j] = fwd[1][j];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) rows[i][j] = row[j];
+    int64_t bcast[2] = {0, 1};
+    a.data = rows;
+    b.data = row;
+    b.strides = bcast;
+    assert_int_equal(fp4d_analyze_memory(&a, c, &ra), FP4D_OK);
+    assert_int_equal(fp4d_analyze_memory(&b, c, &rb), FP4D_OK);
+    assert_same_result(ra, rb);
+    fp4d_result_free(ra);
+    fp4d_result_free(rb);
     fp4d_config_free(c);
 }
 
@@ -531,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_analyze_errors), cmocka_unit_test(test_memory_errors),
         cmocka_unit_test(test_memory_exact),   cmocka_unit_test(test_memory_dtypes),
         cmocka_unit_test(test_memory_equals_file),
+        cmocka_unit_test(test_memory_overflow), cmocka_unit_test(test_memory_strides_alias),
         cmocka_unit_test(test_read_f32),       cmocka_unit_test(test_report),
         cmocka_unit_test(test_result_sums),
     };
