@@ -59,6 +59,7 @@ static void hb(const void *p, size_t n)
     for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
 }
 
+static int hash_stats;
 static void hash_metrics(const fp4_metrics *m)
 {
     hb(&m->sum_x2, 8); hb(&m->sum_err2, 8); hb(&m->sum_xqx, 8); hb(&m->sum_xq2, 8);
@@ -67,6 +68,14 @@ static void hash_metrics(const fp4_metrics *m)
     hb(m->hist, sizeof m->hist);
     hb(&m->elements, 8 * 11);
     hb(&m->tensor_amax, 4);
+    if (hash_stats) { /* BENCH_STATS=1: the recipe and block-scale statistics too */
+        hb(&m->st_blocks, 8); hb(&m->st_count, 8); hb(&m->st_nonzero, 8);
+        hb(&m->underflows, 8); hb(&m->max_abs_err, 8); hb(&m->sum_x2_na, 8);
+        hb(&m->sum_err2_na, 8);
+        hb(&m->hist_blocks, 8);
+        hb(m->scale_hist, sizeof m->scale_hist);
+        hb(m->amax_hist, sizeof m->amax_hist);
+    }
 }
 
 /* wall time; the calling thread's CPU time for `time MiB 1` (one thread runs on the caller):
@@ -95,6 +104,7 @@ static int run(fp4_backend *be, const fp4_qconfig *cfgs, int n, const float *x, 
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "check";
+    hash_stats = getenv("BENCH_STATS") && atoi(getenv("BENCH_STATS")) > 0;
     static fp4_rht_signs te16, te64, s256, s16;
     fp4_rht_signs_make("te", 16, &te16);
     fp4_rht_signs_make("te", 64, &te64);

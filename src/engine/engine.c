@@ -263,9 +263,11 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         }
         pr->saturated += sat;
         if (p->cfg.scale == FP4_SCALE_MXFP4) pr->clipped += sat;
-        /* the recipe statistics (SPEC §5.1): one pass that every variant shares, over the
-         * groups as the kernel read them */
-        fp4_row_stats_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W, pr);
+        /* the recipe statistics (SPEC §5.1): computed by the row kernel, or else one pass that
+         * the other variants share, over the groups as the kernel read them */
+        if (!(kern->row && kern->row_stats))
+            fp4_row_stats_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
+                                  pr);
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;

@@ -93,6 +93,26 @@ typedef struct grp_cnt {
     int since;
 } grp_cnt;
 
+/* The recipe statistics (SPEC §5.1) of one group, lane b = block b: over the block's counted
+ * entries other than its amax element (first index), Σx² and Σ(x̂ − x)² in fp64, each from
+ * +0.0 in element order; over all its counted entries the max |x̂ − x| (fp64 of the fp32
+ * values), the entries with x != 0 (nz) and of those the ones with x̂ == 0 (uf). A lane without
+ * counted entries (past the row, or a non-finite block) holds zeros. Filled by stats.c's pass
+ * (fp4_row_stats, fp4_row_stats_grouped) or, in the same loop as its kernel's sums, by a
+ * variant's row kernel (fp4_engine.row_stats); merged by fp4_stats_group_merge. */
+typedef struct st_acc {
+    double sx2[GRP], se2[GRP], mx[GRP];
+    int64_t nz[GRP], uf[GRP];
+} st_acc;
+
+/* stats.c: one group's statistics o into the chunk partial m (the block sums in block order;
+ * the max and the counts are order-free) and its block-scale histograms into the row's first
+ * chunk partial m0, over the lanes with counted entries: cnt[b] > 0, the counted entries of a
+ * finite block (0 past the row or for a non-finite block: the kernels' jn); am[b]: the block's
+ * amax, sb[b]: its stored scale byte (block_params' sbyte). */
+void fp4_stats_group_merge(const fp4_qplan *p, const float *am, const uint8_t *sb,
+                           const int32_t *cnt, const st_acc *o, fp4_metrics *m, fp4_metrics *m0);
+
 #define vf_bits(m) ((v8f)(m))
 #define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
 
@@ -474,13 +494,17 @@ void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row
                            fp4_metrics *pr);
 
 /* One variant: the per-group body (group_quant), the group loader and the whole-row kernel
- * (or NULL: group by group). Whether this CPU runs it, and which one runs, base/isa.c decides;
- * the RHT follows the same choice (fp4_rht_forward). */
+ * (or NULL: group by group). row_stats: the row kernel also computes the recipe statistics
+ * of its groups (st_acc, fp4_stats_group_merge) in its own pass over the elements, so that
+ * stats.c's second pass (fp4_row_stats_grouped) is skipped; the same bits either way.
+ * Whether this CPU runs it, and which one runs, base/isa.c decides; the RHT follows the same
+ * choice (fp4_rht_forward). */
 struct fp4_engine {
     fp4_isa isa;
     group_fn body;
     load_fn load;
     row_fn row;
+    int row_stats;
 };
 
 /* The variants each file compiles: generic.c always; arch/x86.c (avx2, avx512) on x86-64

@@ -14,17 +14,11 @@ _Static_assert(GRP == 8, "the max runs in two halves of 4 lanes");
  * dead (cnt 0). */
 typedef struct st_lanes {
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
-    int32_t ak[GRP], cnt[GRP], live[GRP];
+    int32_t ak[GRP], cnt[GRP];
     float am[GRP];   /* the block's amax */
     uint8_t sb[GRP]; /* its stored scale byte (nvfp4, mxfp4) */
-    uint64_t nblk, ncnt;
 } st_lanes;
 
-/* Per-lane results: the block's fp64 sums (from 0, in element order), its max and counts. */
-typedef struct st_acc {
-    double sx2[GRP], se2[GRP], mx[GRP];
-    int64_t nz[GRP], uf[GRP];
-} st_acc;
 
 /* RTNE, GRP lanes in GCC vectors (the grouped kernel's arithmetic, engine_impl.h): each lane's
  * sums run over its block in element order, one independent chain per lane; a lane adds +0.0
@@ -139,23 +133,23 @@ static void stats_sr(const fp4_qplan *p, const float *v, uint64_t idx0, const st
     }
 }
 
-/* The lanes' block sums, counts and max into the chunk partial m: block sums in block order;
- * counts and the max are order-free. */
-static void stats_merge(const fp4_qplan *p, const st_lanes *ln, const st_acc *o, fp4_metrics *m,
-                        fp4_metrics *m0)
+void fp4_stats_group_merge(const fp4_qplan *p, const float *am, const uint8_t *sb,
+                           const int32_t *cnt, const st_acc *o, fp4_metrics *m, fp4_metrics *m0)
 {
     /* the block-scale histograms (exact counts) into the row's first chunk partial m0 */
     const int scaled = p->cfg.scale == FP4_SCALE_NVFP4 || p->cfg.scale == FP4_SCALE_MXFP4;
     for (int b = 0; b < GRP; b++) {
-        if (!ln->live[b]) continue;
+        if (cnt[b] <= 0) continue;
         m0->hist_blocks++;
-        m0->amax_hist[fp4_amax_bin(ln->am[b])]++;
-        if (scaled && ln->am[b] > 0.0f) m0->scale_hist[ln->sb[b]]++;
+        m0->amax_hist[fp4_amax_bin(am[b])]++;
+        if (scaled && am[b] > 0.0f) m0->scale_hist[sb[b]]++;
     }
     double tx2 = m->sum_x2_na, te2 = m->sum_err2_na, tmx = m->max_abs_err;
-    uint64_t tnz = 0, tuf = 0;
+    uint64_t tnz = 0, tuf = 0, nblk = 0, ncnt = 0;
     for (int b = 0; b < GRP; b++) {
-        if (!ln->live[b]) continue;
+        if (cnt[b] <= 0) continue;
+        nblk++;
+        ncnt += (uint64_t)cnt[b];
         tx2 += o->sx2[b];
         te2 += o->se2[b];
         tmx = o->mx[b] > tmx ? o->mx[b] : tmx;
@@ -165,10 +159,17 @@ static void stats_merge(const fp4_qplan *p, const st_lanes *ln, const st_acc *o,
     m->sum_x2_na = tx2;
     m->sum_err2_na = te2;
     m->max_abs_err = tmx;
-    m->st_blocks += ln->nblk;
-    m->st_count += ln->ncnt;
+    m->st_blocks += nblk;
+    m->st_count += ncnt;
     m->st_nonzero += tnz;
     m->underflows += tuf;
+}
+
+/* the lanes' statistics: a lane lives when it has counted entries (cnt > 0) */
+static void stats_merge(const fp4_qplan *p, const st_lanes *ln, const st_acc *o, fp4_metrics *m,
+                        fp4_metrics *m0)
+{
+    fp4_stats_group_merge(p, ln->am, ln->sb, ln->cnt, o, m, m0);
 }
 
 /* Any config (SR, any block size): nb <= GRP consecutive blocks of one row at v, jn[b]
@@ -180,7 +181,6 @@ static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *j
 {
     const int B = p->block;
     st_lanes ln;
-    ln.nblk = ln.ncnt = 0;
     for (int b = 0; b < GRP; b++) {
         int a = 0, bad = 1;
         float amax_b = 0.0f;
@@ -190,13 +190,10 @@ static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *j
             const float amax_s =
                 p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b] : amax_b;
             block_params(p, amax_b, amax_s, &bp);
-            ln.nblk++;
-            ln.ncnt += (uint64_t)jn[b];
         }
         ln.mul[b] = bp.mul, ln.dv[b] = bp.div, ln.d1[b] = bp.dec1, ln.d2[b] = bp.dec2;
         ln.ak[b] = a;
         ln.cnt[b] = bad ? 0 : jn[b];
-        ln.live[b] = !bad;
         ln.am[b] = amax_b;
         ln.sb[b] = bp.sbyte;
     }
@@ -225,16 +222,12 @@ static void group_stats_grouped(const fp4_qplan *p, const grp_in *gi, int nb, co
     else
         group_params(p, gi->am, gi->bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
     st_lanes ln;
-    ln.nblk = ln.ncnt = 0;
     for (int b = 0; b < GRP; b++) { /* jn: the counted entries of a finite block, else 0 */
         ln.mul[b] = mul[b], ln.dv[b] = dv[b], ln.d1[b] = d1[b], ln.d2[b] = d2[b];
         ln.ak[b] = gi->ak[b];
         ln.cnt[b] = jn[b];
-        ln.live[b] = jn[b] > 0;
         ln.am[b] = gi->am[b];
         ln.sb[b] = sb[b];
-        ln.nblk += (uint64_t)(jn[b] > 0);
-        ln.ncnt += (uint64_t)(jn[b] > 0 ? jn[b] : 0);
     }
     st_acc o;
     stats_rtne(p, gi->T, &ln, &o);

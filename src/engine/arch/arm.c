@@ -266,7 +266,7 @@ static void row_neon(ROW_ARGS)
     }
 }
 
-static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon};
+static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon, 0};
 
 const fp4_engine *fp4_engine_arm(fp4_isa isa) { return isa == FP4_ISA_NEON ? &neon : NULL; }
 #else

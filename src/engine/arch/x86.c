@@ -519,7 +519,7 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
 }
 
 FP4_AVX2 static inline __attribute__((always_inline)) void
-group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
+group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, const int kind, const int unit)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -546,6 +546,11 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
             serr_0 = sx2_0;
     __m256d sx2_1 = sx2_0, se2_1 = sx2_0, sxqx_1 = sx2_0, sxq2_1 = sx2_0, serr_1 = sx2_0;
     __m256i sat = _mm256_setzero_si256(), jv = _mm256_setzero_si256();
+    /* the recipe statistics (st_acc), in the same pass */
+    __m256d sx2n_0 = _mm256_setzero_pd(), se2n_0 = sx2n_0, mx_0 = sx2n_0;
+    __m256d sx2n_1 = sx2n_0, se2n_1 = sx2n_0, mx_1 = sx2n_0;
+    __m256i nzv = _mm256_setzero_si256(), ufv = nzv;
+    const __m256 zero_f = _mm256_setzero_ps();
     uint8_t cm[GRP_MAX_BLOCK + 4], lm[GRP_MAX_BLOCK + 4], negb[GRP_MAX_BLOCK + 4];
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
@@ -583,14 +588,22 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
         const __m256 xq = _mm256_castsi256_ps(xqi);
         const __m256i c = _mm256_cmpgt_epi32(vjn, jv);          /* counted */
         const __m256i s = _mm256_and_si256(c, vlive);           /* counted in a live block */
-        const __m256i l = _mm256_andnot_si256(_mm256_cmpeq_epi32(vak, jv), s); /* not the amax */
+        const __m256i akj = _mm256_cmpeq_epi32(vak, jv);
+        const __m256i l = _mm256_andnot_si256(akj, s); /* not the amax */
+        const __m256i na = _mm256_andnot_si256(akj, c); /* counted, not the amax: statistics */
+        /* statistics: counted with x != 0, and of those x̂ == 0 (|y| == 0) */
+        const __m256i nzc =
+            _mm256_andnot_si256(_mm256_castps_si256(_mm256_cmp_ps(ax, zero_f, _CMP_EQ_OQ)), c);
+        nzv = _mm256_sub_epi32(nzv, nzc);
+        ufv = _mm256_sub_epi32(
+            ufv, _mm256_and_si256(nzc, _mm256_castps_si256(_mm256_cmp_ps(y, zero_f, _CMP_EQ_OQ))));
         sat = _mm256_sub_epi32(sat, _mm256_and_si256(_mm256_castps_si256(
                                                          _mm256_cmp_ps(t, gm, _CMP_GT_OQ)), s));
         cm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(c));
         lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
         negb[j] = (uint8_t)_mm256_movemask_ps(x);
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
-#define AVX2_HALF(h, H, sx2, se2, sxqx, sxq2, serr, vse, vrs)                                   \
+#define AVX2_HALF(h, H, sx2, se2, sxqx, sxq2, serr, vse, vrs, sx2n, se2n, mx)                   \
     do {                                                                                        \
         const __m256d dx = _mm256_cvtps_pd(H(x)), dq = _mm256_cvtps_pd(H(xq));                  \
         const __m256d c64 = _mm256_castsi256_pd(ext64(c, h));                                   \
@@ -608,9 +621,19 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
         const __m256d el = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(H(q)), qt), l64);       \
         serr = _mm256_add_pd(serr, el);                                                         \
         _mm256_storeu_pd(E + (int64_t)j * GRP + 4 * (h), el);                                   \
+        /* statistics (stats.c's sums): dx² exact, so the fused add rounds as s + dx·dx; a   \
+         * lane outside na adds +0.0; |d| of a counted entry (+0 elsewhere: d = 0 − 0), never \
+         * NaN, so the max of the doubles is the max of their bits */                          \
+        const __m256d na64 = _mm256_castsi256_pd(ext64(na, h));                                 \
+        const __m256d dxn = _mm256_and_pd(dx, na64), dn = _mm256_and_pd(d, na64);              \
+        sx2n = _mm256_fmadd_pd(dxn, dxn, sx2n);                                                 \
+        se2n = _mm256_add_pd(se2n, _mm256_mul_pd(dn, dn));                                      \
+        mx = _mm256_max_pd(mx, _mm256_and_pd(d, absm64));                                       \
     } while (0)
-        AVX2_HALF(0, lo_ps, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0);
-        AVX2_HALF(1, hi_ps, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1);
+        AVX2_HALF(0, lo_ps, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0, sx2n_0, se2n_0,
+                  mx_0);
+        AVX2_HALF(1, hi_ps, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1, sx2n_1, se2n_1,
+                  mx_1);
 #undef AVX2_HALF
         jv = _mm256_add_epi32(jv, one32);
     }
@@ -695,6 +718,16 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int un
     _mm256_storeu_pd(a->sxq2 + 4, sxq2_1);
     _mm256_storeu_pd(a->serr, serr_0);
     _mm256_storeu_pd(a->serr + 4, serr_1);
+    _mm256_storeu_pd(so->sx2, sx2n_0);
+    _mm256_storeu_pd(so->sx2 + 4, sx2n_1);
+    _mm256_storeu_pd(so->se2, se2n_0);
+    _mm256_storeu_pd(so->se2 + 4, se2n_1);
+    _mm256_storeu_pd(so->mx, mx_0);
+    _mm256_storeu_pd(so->mx + 4, mx_1);
+    _mm256_storeu_si256((__m256i *)(void *)so->nz, ext64(nzv, 0));
+    _mm256_storeu_si256((__m256i *)(void *)(so->nz + 4), ext64(nzv, 1));
+    _mm256_storeu_si256((__m256i *)(void *)so->uf, ext64(ufv, 0));
+    _mm256_storeu_si256((__m256i *)(void *)(so->uf + 4), ext64(ufv, 1));
 }
 
 /* group_params compiled for AVX2 with every call inlined (see group_params_avx512) */
@@ -718,12 +751,16 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
         ROW_GROUP_SETUP(load_avx2, group_params_avx2);
         grp_acc a;
+        st_acc so;
         if (unit)
-            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, kind, 1);
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so, kind,
+                            1);
         else
-            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, kind, 0);
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so, kind,
+                            0);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
+        fp4_stats_group_merge(p, gi.am, sb, jn, &so, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
     }
 }
 
@@ -737,9 +774,9 @@ FP4_AVX2 static void row_avx2(ROW_ARGS)
 }
 
 /* which of them this CPU runs: fp4_isa_cpu_runs (base/isa.c) */
-static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2};
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
-static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512};
+static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 0};
 
 const fp4_engine *fp4_engine_x86(fp4_isa isa)
 {
