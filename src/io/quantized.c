@@ -20,6 +20,7 @@
 
 #include "base/match.h"
 #include "io/quantized.h"
+#include "io/st_parse.h"
 #include "io/widen_f8.h"
 
 /* Longest tensor name grouped (longer ones are left as they are). */
@@ -528,7 +529,11 @@ static int format_from_text(const char *s)
 
 static void decl_excludes(decl *d, const cJSON *arr, const char *key)
 {
-    if (!cJSON_IsArray(arr)) return;
+    if (!arr || cJSON_IsNull(arr)) return;
+    if (!cJSON_IsArray(arr)) { /* a string would be one pattern to one reader, chars to another */
+        say(d->bad, sizeof d->bad, "%s: %s is not a list of names", d->file, key);
+        return;
+    }
     int n = cJSON_GetArraySize(arr);
     if (n > FP4_EXCLUDE_MAX) {
         say(d->bad, sizeof d->bad, "%s: %s holds %d patterns, over the %d read", d->file, key,
@@ -540,8 +545,12 @@ static void decl_excludes(decl *d, const cJSON *arr, const char *key)
     say(d->exclude_key, sizeof d->exclude_key, "%s", key);
     const cJSON *it;
     cJSON_ArrayForEach(it, arr) {
-        if (cJSON_IsString(it) && (d->exclude[d->nexclude] = strdup(it->valuestring)))
-            d->nexclude++;
+        if (!cJSON_IsString(it)) {
+            say(d->bad, sizeof d->bad, "%s: %s[%d] is not a name (a string)", d->file, key,
+                d->nexclude);
+            return;
+        }
+        if ((d->exclude[d->nexclude] = strdup(it->valuestring))) d->nexclude++;
     }
 }
 
@@ -554,7 +563,11 @@ static const char *jstr(const cJSON *o, const char *key)
 /* ModelOpt's quantized_layers (a MIXED_PRECISION export: one quant_algo per module). */
 static void decl_layers(decl *d, const cJSON *obj)
 {
-    if (!cJSON_IsObject(obj)) return;
+    if (!obj || cJSON_IsNull(obj)) return;
+    if (!cJSON_IsObject(obj)) {
+        say(d->bad, sizeof d->bad, "%s: quantized_layers is not an object", d->file);
+        return;
+    }
     int n = cJSON_GetArraySize(obj);
     d->layer = calloc((size_t)n + 1, sizeof *d->layer);
     d->layer_algo = calloc((size_t)n + 1, sizeof *d->layer_algo);
@@ -594,12 +607,17 @@ static bool read_hf_quant(const char *dir, const char *root, decl *d)
         say(d->bad, sizeof d->bad, "hf_quant_config.json: %s", why);
         return true;
     }
-    cJSON *j = cJSON_ParseWithLength(txt, len);
+    cJSON *j = NULL;
+    const fp4_status pst = fp4_json_parse_object("hf_quant_config.json", "JSON", txt, len, &j);
     free(txt);
-    const cJSON *q = j ? cJSON_GetObjectItemCaseSensitive(j, "quantization") : NULL;
+    if (pst != FP4_OK) {
+        say(d->bad, sizeof d->bad, "%s", fp4_last_error());
+        fp4_error_clear();
+        return true;
+    }
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(j, "quantization");
     if (!cJSON_IsObject(q)) {
-        say(d->bad, sizeof d->bad, "hf_quant_config.json: %s",
-                 j ? "no \"quantization\" object" : "not valid JSON");
+        say(d->bad, sizeof d->bad, "hf_quant_config.json: no \"quantization\" object");
         cJSON_Delete(j);
         return true;
     }
@@ -627,11 +645,13 @@ static bool read_config_json(const char *dir, const char *root, decl *d)
         say(d->bad, sizeof d->bad, "config.json: %s", why);
         return true;
     }
-    cJSON *j = cJSON_ParseWithLength(txt, len);
+    cJSON *j = NULL;
+    const fp4_status pst = fp4_json_parse_object("config.json", "JSON", txt, len, &j);
     free(txt);
     say(d->file, sizeof d->file, "config.json");
-    if (!j) {
-        say(d->bad, sizeof d->bad, "config.json: not valid JSON");
+    if (pst != FP4_OK) {
+        say(d->bad, sizeof d->bad, "%s", fp4_last_error());
+        fp4_error_clear();
         return true;
     }
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(j, "quantization_config");

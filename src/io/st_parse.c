@@ -207,6 +207,12 @@ static fp4_status json_parse_object(const char *file, const char *what, bool hea
     return FP4_OK;
 }
 
+fp4_status fp4_json_parse_object(const char *file, const char *what, const char *s, size_t n,
+                                 cJSON **out)
+{
+    return json_parse_object(file, what, false, s, n, out);
+}
+
 /* An exact non-negative integer from a JSON number (cJSON keeps doubles: 2^53 is the limit
  * of exactness, far beyond any offset or size a file can hold). */
 static bool json_uint(const cJSON *v, uint64_t *out)

@@ -100,4 +100,14 @@ void fp4_st_index_free(fp4_st_index *ix);
  * A NUL byte is valid UTF-8; callers that refuse it check separately. */
 bool fp4_utf8_valid(const uint8_t *s, size_t n);
 
+/* A JSON document read beside an input (a quantized checkpoint's hf_quant_config.json,
+ * config.json) parsed with the checks every JSON header gets: valid UTF-8, no NUL or control
+ * character in a string, one object and nothing after it, no key twice in any object (cJSON
+ * finds the first, Python's json the last: one file, two readings). Errors (FP4_ERR_INPUT)
+ * read "FILE: WHAT ..." ("FILE: WHAT: PARENT: key K appears twice"). *out: free with
+ * cJSON_Delete. */
+struct cJSON;
+fp4_status fp4_json_parse_object(const char *file, const char *what, const char *s, size_t n,
+                                 struct cJSON **out);
+
 #endif

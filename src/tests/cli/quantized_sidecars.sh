@@ -52,6 +52,28 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
 check "$tmp/many" config.json "ignore holds 65537 patterns, over the 65536 read"
 
+# a key twice (cJSON finds the first, Python's json the last) at any depth; wrong types
+mkdir "$tmp/dup" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/dup/" || exit 1
+printf '{"quantization": {"quant_algo": "NVFP4"}, "quantization": {"quant_algo": "MXFP4"}}' \
+    >"$tmp/dup/hf_quant_config.json"
+check "$tmp/dup" hf_quant_config.json "JSON: key quantization appears twice"
+mkdir "$tmp/dup2" && cp "$Q/ct_nvfp4/model.safetensors" "$tmp/dup2/" || exit 1
+python3 - "$Q/ct_nvfp4/config.json" "$tmp/dup2/config.json" <<'PY' || fail "cannot write config.json"
+import json, sys
+t = json.dumps(json.load(open(sys.argv[1])))
+t = t.replace('"ignore": [', '"ignore": ["x"], "ignore": [', 1)
+assert t.count('"ignore"') == 2
+open(sys.argv[2], "w").write(t)
+PY
+check "$tmp/dup2" config.json "JSON: quantization_config: key ignore appears twice"
+mkdir "$tmp/str" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/str/" || exit 1
+printf '{"quantization": {"quant_algo": "NVFP4", "exclude_modules": "lm_head"}}' \
+    >"$tmp/str/hf_quant_config.json"
+check "$tmp/str" hf_quant_config.json "exclude_modules is not a list of names"
+printf '{"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head", 7]}}' \
+    >"$tmp/str/hf_quant_config.json"
+check "$tmp/str" hf_quant_config.json "exclude_modules\[1\] is not a name"
+
 # a symlink out of the checkpoint's directory: refused, read with --allow-external
 mkdir "$tmp/out" "$tmp/ext" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/out/" || exit 1
 cp "$Q/modelopt_nvfp4/hf_quant_config.json" "$tmp/ext/" || exit 1
