@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "num/metrics.h"
+#include "report/term.h"
 #include "report/verdict.h"
 #include "run/config.h"
 #include "num/quant.h"
@@ -939,13 +940,36 @@ static int name_width(const fp4_run *run)
     return w;
 }
 
-/* name (escaped: control characters and invalid UTF-8 shown as \xNN), padded to w columns. */
+/* The width the table being written must fit (fp4_term_width; 0: no limit). With a limit a
+ * name longer than its column is elided in the middle; without one it runs past it. */
+static int table_cols;
+
+/* With a width the full rows do not fit: the label column as wide as the longest label (at
+ * least "format") and the number columns as wide as their values; 0 for the full layout. */
+static int compact_lw;
+
+/* The name column of a row with `fixed` columns besides the name: w, narrowed to what the
+ * table's width leaves (never below 12 columns; a row that still does not fit is wrapped by
+ * fp4_term_write). */
+static int fit_name(int w, int fixed)
+{
+    if (table_cols <= 0) return w;
+    int room = table_cols - fixed;
+    if (room < 12) room = 12;
+    return w < room ? w : room;
+}
+
+/* name (escaped: control characters and invalid UTF-8 shown as \xNN), padded to w columns;
+ * elided in the middle to w columns when the table has a width (table_cols). */
 static void put_name(FILE *out, const char *name, int w)
 {
     char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
     const char *s = shown ? shown : name;
+    char *el = table_cols > 0 && text_columns(s) > w ? fp4_term_elide(s, w) : NULL;
+    if (el) s = el;
     fputs(s, out);
     for (int c = text_columns(s); c < w; c++) fputc(' ', out);
+    free(el);
     free(shown);
 }
 
@@ -973,7 +997,10 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
         snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
                  (unsigned long long)m->nan, (unsigned long long)m->inf);
     put_name(out, name, w);
-    fprintf(out, " %-12s %9s %9s %7s %11s %11s%s\n", lab, sq, a, b15, x1, x2, nf);
+    if (compact_lw > 0)
+        fprintf(out, " %-*s %7s %8s %6s %9s %11s%s\n", compact_lw, lab, sq, a, b15, x1, x2, nf);
+    else
+        fprintf(out, " %-12s %9s %9s %7s %11s %11s%s\n", lab, sq, a, b15, x1, x2, nf);
 }
 
 static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
@@ -1009,7 +1036,8 @@ static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
     fmt_num(a, sizeof a, prod, "%.5f");
     fmt_num(b, sizeof b, expo, "%.5f");
     put_name(out, "  (compound)", w);
-    fprintf(out, " %-12s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n", lab, k, a, b);
+    fprintf(out, " %-*s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n",
+            compact_lw > 0 ? compact_lw : 12, lab, k, a, b);
 }
 
 /* The verdict under the table: pooled SQNR, alpha and B15 per config, the winner with its
@@ -1050,7 +1078,8 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
     for (int i = 0; i < k.nkeep && i < 10; i++) {
         const fp4_keep_row *r = &k.rows[i];
         fputs("    ", out);
-        put_name(out, run->tensors[r->t].info.name ? run->tensors[r->t].info.name : "", nw);
+        put_name(out, run->tensors[r->t].info.name ? run->tensors[r->t].info.name : "",
+                 fit_name(nw, 56));
         fprintf(out, " flushed %6.2f%%  SQNR %7.3f dB  z %.1f (%s)\n", 100.0 * r->flushed,
                 r->sqnr_db, r->score, r->by_flushed ? "flushed" : "SQNR");
     }
@@ -1139,13 +1168,23 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
                                                       : "largest SQNR gap best-worst first";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
+    /* the full row is 2 + name + 61 + 2 label columns; a narrow table leaves the worst
+     * config out (it is in the JSON) before it narrows the name below 24 columns */
+    const int full_fixed = 63 + 2 * lw_rank, short_fixed = 47 + lw_rank;
+    const bool brief = table_cols > 0 && table_cols - full_fixed < (nw < 24 ? nw : 24);
+    const int rw = fit_name(nw, brief ? short_fixed : full_fixed);
     for (int i = 0; i < top; i++) {
         const fp4_verdict_row *r = &rows[i];
         const fp4_tensor_result *tr = &run->tensors[r->t];
         fputs("  ", out);
-        put_name(out, tr->info.name ? tr->info.name : "", nw);
+        put_name(out, tr->info.name ? tr->info.name : "", rw);
         if (!r->ok) {
             fprintf(out, " no finite SQNR\n");
+        } else if (brief) {
+            char lb[48];
+            cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
+            fprintf(out, " best %-*s %7.3f  gap %6.3f dB  delta %+.5f\n", lw_rank, lb,
+                    tr->metrics[r->best].sqnr_db, r->gap_db, r->delta);
         } else {
             char lb[48], lwst[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
@@ -1162,12 +1201,24 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
           out);
 }
 
-void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
+static void table_text(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
-    int w = name_width(run);
+    int nw = name_width(run);
     label_scales = false;
     for (int c = 1; c < run->ncfg; c++) label_scales |= run->cfgs[c].scale != run->cfgs[0].scale;
+    /* the rows besides the name: rht 49 + the format column, the others 65, or 47 + the
+     * longest label in the compact layout (when the full one would narrow the names) */
+    compact_lw = 0;
+    if (!rht && table_cols > 0 && table_cols - 65 < nw) {
+        compact_lw = 6;
+        for (int c = 0; c < run->ncfg; c++) {
+            char lab[48];
+            cfg_label(lab, sizeof lab, &run->cfgs[c]);
+            if ((int)strlen(lab) > compact_lw) compact_lw = (int)strlen(lab);
+        }
+    }
+    int w = fit_name(nw, rht ? 49 + (label_scales ? 12 : 8) : compact_lw ? 47 + compact_lw : 65);
     if (rht) {
         put_name(out, "tensor", w);
         fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
@@ -1188,8 +1239,12 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
                          : !strcmp(command, "buckets") ? "saturated" : "elements";
         put_name(out, "tensor", w);
-        fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15", x1,
-                x2);
+        if (compact_lw > 0)
+            fprintf(out, " %-*s %7s %8s %6s %9s %11s\n", compact_lw, "format", "SQNR_dB",
+                    "alpha", "B15", x1, x2);
+        else
+            fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15",
+                    x1, x2);
         for (int t = 0; t < run->ntensors; t++)
             for (int c = 0; c < run->ncfg; c++)
                 table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
@@ -1213,7 +1268,7 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
                             : "");
         }
     }
-    verdict_table(out, run, w);
+    verdict_table(out, run, nw);
     /* already-quantized tensors (io/quantized.h) on a line of their own: no option analyses
      * them; then the weights recipes keep in high precision (run/recipe.h: --all-weights
      * analyses them); then the rest */
@@ -1285,6 +1340,27 @@ void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
         fprintf(out, "error: %s\n", m ? m : run->errors[i].message);
         free(m);
     }
+}
+
+void fp4_report_table(FILE *out, const char *command, const fp4_run *run)
+{
+    table_cols = fp4_term_width(out);
+    if (table_cols <= 0) {
+        table_text(out, command, run);
+        return;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem) {
+        table_text(out, command, run);
+        table_cols = 0;
+        return;
+    }
+    table_text(mem, command, run);
+    if (fclose(mem) == 0 && buf) fp4_term_write(out, buf, table_cols);
+    free(buf);
+    table_cols = 0;
 }
 
 bool fp4_report_terminal_first(const fp4_run_config *o)

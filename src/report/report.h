@@ -67,7 +67,10 @@ struct cJSON *fp4_report_provenance_json(const fp4_file_print *p, int n);
  * for an unknown name. */
 fp4_status fp4_status_from_name(const char *name);
 
-/* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`. */
+/* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`, fitted to
+ * fp4_term_width(out) ($COLUMNS, else the terminal's width; none on a pipe or file): tensor
+ * names elided in the middle to the room their column has, longer text lines wrapped at
+ * spaces, numbers never split (SPEC §9 "Terminal output"). */
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run);
 
 /* The `grid` report: levels, bin edges, half-widths and analytic bias of each format

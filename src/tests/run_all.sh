@@ -2,9 +2,11 @@
 # run_all.sh — run every cmocka suite given as arguments, then the CLI cases in
 # src/tests/cli/*.sh (each a shell script that exits 0 on pass, 77 on skip), and print one
 # closing line "N passed, N failed, N skipped" counting suites' tests and CLI cases.
-# Env: FP4DIAG (the binary), BUILD.
+# Env: FP4DIAG (the binary), BUILD. COLUMNS is unset: no case depends on the terminal it runs
+# in (a case that wants a width sets it).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
+unset COLUMNS
 pass=0 fail=0 skip=0
 failed=""
 for t in "$@"; do

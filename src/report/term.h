@@ -1,0 +1,40 @@
+/* term.h — text tables that fit the terminal (SPEC §9 "Terminal output"): the width a table
+ * stream has, a tensor name elided in the middle to a number of columns, and free text lines
+ * wrapped at spaces so that no line runs past the width and no number is split. */
+#ifndef FP4_TERM_H
+#define FP4_TERM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Narrowest width honoured: a $COLUMNS or terminal below it is taken as this. */
+enum { FP4_TERM_MIN_COLS = 40, FP4_TERM_MAX_COLS = 4096 };
+
+/* The width, in columns, a table written to `out` must fit: $COLUMNS when it is a whole number
+ * (clamped to [FP4_TERM_MIN_COLS, FP4_TERM_MAX_COLS]); else the terminal's width
+ * (ioctl TIOCGWINSZ on fileno(out)) when `out` is a terminal that reports one; else 0: no
+ * limit (a pipe or file gets names in full). */
+int fp4_term_width(FILE *out);
+
+/* True when the locale's character set is UTF-8: the first of $LC_ALL, $LC_CTYPE, $LANG that is
+ * set and non-empty names "UTF-8" or "utf8" (any case). The elision mark is then "…" (one
+ * column), else "..." (three). */
+bool fp4_term_utf8(void);
+
+/* Columns of UTF-8 text `s` (one per character; no wide characters are assumed). */
+int fp4_term_columns(const char *s);
+
+/* `s` (UTF-8, already escaped) shortened to at most `cols` columns by replacing its middle with
+ * the elision mark (fp4_term_utf8), keeping more of the end (the ".q_proj.weight" part); `s`
+ * as it is when it fits. cols < 4 keeps the first `cols` characters. Never splits a UTF-8
+ * sequence. Returns a malloc'd string, NULL when out of memory. */
+char *fp4_term_elide(const char *s, int cols);
+
+/* Write `text` to `out`, each line that is longer than `width` columns wrapped at spaces onto
+ * continuation lines indented two more than the line's own indent; a word longer than the room
+ * is elided in the middle (never a number: the tables' numbers are short). width <= 0 writes
+ * the text as it is. */
+void fp4_term_write(FILE *out, const char *text, int width);
+
+#endif

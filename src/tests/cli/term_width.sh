@@ -1,0 +1,63 @@
+#!/bin/sh
+# term_width.sh — the human tables fit the width (SPEC §9 "Terminal output"): with long Hugging
+# Face names, COLUMNS=80 and 120 give no line longer than COLUMNS (characters, not bytes) for
+# every analysis command, one scale and mixed scales; names are elided in the middle with "…"
+# under a UTF-8 locale and "..." otherwise, keeping the layer number when it fits; no COLUMNS
+# and a file for stderr: names in full; a pseudo-terminal of 90 columns (script, stty) is fitted
+# without COLUMNS.
+set -u
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset COLUMNS
+python3 - "$tmp/m.safetensors" <<'PY' || exit 77
+import sys
+import numpy as np
+from safetensors.numpy import save_file
+rng = np.random.default_rng(7)
+d = {}
+for l in (3, 31):
+    d[f"model.layers.{l}.self_attn.q_proj.weight"] = rng.standard_normal((32, 64)).astype(np.float32)
+    d[f"model.layers.{l}.block_sparse_moe.experts.{l % 8}.w1.weight"] = rng.standard_normal((32, 64)).astype(np.float32)
+save_file(d, sys.argv[1])
+PY
+fail=0
+M=$tmp/m.safetensors
+maxlen() { # FILE: the longest line in characters (UTF-8)
+    python3 -c 'import sys; print(max((len(l) for l in open(sys.argv[1], encoding="utf-8").read().split("\n")), default=0))' "$1"
+}
+for cmd in sqnr bias buckets rht; do
+    for fmt in e2m1,e1m2 nvfp4,mxfp4; do
+        for c in 80 120; do
+            COLUMNS=$c LC_ALL=C.UTF-8 "$FP4DIAG" $cmd "$M" --format $fmt -v -o "$tmp/r.json" 2>"$tmp/err"
+            rc=$?
+            n=$(maxlen "$tmp/err")
+            if [ $rc -ne 0 ] || [ "$n" -gt $c ] || ! grep -q '^verdict' "$tmp/err"; then
+                echo "$cmd --format $fmt COLUMNS=$c: exit $rc, longest line $n"; cat "$tmp/err"; fail=1
+            fi
+        done
+    done
+done
+# the sqnr table at 80 columns: the MoE name elided with "…" (UTF-8) or "..." (C locale)
+COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
+grep -q '^model\.[a-z._]*…[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '…' elision at 80 columns (UTF-8)"; cat "$tmp/err"; fail=1; }
+if grep -q '\.\.\.' "$tmp/err"; then echo "'...' under a UTF-8 locale"; fail=1; fi
+COLUMNS=80 LC_ALL=C "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
+grep -q '^model\.[a-z._]*\.\.\.[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '...' elision at 80 columns (C locale)"; cat "$tmp/err"; fail=1; }
+if grep -q '…' "$tmp/err"; then echo "'…' under the C locale"; fail=1; fi
+# the layer number kept when the end from it fits (the rank rows at 120 hold the names whole)
+COLUMNS=100 LC_ALL=C.UTF-8 "$FP4DIAG" rht "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
+grep -q '^m[a-z.]*…31\.block_sparse_moe\.experts\.7\.w1\.weight ' "$tmp/err" || { echo "COLUMNS=100 rht: layer number not kept"; cat "$tmp/err"; fail=1; }
+# no width: names in full, nothing elided
+LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
+grep -q '^model\.layers\.31\.block_sparse_moe\.experts\.7\.w1\.weight ' "$tmp/err" || { echo "no COLUMNS, stderr a file: name not in full"; cat "$tmp/err"; fail=1; }
+if grep -q '…' "$tmp/err"; then echo "no COLUMNS, stderr a file: a name elided"; fail=1; fi
+# a terminal of 90 columns, no COLUMNS: the table on it fits (TIOCGWINSZ)
+if command -v script >/dev/null 2>&1; then
+    LC_ALL=C.UTF-8 script -qec "stty cols 90 rows 50; '$FP4DIAG' sqnr '$M' 2>/dev/null" /dev/null >"$tmp/tty" 2>&1 </dev/null
+    tr -d '\r' <"$tmp/tty" >"$tmp/tty2"
+    n=$(maxlen "$tmp/tty2")
+    if [ "$n" -gt 90 ] || ! grep -q '^verdict' "$tmp/tty2"; then
+        echo "a 90-column terminal: longest line $n"; cat "$tmp/tty2"; fail=1
+    fi
+fi
+exit $fail
