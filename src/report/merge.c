@@ -776,9 +776,9 @@ static const char *sqnr_status_str(fp4_sqnr_status s)
 /* One layer of a gemm part: its exact sums (shard.partials[k]) into L, and every number the
  * layer shows that they decide recomputed from them (fp4_gemm_sums_finish, the run's own
  * formula) and compared, as merge_analysis re-renders each tensor: the path list, sqnr_db,
- * sqnr_status and eta of layers[k].paths[j], the η and SQNR the sums array repeats, and
- * alpha_product = alpha_a * alpha_b; the layer's name is the one the selection lists at its
- * position. FP4_ERR_INPUT naming the part and the field that differs (an edited part). */
+ * sqnr_status and eta of layers[k].paths[j], the η and SQNR the sums array repeats,
+ * alpha_product = alpha_a * alpha_b, and the operands' alpha (role a, then b) equal to them;
+ * the layer's name is the one the selection lists at its position. FP4_ERR_INPUT naming the part and the field that differs (an edited part). */
 static fp4_status gemm_layer_from_json(const part *pt, const unit *u, const cJSON *selnames,
                                        fp4_gemm_layer *L)
 {
@@ -847,6 +847,18 @@ static fp4_status gemm_layer_from_json(const part *pt, const unit *u, const cJSO
             /* alpha_a, alpha_b as printed: each within an epsilon of the run's */
             if (!num_matches(get(y, "alpha_product"), prod, 8 * DBL_EPSILON))
                 field = "alpha_product";
+            /* the operands' own alpha (Σx·q(x)/Σx², role a then b) are the path's two */
+            const cJSON *ops = get(y, "operands");
+            for (int k = 0; !field && k < 2; k++) {
+                const cJSON *op = cJSON_GetArrayItem(ops, k), *role = get(op, "role");
+                const cJSON *want = k ? ab : aa;
+                if (cJSON_GetArraySize(ops) != 2 || !cJSON_IsString(role) ||
+                    strcmp(role->valuestring, k ? "b" : "a") ||
+                    !(cJSON_IsNumber(want) ? num_matches(get(op, "alpha"), want->valuedouble,
+                                                         DBL_EPSILON)
+                                           : cJSON_IsNull(get(op, "alpha"))))
+                    field = "operands[].alpha (alpha_a, alpha_b)";
+            }
         }
         if (field)
             return fp4_error(FP4_ERR_INPUT, "%s: layer %s path %s: \"%s\" is not what its "

@@ -1,9 +1,10 @@
 #!/bin/sh
 # merge_checked.sh — merge takes no number a part did not compute (issue 26, items 3 and 11):
-# a gemm part whose exact sums (shard.partials), whose shown sqnr_db/eta/sqnr_status or whose
-# layer name were edited is refused with one line naming the part and the field, as analysis
-# parts are; timing values that no run writes (1e308 s, negative or fractional bytes, a string)
-# are refused; the unedited parts merge. Nothing is written on a refusal.
+# a gemm part whose exact sums (shard.partials), whose shown sqnr_db/eta/sqnr_status, layer
+# name or operands' alpha (role a, b) were edited is refused with one line naming the part and
+# the field, as analysis parts are; timing values that no run writes (1e308 s, negative or
+# fractional bytes, a string) are refused; the unedited parts merge. Nothing is written on a
+# refusal.
 . src/tests/cli/lib/parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
@@ -52,6 +53,10 @@ edit g1.json e_st.json 'd["layers"][0]["paths"][0]["sqnr_status"] = "exact"'
 bad gemm_status "e_st.json: layer .* \"sqnr_status\"" g0.json e_st.json
 edit g1.json e_ap.json 'd["layers"][0]["paths"][2]["alpha_product"] *= 1.5'
 bad gemm_alpha "e_ap.json: layer .* path wgrad: \"alpha_product\"" g0.json e_ap.json
+edit g1.json e_op.json 'd["layers"][0]["paths"][0]["operands"][1]["alpha"] *= 1.01'
+bad gemm_operand_alpha "e_op.json: layer .* path fprop: \"operands\[\]\.alpha" g0.json e_op.json
+edit g1.json e_role.json 'o = d["layers"][0]["paths"][0]["operands"]; o[0], o[1] = o[1], o[0]'
+bad gemm_operand_role "e_role.json: layer .* path fprop: \"operands\[\]\.alpha" g0.json e_role.json
 edit g1.json e_name.json 'd["layers"][0]["name"] = "/other"'
 bad gemm_name "e_name.json: layer [0-9]*: \"name\" is not the layer the selection lists" g0.json e_name.json
 # timing: finite, non-negative, plausible, bytes whole; gemm and analysis parts alike
