@@ -1221,6 +1221,62 @@ out:
     return st;
 }
 
+fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsummary *out)
+{
+    memset(out, 0, sizeof *out);
+    const uint8_t *pb = NULL, *sb = NULL;
+    float global = 1.0f;
+    FP4_TRY(fp4_quant_bytes(src, q, &pb, &sb, &global));
+    fp4_quant_summarize_bytes(q, pb, sb, global, out);
+    return FP4_OK;
+}
+
+void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
+                               float global, fp4_qsummary *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->format, sizeof out->format, "%s", fp4_qformat_name(q->format));
+    snprintf(out->producer, sizeof out->producer, "%s", fp4_qproducer_name(q->producer));
+    snprintf(out->layout, sizeof out->layout, "%s", q->layout);
+    out->block = q->block;
+    out->tensor_scale = q->global ? (double)global : NAN;
+    out->scale_min = out->scale_max = NAN;
+    const bool nv = q->format == FP4_QF_NVFP4, gguf = q->scale_layout == FP4_QS_GGUF;
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block, nblocks = q->rows * nb;
+    /* Both from byte counts: every nibble of the code bytes is one element's code (flat
+     * pairs, gpt-oss blocks, ggml's qs[]), and a block scale depends on its byte alone. */
+    int64_t cb[256] = {0}, sc[256] = {0};
+    if (!gguf) {
+        for (int64_t i = 0; i < q->rows * (K / 2); i++) cb[pb[i]]++;
+    } else { /* ggml blocks: MXFP4 e + qs[16] (17 bytes), NVFP4 d[4] + qs[32] (36) */
+        const int64_t bytes = nv ? 36 : 17, head = nv ? 4 : 1, n = q->rows * (K / (nv ? 64 : 32));
+        for (int64_t g = 0; g < n; g++)
+            for (int64_t i = head; i < bytes; i++) cb[pb[g * bytes + i]]++;
+    }
+    if (q->scale_layout == FP4_QS_FLAT) {
+        for (int64_t i = 0; i < nblocks; i++) sc[sb[i]]++;
+    } else { /* swizzled (padding left out) or inside ggml's blocks */
+        for (int64_t r = 0; r < q->rows; r++)
+            for (int64_t b = 0; b < nb; b++) sc[sb[fp4_quant_scale_index(q, r, b)]]++;
+    }
+    for (int v = 0; v < 256; v++) {
+        out->histogram[v & 15] += cb[v];
+        out->histogram[v >> 4] += cb[v];
+        if (sc[v] == 0) continue;
+        const uint8_t byte = (uint8_t)v;
+        const float s = fp4_quant_block_scale(q, byte, global);
+        out->scale_bytes += sc[v];
+        if (nv && !gguf && (byte & 0x7F) == 0x7F) out->e4m3_nan += sc[v];
+        if (!nv && byte == 0xFF) out->e8m0_ff += sc[v];
+        if (!isfinite(s)) out->scale_nonfinite += sc[v];
+        else if (s == 0.0f) out->scale_zero += sc[v];
+        else {
+            if (!(s >= out->scale_min)) out->scale_min = s; /* NaN at first: taken */
+            if (!(s <= out->scale_max)) out->scale_max = s;
+        }
+    }
+}
+
 fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
                           float *out)
 {

@@ -137,6 +137,37 @@ fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, i
  * "already quantized (NVFP4, modelopt): audit needs the source". */
 void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);
 
+/* What the analysis commands report of a quantized tensor they leave to `audit` (SPEC §10;
+ * the report's skipped entry `quant`): its format, producer, layout and block, the histogram
+ * of its 4-bit codes, and statistics of its decoded block scales. */
+typedef struct fp4_qsummary {
+    char format[8];           /* "nvfp4", "mxfp4" */
+    char producer[24];        /* "modelopt", ... (fp4_qproducer_name) */
+    char layout[96];          /* fp4_qtensor.layout */
+    int block;                /* elements per block scale */
+    int64_t histogram[16];    /* elements per code (bit 3 the sign), every element once */
+    int64_t scale_bytes;      /* block scales: rows * K / block (swizzle padding not counted) */
+    int64_t e8m0_ff;          /* MXFP4 scale bytes 0xFF (OCP: NaN) */
+    int64_t e4m3_nan;         /* NVFP4 E4M3 bytes 0x7F/0xFF (NaN; not GGUF's UE4M3) */
+    int64_t scale_zero;       /* block scales decoding to 0 (fp4_quant_block_scale) */
+    int64_t scale_nonfinite;  /* ... to inf or NaN */
+    double scale_min, scale_max; /* of the finite non-zero decoded block scales (per-tensor
+                                    scale applied, as decoded); NaN when there is none */
+    double tensor_scale;      /* the NVFP4 per-tensor scale as stored (ModelOpt's weight_scale_2,
+                                 compressed-tensors' weight_global_scale, a GGUF .scale
+                                 sidecar); NaN when the tensor has none */
+} fp4_qsummary;
+
+/* Summarise q from src's bytes (fp4_quant_bytes: its errors, FP4_ERR_INPUT naming the file
+ * and tensor; *out is then zeroed). Reads every packed byte and block scale once. */
+fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsummary *out);
+
+/* The same from q's bytes as fp4_quant_bytes gives them (packed codes, block scales as
+ * stored, the per-tensor scale; global is the per-tensor scale applied, reported only when
+ * q->global names one). No error: the caller checked the sizes. */
+void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *packed,
+                               const uint8_t *scales, float global, fp4_qsummary *out);
+
 /* The E2M1 value of a 4-bit code (bit 3 sign): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives
  * (code 8 is -0). */
 float fp4_e2m1_value(unsigned code);

@@ -660,6 +660,13 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
             goto out;
         }
         run.nskipped++;
+        const cJSON *qo = get(x, "quant");
+        if (qo && (!(k->quant = malloc(sizeof *k->quant)) ||
+                   !fp4_qsummary_parse(qo, k->quant))) {
+            st = k->quant ? fp4_error(FP4_ERR_INPUT, "%s: malformed skipped entry", p[0].name)
+                          : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
         snprintf(k->info.dtype, sizeof k->info.dtype, "%s", dt->valuestring);
         k->info.rank = cJSON_GetArraySize(sh);
         for (int r = 0; r < k->info.rank; r++) {

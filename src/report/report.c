@@ -539,6 +539,89 @@ static bool hex_parse(const cJSON *j, double *out)
     return end != j->valuestring && !*end;
 }
 
+cJSON *fp4_qsummary_json(const fp4_qsummary *q)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "format", q->format);
+    cJSON_AddStringToObject(o, "producer", q->producer);
+    cJSON_AddStringToObject(o, "layout", q->layout);
+    cJSON_AddNumberToObject(o, "block", q->block);
+    cJSON *h = cJSON_AddArrayToObject(o, "histogram");
+    for (int c = 0; h && c < 16; c++)
+        cJSON_AddItemToArray(h, cJSON_CreateNumber((double)q->histogram[c]));
+    u64(o, "scale_bytes", (uint64_t)q->scale_bytes);
+    cJSON *sp = cJSON_AddObjectToObject(o, "special_scale_bytes");
+    if (sp) {
+        u64(sp, "e8m0_ff", (uint64_t)q->e8m0_ff);
+        u64(sp, "e4m3_nan", (uint64_t)q->e4m3_nan);
+    }
+    cJSON *sc = cJSON_AddObjectToObject(o, "scales");
+    if (sc) {
+        u64(sc, "zero", (uint64_t)q->scale_zero);
+        u64(sc, "nonfinite", (uint64_t)q->scale_nonfinite);
+        num(sc, "min", q->scale_min);
+        num(sc, "max", q->scale_max);
+    }
+    num(o, "tensor_scale", q->tensor_scale);
+    return o;
+}
+
+/* A count of a quant object: a whole number 0..2^53. */
+static bool count_parse(const cJSON *v, int64_t *out)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != floor(v->valuedouble))
+        return false;
+    *out = (int64_t)v->valuedouble;
+    return true;
+}
+
+/* A number or null (NaN). */
+static bool num_parse(const cJSON *v, double *out)
+{
+    if (cJSON_IsNull(v)) {
+        *out = NAN;
+        return true;
+    }
+    if (!cJSON_IsNumber(v)) return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static bool str_parse(const cJSON *v, char *buf, size_t n)
+{
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= n) return false;
+    snprintf(buf, n, "%s", v->valuestring);
+    return true;
+}
+
+bool fp4_qsummary_parse(const cJSON *o, fp4_qsummary *q)
+{
+    memset(q, 0, sizeof *q);
+#define QGET(obj, k) cJSON_GetObjectItemCaseSensitive(obj, k)
+    const cJSON *h = QGET(o, "histogram"), *sp = QGET(o, "special_scale_bytes"),
+                *sc = QGET(o, "scales"), *b = QGET(o, "block");
+    int64_t block = 0;
+    if (!cJSON_IsObject(o) || !str_parse(QGET(o, "format"), q->format, sizeof q->format) ||
+        !str_parse(QGET(o, "producer"), q->producer, sizeof q->producer) ||
+        !str_parse(QGET(o, "layout"), q->layout, sizeof q->layout) || !count_parse(b, &block) ||
+        block > 1024 || !cJSON_IsArray(h) || cJSON_GetArraySize(h) != 16 ||
+        !count_parse(QGET(o, "scale_bytes"), &q->scale_bytes) || !cJSON_IsObject(sp) ||
+        !count_parse(QGET(sp, "e8m0_ff"), &q->e8m0_ff) ||
+        !count_parse(QGET(sp, "e4m3_nan"), &q->e4m3_nan) || !cJSON_IsObject(sc) ||
+        !count_parse(QGET(sc, "zero"), &q->scale_zero) ||
+        !count_parse(QGET(sc, "nonfinite"), &q->scale_nonfinite) ||
+        !num_parse(QGET(sc, "min"), &q->scale_min) || !num_parse(QGET(sc, "max"), &q->scale_max) ||
+        !num_parse(QGET(o, "tensor_scale"), &q->tensor_scale))
+        return false;
+#undef QGET
+    q->block = (int)block;
+    for (int c = 0; c < 16; c++)
+        if (!count_parse(cJSON_GetArrayItem(h, c), &q->histogram[c])) return false;
+    return true;
+}
+
 bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
 {
     fp4_metrics_init(m);
@@ -796,6 +879,7 @@ static cJSON *build_analysis(const char *command, int argc, char **argv, const f
             cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->info.dims[d]));
         cJSON_AddStringToObject(e, "dtype", x->info.dtype);
         cJSON_AddStringToObject(e, "reason", x->reason);
+        if (x->quant) cJSON_AddItemToObject(e, "quant", fp4_qsummary_json(x->quant));
     }
     cJSON *er = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; er && i < run->nerrors; i++) {

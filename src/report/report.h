@@ -56,6 +56,13 @@ struct cJSON *fp4_metrics_raw_json(const fp4_metrics *m);
 struct cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n);
 bool fp4_metrics_raw_parse(const struct cJSON *o, fp4_metrics *m);
 
+/* A skipped already-quantized tensor's "quant" object (SPEC §10): {format, producer, layout,
+ * block, histogram (16 counts, code order), scale_bytes, special_scale_bytes {e8m0_ff,
+ * e4m3_nan}, scales {zero, nonfinite, min, max (null when none)}, tensor_scale (null when
+ * none)}; NULL when out of memory. Its parser (merge): false on a malformed object. */
+struct cJSON *fp4_qsummary_json(const fp4_qsummary *q);
+bool fp4_qsummary_parse(const struct cJSON *o, fp4_qsummary *q);
+
 /* Every report's "provenance" (SPEC §9 "Provenance"): {time (UTC, "YYYY-MM-DDTHH:MM:SSZ";
  * SOURCE_DATE_EPOCH when set to whole seconds, for reproducible output), version, build {cuda
  * (built in), isa (the CPU engine variant that ran), isa_available (those this build and CPU

@@ -590,11 +590,36 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     for (int i = 0; i < ninfos; i++) {
         char why[160];
         const char *reason = NULL;
+        fp4_qsummary *qsum = NULL;
         if (qidx && qidx[i] >= 0) {
-            /* a quantized tensor with a problem stays: its problem is its error entry */
+            /* a quantized tensor with a problem stays: its problem is its error entry; so
+             * does one whose bytes cannot be summarised (what is wrong its problem) */
             if (!infos[i].problem[0]) {
-                fp4_quant_skip_reason(&qset.t[qidx[i]], why, sizeof why);
-                reason = why;
+                if (!(qsum = malloc(sizeof *qsum))) {
+                    st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                    goto out;
+                }
+                st = fp4_quant_summarize(src, &qset.t[qidx[i]], qsum);
+                if (st == FP4_ERR_INTERNAL) {
+                    free(qsum);
+                    goto out;
+                }
+                if (st != FP4_OK) { /* "FILE: NAME: what", the entry's message adds both */
+                    const char *m = fp4_last_error(), *f = fp4_source_file(src);
+                    const char *nm = qset.t[qidx[i]].name;
+                    if (!strncmp(m, f, strlen(f)) && !strncmp(m + strlen(f), ": ", 2) &&
+                        !strncmp(m + strlen(f) + 2, nm, strlen(nm)) &&
+                        !strncmp(m + strlen(f) + 2 + strlen(nm), ": ", 2))
+                        m += strlen(f) + 2 + strlen(nm) + 2;
+                    snprintf(infos[i].problem, sizeof infos[i].problem, "%s", m);
+                    fp4_error_clear();
+                    st = FP4_OK;
+                    free(qsum);
+                    qsum = NULL;
+                } else {
+                    fp4_quant_skip_reason(&qset.t[qidx[i]], why, sizeof why);
+                    reason = why;
+                }
             }
         } else {
             st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
@@ -606,9 +631,11 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         if (reason) {
             fp4_tensor_skip *sk = &run->skipped[run->nskipped];
             if (!(sk->reason = xstrdup(reason))) {
+                free(qsum);
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 goto out;
             }
+            sk->quant = qsum;
             sk->info = infos[i];
             memset(&infos[i], 0, sizeof infos[i]);
             run->nskipped++;
@@ -756,6 +783,7 @@ void fp4_run_free(fp4_run *run)
     for (int i = 0; i < run->nskipped; i++) {
         fp4_tensor_desc_free(&run->skipped[i].info);
         free(run->skipped[i].reason);
+        free(run->skipped[i].quant);
     }
     free(run->skipped);
     for (int i = 0; i < run->nerrors; i++) {

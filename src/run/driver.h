@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "io/fingerprint.h"
+#include "io/quantized.h"
 #include "io/source.h"
 #include "num/metrics.h"
 #include "num/quant.h"
@@ -48,6 +49,8 @@ typedef struct fp4_rht_delta {
 typedef struct fp4_tensor_skip {
     fp4_tensor_desc info;
     char *reason; /* "rank 1", "integer (i64)", ... (see fp4_source_skip_reason) */
+    fp4_qsummary *quant; /* an already-quantized tensor's codes and scales (malloc'd; NULL
+                            for every other skipped tensor) */
 } fp4_tensor_skip;
 
 typedef struct fp4_run {

@@ -209,6 +209,98 @@ static void test_swizzled_scales(void **state)
     assert_memory_equal(a + 129 * K, b, K * sizeof(float));
 }
 
+/* fp4_quant_summarize_bytes: a swizzled tensor summarises as its flat twin (the padding,
+ * 0x7F here, never counted), the histogram is fp4_quant_code's element by element, min and max
+ * those of the decoded scales; MXFP4 known answers for E8M0 0xFF and 0x00. */
+static void test_summary(void **state)
+{
+    (void)state;
+    enum { R = 130, K = 80, C = K / 16, RP = 256, CP = 8 };
+    fp4_qtensor flat, sw;
+    memset(&flat, 0, sizeof flat);
+    flat.format = FP4_QF_NVFP4;
+    flat.producer = FP4_QP_MODELOPT;
+    flat.block = 16;
+    flat.rank = 2;
+    flat.dims[0] = R;
+    flat.dims[1] = K;
+    flat.rows = R;
+    flat.scale_cols = C;
+    flat.global = "w.weight_scale_2";
+    sw = flat;
+    sw.scale_layout = FP4_QS_SWIZZLED;
+    sw.scale_cols = CP;
+    static uint8_t packed[R * K / 2], sflat[R * C], padded[RP][CP], swz[RP * CP];
+    for (int i = 0; i < R * K / 2; i++) packed[i] = (uint8_t)(i * 37 + 11);
+    memset(padded, 0x7F, sizeof padded);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            padded[r][c] = sflat[r * C + c] = (uint8_t)((r * 7 + c * 3) % 60);
+    int o = 0;
+    for (int r1 = 0; r1 < RP / 128; r1++)
+        for (int c1 = 0; c1 < CP / 4; c1++)
+            for (int j = 0; j < 32; j++)
+                for (int i = 0; i < 4; i++)
+                    for (int k = 0; k < 4; k++) swz[o++] = padded[r1 * 128 + i * 32 + j][c1 * 4 + k];
+    fp4_qsummary a, b;
+    fp4_quant_summarize_bytes(&flat, packed, sflat, 0.001f, &a);
+    fp4_quant_summarize_bytes(&sw, packed, swz, 0.001f, &b);
+    int64_t hist[16] = {0}, zero = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int r = 0; r < R; r++) {
+        for (int k = 0; k < K; k++) hist[fp4_quant_code(&flat, packed, r, k)]++;
+        for (int c = 0; c < C; c++) {
+            const float s = fp4_quant_block_scale(&flat, sflat[r * C + c], 0.001f);
+            if (s == 0.0f) zero++;
+            else {
+                lo = s < lo ? s : lo;
+                hi = s > hi ? s : hi;
+            }
+        }
+    }
+    for (int c = 0; c < 16; c++) {
+        assert_int_equal(a.histogram[c], hist[c]);
+        assert_int_equal(b.histogram[c], hist[c]);
+    }
+    assert_true(zero > 0);
+    const fp4_qsummary *v[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(v[i]->format, "nvfp4");
+        assert_string_equal(v[i]->producer, "modelopt");
+        assert_int_equal(v[i]->block, 16);
+        assert_int_equal(v[i]->scale_bytes, R * C);
+        assert_int_equal(v[i]->e4m3_nan, 0);
+        assert_int_equal(v[i]->e8m0_ff, 0);
+        assert_int_equal(v[i]->scale_zero, zero);
+        assert_int_equal(v[i]->scale_nonfinite, 0);
+        assert_true(v[i]->scale_min == lo && v[i]->scale_max == hi);
+        assert_true(v[i]->tensor_scale == (double)0.001f);
+    }
+    /* MXFP4, one row of two blocks: E8M0 0xFF (2^128: inf) and 0x00 (2^-127); codes 0 and 8 */
+    fp4_qtensor mx;
+    memset(&mx, 0, sizeof mx);
+    mx.format = FP4_QF_MXFP4;
+    mx.producer = FP4_QP_COMPRESSED_TENSORS;
+    mx.block = 32;
+    mx.rank = 2;
+    mx.dims[0] = 1;
+    mx.dims[1] = 64;
+    mx.rows = 1;
+    mx.scale_cols = 2;
+    uint8_t mp[32], ms[2] = {0xFF, 0x00};
+    memset(mp, 0x80, sizeof mp);
+    fp4_quant_summarize_bytes(&mx, mp, ms, 1.0f, &a);
+    assert_int_equal(a.histogram[0], 32);
+    assert_int_equal(a.histogram[8], 32);
+    assert_int_equal(a.scale_bytes, 2);
+    assert_int_equal(a.e8m0_ff, 1);
+    assert_int_equal(a.e4m3_nan, 0);
+    assert_int_equal(a.scale_nonfinite, 1);
+    assert_int_equal(a.scale_zero, 0);
+    assert_true(a.scale_min == ldexp(1.0, -127) && a.scale_max == ldexp(1.0, -127));
+    assert_true(isnan(a.tensor_scale));
+}
+
 /* The fixtures: one logical tensor per module, decoded bit for bit as the numpy writer's own
  * decode (testdata/quantized/expected/). */
 static void check_fixture_prefixed(const char *dir, const char *expected, const char *prefix,
@@ -428,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_mxfp4_extremes),
         cmocka_unit_test(test_ct_zero_block),
         cmocka_unit_test(test_swizzled_scales),
+        cmocka_unit_test(test_summary),
         cmocka_unit_test(test_fixture_modelopt),
         cmocka_unit_test(test_fixture_producers),
         cmocka_unit_test(test_fixture_ct),

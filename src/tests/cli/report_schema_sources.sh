@@ -1,7 +1,8 @@
 #!/bin/sh
 # report_schema_sources.sh — the report contract holds for every source: sqnr, bias, buckets
 # and rht reports made from HDF5 (names /a/b), safetensors, NumPy .npy/.npz, PyTorch and GGUF
-# inputs (names without a leading '/') validate against schema/report.schema.json, each with a
+# inputs (names without a leading '/') and a ModelOpt NVFP4 checkpoint (its skipped entries'
+# quant objects) validate against schema/report.schema.json, each with a
 # provenance naming its input files, and so do the
 # names themselves as each source spells them. Skips without python3 jsonschema or numpy.
 set -u
@@ -19,7 +20,8 @@ PY
 T=$PWD/testdata
 n=0
 for src in "$T/gpt_ckpt_small.h5" "$T/torch/small.safetensors" "$T/torch/small.pt" \
-           "$T/torch/sharded" "$tmp/w.npy" "$tmp/m.npz" "$T/gguf/model.gguf"; do
+           "$T/torch/sharded" "$tmp/w.npy" "$tmp/m.npz" "$T/gguf/model.gguf" \
+           "$T/quantized/modelopt_nvfp4"; do
     for cmd in sqnr bias buckets rht; do
         n=$((n + 1))
         "$FP4DIAG" $cmd "$src" --all-tensors -q -o "$tmp/r$n.json" 2>"$tmp/err"; rc=$?
@@ -31,7 +33,7 @@ done
 python3 - "$tmp/list" <<'PY' || exit 1
 import json, sys, jsonschema
 v = jsonschema.Draft202012Validator(json.load(open("schema/report.schema.json")))
-plain = 0
+plain = quant = 0
 for line in open(sys.argv[1]):
     path, cmd, src = line.split(None, 2)
     r = json.load(open(path))
@@ -47,8 +49,12 @@ for line in open(sys.argv[1]):
     if not ins or any(i["size"] <= 0 for i in ins):
         sys.exit("%s %s: provenance.inputs %r" % (cmd, src.strip(), ins))
     plain += sum(not t["name"].startswith("/") for t in r["tensors"])
+    quant += sum("quant" in s for s in r["skipped"])
 # the names that once failed the schema ('lm_head.weight' does not match '^/') are covered
 if plain == 0:
     sys.exit("no report had a name without a leading '/': the test checks nothing new")
+# already-quantized tensors' skipped entries carry their codes and scales (quant)
+if quant == 0:
+    sys.exit("no skipped entry with a quant object: the test checks nothing new")
 PY
 exit 0
