@@ -5,9 +5,13 @@ overrides it) and writes a wheel of the package fp4diag/ with the shared library
 fp4diag/libfp4diag.so.0. The make takes its variables from the environment as usual: CUDA=0|1|auto
 (default auto: the CUDA kernels when nvcc is found), BUILD=DIR (default build), DEVELOPER=1 ...;
 a make that runs pip passes its own through MAKEFLAGS. The wheel is tagged
-py3-none-<platform> (ctypes: one wheel for every Python 3.9+ of a platform). It links the
-system's HDF5, cJSON, OpenBLAS, libdeflate, zlib, xxhash and libgomp as the library does
-(scripts/install-deps.sh installs them); it is not a manylinux wheel.
+py3-none-linux_<arch> (ctypes: one wheel for every Python 3.9+ of a platform), <arch> read from
+the ELF header of the library it bundles (x86_64, aarch64), not from the interpreter running
+the build, so a cross-built library (CC=aarch64-linux-gnu-gcc with an aarch64 sysroot's
+pkg-config) is tagged for the machine it runs on. A linux_ tag, not manylinux: the library
+links the system's HDF5, cJSON, OpenBLAS, libdeflate, zlib, xxhash and libgomp as the program
+does (scripts/install-deps.sh installs them), which no manylinux policy lists, and nothing
+vendors them into the wheel.
 """
 import base64
 import hashlib
@@ -15,7 +19,6 @@ import io
 import os
 import re
 import subprocess
-import sysconfig
 import zipfile
 
 NAME = "fp4diag"
@@ -40,9 +43,27 @@ def _metadata(version):
             "Requires-Python: >=3.9\nRequires-Dist: numpy\n" % (NAME, version))
 
 
-def _tag():
-    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return "py3-none-" + plat
+# ELF e_machine -> the architecture of a wheel's platform tag (PEP 425: linux_<uname -m>)
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def _elf_arch(head):
+    """The platform architecture of a shared library from its first 20 bytes: a 64-bit
+    little-endian Linux (System V or GNU ABI) ELF file of x86-64 or AArch64; RuntimeError
+    otherwise."""
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        raise RuntimeError("fp4diag: the library is not an ELF file")
+    if head[4] != 2 or head[5] != 1 or head[7] not in (0, 3):
+        raise RuntimeError("fp4diag: the library is not a 64-bit little-endian Linux ELF file")
+    machine = int.from_bytes(head[18:20], "little")
+    if machine not in _ELF_MACHINES:
+        raise RuntimeError("fp4diag: the library is for ELF machine %d (wheels are made for "
+                           "x86-64 and AArch64)" % machine)
+    return _ELF_MACHINES[machine]
+
+
+def _tag(so_bytes):
+    return "py3-none-linux_" + _elf_arch(so_bytes[:20])
 
 
 def get_requires_for_build_wheel(config_settings=None):
@@ -83,7 +104,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                 files.append(("%s/%s" % (NAME, fn), f.read(), 0o644))
     with open(so, "rb") as f:
         files.append(("%s/libfp4diag.so.0" % NAME, f.read(), 0o755))
-    tag = _tag()
+    tag = _tag(files[-1][1])
     dist = "%s-%s.dist-info" % (NAME, version)
     files.append((dist + "/METADATA", _metadata(version).encode(), 0o644))
     files.append((dist + "/WHEEL", ("Wheel-Version: 1.0\nGenerator: fp4diag build_backend\n"

@@ -172,6 +172,8 @@ def _view(x, name):
     else:
         import numpy as np
 
+        if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+            return _dlpack_view(x, name)
         a = np.asarray(x)
         kind = a.dtype
         if kind.name == "bfloat16" and kind.itemsize == 2:
@@ -202,6 +204,79 @@ def _view(x, name):
     return v, keep
 
 
+_DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+               9: "vpi", 10: "rocm", 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed",
+               14: "oneapi", 15: "webgpu", 16: "hexagon", 17: "maia"}
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
+_DL_DTYPES = {(_lib.DL_FLOAT, 32): _lib.F32, (_lib.DL_FLOAT, 16): _lib.F16,
+              (_lib.DL_BFLOAT, 16): _lib.BF16}
+
+
+def _dl_device_error(name, dtype, dev_id):
+    where = "%s:%d" % (_DL_DEVICES.get(dtype, "device type %d" % dtype), dev_id)
+    return UsageError("memory: %s: a DLPack tensor on %s: only host (CPU) memory is read "
+                      "through DLPack; copy it to the host first (a torch CUDA tensor is "
+                      "taken as it is)" % (name, where))
+
+
+def _dlpack_view(x, name):
+    """(TensorView, keep-alive objects) of an object with __dlpack__ on the CPU: the
+    producer's memory read in place (its strides, offset and dtype), never copied. The
+    capsule is not consumed: kept alive during the call, its destructor frees the tensor."""
+    if hasattr(x, "__dlpack_device__"):
+        dtype, dev_id = (int(v) for v in x.__dlpack_device__())
+        if dtype != _lib.DL_CPU:
+            raise _dl_device_error(name, dtype, dev_id)
+    try:
+        try:
+            cap = x.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer of DLPack < 1.0 takes no max_version
+            cap = x.__dlpack__()
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise UsageError("memory: %s: its __dlpack__() failed: %s" % (name, e)) from None
+    if _lib.capsule_is_valid(cap, b"dltensor_versioned"):
+        m = _lib.ctypes.cast(_lib.capsule_pointer(cap, b"dltensor_versioned"),
+                             _lib.ctypes.POINTER(_lib.DLManagedTensorVersioned)).contents
+        if m.major != 1:
+            raise UsageError("memory: %s: DLPack version %d.%d (this reads 1.x)"
+                             % (name, m.major, m.minor))
+        t = m.dl_tensor
+    elif _lib.capsule_is_valid(cap, b"dltensor"):
+        t = _lib.ctypes.cast(_lib.capsule_pointer(cap, b"dltensor"),
+                             _lib.ctypes.POINTER(_lib.DLManagedTensor)).contents.dl_tensor
+    else:
+        raise UsageError("memory: %s: __dlpack__() gave %r, not a DLPack capsule"
+                         % (name, type(cap).__name__))
+    if t.device.device_type != _lib.DL_CPU:
+        raise _dl_device_error(name, t.device.device_type, t.device.device_id)
+    code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
+    dt = _DL_DTYPES.get((code, bits)) if lanes == 1 else None
+    if dt is None:
+        what = ("%s%d" % (_DL_CODES[code], bits) if code in _DL_CODES
+                else "(code %d, %d bits)" % (code, bits))
+        raise UsageError("memory: %s: DLPack dtype %s%s is not float32, float16 or bfloat16"
+                         % (name, what, "" if lanes == 1 else "x%d" % lanes))
+    rank = t.ndim
+    if rank < 0 or rank > _lib.MAX_RANK:
+        raise UsageError("memory: %s: rank %d is over %d" % (name, rank, _lib.MAX_RANK))
+    shape = [t.shape[i] for i in range(rank)]
+    if t.strides:
+        strides = [t.strides[i] for i in range(rank)]
+    else:  # C order
+        strides, n = [0] * rank, 1
+        for i in reversed(range(rank)):
+            strides[i], n = n, n * shape[i]
+    count = 1
+    for d in shape:
+        count *= d
+    data = (t.data or 0) + t.byte_offset if count > 0 else None
+    cshape = (_lib.ctypes.c_int64 * max(rank, 1))(*shape)
+    cstrides = (_lib.ctypes.c_int64 * max(rank, 1))(*strides)
+    cname = _lib.encode(name)
+    v = _lib.TensorView(cname, data, dt, rank, cshape, cstrides, _lib.MEM_HOST)
+    return v, [x, cap, cshape, cstrides, cname]
+
+
 def _analyze(x, name, options, sums=None):
     cfg = _Config(options)
     view, keep = _view(x, name)
@@ -218,9 +293,12 @@ def analyze(x, name="tensor", **options):
     report's "tensors" array (SPEC §9) as a dict: the same values as `fp4diag sqnr OPTIONS
     FILE TENSOR --json` for a file holding x under that name, bit for bit.
 
-    x: a NumPy array (float32, float16, ml_dtypes.bfloat16; any strides) or a torch tensor
-    (float32, float16, bfloat16; CPU, or CUDA in a library built with CUDA). Other dtypes raise
-    ValueError: convert them first (.astype(numpy.float32)) knowing the values change.
+    x: a NumPy array (float32, float16, ml_dtypes.bfloat16; any strides), a torch tensor
+    (float32, float16, bfloat16; CPU, or CUDA in a library built with CUDA), or any other
+    object with __dlpack__ on the CPU (float32, float16, bfloat16; DLPack 1.x or older),
+    read in place through its strides: no copy. Other dtypes raise ValueError: convert them
+    first (.astype(numpy.float32)) knowing the values change; so do DLPack tensors on a
+    device other than the CPU (copy them to the host).
     """
     return _analyze(x, name, options)
 

@@ -8,6 +8,7 @@ PYTHONPATH=python python3 -m unittest discover -s python/tests -v
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,6 +185,224 @@ class AnalyzeNumpy(unittest.TestCase):
             want = f.analyze(H5_TENSOR, format="nvfp4")
         got = fp4diag.analyze(v.astype(ml_dtypes.bfloat16), name=H5_TENSOR, format="nvfp4")
         self.assertEqual(got, want)
+
+
+class Producer:
+    """An object that is only a DLPack producer (not an ndarray or a torch tensor): analyze()
+    must take it through __dlpack__. legacy=True: a producer of DLPack < 1.0, whose __dlpack__
+    takes no max_version. `calls` records the keyword arguments of each __dlpack__ call."""
+
+    def __init__(self, t, legacy=False, device=None):
+        self.t, self.legacy, self.device, self.calls = t, legacy, device, []
+
+    def __dlpack_device__(self):
+        return self.device or self.t.__dlpack_device__()
+
+    def __dlpack__(self, **kw):
+        self.calls.append(kw)
+        if self.legacy and "max_version" in kw:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'max_version'")
+        return self.t.__dlpack__(**kw)
+
+
+_CAPSULE_NAMES = {False: b"dltensor", True: b"dltensor_versioned"}  # alive as long as capsules
+_capsule_new = None
+
+
+class Synthetic:
+    """A DLPack producer made here, over a NumPy buffer, with what NumPy and torch never export:
+    a byte_offset, strides NULL (C order), a vector dtype, a capsule naming another device
+    than __dlpack_device__, a version 2. Its capsule has no destructor (the buffer is `base`)."""
+
+    def __init__(self, base, offset, shape, strides=None, code=2, bits=32, lanes=1, device=1,
+                 versioned=True, major=1):
+        import ctypes
+        from fp4diag import _lib
+
+        global _capsule_new
+        if _capsule_new is None:
+            _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                             ctypes.c_void_p)(("PyCapsule_New", ctypes.pythonapi))
+        self.base, self.versioned = base, versioned
+        self.shape = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+        self.strides = (ctypes.c_int64 * max(len(shape), 1))(*strides) if strides else None
+        t = _lib.DLTensor(base.ctypes.data, _lib.DLDevice(device, 0), len(shape),
+                          _lib.DLDataType(code, bits, lanes), self.shape, self.strides, offset)
+        if versioned:
+            self.m = _lib.DLManagedTensorVersioned(major, 0, None, None, 1, t)  # 1: read-only
+        else:
+            self.m = _lib.DLManagedTensor(t, None, None)
+
+    def __dlpack__(self, **kw):
+        import ctypes
+
+        return _capsule_new(ctypes.addressof(self.m), _CAPSULE_NAMES[self.versioned], None)
+
+
+@unittest.skipUnless(hasattr(np.ndarray, "__dlpack__"), "NumPy %s has no __dlpack__ (1.22+): "
+                     "DLPack not tested" % np.__version__)
+class DLPack(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        rng = np.random.default_rng(3)
+        cls.x = (rng.standard_normal((64, 96)) * np.exp(rng.standard_normal((64, 1)))
+                 ).astype(np.float32)
+
+    def same(self, producer, like, **options):
+        """analyze() of the producer equals analyze() of `like` (already checked against the
+        CLI by AnalyzeNumpy / Torch), and the library was handed the producer's own memory."""
+        got = fp4diag.analyze(producer, name="d", **options)
+        self.assertEqual(got, fp4diag.analyze(like, name="d", **options))
+        self.assertTrue(producer.calls)
+        return got
+
+    def test_numpy_views_read_in_place(self):
+        cases = [self.x, self.x.T, self.x[::-1, 7::3], self.x.astype(np.float16)[2:, :40],
+                 np.broadcast_to(self.x[1], self.x.shape), self.x.reshape(-1),
+                 self.x.reshape(4, 16, 96), np.array(1.5, np.float32), self.x[:0]]
+        for a in cases:
+            with self.subTest(shape=a.shape, strides=a.strides, dtype=a.dtype):
+                for legacy in (False, True):
+                    p = Producer(a, legacy=legacy)
+                    if legacy and not a.flags.writeable:  # NumPy exports those from 1.0 only
+                        with self.assertRaises(ValueError) as cm:
+                            fp4diag.analyze(p, name="ro")
+                        self.assertIn("memory: ro: its __dlpack__() failed: ", str(cm.exception))
+                        continue
+                    self.same(p, a, format="nvfp4", rht="both")
+                    self.assertEqual("max_version" in p.calls[-1], not legacy)
+                    view, keep = fp4diag._view(Producer(a), "d")
+                    self.assertEqual(view.data, a.ctypes.data if a.size else None)
+                    self.assertEqual([view.strides[i] for i in range(a.ndim)],
+                                     [s // a.itemsize for s in a.strides])
+                    del keep
+        # one against the CLI directly: the file holds the view's values
+        with tempfile.TemporaryDirectory() as d:
+            v = self.x[::-1, 7::3]
+            np.save(os.path.join(d, "v.npy"), np.ascontiguousarray(v))
+            want = cli_json("sqnr", "--format", "nvfp4,int4", os.path.join(d, "v.npy"),
+                            "v")["tensors"][0]
+        self.assertEqual(fp4diag.analyze(Producer(v), name="v", format="nvfp4,int4"), want)
+
+    def test_offset_c_order_and_capsule_fields(self):
+        """byte_offset counts, strides NULL is C order, the capsule's device and version are
+        checked, lanes must be 1 (a producer made here: NumPy and torch set none of these)."""
+        base = self.x.reshape(-1)
+        for versioned in (True, False):
+            with self.subTest(versioned=versioned):
+                p = Synthetic(base, 4 * 96 * 5, (20, 96), versioned=versioned)
+                view, keep = fp4diag._view(p, "o")
+                self.assertEqual(view.data, base.ctypes.data + 4 * 96 * 5)
+                self.assertEqual(list(view.strides[:2]), [96, 1])
+                del keep
+                self.assertEqual(fp4diag.analyze(p, name="o", format="nvfp4"),
+                                 fp4diag.analyze(self.x[5:25], name="o", format="nvfp4"))
+                p = Synthetic(base, 4 * 7, (30, 16), strides=(96 * 2, 3), versioned=versioned)
+                self.assertEqual(fp4diag.analyze(p, name="o", format="e2m1"),
+                                 fp4diag.analyze(self.x[::2][:30, 7:7 + 48:3], name="o",
+                                                 format="e2m1"))
+        for kw, msg in (({"lanes": 2}, "DLPack dtype float32x2 is not"),
+                        ({"code": 7, "bits": 8}, "DLPack dtype (code 7, 8 bits) is not"),
+                        ({"device": 2}, "a DLPack tensor on cuda:0"),
+                        ({"major": 2}, "DLPack version 2.0")):
+            with self.subTest(**kw):
+                with self.assertRaises(ValueError) as cm:
+                    fp4diag.analyze(Synthetic(base, 0, (4, 4), **kw), name="c")
+                self.assertIn("memory: c: " + msg, str(cm.exception))
+
+    def test_errors(self):
+        for a, what in ((self.x.astype(np.float64), "float64"), (self.x.astype(np.int32), "int32"),
+                        (self.x.astype(np.uint8), "uint8"), (self.x > 0, "bool8"),
+                        (self.x.astype(np.complex64), "complex64")):
+            with self.subTest(dtype=a.dtype):
+                with self.assertRaises(fp4diag.UsageError) as cm:
+                    fp4diag.analyze(Producer(a), name="bad")
+                self.assertIn("memory: bad: DLPack dtype %s is not" % what, str(cm.exception))
+        with self.assertRaises(ValueError) as cm:  # a device tensor is refused before export
+            fp4diag.analyze(Producer(self.x, device=(2, 1)), name="g")
+        self.assertIn("memory: g: a DLPack tensor on cuda:1", str(cm.exception))
+        self.assertEqual(Producer(self.x, device=(2, 1)).calls, [])
+        with self.assertRaises(ValueError) as cm:
+            fp4diag.analyze(Producer(np.zeros([1] * 9, np.float32)), name="r")
+        self.assertIn("rank 9", str(cm.exception))
+
+        class Broken:
+            def __init__(self, out):
+                self.out = out
+
+            def __dlpack__(self, **kw):
+                if isinstance(self.out, Exception):
+                    raise self.out
+                return self.out
+
+        for b, msg in ((Broken(BufferError("read-only")), "__dlpack__() failed: read-only"),
+                       (Broken(3), "gave 'int', not a DLPack capsule")):
+            with self.assertRaises(ValueError) as cm:
+                fp4diag.analyze(b, name="b")
+            self.assertIn("memory: b: ", str(cm.exception))
+            self.assertIn(msg, str(cm.exception))
+
+    @unittest.skipIf(torch is None, "torch is not installed: torch DLPack tensors not tested")
+    def test_torch_bf16_views_read_in_place(self):
+        with fp4diag.open(H5) as f:
+            v = f.read(H5_TENSOR)
+            want = f.analyze(H5_TENSOR, format="nvfp4", rht="both")
+        t = torch.from_numpy(v).to(torch.bfloat16)  # exact: the values are bf16
+        got = fp4diag.analyze(Producer(t), name=H5_TENSOR, format="nvfp4", rht="both")
+        self.assertEqual(got, want)
+        for u in (t, t.t(), t[3:, 1::2], t.float()[5:9], t.half().t()[::4]):
+            with self.subTest(shape=tuple(u.shape), stride=u.stride(), dtype=u.dtype):
+                for legacy in (False, True):
+                    self.same(Producer(u, legacy=legacy), u, format="nvfp4,e1m2")
+                view, keep = fp4diag._view(Producer(u), "d")
+                self.assertEqual(view.data, u.data_ptr())
+                self.assertEqual([view.strides[i] for i in range(u.dim())], list(u.stride()))
+                self.assertEqual(view.dtype, {torch.bfloat16: 3, torch.float32: 1,
+                                              torch.float16: 2}[u.dtype])
+                del keep
+        with self.assertRaises(ValueError) as cm:
+            fp4diag.analyze(Producer(torch.zeros(4, dtype=torch.float64)), name="f64")
+        self.assertIn("DLPack dtype float64", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:  # torch refuses to export it; said so
+            fp4diag.analyze(Producer(torch.zeros(4, requires_grad=True)), name="rg")
+        self.assertIn("memory: rg: its __dlpack__() failed", str(cm.exception))
+
+
+class WheelTag(unittest.TestCase):
+    """build_backend.py tags the wheel linux_<arch> from the bundled library's ELF header, not
+    from the interpreter that builds it (src/tests/cli/python_wheel.sh builds the wheel)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "fp4diag_build_backend", os.path.join(ROOT, "python", "build_backend.py"))
+        cls.bb = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(cls.bb)
+
+    def test_tags(self):
+        with open(fp4diag.library_path, "rb") as f:
+            head = f.read(20)
+        self.assertEqual(self.bb._tag(head), "py3-none-linux_" + os.uname().machine)
+        arm = head[:18] + (183).to_bytes(2, "little")
+        self.assertEqual(self.bb._tag(arm), "py3-none-linux_aarch64")
+        for bad in (b"", b"MZ" + head[2:], head[:4] + b"\x01" + head[5:],
+                    head[:5] + b"\x02" + head[6:], head[:7] + b"\x09" + head[8:],
+                    head[:18] + (243).to_bytes(2, "little")):
+            with self.assertRaises(RuntimeError):
+                self.bb._tag(bad)
+
+    @unittest.skipUnless(shutil.which("aarch64-linux-gnu-gcc"), "aarch64-linux-gnu-gcc not found: "
+                         "a cross-built library's tag not tested")
+    def test_cross_built_library(self):
+        with tempfile.TemporaryDirectory() as d:
+            c, so = os.path.join(d, "a.c"), os.path.join(d, "liba.so")
+            with open(c, "w") as f:
+                f.write("int fp4d_x(void) { return 1; }\n")
+            subprocess.run(["aarch64-linux-gnu-gcc", "-shared", "-fPIC", "-o", so, c], check=True)
+            with open(so, "rb") as f:
+                self.assertEqual(self.bb._tag(f.read(20)), "py3-none-linux_aarch64")
 
 
 class Inputs(unittest.TestCase):
