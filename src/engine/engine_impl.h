@@ -113,6 +113,15 @@ typedef struct st_acc {
 void fp4_stats_group_merge(const fp4_qplan *p, const float *am, const uint8_t *sb,
                            const int32_t *cnt, const st_acc *o, fp4_metrics *m, fp4_metrics *m0);
 
+/* The relative-error bins kb[0..n) (SPEC §5.1, fp4_rerr_bin; a byte >= 128 counts nothing)
+ * into rh, apart from the vector loops that compute them (a bin's store inside the loop
+ * would keep clearing its speculative loads). Returns 0, the entries left in kb. */
+static inline int fp4_rerr_count(uint64_t *rh, const uint8_t *kb, int n)
+{
+    for (int i = 0; i < n; i++) rh[kb[i] & 127] += (uint64_t)((kb[i] >> 7) ^ 1);
+    return 0;
+}
+
 #define vf_bits(m) ((v8f)(m))
 #define vd_and(a, m) ((v8d)((v8l)(a) & (m)))
 

@@ -1,5 +1,5 @@
 /* stats.c — the recipe statistics of SPEC §5.1 (underflows, saturation share, max abs error,
- * the SQNR of the non-amax entries): a pass after the variant's kernel, shared by every CPU
+ * the relative-error histogram, the SQNR of the non-amax entries): a pass after the variant's kernel, shared by every CPU
  * variant, that rebuilds ref.c's x̂ bit for bit, GRP blocks at a time in lanes. */
 #include <math.h>
 #include <string.h>
@@ -20,6 +20,8 @@ typedef struct st_lanes {
 } st_lanes;
 
 
+typedef uint8_t v8b __attribute__((vector_size(8)));
+
 /* RTNE, GRP lanes in GCC vectors (the grouped kernel's arithmetic, engine_impl.h): each lane's
  * sums run over its block in element order, one independent chain per lane; a lane adds +0.0
  * for an entry it does not count, which leaves a sum that starts at +0.0 unchanged (x² and
@@ -28,7 +30,7 @@ typedef struct st_lanes {
  * = (q · dec1) · dec2 with x's sign: ref.c's bits. Compiled for AVX-512, AVX2 and the
  * baseline (the same IEEE operations, no contraction: the same bits). */
 static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float *T,
-                                                 const st_lanes *ln, st_acc *o)
+                                                 const st_lanes *ln, st_acc *o, uint64_t *rh)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -50,10 +52,13 @@ static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float
     memcpy(&vcnt, ln->cnt, sizeof vcnt);
     const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
     const v8l absd = (v8l){0} + 0x7FFFFFFFFFFFFFFFll;
+    const v8i onef = (v8i){0} + 0x3F800000, rtop = (v8i){0} + (FP4_RERR_BINS - 1);
     const v8f zf = {0};
     v8d sx2 = {0}, se2 = {0};
     v4l mlo = {0}, mhi = {0};
     v8i nz = {0}, uf = {0};
+    uint8_t kb[GRP * 64]; /* the relative-error bins of the last entries, counted in bulk */
+    int nk = 0;
     for (int j = 0; j < B; j++) {
         v8f x;
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
@@ -88,7 +93,19 @@ static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float
         mhi = (hi & uhi) | (mhi & ~uhi);
         sx2 += vd_and(dx * dx, na64);
         se2 += vd_and(d * d, na64);
+        /* the relative error fp32(|x̂ − x|) / |x| of the counted entries with x != 0 into its
+         * bin (fp4_rerr_bin, in lanes: |x| replaced by 1 and 0 added elsewhere) */
+        const v8f r = vf_bits((v8i)(xq - x) & absm) / vf_bits(((v8i)ax & nzc) | (onef & ~nzc));
+        v8i rk = ((v8i)r >> 22) - FP4_RERR_BIAS;
+        rk &= ~(rk < 1);
+        const v8i top = rk > rtop;
+        rk = (rk & ~top) | (rtop & top) | (~nzc & 128); /* 128: a lane that counts nothing */
+        const v8b kb8 = __builtin_convertvector(rk, v8b);
+        memcpy(kb + nk, &kb8, sizeof kb8);
+        nk += GRP;
+        if (nk == (int)sizeof kb) nk = fp4_rerr_count(rh, kb, nk);
     }
+    fp4_rerr_count(rh, kb, nk);
     memcpy(o->sx2, &sx2, sizeof sx2);
     memcpy(o->se2, &se2, sizeof se2);
     memcpy(o->mx, &mlo, sizeof mlo);
@@ -100,12 +117,13 @@ static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float
     return 0;
 }
 FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, stats_rtne,
-                 (const fp4_qplan *p, const float *T, const st_lanes *ln, st_acc *o),
-                 (p, T, ln, o))
+                 (const fp4_qplan *p, const float *T, const st_lanes *ln, st_acc *o,
+                  uint64_t *rh),
+                 (p, T, ln, o, rh))
 
 /* SR: the same lanes in scalar code (each entry's own draw, fp4c_sr_uniform), q = q[k]. */
 static void stats_sr(const fp4_qplan *p, const float *v, uint64_t idx0, const st_lanes *ln,
-                     st_acc *o)
+                     st_acc *o, uint64_t *rh)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -123,6 +141,7 @@ static void stats_sr(const fp4_qplan *p, const float *v, uint64_t idx0, const st
             const double dx = xv, d = (double)xq - dx;
             mx = fabs(d) > mx ? fabs(d) : mx;
             nz += xv != 0.0f;
+            if (xv != 0.0f) rh[fp4_rerr_bin(fabsf(xq - xv), fabsf(xv))]++;
             uf += xv != 0.0f && aq == 0.0f;
             if (j != ln->ak[b]) {
                 sx2 += dx * dx;
@@ -198,11 +217,11 @@ static void group_stats(const fp4_qplan *p, const float *v, int nb, const int *j
         ln.sb[b] = bp.sbyte;
     }
     st_acc o;
-    if (p->cfg.rounding == FP4_ROUND_SR) stats_sr(p, v, idx0, &ln, &o);
+    if (p->cfg.rounding == FP4_ROUND_SR) stats_sr(p, v, idx0, &ln, &o, m0->rerr_hist);
     else {
         for (int j = 0; j < B; j++) /* lanes past nb: zeros */
             for (int b = 0; b < GRP; b++) T[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)b * B + j] : 0.0f;
-        stats_rtne(p, T, &ln, &o);
+        stats_rtne(p, T, &ln, &o, m0->rerr_hist);
     }
     stats_merge(p, &ln, &o, m, m0);
 }
@@ -230,7 +249,7 @@ static void group_stats_grouped(const fp4_qplan *p, const grp_in *gi, int nb, co
         ln.sb[b] = sb[b];
     }
     st_acc o;
-    stats_rtne(p, gi->T, &ln, &o);
+    stats_rtne(p, gi->T, &ln, &o, m0->rerr_hist);
     stats_merge(p, &ln, &o, m, m0);
 }
 

@@ -44,6 +44,7 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
         dst->hist_blocks += src->hist_blocks;
         for (int i = 0; i < 256; i++) dst->scale_hist[i] += src->scale_hist[i];
         for (int i = 0; i < FP4_AMAX_BINS; i++) dst->amax_hist[i] += src->amax_hist[i];
+        for (int i = 0; i < FP4_RERR_BINS; i++) dst->rerr_hist[i] += src->rerr_hist[i];
     }
 }
 
@@ -72,6 +73,7 @@ void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
     D(hist_blocks);
     for (int i = 0; i < 256; i++) D(scale_hist[i]);
     for (int i = 0; i < FP4_AMAX_BINS; i++) D(amax_hist[i]);
+    for (int i = 0; i < FP4_RERR_BINS; i++) D(rerr_hist[i]);
 #undef D
     /* a max: the rows added k times have the same max */
     if (after->max_abs_err > dst->max_abs_err) dst->max_abs_err = after->max_abs_err;
@@ -142,6 +144,25 @@ void fp4_metrics_finish(fp4_metrics *m)
     }
     /* recipe statistics (SPEC §5.1): computed when the pass saw every finite block */
     m->stats_ok = m->st_blocks == m->blocks - m->nonfinite_blocks;
+    /* relative-error percentiles: the lower edge of the bin holding the ceil(p·N)-th smallest
+     * of the N = st_nonzero relative errors (NaN where none, or not computed) */
+    const uint64_t rq[3] = {50, 95, 99};
+    double *rv[3] = {&m->rerr_p50, &m->rerr_p95, &m->rerr_p99};
+    uint64_t rn = 0;
+    for (int i = 0; i < FP4_RERR_BINS; i++) rn += m->rerr_hist[i];
+    for (int k = 0; k < 3; k++) {
+        *rv[k] = NAN;
+        if (!m->stats_ok || !rn || rn != m->st_nonzero) continue;
+        uint64_t rank = (rq[k] * rn + 99) / 100, c = 0; /* ceil(p·N / 100), in integers */
+        if (rank < 1) rank = 1;
+        for (int i = 0; i < FP4_RERR_BINS; i++) {
+            c += m->rerr_hist[i];
+            if (c >= rank) {
+                *rv[k] = fp4_rerr_bin_low(i);
+                break;
+            }
+        }
+    }
     const double cnt = (double)m->st_count, nz = (double)m->st_nonzero;
     m->underflows_pct = m->stats_ok && m->st_count ? 100.0 * (double)m->underflows / cnt : NAN;
     m->underflow_share = m->stats_ok && m->st_nonzero ? (double)m->underflows / nz : NAN;

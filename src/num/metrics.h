@@ -37,6 +37,37 @@ static inline double fp4_amax_bin_low(int k)
     return (double)f;
 }
 
+/* Relative-error histogram bins (SPEC §5.1): for a counted entry of a finite block with x != 0,
+ * r = |x̂ − x| / |x| in fp32 (the fp32 difference, then the fp32 quotient: two IEEE operations,
+ * the same bits on every backend); bits: r's fp32 pattern. Bin 0: r < 2^-40 (r = 0 included);
+ * bin k in 1..126: the half-octave starting at fp4_rerr_bin_low(k), k = (bits >> 22) − 173;
+ * bin 127: r >= 2^23 (+Inf included). Pure integer arithmetic on the bits. */
+#define FP4_RERR_BINS 128
+#define FP4_RERR_BIAS 173 /* (bits >> 22) of the fp32 2^-40 is 2 · (127 − 40) = 174: bin 1 */
+static inline int fp4_rerr_bin_bits(uint32_t bits)
+{
+    const int k = (int)(bits >> 22) - FP4_RERR_BIAS;
+    return k < 1 ? 0 : (k > FP4_RERR_BINS - 1 ? FP4_RERR_BINS - 1 : k);
+}
+/* The bin of r = ad / ax (ad = |x̂ − x| >= 0 and ax = |x| > 0, both fp32). */
+static inline int fp4_rerr_bin(float ad, float ax)
+{
+    const float r = ad / ax;
+    uint32_t u;
+    memcpy(&u, &r, sizeof u);
+    return fp4_rerr_bin_bits(u);
+}
+/* The lower edge of bin k: 0 for bin 0; else the fp32 with bits (k + 173) << 22
+ * (2^-40, 1.5·2^-40, 2^-39, …, 2^23). */
+static inline double fp4_rerr_bin_low(int k)
+{
+    if (k <= 0) return 0.0;
+    const uint32_t u = (uint32_t)(k + FP4_RERR_BIAS) << 22;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
 typedef struct fp4_metrics {
     /* raw sums (fp64) over counted elements, in the domain of SPEC §4 */
     double sum_x2;        /* Σ x²              */
@@ -86,9 +117,14 @@ typedef struct fp4_metrics {
     uint64_t scale_hist[256];           /* stored scale byte of each non-zero block
                                            (E4M3 for nvfp4, E8M0 for mxfp4; else none) */
     uint64_t amax_hist[FP4_AMAX_BINS];  /* block amax, bin fp4_amax_bin */
+    uint64_t rerr_hist[FP4_RERR_BINS];  /* r = |x̂ − x| / |x| of the entries with x != 0,
+                                           bin fp4_rerr_bin (sums to st_nonzero) */
     /* derived by fp4_metrics_finish */
     double amax_p50, amax_p90, amax_p99; /* block amax percentiles: the lower edge of the bin
                                             holding the ceil(p·N)-th smallest (NaN: no block) */
+    double rerr_p50, rerr_p95, rerr_p99; /* relative-error percentiles, the same rule over the
+                                            st_nonzero entries of rerr_hist (NaN: none, or the
+                                            statistics not computed) */
 } fp4_metrics;
 
 /* Zero every field. */

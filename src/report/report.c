@@ -122,6 +122,13 @@ static void add_stats(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m)
         num(bp, "p90", ok ? m->amax_p90 : NAN);
         num(bp, "p99", ok ? m->amax_p99 : NAN);
     }
+    /* relative-error percentiles (lower edges of half-octave bins of |x̂ − x| / |x|, x != 0) */
+    cJSON *rp = cJSON_AddObjectToObject(o, "rel_err_percentiles");
+    if (rp) {
+        num(rp, "p50", ok ? m->rerr_p50 : NAN);
+        num(rp, "p95", ok ? m->rerr_p95 : NAN);
+        num(rp, "p99", ok ? m->rerr_p99 : NAN);
+    }
     const bool e4m3 = c->scale == FP4_SCALE_NVFP4, e8m0 = c->scale == FP4_SCALE_MXFP4;
     if (!ok || !(e4m3 || e8m0)) {
         cJSON_AddNullToObject(o, "scale_histogram");
@@ -513,10 +520,10 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
     }
     if (st) cJSON_AddItemToObject(st, "max_abs_err", hexnum(m.max_abs_err));
     /* the block-scale histograms, sparse: [bin, count] for every non-zero bin */
-    for (int h = 0; st && h < 2; h++) {
-        const uint64_t *hv = h ? m.amax_hist : m.scale_hist;
-        const int nbin = h ? FP4_AMAX_BINS : 256;
-        cJSON *ha = cJSON_AddArrayToObject(st, h ? "amax_hist" : "scale_hist");
+    for (int h = 0; st && h < 3; h++) {
+        const uint64_t *hv = h == 2 ? m.rerr_hist : h ? m.amax_hist : m.scale_hist;
+        const int nbin = h == 2 ? FP4_RERR_BINS : h ? FP4_AMAX_BINS : 256;
+        cJSON *ha = cJSON_AddArrayToObject(st, h == 2 ? "rerr_hist" : h ? "amax_hist" : "scale_hist");
         for (int i = 0; ha && i < nbin; i++) {
             if (!hv[i]) continue;
             char b[32];
@@ -667,10 +674,11 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
         if (errno || *end) return false;
         *cv[i] = (uint64_t)u;
     }
-    for (int h = 0; h < 2; h++) { /* absent in a state written before them: empty */
-        uint64_t *hv = h ? m->amax_hist : m->scale_hist;
-        const int nbin = h ? FP4_AMAX_BINS : 256;
-        const cJSON *ha = cJSON_GetObjectItemCaseSensitive(st, h ? "amax_hist" : "scale_hist");
+    for (int h = 0; h < 3; h++) { /* absent in a state written before them: empty */
+        uint64_t *hv = h == 2 ? m->rerr_hist : h ? m->amax_hist : m->scale_hist;
+        const int nbin = h == 2 ? FP4_RERR_BINS : h ? FP4_AMAX_BINS : 256;
+        const cJSON *ha =
+            cJSON_GetObjectItemCaseSensitive(st, h == 2 ? "rerr_hist" : h ? "amax_hist" : "scale_hist");
         if (!ha) continue;
         if (!cJSON_IsArray(ha)) return false;
         const cJSON *pr;
@@ -686,7 +694,7 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
             unsigned long long u = strtoull(v->valuestring, &end, 10);
             if (errno || *end) return false;
             hv[(int)k->valuedouble] += (uint64_t)u;
-            if (h) m->hist_blocks += (uint64_t)u;
+            if (h == 1) m->hist_blocks += (uint64_t)u;
         }
     }
     return true;

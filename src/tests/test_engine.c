@@ -412,6 +412,19 @@ static void test_stats_known_answers_fp32(void **state)
         assert_double_exact(m.amax_p50, 6.0);
         assert_double_exact(m.amax_p99, 6.0);
         for (int i = 0; i < 256; i++) assert_int_equal(m.scale_hist[i], 0);
+        /* relative errors of the 11 non-zero entries: 6 and 1 exact (r = 0); 5.5 -> 6: 1/11
+         * in [1/16, 3/32); 1.2 -> 1, 2.4 -> 2: 1/6 and 4.9 -> 4: 0.18 in [1/8, 3/16); 0.75 -> 1:
+         * 1/3 in [1/4, 3/8); 0.3 -> 0.5: 2/3 in [1/2, 3/4); the 3 flushed: r = 1 in [1, 3/2).
+         * Ranks 6 (p50) and 11 (p95, p99) of 11: 1/8 and 1. */
+        assert_int_equal(m.rerr_hist[0], 2);
+        assert_int_equal(m.rerr_hist[fp4_rerr_bin(1.0f, 16.0f)], 1);
+        assert_int_equal(m.rerr_hist[fp4_rerr_bin(1.0f, 8.0f)], 3);
+        assert_int_equal(m.rerr_hist[fp4_rerr_bin(1.0f, 4.0f)], 1);
+        assert_int_equal(m.rerr_hist[fp4_rerr_bin(1.0f, 2.0f)], 1);
+        assert_int_equal(m.rerr_hist[fp4_rerr_bin(1.0f, 1.0f)], 3);
+        assert_double_exact(m.rerr_p50, 0.125);
+        assert_double_exact(m.rerr_p95, 1.0);
+        assert_double_exact(m.rerr_p99, 1.0);
     }
     fp4_engine_use(NULL);
 }
@@ -482,8 +495,20 @@ static void test_stats_known_answers_scales(void **state)
     assert_double_nan(z.sqnr_na_db);
 }
 
+/* The relative-error bin of r >= 0 by frexp, not by bits (SPEC §5.1): 0 below 2^-40, 127 from
+ * 2^23, else 1 + 2·(e + 40) + (r >= 1.5·2^e) for 2^e <= r < 2^(e+1). */
+static int ref_rerr_bin(double r)
+{
+    if (r < 0x1p-40) return 0;
+    if (r >= 0x1p23) return 127;
+    int e;
+    const double f = frexp(r, &e); /* r = f · 2^e, f in [0.5, 1) */
+    e -= 1;
+    return 1 + 2 * (e + 40) + (f >= 0.75);
+}
+
 /* The statistics pass against an independent computation from the reference's x̂ (deq): the
- * counts, the max, and the two sums in SPEC §7's order (block sums from 0 in element order,
+ * counts, the relative-error bins (on every CPU variant), the max, and the two sums in SPEC §7's order (block sums from 0 in element order,
  * added to the chunk partial in block order, chunks merged in (row, chunk) order), for every
  * config without RHT (the input is then the quantized domain), SR included. */
 static void test_stats_match_reference_deq(void **state)
@@ -510,6 +535,7 @@ static void test_stats_match_reference_deq(void **state)
                     if (fp4_qconfig_check(&c) != FP4_OK) continue;
                 }
                 const fp4_metrics m = stats_run(&c, x, R, L, deq);
+                uint64_t rh[FP4_RERR_BINS] = {0};
                 const int B = c.block;
                 const int64_t P = (L + B - 1) / B * B;
                 double tx2 = 0, te2 = 0, mx = 0;
@@ -533,6 +559,8 @@ static void test_stats_match_reference_deq(void **state)
                                 cnt++;
                                 nz += xb[j] != 0.0f;
                                 uf += xb[j] != 0.0f && qb[j] == 0.0f;
+                                if (xb[j] != 0.0f) /* fp32 difference and quotient */
+                                    rh[ref_rerr_bin(fabsf(qb[j] - xb[j]) / fabsf(xb[j]))]++;
                                 mx = fabs(d) > mx ? fabs(d) : mx;
                                 if (j != k) {
                                     bx2 += (double)xb[j] * xb[j];
@@ -559,6 +587,22 @@ static void test_stats_match_reference_deq(void **state)
                              nm, sr ? " sr" : "", (unsigned long long)m.underflows,
                              (unsigned long long)uf, m.max_abs_err, mx, m.sum_err2_na, te2);
                 assert_true(m.stats_ok);
+                for (int i = 0; i < FP4_RERR_BINS; i++)
+                    if (m.rerr_hist[i] != rh[i])
+                        fail_msg("%s%s: relative-error bin %d holds %llu, the reference %llu", nm,
+                                 sr ? " sr" : "", i, (unsigned long long)m.rerr_hist[i],
+                                 (unsigned long long)rh[i]);
+                /* every CPU variant: the same bins (the counts above are order-free; SR's
+                 * pass is one scalar code) */
+                for (int v = 0; !sr && v < FP4_ISA_COUNT; v++) {
+                    const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+                    if (!e) continue;
+                    fp4_engine_use(e);
+                    const fp4_metrics mv = stats_run(&c, x, R, L, NULL);
+                    fp4_engine_use(NULL);
+                    if (memcmp(mv.rerr_hist, rh, sizeof rh) || mv.underflows != uf)
+                        fail_msg("%s%s: variant %d's statistics differ", nm, sr ? " sr" : "", v);
+                }
                 checked++;
             }
         }

@@ -308,6 +308,67 @@ static void test_stats_merge_and_finish(void **state)
     assert_double_exact(d.max_abs_err, 0.5);
 }
 
+/* Relative-error bins and percentiles (SPEC §5.1): known edges, the clamp at both ends,
+ * ranks ceil(p·N/100) in integers, merge and count deltas, null when the histogram does not
+ * cover every non-zero entry (a state written before it). */
+static void test_rel_err_percentiles(void **state)
+{
+    (void)state;
+    assert_int_equal(fp4_rerr_bin(0.0f, 1.0f), 0);
+    assert_int_equal(fp4_rerr_bin(0x1.fffffep-41f, 1.0f), 0);
+    assert_int_equal(fp4_rerr_bin(0x1p-40f, 1.0f), 1);
+    assert_int_equal(fp4_rerr_bin(1.5f * 0x1p-40f, 1.0f), 2);
+    assert_int_equal(fp4_rerr_bin(1.0f, 4.0f), 77);  /* 0.25: 1 + 2·38 */
+    assert_int_equal(fp4_rerr_bin(3.0f, 3.0f), 81);  /* r = 1 exactly: a flushed value */
+    assert_int_equal(fp4_rerr_bin(1.49f, 1.0f), 81);
+    assert_int_equal(fp4_rerr_bin(1.5f, 1.0f), 82);
+    assert_int_equal(fp4_rerr_bin(0x1.fffffep22f, 1.0f), 126);
+    assert_int_equal(fp4_rerr_bin(0x1p23f, 1.0f), 127);
+    assert_int_equal(fp4_rerr_bin(3e38f, 1e-38f), 127); /* +Inf: the last bin */
+    /* the bin of the fp32 quotient, not of the exact one: this a / b is below 1.5 and
+     * rounds to 1.5 (numpy float32 agrees) */
+    assert_int_equal(fp4_rerr_bin(0x1.22450ep+1f, 0x1.8306bep+0f), 82);
+    assert_double_exact(fp4_rerr_bin_low(0), 0.0);
+    assert_double_exact(fp4_rerr_bin_low(1), 0x1p-40);
+    assert_double_exact(fp4_rerr_bin_low(2), 1.5 * 0x1p-40);
+    assert_double_exact(fp4_rerr_bin_low(77), 0.25);
+    assert_double_exact(fp4_rerr_bin_low(81), 1.0);
+    assert_double_exact(fp4_rerr_bin_low(127), 0x1p23);
+    for (int k = 1; k < FP4_RERR_BINS; k++) /* each bin's lower edge falls in it */
+        assert_int_equal(fp4_rerr_bin((float)fp4_rerr_bin_low(k), 1.0f), k);
+    fp4_metrics a, b;
+    fp4_metrics_init(&a);
+    a.blocks = a.st_blocks = 1;
+    a.hist_blocks = 1;
+    a.st_nonzero = 20; /* 10 exact, 9 at 0.25, 1 flushed: ranks 10, 19, 20 */
+    a.rerr_hist[0] = 10;
+    a.rerr_hist[fp4_rerr_bin(1.0f, 4.0f)] = 9;
+    a.rerr_hist[fp4_rerr_bin(1.0f, 1.0f)] = 1;
+    fp4_metrics_finish(&a);
+    assert_double_exact(a.rerr_p50, 0.0);
+    assert_double_exact(a.rerr_p95, 0.25);
+    assert_double_exact(a.rerr_p99, 1.0);
+    fp4_metrics_init(&b);
+    fp4_metrics_merge(&b, &a);
+    fp4_metrics_merge(&b, &a);
+    b.rerr_hist[0]++; /* 21 of 41 exact: rank 21 is bin 0; 95 %: rank 39 of 41 */
+    b.st_nonzero++;
+    fp4_metrics_finish(&b);
+    assert_int_equal(b.rerr_hist[77], 18);
+    assert_double_exact(b.rerr_p50, 0.0);
+    assert_double_exact(b.rerr_p95, 0.25);
+    assert_double_exact(b.rerr_p99, 1.0);
+    fp4_metrics d, before;
+    fp4_metrics_init(&d);
+    fp4_metrics_init(&before);
+    fp4_metrics_add_count_delta(&d, &a, &before, 3);
+    assert_int_equal(d.rerr_hist[81], 3);
+    b.st_nonzero++; /* the histogram misses an entry: null, never a guess */
+    fp4_metrics_finish(&b);
+    assert_double_nan(b.rerr_p50);
+    assert_double_nan(b.rerr_p99);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_bucket_ratios_and_merge),
         cmocka_unit_test(test_stats_merge_and_finish),
         cmocka_unit_test(test_compound_shrinkage),
+        cmocka_unit_test(test_rel_err_percentiles),
         cmocka_unit_test(test_gaussian_and_uniform_sqnr),
     };
     return cmocka_run_group_tests_name("metrics", tests, NULL, NULL);

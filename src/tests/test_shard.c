@@ -110,6 +110,9 @@ static void test_raw_roundtrip(void **state)
     m.amax_hist[0] = 2;
     m.amax_hist[FP4_AMAX_BINS - 3] = 7;
     m.scale_hist[0x7E] = 9007199254740993ull;
+    m.rerr_hist[0] = 1;
+    m.rerr_hist[81] = 3;
+    m.rerr_hist[FP4_RERR_BINS - 1] = 9007199254740995ull;
     cJSON *o = fp4_metrics_raw_json(&m);
     assert_non_null(o);
     char *t = cJSON_PrintUnformatted(o);

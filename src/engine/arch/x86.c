@@ -519,7 +519,8 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
 }
 
 FP4_AVX2 static inline __attribute__((always_inline)) void
-group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, const int kind, const int unit)
+group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, const int kind,
+                const int unit)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -550,7 +551,11 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, const int kind, 
     __m256d sx2n_0 = _mm256_setzero_pd(), se2n_0 = sx2n_0, mx_0 = sx2n_0;
     __m256d sx2n_1 = sx2n_0, se2n_1 = sx2n_0, mx_1 = sx2n_0;
     __m256i nzv = _mm256_setzero_si256(), ufv = nzv;
-    const __m256 zero_f = _mm256_setzero_ps();
+    const __m256 zero_f = _mm256_setzero_ps(), onef_r = _mm256_set1_ps(1.0f);
+    const __m256i rbias = _mm256_set1_epi32(FP4_RERR_BIAS), rtop = _mm256_set1_epi32(FP4_RERR_BINS - 1),
+                  r128 = _mm256_set1_epi32(128);
+    uint8_t kb[GRP * 64]; /* relative-error bins, counted in bulk (fp4_rerr_count) */
+    int nk = 0;
     uint8_t cm[GRP_MAX_BLOCK + 4], lm[GRP_MAX_BLOCK + 4], negb[GRP_MAX_BLOCK + 4];
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
@@ -599,6 +604,19 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, const int kind, 
             ufv, _mm256_and_si256(nzc, _mm256_castps_si256(_mm256_cmp_ps(y, zero_f, _CMP_EQ_OQ))));
         sat = _mm256_sub_epi32(sat, _mm256_and_si256(_mm256_castps_si256(
                                                          _mm256_cmp_ps(t, gm, _CMP_GT_OQ)), s));
+        { /* the relative-error bin of an entry with x != 0 (stats.c's: fp32 |x̂ − x| / |x|) */
+            const __m256 rr = _mm256_div_ps(
+                _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(_mm256_sub_ps(xq, x)), absm)),
+                _mm256_blendv_ps(onef_r, ax, _mm256_castsi256_ps(nzc)));
+            __m256i rk = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(rr), 22), rbias);
+            rk = _mm256_min_epi32(_mm256_max_epi32(rk, _mm256_setzero_si256()), rtop);
+            rk = _mm256_or_si256(rk, _mm256_andnot_si256(nzc, r128));
+            const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(rk),
+                                                _mm256_extracti128_si256(rk, 1));
+            _mm_storel_epi64((__m128i *)(void *)(kb + nk), _mm_packus_epi16(w16, w16));
+            nk += GRP;
+            if (nk == (int)sizeof kb) nk = fp4_rerr_count(rh, kb, nk);
+        }
         cm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(c));
         lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
         negb[j] = (uint8_t)_mm256_movemask_ps(x);
@@ -718,6 +736,7 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, const int kind, 
     _mm256_storeu_pd(a->sxq2 + 4, sxq2_1);
     _mm256_storeu_pd(a->serr, serr_0);
     _mm256_storeu_pd(a->serr + 4, serr_1);
+    fp4_rerr_count(rh, kb, nk);
     _mm256_storeu_pd(so->sx2, sx2n_0);
     _mm256_storeu_pd(so->sx2 + 4, sx2n_1);
     _mm256_storeu_pd(so->se2, se2n_0);
@@ -753,11 +772,11 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
         grp_acc a;
         st_acc so;
         if (unit)
-            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so, kind,
-                            1);
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
+                            pr->rerr_hist, kind, 1);
         else
-            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so, kind,
-                            0);
+            group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
+                            pr->rerr_hist, kind, 0);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
         fp4_stats_group_merge(p, gi.am, sb, jn, &so, &pr[k0 / FP4_CHUNK_BLOCKS], pr);

@@ -3,7 +3,8 @@
 # on the small fp32 tensors: e2m1 with fp32 block-16 scales and with mxfp4 (E8M0, floor rule,
 # blocks of 32), RTNE. Counts (stat_elements, nonzero, underflows, saturated) and max_abs_err
 # must be exact, and so the block amax percentiles (half-octave bins) and mxfp4's E8M0 scale
-# byte histogram; underflows_pct, underflow_share and sqnr_nonamax_db within 1e-9; the pooled
+# byte histogram, and the relative-error percentiles (half-octave bins of the fp32 |x̂ − x| / |x|
+# from 2^-40, per tensor and pooled); underflows_pct, underflow_share and sqnr_nonamax_db within 1e-9; the pooled
 # counts are the sums; --rank-by underflow orders the tensors by the model's underflow.
 set -u
 F=testdata/gpt_gemm_small.h5
@@ -55,13 +56,29 @@ def model(A, scale):
     if scale == "mxfp4":  # E8M0 bytes of the non-zero blocks: exponent + 127
         b, c = np.unique((e[am > 0] + 127).astype(int), return_counts=True)
         sh = [[int(x), int(y)] for x, y in zip(b, c)]
-    return dict(pct=pct, sh=sh,
+    # relative errors of the entries with x != 0 (fp32 difference and quotient), SPEC 5.1 bins
+    nzm = X != 0
+    X32 = X.astype(np.float32)
+    r = (np.abs(Xq[nzm] - X32[nzm]) / np.abs(X32[nzm])).astype(np.float32)
+    assert r.dtype == np.float32
+    k = (r.view(np.uint32) >> np.uint32(22)).astype(np.int64) - 173
+    k = np.clip(k, 0, 127)
+    rh = np.bincount(k, minlength=128)
+    return dict(pct=pct, sh=sh, rh=rh,
                 n=X.size, nz=int((X != 0).sum()), uf=int(((X != 0) & (Xq == 0)).sum()),
                 sat=sat, mx=float(np.abs(d).max()),
                 x2=float((X.astype(float) ** 2)[na].sum()), e2=float((d ** 2)[na].sum()))
 def close(a, b, tol=1e-9):
     return abs(a - b) <= tol * max(abs(a), abs(b))
+def rpct(rh):
+    n = int(rh.sum())
+    out = {}
+    for key, p in (("p50", 50), ("p95", 95), ("p99", 99)):
+        k = int(np.searchsorted(np.cumsum(rh), (p * n + 99) // 100))
+        out[key] = 0.0 if k == 0 else float(np.array([(k + 173) << 22], np.uint32).view(np.float32)[0])
+    return out
 for path, scale in ((sys.argv[2], "fp32"), (sys.argv[3], "mxfp4")):
+    prh = np.zeros(128, np.int64)
     rep = json.load(open(path))
     tot = dict(n=0, nz=0, uf=0, sat=0)
     ufp = {}
@@ -81,12 +98,15 @@ for path, scale in ((sys.argv[2], "fp32"), (sys.argv[3], "mxfp4")):
             t["name"], r["sqnr_nonamax_db"], 10 * math.log10(m["x2"] / m["e2"]))
         assert r["block_amax_percentiles"] == m["pct"], (t["name"], r["block_amax_percentiles"], m["pct"])
         assert r["scale_histogram"] == m["sh"], (t["name"], r["scale_histogram"], m["sh"])
+        assert r["rel_err_percentiles"] == rpct(m["rh"]), (t["name"], r["rel_err_percentiles"], rpct(m["rh"]))
+        prh += m["rh"]
         for k in tot: tot[k] += m[k]
         ufp[t["name"]] = 100 * m["uf"] / m["n"]
     p = rep["summary"]["results"][0]
     pc = p["counts"]
     assert (pc["stat_elements"], pc["nonzero"], pc["underflows"], pc["saturated"]) == \
         (tot["n"], tot["nz"], tot["uf"], tot["sat"]), (scale, pc)
+    assert p["rel_err_percentiles"] == rpct(prh), (scale, p["rel_err_percentiles"], rpct(prh))
     assert rep["verdict"]["rank_by"] == "underflow"
     order = [x["tensor"] for x in rep["verdict"]["ranking"]]
     assert order == sorted(ufp, key=lambda k: -ufp[k]), (order, ufp)
