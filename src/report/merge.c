@@ -897,6 +897,17 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
                                       "%d layers", nl, ne, p[0].selected);
         goto out;
     }
+    for (int i = 0; i < ne; i++) { /* an errors entry names the layer at its position */
+        const cJSON *t = get(eu[i].obj, "tensor");
+        const cJSON *sel = cJSON_GetArrayItem(get(p[0].shard, "layers"), eu[i].index);
+        if (!cJSON_IsString(t) || !cJSON_IsString(sel) || strcmp(t->valuestring, sel->valuestring)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: errors entry at position %d: \"tensor\" is not "
+                                          "the layer the selection lists there (shard.layers[%d]; "
+                                          "edited part?)",
+                           p[eu[i].part].name, eu[i].index, eu[i].index);
+            goto out;
+        }
+    }
     if (nl == 0 && ne > 0) { /* as one process: nothing ran, no report, the first error */
         const cJSON *m = get(eu[0].obj, "message");
         st = fp4_error(FP4_ERR_INPUT, "%s", cJSON_IsString(m) ? m->valuestring : "layer failed");
@@ -1050,6 +1061,42 @@ static bool audit_shown_ok(const cJSON *shown, const fp4_audit_sums *s)
     /* the JSON shows 15 significant digits where they read back within 1e-15 */
     return num_matches(sq, q, 1e-13) && num_matches(a, al, 1e-13) && cJSON_IsString(ss) &&
            !strcmp(ss->valuestring, status);
+}
+
+typedef struct named {
+    const char *name;
+    int part;
+} named;
+
+static int named_cmp(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+/* Every audited tensor and errors entry names a different quantized tensor (a selection holds
+ * each logical name once): "name" of the results, "tensor" of the errors. FP4_ERR_INPUT naming
+ * the part and the name given twice, or a malformed entry. */
+static fp4_status names_once(const part *p, const unit *t, int nt, const unit *e, int ne)
+{
+    named *v = calloc((size_t)(nt + ne ? nt + ne : 1), sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_status st = FP4_OK;
+    for (int k = 0; k < nt + ne && st == FP4_OK; k++) {
+        const unit *u = k < nt ? &t[k] : &e[k - nt];
+        const cJSON *nm = get(u->obj, k < nt ? "name" : "tensor");
+        if (!cJSON_IsString(nm) || !*nm->valuestring)
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s at position %d without a name", p[u->part].name,
+                           k < nt ? "a tensor" : "an errors entry", u->index);
+        else
+            v[k] = (named){nm->valuestring, u->part};
+    }
+    if (st == FP4_OK) qsort(v, (size_t)(nt + ne), sizeof *v, named_cmp);
+    for (int k = 1; k < nt + ne && st == FP4_OK; k++)
+        if (!strcmp(v[k].name, v[k - 1].name))
+            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s is given twice (edited part?)",
+                           p[v[k].part].name, v[k].name);
+    free(v);
+    return st;
 }
 
 /* The sum of an array of `len` whole counts (each at most 2^53), or -1 when it is not one. */
@@ -1210,6 +1257,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
                                       "%d quantized tensors", nt, ne, p[0].selected);
         goto out;
     }
+    if ((st = names_once(p, tu, nt, eu, ne)) != FP4_OK) goto out;
     fp4_audit_sums pe = {0}, pr = {0};
     int64_t nn = 0, el = 0, sm = 0, sb = 0;
     int np = 0;

@@ -5,7 +5,8 @@
 # exact state (scale_match, the pooled flag) disagree with each other is refused with one line
 # naming the part, the tensor and the field; in audit, analysis and gemm parts a position
 # given twice, one outside the part's shard.assigned, one both a result and an errors entry,
-# and (analysis) a tensor under another position's name are refused; nothing is written then.
+# and a tensor under another position's name (analysis: input.datasets; gemm errors:
+# shard.layers; audit: a name given twice) are refused; nothing is written then.
 . src/tests/cli/lib/parts.sh
 P=$PWD/testdata/quantized
 [ -d "$P/source" ] && [ -d "$P/modelopt_nvfp4" ] || { echo "no $P"; exit 77; }
@@ -90,6 +91,13 @@ bad sqnr_both "s0e.json: position 0 is given twice (both a result and an errors 
 # two tensors of one part with their names swapped: each under the other's position
 edit s0.json s0e.json 'x = d["tensors"]; x[0]["name"], x[1]["name"] = x[1]["name"], x[0]["name"]'
 bad sqnr_name "s0e.json: tensor .* at position 0, where the selection (input.datasets) lists" s0e.json s1.json
+# audit: one tensor's name on another position (its numbers are its own: only the name moved)
+edit a0.json a0e.json 'd["tensors"][1]["name"] = t["name"]'
+bad audit_name "a0e.json: tensor model.layers.0.self_attn.q_proj.weight is given twice" a0e.json a1.json
+# gemm: an errors entry naming another layer than the selection lists at its position
+edit g1.json g1e.json 'd["shard"]["partials"] = []; d["layers"] = []
+d["shard"]["errors"] = [0]; d["errors"] = [{"tensor": "/other", "status": "input_error", "message": "x"}]'
+bad gemm_error_name "g1e.json: errors entry at position 0: \"tensor\" is not the layer the selection lists" g0.json g1e.json
 edit g1.json g1e.json 'd["shard"]["partials"][0]["index"] = 1'
 bad gemm_foreign "g1e.json: a layer at position 1, which is not in its shard.assigned" g0.json g1e.json
 exit 0
