@@ -1,10 +1,11 @@
 /* fuzz_merge.c — libFuzzer target over what `merge` and `compare` read from other machines:
  * partial reports (report/merge.c) and reports (report/compare.c). The input is split at each
  * form feed line ("\n\f\n") into up to 8 texts; they are merged as parts named p0.json...
- * (every check: schema, shard, fingerprint, timing, the exact sums re-rendered, gemm layers
- * recomputed), the first two compared, and each text's parse cost estimated (the memory
+ * (every check: schema, shard, fingerprint, timing, positions, the exact sums re-rendered,
+ * gemm layers and audit tensors recomputed), the first two compared, and each text's parse cost estimated (the memory
  * bound of fp4_report_file_read_budget: never negative, at least its length). Seeds: real
- * parts of sqnr, rht --rounding sr and gemm runs split in two (seeds/merge/). */
+ * parts of sqnr, rht --rounding sr, gemm and audit runs (one with a tensor only another
+ * layout fits) split in two (seeds/merge/). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,12 @@
 /* fuzz_quantized.c — libFuzzer target over the grouping of packed tensors (io/quantized.c):
  * the input bytes choose a safetensors checkpoint of a few tensors named as the producers name
  * their partners (codes, block scales, per-tensor scales; ModelOpt, compressed-tensors,
- * gpt-oss), their dtypes and shapes, and the bytes of a config.json beside it (a template
- * naming a producer, or raw bytes). Every grouped tensor without a problem is decoded whole
- * (an index outside its members' bytes is an ASan report), `fold` runs on the listing, and a
- * decode of a tensor with a problem must be refused. */
+ * gpt-oss), their dtypes and shapes, and the sidecars beside it: config.json,
+ * hf_quant_config.json (ModelOpt), both or neither, each a template naming a producer (the two
+ * agreeing or not, exclude lists of odd types, quantized_layers, a duplicate key) or raw
+ * bytes. Every grouped tensor without a problem is decoded whole (an index outside its
+ * members' bytes is an ASan report), `fold` runs on the listing, and a decode of a tensor with
+ * a problem must be refused. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -47,6 +49,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         "\"m.*\"]}}",
         "{\"quantization_config\":[]}",
         "not json"};
+    static const char *hfs[] = {
+        "{\"quantization\":{\"quant_algo\":\"NVFP4\",\"group_size\":16,\"exclude_modules\":"
+        "[\"m.a\",\"x.*\"]}}",
+        "{\"quantization\":{\"quant_algo\":\"W4A16_NVFP4\",\"quantized_layers\":{\"m.b.q_proj\":"
+        "{\"quant_algo\":\"NVFP4\"},\"m.a\":{\"quant_algo\":\"FP8\"}}}}",
+        "{\"quantization\":{\"quant_algo\":\"MXFP4\",\"exclude_modules\":[7,null,\"\"]}}",
+        "{\"quantization\":{\"quant_algo\":null,\"exclude_modules\":{}}}",
+        "{\"quantization\":[]}",
+        "{\"quantization\":{\"quant_algo\":\"NVFP4\"},\"quantization\":{\"quant_algo\":\"MXFP4\"}}"};
     fz_in in = {data, size};
     char header[8192];
     size_t h = 0;
@@ -92,11 +103,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (uint64_t k = 0; k < off; k++) file[8 + h + k] = (uint8_t)take(&in); /* the values */
     fz_write_file("model.safetensors", file, total);
     free(file);
-    unsigned cf = take(&in) % 7;
-    if (cf < 6)
-        fz_write_file("config.json", (const uint8_t *)cfgs[cf], strlen(cfgs[cf]));
-    else
-        fz_write_file("config.json", in.p, in.n); /* the rest, raw */
+    /* the sidecars: config.json, hf_quant_config.json, both (agreeing or not) or none; each
+     * a template or, the last one written, the rest of the input raw */
+    unsigned which = take(&in) % 4, cf = take(&in) % 7, hf = take(&in) % 7;
+    char side[4200];
+    snprintf(side, sizeof side, "%s/config.json", fz_scratch());
+    remove(side);
+    snprintf(side, sizeof side, "%s/hf_quant_config.json", fz_scratch());
+    remove(side);
+    if (which & 1) {
+        if (cf < 6 || (which & 2))
+            fz_write_file("config.json", (const uint8_t *)cfgs[cf % 6], strlen(cfgs[cf % 6]));
+        else
+            fz_write_file("config.json", in.p, in.n); /* the rest, raw */
+    }
+    if (which & 2) {
+        if (hf < 6)
+            fz_write_file("hf_quant_config.json", (const uint8_t *)hfs[hf], strlen(hfs[hf]));
+        else
+            fz_write_file("hf_quant_config.json", in.p, in.n);
+    }
 
     char path[4200];
     snprintf(path, sizeof path, "%s/model.safetensors", fz_scratch());
