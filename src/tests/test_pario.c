@@ -30,6 +30,15 @@ static void test_threads(void **state)
     unsetenv("FP4DIAG_READ_THREADS");
     fp4_pario_set_threads(1);
     assert_int_equal(fp4_pario_threads((int64_t)1 << 40), 1);
+    /* unset: min(--threads, CPUs, 16), and never more than the read's 512 KiB pieces */
+    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const int cap = ncpu < 16 ? (int)ncpu : 16;
+    fp4_pario_set_threads(64);
+    assert_int_equal(fp4_pario_threads((int64_t)1 << 40), cap);
+    assert_int_equal(fp4_pario_threads(FP4_PARIO_MIN), cap < 4 ? cap : 4);
+    fp4_pario_set_threads(2);
+    assert_int_equal(fp4_pario_threads((int64_t)1 << 40), cap < 2 ? cap : 2);
+    fp4_pario_set_threads(1);
 }
 
 static void test_pread(void **state)
