@@ -266,8 +266,8 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
                 return FP4_OK;
             }
         return fp4_error(FP4_ERR_USAGE,
-                         "--rank-by: '%s' is not gap, sqnr, delta, underflow, sqnr-nonamax or "
-                         "maxerr",
+                         "--rank-by: '%s' is not gap, sqnr, delta, underflow, sqnr-nonamax, "
+                         "maxerr or relerr",
                          arg);
     case OPT_SHARD: return fp4_shard_parse(arg, &o->shard);
     case OPT_ALLOW_EXTERNAL: o->allow_external = true; return FP4_OK;

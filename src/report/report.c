@@ -452,6 +452,7 @@ static void add_verdict(cJSON *root, const fp4_run *run)
         num(o, "underflows_pct", r->ok ? r->underflows_pct : NAN);
         num(o, "sqnr_nonamax_db", r->ok ? r->sqnr_na_db : NAN);
         num(o, "maxerr_rel", r->ok ? r->maxerr_rel : NAN);
+        num(o, "rel_err_p99", r->ok ? r->rel_err_p99 : NAN);
     }
     free(rows);
 }
@@ -1257,6 +1258,7 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw)
                      : rb == FP4_RANK_UNDERFLOW       ? "largest underflow % (best config) first"
                      : rb == FP4_RANK_SQNR_NONAMAX    ? "lowest non-amax SQNR (best config) first"
                      : rb == FP4_RANK_MAXERR          ? "largest max error / amax (best config) first"
+                     : rb == FP4_RANK_RELERR          ? "largest p99 relative error (best config) first"
                                                       : "largest SQNR gap best-worst first";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);

@@ -24,6 +24,7 @@ static double rank_key(const fp4_verdict_row *r, fp4_rank_by by)
     case FP4_RANK_UNDERFLOW: return -r->underflows_pct; /* largest underflow first */
     case FP4_RANK_SQNR_NONAMAX: return r->sqnr_na_db;   /* lowest non-amax SQNR first */
     case FP4_RANK_MAXERR: return -r->maxerr_rel;        /* largest relative max error first */
+    case FP4_RANK_RELERR: return -r->rel_err_p99;       /* largest 99th pct rel. error first */
     case FP4_RANK_GAP: break;
     }
     return -r->gap_db;                                  /* largest gap first */
@@ -97,6 +98,7 @@ fp4_verdict_row *fp4_verdict_rank(const fp4_run *run)
             r->maxerr_rel = b->stats_ok && b->tensor_amax > 0.0f
                                 ? b->max_abs_err / (double)b->tensor_amax
                                 : NAN;
+            r->rel_err_p99 = b->stats_ok ? b->rerr_p99 : NAN;
         }
     }
     rank_sort(rows, tmp, run->ntensors, run->config->rank_by);

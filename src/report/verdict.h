@@ -18,8 +18,8 @@ typedef struct fp4_verdict_row {
     bool ok;
     double gap_db, best_db, delta;
     /* the best config's recipe statistics (SPEC §5.1; NaN where not computed): underflows_pct,
-     * sqnr_nonamax_db, max_abs_err / tensor_amax */
-    double underflows_pct, sqnr_na_db, maxerr_rel;
+     * sqnr_nonamax_db, max_abs_err / tensor_amax, rel_err_percentiles.p99 */
+    double underflows_pct, sqnr_na_db, maxerr_rel, rel_err_p99;
 } fp4_verdict_row;
 
 /* Whether m's SQNR counts for the verdict: status ok and finite. */
@@ -27,7 +27,8 @@ bool fp4_verdict_sqnr_ok(const fp4_metrics *m);
 
 /* Every tensor's row, ordered by run->config->rank_by (gap: largest first; sqnr: lowest best
  * first; delta: largest |delta| first; underflow: largest underflows_pct first; sqnr-nonamax:
- * lowest first; maxerr: largest max_abs_err / tensor_amax first; a NaN key after the rest);
+ * lowest first; maxerr: largest max_abs_err / tensor_amax first; relerr: largest
+ * rel_err_percentiles.p99 first; a NaN key after the rest);
  * ties by the other keys in the order gap, sqnr, delta,
  * then by tensor order; tensors without a finite SQNR last, in tensor order. malloc'd,
  * run->ntensors entries; NULL when out of memory or there are no tensors. */

@@ -47,6 +47,7 @@ const char *fp4_rank_by_name(fp4_rank_by r)
     case FP4_RANK_UNDERFLOW: return "underflow";
     case FP4_RANK_SQNR_NONAMAX: return "sqnr-nonamax";
     case FP4_RANK_MAXERR: return "maxerr";
+    case FP4_RANK_RELERR: return "relerr";
     }
     return "?";
 }

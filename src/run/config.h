@@ -28,13 +28,14 @@
 enum { FP4_EMIT_MODELOPT = 1, FP4_EMIT_LLM_COMPRESSOR = 2 };
 
 /* --rank-by (SPEC §9): gap, sqnr, delta; the recipe statistics of SPEC §5.1 of each tensor's
- * best config: underflow (underflows_pct), sqnr-nonamax, maxerr (max_abs_err / tensor_amax).
+ * best config: underflow (underflows_pct), sqnr-nonamax, maxerr (max_abs_err / tensor_amax),
+ * relerr (rel_err_percentiles.p99).
  * Analysis commands only: gemm takes the first three. */
 typedef enum fp4_rank_by {
     FP4_RANK_GAP = 0, FP4_RANK_SQNR, FP4_RANK_DELTA, FP4_RANK_UNDERFLOW, FP4_RANK_SQNR_NONAMAX,
-    FP4_RANK_MAXERR
+    FP4_RANK_MAXERR, FP4_RANK_RELERR
 } fp4_rank_by;
-#define FP4_RANK_COUNT (FP4_RANK_MAXERR + 1)
+#define FP4_RANK_COUNT (FP4_RANK_RELERR + 1)
 
 /* RHT mode: off (default for sqnr/bias/buckets), on, or both (each format with and without). */
 typedef enum fp4_rht_mode { FP4_RHT_OFF = 0, FP4_RHT_ON, FP4_RHT_BOTH } fp4_rht_mode;

@@ -14,7 +14,7 @@ G=testdata/gpt_gemm_small.h5
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-for by in gap sqnr delta underflow sqnr-nonamax maxerr; do
+for by in gap sqnr delta underflow sqnr-nonamax maxerr relerr; do
     "$FP4DIAG" rht "$F" --all-tensors --rank-by "$by" -q -o "$tmp/$by.json" || fail "rht --rank-by $by"
     python3 - "$tmp/$by.json" "$by" <<'PY' || fail "verdict --rank-by $by"
 import json, math, sys
@@ -46,17 +46,20 @@ for i, t in enumerate(r["tensors"]):
     ok = [x for x in t["results"] if x["sqnr_db"] is not None]
     b = max(ok, key=lambda x: x["sqnr_db"]); lo = min(ok, key=lambda x: x["sqnr_db"])
     rows.append((i, t["name"], b["sqnr_db"], b["sqnr_db"] - lo["sqnr_db"], b["delta"],
-                 b["underflows_pct"], b["sqnr_nonamax_db"], b["max_abs_err"] / b["tensor_amax"]))
+                 b["underflows_pct"], b["sqnr_nonamax_db"], b["max_abs_err"] / b["tensor_amax"],
+                 b["rel_err_percentiles"]["p99"]))
 # ties of the key: the other keys (gap, sqnr, delta), then tensor order; the statistics keys
 # (SPEC 5.1) are the best config's
 k3 = {"gap": lambda x: -x[3], "sqnr": lambda x: x[2], "delta": lambda x: -abs(x[4]),
-      "underflow": lambda x: -x[5], "sqnr-nonamax": lambda x: x[6], "maxerr": lambda x: -x[7]}
+      "underflow": lambda x: -x[5], "sqnr-nonamax": lambda x: x[6], "maxerr": lambda x: -x[7],
+      "relerr": lambda x: -x[8]}
 key = lambda x: (k3[by](x), k3["gap"](x), k3["sqnr"](x), k3["delta"](x), x[0])
 want = [x[1] for x in sorted(rows, key=key)]
 got = [x["tensor"] for x in v["ranking"]]
 assert got == want, (got[:5], want[:5])
 for x, row in zip(v["ranking"], sorted(rows, key=key)):
     assert abs(x["gap_db"] - row[3]) < 1e-12 and x["best"]["sqnr_db"] == row[2] and x["delta"] == row[4]
+    assert x["rel_err_p99"] == row[8]
 PY
 done
 python3 -c 'import jsonschema' 2>/dev/null &&
@@ -67,7 +70,7 @@ python3 -c 'import jsonschema' 2>/dev/null &&
 "$FP4DIAG" gemm "$G" --rank-by underflow -q -o "$tmp/g.json" 2>"$tmp/gerr"
 [ $? -eq 2 ] && grep -q "does not apply to gemm" "$tmp/gerr" || fail "gemm --rank-by underflow not refused"
 "$FP4DIAG" sqnr "$F" --rank-by nope -q -o "$tmp/n.json" 2>"$tmp/nerr"
-[ $? -eq 2 ] && grep -q "not gap, sqnr, delta, underflow, sqnr-nonamax or maxerr" "$tmp/nerr" || fail "--rank-by nope"
+[ $? -eq 2 ] && grep -q "not gap, sqnr, delta, underflow, sqnr-nonamax, maxerr or relerr" "$tmp/nerr" || fail "--rank-by nope"
 # the table ends with the verdict, top 10 of the 23 tensors
 "$FP4DIAG" sqnr "$F" --all-tensors -v -o "$tmp/t.json" 2>"$tmp/table" || fail "table run"
 grep -q "^verdict (pooled over 23 tensors)" "$tmp/table" || { cat "$tmp/table"; fail "no verdict in the table"; }
