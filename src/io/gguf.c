@@ -6,6 +6,7 @@
  * already-quantized tensors by io/quantized.c (through `bytes`); every other ggml type (Q4_0,
  * Q8_0, the K- and I-quants, ...) is described with its type name and a problem saying it is
  * not read. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
@@ -278,7 +279,103 @@ static fp4_status gg_open_split(gg_src *s)
     return FP4_OK;
 }
 
-static fp4_status gg_open(const char *file, void **impl)
+static bool gg_is_gguf_name(const char *n)
+{
+    const size_t k = strlen(n);
+    return k > 5 && strcmp(n + k - 5, ".gguf") == 0;
+}
+
+/* A directory holding .gguf files (one holding safetensors or PyTorch files is theirs: those
+ * formats' probes come first). */
+static bool gg_probe_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) found = gg_is_gguf_name(e->d_name);
+    closedir(d);
+    return found;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The file an open of directory `dir` reads (*first, malloc'd): its one .gguf file, or the
+ * first part of the one split model its .gguf files are the parts of. */
+static fp4_status gg_dir_first(const char *dir, char **first)
+{
+    *first = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return fp4_error(FP4_ERR_INPUT, "%s: cannot read the directory: %s", dir,
+                             strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    fp4_status st = FP4_OK;
+    for (struct dirent *e; st == FP4_OK && (e = readdir(d));) {
+        if (!gg_is_gguf_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **a = realloc(names, cap * sizeof *a);
+            if (!a) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                break;
+            }
+            names = a;
+        }
+        if (!(names[n] = strdup(e->d_name))) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        else n++;
+    }
+    closedir(d);
+    if (st == FP4_OK && n == 0) st = fp4_error(FP4_ERR_INPUT, "%s: no .gguf file", dir);
+    if (st == FP4_OK) {
+        qsort(names, n, sizeof *names, cmp_str);
+        /* one model: one file, or every file a part NAME-0000k-of-0000N.gguf of one NAME, N */
+        unsigned no = 0, count = 0, no1 = 0, count1 = 0;
+        const size_t stem = gg_split_name(names[0], &no1, &count1);
+        bool one = n == 1;
+        if (!one && stem && n <= count1) {
+            one = true;
+            for (size_t i = 1; one && i < n; i++)
+                one = gg_split_name(names[i], &no, &count) == stem && count == count1 &&
+                      strncmp(names[i], names[0], stem) == 0;
+        }
+        if (!one)
+            st = fp4_error(FP4_ERR_INPUT, "%s: %zu .gguf files (%s, %s%s) that are not the parts "
+                           "of one split model: name the file to read", dir, n, names[0],
+                           names[1], n > 2 ? ", ..." : "");
+        else {
+            const size_t len = strlen(dir) + strlen(names[0]) + 2;
+            if (!(*first = malloc(len))) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            else if (n == 1 && (!stem || count1 < 2))
+                snprintf(*first, len, "%s/%s", dir, names[0]);
+            else /* the first part, by name (its open says so when it is missing) */
+                snprintf(*first, len, "%s/%.*s-00001-of-%05u.gguf", dir, (int)stem, names[0],
+                         count1);
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return st;
+}
+
+static fp4_status gg_open_file(const char *file, void **impl);
+
+/* A file, or a directory holding one model (gg_dir_first). */
+static fp4_status gg_open(const char *path, void **impl)
+{
+    *impl = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return gg_open_file(path, impl);
+    char *first = NULL;
+    FP4_TRY(gg_dir_first(path, &first));
+    fp4_status st = gg_open_file(first, impl);
+    free(first);
+    return st;
+}
+
+static fp4_status gg_open_file(const char *file, void **impl)
 {
     *impl = NULL;
     gg_src *s = calloc(1, sizeof *s);
@@ -558,4 +655,5 @@ const fp4_source_ops fp4_source_gguf = {
     .bytes = gg_bytes,
     .metadata = gg_metadata,
     .files = gg_files,
+    .probe_dir = gg_probe_dir,
 };

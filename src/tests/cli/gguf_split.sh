@@ -2,7 +2,7 @@
 # gguf_split.sh — a split GGUF model (llama.cpp's gguf-split layout, NAME-00001-of-00003.gguf
 # ..., keys split.no / split.count / split.tensors.count; testdata/gguf/split/ written by
 # gguf-py's GGUFWriter with split_max_tensors=2: scripts/make_gguf_testdata.py) reads as one
-# model when its first part is named: `ls` lists every part's tensors with the part holding
+# model when its first part or its directory is named (a directory of two models is refused): `ls` lists every part's tensors with the part holding
 # each, the metadata is the first part's, `audit` gives the numbers model.gguf (the same
 # tensors in one file) gives, and the report's provenance fingerprints every part; -o onto a
 # part is refused. Refusals, one line naming the file, exit 3: a part other than the first
@@ -83,6 +83,18 @@ check "$M-00001-of-00003.gguf: split part 2 of 3 ($M-00002-of-00003.gguf) has no
 cp "$S" "$tmp/plain.gguf"
 check "$tmp/plain.gguf: split.count 3, but the name is not NAME-00001-of-00003.gguf" \
     ls "$tmp/plain.gguf"
+
+# the set named by its directory: the same model; a directory of two models is refused
+"$FP4DIAG" ls "$S" >"$tmp/byfile" 2>&1 || fail "ls of the first part exited $?"
+"$FP4DIAG" ls "$D/split" >"$tmp/bydir" 2>"$tmp/err" || fail "ls of the directory exited $?"
+cmp -s "$tmp/byfile" "$tmp/bydir" || fail "ls of the directory differs from ls of its first part"
+mkdir "$tmp/one" "$tmp/two"
+cp "$D/model.gguf" "$tmp/one/"
+"$FP4DIAG" ls "$tmp/one" >"$tmp/out" 2>"$tmp/err" || fail "ls of a directory of one file exited $?"
+grep -q '^blk\.0\.attn_q\.weight ' "$tmp/out" || fail "ls of a directory of one file"
+cp "$D/model.gguf" "$D/split_dup/dup-00001-of-00002.gguf" "$tmp/two/"
+check "$tmp/two: 2 .gguf files (dup-00001-of-00002.gguf, model.gguf) that are not the parts of one split model: name the file to read" \
+    ls "$tmp/two"
 
 # -o onto a part of the input is refused before anything is written
 cp "$D"/split/model-0000?-of-00003.gguf "$tmp/m/"
