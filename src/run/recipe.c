@@ -15,6 +15,12 @@
  * ("re:.*mlp.gate$"). GPT-2's Conv1D (c_attn, c_fc, c_proj) is a Linear with its weight
  * transposed: quantized, so no rule names it. */
 const fp4_recipe_rule fp4_recipe_rules[] = {
+    /* optimizer state of a training checkpoint (torch.save({"model": ..., "optimizer": ...}):
+     * optimizer.state.N.exp_avg; Lightning's optimizer_states; states keyed by parameter name,
+     * hence first): Adam's moments, SGD's momentum; not a weight a recipe quantizes */
+    {"optimizer state", "*optimizer*", FP4_RECIPE_MODULE},
+    {"optimizer state", "*exp_avg*", FP4_RECIPE_LEAF},   /* exp_avg, exp_avg_sq, max_exp_avg_sq */
+    {"optimizer state", "momentum_buffer", FP4_RECIPE_LEAF},
     /* biases: any leaf ending in "bias" (gpt-oss gate_up_proj_bias [E, 2I], GPT-2's attn.bias
      * mask buffer); recipes quantize weights only */
     {"bias", "*bias", FP4_RECIPE_LEAF},

@@ -116,6 +116,25 @@ static void test_t5_whisper(void **state)
     QUANTIZED("backbone.layers.0.mixer.in_proj.weight");
 }
 
+/* A training checkpoint's optimizer state is no weight: torch's integer-keyed state, Lightning's
+ * optimizer_states, states keyed by parameter name (before the norm and embedding rules), and
+ * the moments under any top-level name. */
+static void test_optimizer_state(void **state)
+{
+    (void)state;
+    KEPT("optimizer.state.0.exp_avg", "optimizer state");
+    KEPT("optimizer.state.0.exp_avg_sq", "optimizer state");
+    KEPT("optimizer_states.0.state.3.momentum_buffer", "optimizer state");
+    KEPT("optimizer.state.model.layers.0.input_layernorm.weight.exp_avg", "optimizer state");
+    KEPT("optimizer.state.model.embed_tokens.weight.exp_avg_sq", "optimizer state");
+    KEPT("opt.state.7.max_exp_avg_sq", "optimizer state");
+    KEPT("opt.state.7.momentum_buffer", "optimizer state");
+    KEPT("/optimizer/state/0/exp_avg", "optimizer state");
+    QUANTIZED("model.model.layers.0.mlp.down_proj.weight"); /* the same checkpoint's weights */
+    QUANTIZED("model.layers.0.self_attn.q_proj.weight");
+    KEPT("model.model.embed_tokens.weight", "embedding");
+}
+
 static void test_module_and_rules(void **state)
 {
     (void)state;
@@ -215,7 +234,7 @@ int main(void)
         cmocka_unit_test(test_llama),           cmocka_unit_test(test_moe),
         cmocka_unit_test(test_gpt2),            cmocka_unit_test(test_t5_whisper),
         cmocka_unit_test(test_module_and_rules), cmocka_unit_test(test_checkpoint_exclude),
-        cmocka_unit_test(test_exclude_regex_bounded),
+        cmocka_unit_test(test_exclude_regex_bounded), cmocka_unit_test(test_optimizer_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

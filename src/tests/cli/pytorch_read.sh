@@ -2,8 +2,9 @@
 # pytorch_read.sh — PyTorch checkpoints (testdata/torch/, written by scripts/make_torch_testdata.py
 # without torch): a state dict at pickle protocols 2 and 4, big-endian storages, views at offsets
 # into a shared storage and a transposed (column-major) view, two shards through
-# pytorch_model.bin.index.json (the file and its directory), a nested training checkpoint: `ls`
-# lists them, and sqnr reports equal the same tensors given as safetensors (input fields aside).
+# pytorch_model.bin.index.json (the file and its directory), a nested training checkpoint (its
+# optimizer state skipped as no weight): `ls` lists them, and sqnr reports equal the same tensors
+# given as safetensors (input fields aside).
 # Views that cannot be read are errors entries naming why; the legacy format is refused saying
 # how to convert; malicious pickles (os.system, a __reduce__, builtins.exec) are refused by name,
 # exit 3, nothing run (no file created), nothing on stdout; a cut archive is one line, exit 3.
@@ -39,6 +40,17 @@ done
 for n in model.model.embed_tokens.weight optimizer.state.0.exp_avg; do
     grep -q "^$n " "$tmp/ls" || { echo "nested.pt: no $n"; cat "$tmp/ls"; fail=1; }
 done
+# its optimizer state is no weight: kept out of the default selection and the verdict, by name
+"$FP4DIAG" sqnr "$T/nested.pt" -q -o "$tmp/n.json" || fail=1
+python3 - "$tmp/n.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = [t["name"] for t in r["tensors"]]
+assert "optimizer.state.0.exp_avg" not in names and len(names) == 6, names
+why = {s["name"]: s["reason"] for s in r["skipped"]}
+assert why.get("optimizer.state.0.exp_avg") == \
+    "kept in high precision by recipe: optimizer state (*optimizer*)", why
+PY
 # views that cannot be read: errors entries, the good tensor analysed, exit 3
 "$FP4DIAG" sqnr --all-tensors "$T/views.pt" -q -o "$tmp/v.json" 2>"$tmp/err"
 rc=$?
