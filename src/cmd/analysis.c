@@ -106,9 +106,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     if (w.active) {
         char *part = st == FP4_OK ? fp4_report_analysis_json(command, argc, argv, &run) : NULL;
         if (st == FP4_OK && !part) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        bool table = w.rank == 0 && (o.cfg.verbosity > 0 ||
-                                     (o.cfg.verbosity == 0 && isatty(STDERR_FILENO)));
-        st = fp4_world_report(&w, part, st, o.cfg.output, table ? stderr : NULL);
+        FILE *table = w.rank == 0 ? fp4_report_table_stream(o.cfg.output, o.cfg.verbosity)
+                                  : NULL;
+        st = fp4_world_report(&w, part, st, o.cfg.output, table);
         free(part);
         fp4_run_free(&run);
         goto out;

@@ -80,7 +80,10 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         switch (c) {
         case 'j': json = true; break;
         case 'o': output = optarg; break;
-        case 'q': quiet = true; break;
+        case 'q':
+            quiet = true;
+            fp4_output_set_verbosity(-1); /* no "wrote FILE" line */
+            break;
         case 's': FP4_TRY(fp4_shard_parse(optarg, &shard)); break;
         case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
         case ':':

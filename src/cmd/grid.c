@@ -15,14 +15,14 @@ const char fp4_usage_grid[] =
     "bin width, and the analytic conditional bias (l - r)/2, absolute and relative to q.\n"
     "uniform_mean_error is E[rho(t) - t] for t uniform on [0, g_max] (exactly 0).\n"
     "On a terminal (no -o, no --json) the table goes to stdout; otherwise the JSON report goes\n"
-    "to stdout (or -o FILE) and the table to stderr when that is a terminal (or -v).\n"
+    "to stdout (or -o FILE), the table to stdout with -o FILE on a terminal (stderr: -v).\n"
     "Default --format e2m1,e1m2,int4; 'all' adds e3m0. The grid depends on the format alone:\n"
     "the other analysis options (--scale, --block, --rht, ...) are usage errors here.\n"
     "\noptions:\n" FP4_OPTHELP_FORMAT
     "  -o FILE             write the JSON report to FILE (default stdout)\n"
     "  --json              the JSON report on stdout even when it is a terminal\n"
     "  -q                  quiet: no table (on a terminal without -o/--json: no output at all)\n"
-    "  -v                  table on stderr even when it is not a terminal\n"
+    "  -v                  the table on stderr beside the JSON report\n"
     "  -h, --help          this help\n";
 
 fp4_status cmd_grid(int argc, char **argv)

@@ -23,9 +23,11 @@ const char fp4_usage_merge[] =
     "with every share 0..N-1 given once; its \"argv\" is theirs without --shard, with this\n"
     "-o.\n"
     "\noptions:\n"
-    "  -o FILE             write the merged report to FILE (default stdout)\n"
+    "  -o FILE             write the merged report to FILE (default stdout; on a terminal\n"
+    "                      a merge of analysis parts prints its table there instead)\n"
+    "  --json              the merged report on stdout even when it is a terminal\n"
     "  -q                  quiet: no table\n"
-    "  -v                  the table on stderr even when it is not a terminal (analysis)\n"
+    "  -v                  the table on stderr beside the JSON report (analysis)\n"
     "  -h, --help          this help\n"
     "\nExit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given twice or\n"
     "missing (all named), or the merged report holds errors entries (as the run would exit).\n";
@@ -38,7 +40,7 @@ fp4_status cmd_merge(int argc, char **argv)
     if (!args) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     fp4_status st = fp4_options_parse(&o, argc, args, NULL);
     if (st == FP4_OK && !o.help)
-        st = fp4_options_only(&o, "merge", NULL, "merge takes -o, -q; see 'fp4diag merge --help'");
+        st = fp4_options_only(&o, "merge", NULL, "merge takes -o, --json, -q, -v; see 'fp4diag merge --help'");
     if (st != FP4_OK || o.help) {
         if (st == FP4_OK) fputs(fp4_usage_merge, stdout);
         free(args);
@@ -58,16 +60,21 @@ fp4_status cmd_merge(int argc, char **argv)
         st = fp4_report_file_read_budget(o.args[i], &budget, &texts[i]);
     fp4_merge_result res;
     memset(&res, 0, sizeof res);
+    /* terminal first, as every command: the merged analysis' table on a terminal in place of
+     * the JSON (gemm and audit merges have no table: their JSON is written) */
+    const bool tfirst = fp4_report_terminal_first(&o.cfg);
     if (st == FP4_OK)
         st = fp4_merge_reports((const char *const *)texts, (const char *const *)o.args, o.nargs,
                                o.cfg.output,
-                               o.cfg.verbosity > 0 ||
-                                       (o.cfg.verbosity == 0 && isatty(STDERR_FILENO))
-                                   ? stderr
-                                   : NULL,
+                               tfirst ? stdout
+                                      : fp4_report_table_stream(o.cfg.output, o.cfg.verbosity),
                                fp4_options_config_of_argv, &res);
+    const bool analysis = !strcmp(res.command, "sqnr") || !strcmp(res.command, "bias") ||
+                          !strcmp(res.command, "buckets") || !strcmp(res.command, "rht");
     if (st == FP4_OK && fp4_report_quiet_terminal(o.cfg.output, o.cfg.json, o.cfg.verbosity))
         fp4_report_quiet_note(); /* -q on a terminal: no JSON flood */
+    else if (st == FP4_OK && tfirst && analysis)
+        st = fp4_report_terminal_note();
     else if (st == FP4_OK)
         st = fp4_output_write(o.cfg.output, res.text, strlen(res.text));
     if (st == FP4_OK && res.nerrors > 0)

@@ -1,6 +1,7 @@
 /* options.c — getopt_long parsing of the shared command-line options into the run
  * configuration (run/config.h). */
 #include "cmd/options.h"
+#include "report/output.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -275,8 +276,14 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
         if (!*arg) return fp4_error(FP4_ERR_USAGE, "-o: empty file name");
         o->output = arg;
         return FP4_OK;
-    case 'q': o->verbosity = -1; return FP4_OK;
-    case 'v': o->verbosity = o->verbosity < 0 ? 1 : o->verbosity + 1; return FP4_OK;
+    case 'q':
+        o->verbosity = -1;
+        fp4_output_set_verbosity(o->verbosity);
+        return FP4_OK;
+    case 'v':
+        o->verbosity = o->verbosity < 0 ? 1 : o->verbosity + 1;
+        fp4_output_set_verbosity(o->verbosity);
+        return FP4_OK;
     case 'h': opt->help = true; return FP4_OK;
     default: return fp4_error(FP4_ERR_INTERNAL, "option %d not handled", c);
     }

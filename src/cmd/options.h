@@ -124,7 +124,7 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --rank-by R         the verdict's ranking: gap (default; best-worst SQNR), sqnr\n"     \
     "                      (lowest first) or delta (largest |delta| first)\n"                  \
     "  -q                  quiet: no progress, no table\n"                                     \
-    "  -v, -vv             table on stderr even when it is not a terminal; -vv adds the\n"     \
+    "  -v, -vv             the table on stderr beside the JSON report; -vv adds the\n"        \
     "                      HDF5 library's own error stack\n"                                   \
     "  -h, --help          this help\n"
 #define FP4_OPTHELP_EMIT                                                                       \

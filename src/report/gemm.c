@@ -575,7 +575,7 @@ fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)
     fp4_status st = fp4_output_write(run->config->output, withnl, len + 1);
     free(withnl);
     if (st != FP4_OK) return st;
-    if (run->config->verbosity >= 0 && (run->config->verbosity > 0 || isatty(STDERR_FILENO)))
-        fp4_report_gemm_table(stderr, run);
+    FILE *table = fp4_report_table_stream(run->config->output, run->config->verbosity);
+    if (table) fp4_report_gemm_table(table, run);
     return FP4_OK;
 }

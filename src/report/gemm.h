@@ -58,7 +58,8 @@ struct cJSON *fp4_report_gemm_summary(const fp4_gemm_run *run);
 struct cJSON *fp4_report_gemm_verdict(const fp4_gemm_run *run);
 
 /* Build the report, write it to run->config->output (stdout when NULL) with fp4_output_write, and
- * print the table to stderr when stderr is a terminal (or -v), unless -q.
+ * print the table where fp4_report_table_stream says (report.h); terminal first (stdout a
+ * terminal, no -o, no --json, not -q): the table on stdout in place of the JSON.
  * FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run);
 

@@ -29,6 +29,19 @@ static struct {
     int fd;       /* OUT_DIRECT: kept open since prepare */
 } prepared = {OUT_NONE, NULL, NULL, 0, -1};
 
+static int announce_verbosity;
+
+void fp4_output_set_verbosity(int verbosity) { announce_verbosity = verbosity; }
+
+/* "fp4diag: wrote PATH (N bytes)" on stderr (fp4_output_set_verbosity). */
+static void announce(const char *path, size_t len)
+{
+    if (announce_verbosity < 0 || (announce_verbosity == 0 && !isatty(STDERR_FILENO))) return;
+    char *shown = fp4_text_escape(path, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    fprintf(stderr, "fp4diag: wrote %s (%zu bytes)\n", shown ? shown : path, len);
+    free(shown);
+}
+
 void fp4_output_forget(void)
 {
     if (prepared.fd >= 0) close(prepared.fd);
@@ -266,5 +279,6 @@ fp4_status fp4_output_write(const char *path, const char *text, size_t len)
     }
     fp4_output_forget();
     fp4_trace("report written: %zu bytes", len);
+    if (st == FP4_OK) announce(path, len);
     return st;
 }

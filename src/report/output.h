@@ -37,6 +37,11 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
  * refusals of fp4_output_prepare; on error no temporary file is left behind. */
 fp4_status fp4_output_write(const char *path, const char *text, size_t len);
 
+/* The verbosity of the run (-q: -1, default 0, -v: 1+): with 1 or more, or 0 and stderr a
+ * terminal, each fp4_output_write to a file (not stdout) says so on stderr in one line,
+ * "fp4diag: wrote PATH (N bytes)"; -q never. Default 0. */
+void fp4_output_set_verbosity(int verbosity);
+
 /* Forget the prepared output (closing a kept descriptor). Safe when none is prepared. */
 void fp4_output_forget(void);
 

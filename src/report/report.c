@@ -1467,6 +1467,13 @@ bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity)
     return !output && !json && verbosity < 0 && isatty(STDOUT_FILENO);
 }
 
+FILE *fp4_report_table_stream(const char *output, int verbosity)
+{
+    if (verbosity < 0) return NULL;
+    if (output && strcmp(output, "-") && isatty(STDOUT_FILENO)) return stdout;
+    return verbosity > 0 ? stderr : NULL;
+}
+
 void fp4_report_quiet_note(void)
 {
     fputs("fp4diag: -q on a terminal: no report written (-o FILE or --json writes it)\n", stderr);
@@ -1495,8 +1502,8 @@ fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const
     fp4_status st = fp4_output_write(run->config->output, text, strlen(text));
     free(text);
     if (st != FP4_OK) return st;
-    if (run->config->verbosity > 0 || (run->config->verbosity == 0 && isatty(STDERR_FILENO)))
-        fp4_report_table(stderr, command, run);
+    FILE *table = fp4_report_table_stream(run->config->output, run->config->verbosity);
+    if (table) fp4_report_table(table, command, run);
     return FP4_OK;
 }
 
@@ -1599,7 +1606,7 @@ fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int
     if (!text) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
     fp4_status st = fp4_output_write(output, text, strlen(text));
     free(text);
-    if (st != FP4_OK || verbosity < 0 || !(verbosity > 0 || isatty(STDERR_FILENO))) return st;
-    grid_table(stderr, formats, nformats);
-    return FP4_OK;
+    FILE *table = st == FP4_OK ? fp4_report_table_stream(output, verbosity) : NULL;
+    if (table) grid_table(table, formats, nformats);
+    return st;
 }

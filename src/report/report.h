@@ -18,8 +18,9 @@
 /* Build the analysis report (command "sqnr", "bias", "buckets" or "rht") of a finished run and
  * write it with fp4_output_write to run->config->output. argc/argv are the command's (argv[0] =
  * the command name); the report's "argv" is "fp4diag" followed by them. Also prints the human
- * table to stderr when stderr is a terminal (or -v), unless -q; when
- * fp4_report_terminal_first, the table goes to stdout in place of the JSON. FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
+ * table where fp4_report_table_stream says (-o FILE and stdout a terminal: stdout; -v:
+ * stderr); when fp4_report_terminal_first, the table goes to stdout in place of the JSON.
+ * FP4_ERR_INPUT on a write error, FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_report_analysis(const char *command, int argc, char **argv, const fp4_run *run);
 
 /* Terminal first: true when the human table replaces the JSON on stdout — stdout is a
@@ -34,6 +35,12 @@ fp4_status fp4_report_terminal_note(void);
  * get one. */
 bool fp4_report_quiet_terminal(const char *output, bool json, int verbosity);
 void fp4_report_quiet_note(void);
+
+/* Where the human table goes when the report itself is JSON (not terminal first; SPEC §9):
+ * nowhere with -q (verbosity < 0); stdout when the JSON went to -o FILE and stdout is a
+ * terminal; stderr with -v; else nowhere (NULL): by default stderr carries progress and
+ * warnings only, so a JSON piped to another program is never interleaved with a table. */
+FILE *fp4_report_table_stream(const char *output, int verbosity);
 
 /* The same report as a malloc'd JSON string (for tests); NULL when out of memory. */
 char *fp4_report_analysis_json(const char *command, int argc, char **argv, const fp4_run *run);
