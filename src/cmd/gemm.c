@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/progress.h"
 #include "cmd/commands.h"
 #include "run/gemm.h"
 #include "run/gemm_blas.h"
@@ -410,6 +411,8 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                             const char **output)
 {
     double t0 = now_seconds();
+    fp4_progress pm;
+    memset(&pm, 0, sizeof pm); /* off until the layers start */
     gemm_args g = {.recipe = FP4_RECIPE_UFP4, .paths = (1u << FP4_GEMM_NPATHS) - 1,
                    .rht_scope = FP4_RHT_SCOPE_NONE, .sr_scope = FP4_SR_SCOPE_DY};
     fp4_options opt;
@@ -597,6 +600,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         if (st != FP4_OK && opt.cfg.shard.count == 0) fp4_error_clear(), st = FP4_OK;
         if (st != FP4_OK) goto out;
     }
+    fp4_progress_start(&pm, opt.cfg.verbosity, nmine, 0); /* the bytes come as they are read */
     for (int k = 0; k < nmine; k++) {
         const int i = mine[k];
         operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
@@ -619,6 +623,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         }
         if (st == FP4_OK && by_spec && spec_layer_name(src, spec_group, sizeof spec_group))
             name = spec_group;
+        if (st == FP4_OK) fp4_progress_step(&pm, k, name, run.bytes_read);
         if (st == FP4_OK)
             st = layer_run(&gc, g.paths, name, src, &layers[run.nlayers], &run.bytes_read);
         lindex[run.nlayers++] = i;
@@ -643,6 +648,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         }
         if (st != FP4_OK) goto out;
     }
+    fp4_progress_end(&pm);
     if (run.nlayers == 0 && run.nerrors > 0 && opt.cfg.shard.count == 0) {
         /* nothing ran: no report, the first error (a share still reports: merge decides) */
         st = fp4_error(FP4_ERR_INPUT, "%s", errs[0].message);
@@ -670,6 +676,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                                       "first: %s",
                        run.nerrors, nlayers, errs[0].message);
 out:
+    fp4_progress_end(&pm);
     fp4_output_forget();
     fp4_dgemm_close(products);
     fp4_fingerprint_free((fp4_file_print *)run.prints, run.nprints);

@@ -124,8 +124,8 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --rank-by R         the verdict's ranking: gap (default; best-worst SQNR), sqnr\n"     \
     "                      (lowest first) or delta (largest |delta| first)\n"                  \
     "  -q                  quiet: no progress, no table\n"                                     \
-    "  -v, -vv             the table on stderr beside the JSON report; -vv adds the\n"        \
-    "                      HDF5 library's own error stack\n"                                   \
+    "  -v, -vv             the table on stderr beside the JSON report, and progress lines\n" \
+    "                      when stderr is not a terminal; -vv adds HDF5's own error stack\n"   \
     "  -h, --help          this help\n"
 #define FP4_OPTHELP_EMIT                                                                       \
     "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high precision\n"  \

@@ -17,7 +17,7 @@
 
 #include "engine/engine.h"
 #include "num/metrics.h"
-#include "report/term.h"
+#include "base/term.h"
 #include "report/verdict.h"
 #include "run/config.h"
 #include "num/quant.h"

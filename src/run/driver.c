@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "run/reader.h"
+#include "base/progress.h"
 #include "base/trace.h"
 #include "io/quantized.h"
 
@@ -343,17 +344,12 @@ out:
     return st;
 }
 
-static void progress(const fp4_run *run, int i, int n, const char *name, bool done)
+/* The progress line (base/progress.h, SPEC §9): the k-th of the nseq tensors this run
+ * analyses, the logical bytes of those before it of their total. */
+static void progress(fp4_progress *pm, int k, const fp4_tensor_desc *info, int64_t done)
 {
-    if (!done) fp4_trace("tensor %d/%d: %s", i + 1, n, name);
-    if (run->config->verbosity < 0 || !isatty(STDERR_FILENO)) return;
-    if (done) fprintf(stderr, "\r\033[K");
-    else {
-        char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-        fprintf(stderr, "\r\033[K[%d/%d] %s", i + 1, n, shown ? shown : "");
-        free(shown);
-    }
-    fflush(stderr);
+    fp4_trace("tensor %d/%d: %s", k + 1, pm->n, info->name);
+    fp4_progress_step(pm, k, info->name, done);
 }
 
 fp4_status fp4_run_pool(fp4_run *run)
@@ -531,6 +527,8 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     fp4_qconfig *cfgs_t = NULL;
     fp4_status st;
     int nseq = 0;
+    fp4_progress pm;
+    memset(&pm, 0, sizeof pm); /* off until started */
     fp4_read_plan *plans = NULL;
     const fp4_tensor_desc **order = NULL;
     fp4_reader *reader = NULL;
@@ -712,6 +710,12 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         if (st != FP4_OK) goto out;
     }
     fp4_error_clear();
+    int64_t total = 0, done = 0; /* logical bytes of the tensors analysed, and of those begun */
+    for (int k = 0; k < nseq; k++) {
+        const int64_t b = infos[run->assigned ? run->assigned[k] : k].logical_bytes;
+        if (b > 0) total += b;
+    }
+    fp4_progress_start(&pm, run->config->verbosity, nseq, total);
     if (nseq > 0) {
         st = fp4_reader_start(src, be, order, plans, nseq, opt->mem_limit, &reader);
         if (st != FP4_OK) goto out;
@@ -719,7 +723,8 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     for (int k = 0; k < nseq; k++) {
         const int i = run->assigned ? run->assigned[k] : k;
         const fp4_tensor_desc *info = &infos[i];
-        progress(run, i, ninfos, info->name, false);
+        progress(&pm, k, info, done);
+        if (info->logical_bytes > 0) done += info->logical_bytes;
         fp4_tensor_result *tr = &run->tensors[run->ntensors];
         memset(tr, 0, sizeof *tr);
         fp4_error_clear();
@@ -748,14 +753,14 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     }
     fp4_reader_join(reader);
     reader = NULL;
-    progress(run, 0, 0, "", true);
+    fp4_progress_end(&pm);
     st = fp4_run_pool(run);
 out:
     fp4_reader_join(reader); /* before the source closes */
     for (int k = 0; plans && k < nseq; k++) free(plans[k].msg);
     free(plans);
     free(order);
-    progress(run, 0, 0, "", true);
+    fp4_progress_end(&pm);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
     free(qidx);
     fp4_qset_free(&qset);

@@ -1,11 +1,11 @@
-/* test_term.c — tables that fit the terminal (report/term.h, SPEC §9 "Terminal output"): the
+/* test_term.c — tables that fit the terminal (base/term.h, SPEC §9 "Terminal output"): the
  * width from $COLUMNS (clamped, junk ignored, none on a file), the elision mark by locale,
  * names elided in the middle to exactly the columns asked (the layer number kept when the end
  * from it fits, a UTF-8 sequence never split), and text wrapped at spaces with the
  * continuation indent. */
 #include "testutil.h"
 
-#include "report/term.h"
+#include "base/term.h"
 
 static void set_locale_env(const char *lc_all)
 {

@@ -1,5 +1,5 @@
 /* term.c — tables that fit the terminal (term.h, SPEC §9). */
-#include "report/term.h"
+#include "base/term.h"
 
 #include <ctype.h>
 #include <stdlib.h>

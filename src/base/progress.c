@@ -1,0 +1,105 @@
+/* progress.c — the progress line of long commands (progress.h, SPEC §9). */
+#include "base/progress.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/status.h"
+#include "base/term.h"
+
+fp4_progress_mode fp4_progress_mode_for(int verbosity, bool stderr_tty, const char *term)
+{
+    if (verbosity < 0) return FP4_PROGRESS_OFF;
+    if (!stderr_tty) return verbosity > 0 ? FP4_PROGRESS_LINES : FP4_PROGRESS_OFF;
+    return !term || !*term || !strcmp(term, "dumb") ? FP4_PROGRESS_LINES : FP4_PROGRESS_REDRAW;
+}
+
+void fp4_progress_bytes(char *buf, size_t size, double bytes)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (bytes >= 1024 && u < 5) {
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, size, u == 0 ? "%.0f %s" : "%.1f %s", bytes, unit[u]);
+}
+
+char *fp4_progress_format(char *buf, size_t size, int i, int n, int64_t done, int64_t total,
+                          double elapsed, const char *name, int width)
+{
+    char d[32], t[32], r[32], head[160], rate[64] = "";
+    fp4_progress_bytes(d, sizeof d, (double)done);
+    if (total > 0) {
+        fp4_progress_bytes(t, sizeof t, (double)total);
+        snprintf(head, sizeof head, "[%d/%d] %s/%s", i + 1, n, d, t);
+    } else {
+        snprintf(head, sizeof head, "[%d/%d] %s", i + 1, n, d);
+    }
+    if (elapsed >= 1.0 && done > 0) {
+        const double per_s = (double)done / elapsed;
+        double left = total > 0 ? (double)(total - done) / per_s
+                      : i > 0   ? elapsed / i * (n - i)
+                                : 0;
+        if (left < 0) left = 0;
+        const long s = (long)(left + 0.5);
+        fp4_progress_bytes(r, sizeof r, per_s);
+        snprintf(rate, sizeof rate, " %s/s ETA %ld:%02ld", r, s / 60, s % 60);
+    }
+    const char *nm = name ? name : "";
+    char *shown = NULL;
+    if (width > 0 && (int)(strlen(head) + strlen(rate)) > width - 1) rate[0] = '\0';
+    if (width > 0 && (int)strlen(head) > width - 1) head[width - 1 > 0 ? width - 1 : 0] = '\0';
+    if (width > 0) {
+        const int room = width - 1 - (int)strlen(head) - (int)strlen(rate) - 1;
+        shown = room >= 8 ? fp4_term_elide(nm, room) : NULL;
+        if (room < 8) nm = "";
+        else if (shown) nm = shown;
+    }
+    snprintf(buf, size, "%s%s%s%s", head, rate, *nm ? " " : "", nm);
+    free(shown);
+    return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void fp4_progress_start(fp4_progress *p, int verbosity, int n, int64_t total)
+{
+    memset(p, 0, sizeof *p);
+    p->mode = fp4_progress_mode_for(verbosity, isatty(STDERR_FILENO), getenv("TERM"));
+    p->n = n;
+    p->total = total;
+    p->t0 = now_s();
+}
+
+void fp4_progress_step(fp4_progress *p, int i, const char *name, int64_t done)
+{
+    if (p->mode == FP4_PROGRESS_OFF) return;
+    char *esc = fp4_text_escape(name ? name : "", FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    char line[1024];
+    const bool redraw = p->mode == FP4_PROGRESS_REDRAW;
+    fp4_progress_format(line, sizeof line, i, p->n, done, p->total, now_s() - p->t0,
+                        esc ? esc : "", redraw ? fp4_term_width(stderr) : 0);
+    free(esc);
+    fprintf(stderr, redraw ? "\r\033[K%s" : "%s\n", line);
+    fflush(stderr);
+    p->drawn = redraw;
+}
+
+void fp4_progress_end(fp4_progress *p)
+{
+    if (p->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    p->drawn = false;
+    p->mode = FP4_PROGRESS_OFF;
+}

@@ -1,0 +1,59 @@
+#!/bin/sh
+# term_progress.sh — the progress line (SPEC §9 "Terminal output"): [I/N] with the bytes done
+# of the total, before each tensor (gemm: each layer); redrawn with escapes on a terminal and
+# fitting $COLUMNS with a long name elided; one plain line per tensor, no escape, under
+# TERM=dumb; nothing with -q; off a terminal plain lines with -v only (stderr empty without).
+# Terminals are pseudo-terminals made by script(1).
+set -u
+command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset COLUMNS
+python3 - "$tmp/m.safetensors" <<'PY' || exit 77
+import sys
+import numpy as np
+from safetensors.numpy import save_file
+rng = np.random.default_rng(3)
+t = {f"model.language_model.layers.{l}.block_sparse_moe.experts.{l % 8}.w1.weight":
+     rng.standard_normal((16, 64)).astype(np.float32) for l in range(30)}
+save_file(t, sys.argv[1])
+PY
+M=$tmp/m.safetensors
+fail=0
+pty() { script -qec "$1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
+esc=$(printf '\033')
+# each tensor is 16*64*4 = 4096 bytes: before tensor 30, 29 of 30 are done
+pty "TERM=dumb '$FP4DIAG' sqnr '$M' -o '$tmp/r.json'"
+if grep -q "$esc" "$tmp/tty" ||
+    ! grep -q '^\[1/30\] 0 B/120\.0 KiB model\.language_model\.layers\.0\.' "$tmp/tty" ||
+    ! grep -q '^\[30/30\] 116\.0 KiB/120\.0 KiB model\.language_model\.layers\.[0-9]*\.' "$tmp/tty"; then
+    echo "TERM=dumb: escapes, or no plain [1/30] and [30/30] lines"; cat -v "$tmp/tty"; fail=1
+fi
+[ "$(grep -c '^\[[0-9]*/30\] ' "$tmp/tty")" -eq 30 ] || { echo "TERM=dumb: not one line per tensor"; fail=1; }
+pty "TERM= '$FP4DIAG' sqnr '$M' -o '$tmp/r.json'"
+grep -q "$esc" "$tmp/tty" && { echo "no TERM: escapes"; cat -v "$tmp/tty"; fail=1; }
+# a terminal: redrawn in place, each line within the width with the long name elided
+pty "LC_ALL=C TERM=xterm COLUMNS=60 '$FP4DIAG' sqnr '$M' -o '$tmp/r.json'"
+grep -q "${esc}\[K\[1/30\] 0 B/120\.0 KiB " "$tmp/tty" || { echo "TERM=xterm: no redrawn progress"; cat -v "$tmp/tty"; fail=1; }
+long=$(sed "s/${esc}\[K/\n/g" "$tmp/tty" | grep '^\[[0-9]*/30\]' | awk 'length($0) > 59' | head -n 3)
+[ -z "$long" ] || { echo "COLUMNS=60: progress lines wider than 59 columns:"; echo "$long"; fail=1; }
+sed "s/${esc}\[K/\n/g" "$tmp/tty" | grep -q '^\[30/30\] .*w1\.weight$' || { echo "COLUMNS=60: the name's end not kept"; cat -v "$tmp/tty"; fail=1; }
+pty "TERM=xterm '$FP4DIAG' sqnr '$M' -q -o '$tmp/r.json'"
+[ -s "$tmp/tty" ] && { echo "-q: output on the terminal"; cat -v "$tmp/tty"; fail=1; }
+# off a terminal: nothing without -v; plain lines with it
+"$FP4DIAG" sqnr "$M" -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
+[ -s "$tmp/err" ] && { echo "stderr a file: progress without -v"; cat "$tmp/err"; fail=1; }
+"$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
+if grep -q "$esc" "$tmp/err" || [ "$(grep -c '^\[[0-9]*/30\] ' "$tmp/err")" -ne 30 ]; then
+    echo "-v, stderr a file: not 30 plain progress lines"; cat -v "$tmp/err"; fail=1
+fi
+# gemm: layers, the bytes read so far
+G=testdata/gpt_gemm_small.h5
+if [ -f "$G" ]; then
+    pty "TERM=dumb '$FP4DIAG' gemm '$G' -o '$tmp/g.json'"
+    n=$(grep -c '^\[[0-9]*/[0-9]*\] [0-9.]* [KMG]*i*B ' "$tmp/tty")
+    if [ "$n" -lt 2 ] || ! grep -q '^\[1/[0-9]*\] 0 B ' "$tmp/tty" || grep -q "$esc" "$tmp/tty"; then
+        echo "gemm TERM=dumb: no plain per-layer progress"; cat -v "$tmp/tty"; fail=1
+    fi
+fi
+exit $fail
