@@ -124,8 +124,10 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --rank-by R         the verdict's ranking: gap (default; best-worst SQNR), sqnr\n"     \
     "                      (lowest first) or delta (largest |delta| first)\n"                  \
     "  -q                  quiet: no progress, no table\n"                                     \
-    "  -v, -vv             the table on stderr beside the JSON report, and progress lines\n" \
-    "                      when stderr is not a terminal; -vv adds HDF5's own error stack\n"   \
+    "  -v, -vv             every row of the table (over 24 tensors: the verdict and the top\n" \
+    "                      24 by default), the table on stderr beside the JSON report, and\n"  \
+    "                      progress lines when stderr is not a terminal; -vv adds HDF5's own\n" \
+    "                      error stack\n"                                                      \
     "  -h, --help          this help\n"
 #define FP4_OPTHELP_EMIT                                                                       \
     "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high precision\n"  \

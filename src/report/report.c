@@ -1185,10 +1185,13 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
     fp4_keep_free(&k);
 }
 
-static void verdict_table(FILE *out, const fp4_run *run, int nw)
+/* The verdict under the table (pooled rows, winner, notes, the kept configs, the ranking); nw
+ * the longest name's columns. first: it opens the table (many tensors, SPEC §9), no blank line
+ * before it. */
+static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
 {
     if (run->ntensors <= 0 || run->ncfg <= 0) return;
-    fprintf(out, "\nverdict (pooled over %d tensor%s):\n", run->ntensors,
+    fprintf(out, "%sverdict (pooled over %d tensor%s):\n", first ? "" : "\n", run->ntensors,
             run->ntensors == 1 ? "" : "s");
     /* label columns as wide as the longest label (e2m1/nvfp4+rht), never narrower than before */
     int lw = 0;
@@ -1313,12 +1316,25 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         }
     }
     int w = fit_name(nw, rht ? 49 + (label_scales ? 12 : 8) : compact_lw ? 47 + compact_lw : 65);
+    /* many tensors and no -v: the verdict first, then the rows of the FP4_TABLE_TOP_TENSORS
+     * tensors first in its ranking (in model order), and a line saying how many were left out */
+    bool *top = NULL;
+    if (run->config->verbosity <= 0 && run->ntensors > FP4_TABLE_TOP_TENSORS) {
+        fp4_verdict_row *rows = fp4_verdict_rank(run);
+        top = rows ? calloc((size_t)run->ntensors, sizeof *top) : NULL;
+        for (int i = 0; top && i < FP4_TABLE_TOP_TENSORS; i++) top[rows[i].t] = true;
+        free(rows);
+        if (top) {
+            verdict_table(out, run, nw, true);
+            fputc('\n', out);
+        }
+    }
     if (rht) {
         put_name(out, "tensor", w);
         fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
                 "SQNR+rht", "dSQNR", "d_alpha", "dB15");
         for (int t = 0; t < run->ntensors; t++)
-            for (int p = 0; p < run->npairs; p++) {
+            for (int p = 0; p < run->npairs && (!top || top[t]); p++) {
                 int a = run->pairs[p].plain, b = run->pairs[p].rotated;
                 table_delta_row(out, run->tensors[t].info.name, &run->cfgs[a],
                                 &run->tensors[t].metrics[a], &run->tensors[t].metrics[b], w);
@@ -1340,7 +1356,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
             fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15",
                     x1, x2);
         for (int t = 0; t < run->ntensors; t++)
-            for (int c = 0; c < run->ncfg; c++)
+            for (int c = 0; c < run->ncfg && (!top || top[t]); c++)
                 table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
                           &run->tensors[t].metrics[c], w);
         for (int c = 0; c < run->ncfg; c++) {
@@ -1362,7 +1378,12 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
                             : "");
         }
     }
-    verdict_table(out, run, nw);
+    if (top)
+        fprintf(out, "(rows of %d of %d tensors, those first in the verdict's ranking, in the "
+                     "model's order; -v shows all %d rows, the JSON holds all)\n",
+                FP4_TABLE_TOP_TENSORS, run->ntensors, run->ntensors);
+    else verdict_table(out, run, nw, false);
+    free(top);
     /* already-quantized tensors (io/quantized.h) on a line of their own: no option analyses
      * them; then the weights recipes keep in high precision (run/recipe.h: --all-weights
      * analyses them); then the rest */

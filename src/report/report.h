@@ -81,6 +81,10 @@ struct cJSON *fp4_report_provenance_json(const fp4_file_print *p, int n);
  * for an unknown name. */
 fp4_status fp4_status_from_name(const char *name);
 
+/* Tensors whose rows the default table shows: with more (and no -v) the verdict comes first
+ * and only the rows of the tensors first in its ranking follow (SPEC §9 "Terminal output"). */
+enum { FP4_TABLE_TOP_TENSORS = 24 };
+
 /* The human table of a run (what fp4_report_analysis prints on a terminal) to `out`, fitted to
  * fp4_term_width(out) ($COLUMNS, else the terminal's width; none on a pipe or file): tensor
  * names elided in the middle to the room their column has, longer text lines wrapped at
