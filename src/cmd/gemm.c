@@ -543,6 +543,8 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     int ngroups = 0;
     bool groups_owned = false;
     fp4_status st = FP4_OK;
+    operand_src pin[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}}; /* --x/--w/--dy files */
+    const char *pfiles[3] = {NULL, NULL, NULL}; /* the files fingerprinted */
     bool rooted = true; /* how the file's format spells names: "/qkv/x" or "model.qkv.x" */
     char name_sep = '/';
     if (!by_spec) {
@@ -586,17 +588,17 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
         goto out;
     run.nassigned = nmine;
-    { /* the provenance, and what every share reads the same: the operand files */
-        operand_src in[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
-        const char *files[3] = {by_spec ? NULL : opt.args[0], NULL, NULL};
-        for (int t = 0; by_spec && t < 3 && st == FP4_OK; t++)
-            if (g.spec[t] && (st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t),
-                                              g.spec[t], &in[t])) == FP4_OK)
-                files[t] = in[t].file;
+    /* the provenance, and what every share reads the same: the operand files, before any
+     * layer is read (a --shard run checks them again once every layer is read) */
+    pfiles[0] = by_spec ? NULL : opt.args[0];
+    for (int t = 0; by_spec && t < 3 && st == FP4_OK; t++)
+        if (g.spec[t] && (st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t),
+                                          g.spec[t], &pin[t])) == FP4_OK)
+            pfiles[t] = pin[t].file;
+    {
         fp4_file_print *prints = NULL;
-        if (st == FP4_OK) st = fp4_fingerprint_inputs(files, 3, &prints, &run.nprints);
+        if (st == FP4_OK) st = fp4_fingerprint_inputs(pfiles, 3, &prints, &run.nprints);
         run.prints = prints;
-        for (int t = 0; t < 3; t++) free(in[t].file), free(in[t].dset);
         if (st != FP4_OK && opt.cfg.shard.count == 0) fp4_error_clear(), st = FP4_OK;
         if (st != FP4_OK) goto out;
     }
@@ -649,6 +651,9 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         if (st != FP4_OK) goto out;
     }
     fp4_progress_end(&pm);
+    if (opt.cfg.shard.count > 0 &&
+        (st = fp4_fingerprint_recheck(pfiles, 3, run.prints, run.nprints)) != FP4_OK)
+        goto out;
     if (run.nlayers == 0 && run.nerrors > 0 && opt.cfg.shard.count == 0) {
         /* nothing ran: no report, the first error (a share still reports: merge decides) */
         st = fp4_error(FP4_ERR_INPUT, "%s", errs[0].message);
@@ -677,6 +682,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
                        run.nerrors, nlayers, errs[0].message);
 out:
     fp4_progress_end(&pm);
+    for (int t = 0; t < 3; t++) free(pin[t].file), free(pin[t].dset);
     fp4_output_forget();
     fp4_dgemm_close(products);
     fp4_fingerprint_free((fp4_file_print *)run.prints, run.nprints);

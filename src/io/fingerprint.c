@@ -1,10 +1,9 @@
 /* io/fingerprint.c — size and sampled XXH3 of each input file for partial reports (see
- * fingerprint.h). Reads with pread on a descriptor opened O_NONBLOCK: a FIFO or device named
- * by a directory entry is seen by fstat and left out, never waited on. */
+ * fingerprint.h). Reads with pread on a descriptor of fp4_open_regular: a FIFO or device named
+ * by a directory entry is seen by stat and left out, never opened or waited on. */
 #include "io/fingerprint.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,31 +70,15 @@ static fp4_status print_fd(int fd, const char *path, int64_t size, fp4_file_prin
     return st;
 }
 
-/* Open without waiting (O_NONBLOCK: a FIFO opens at once) and say whether it is a regular
- * file; -1 with errno when it cannot be opened. */
-static int open_regular(const char *path, struct stat *sb, int *regular)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    if (fstat(fd, sb) != 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
-    *regular = S_ISREG(sb->st_mode);
-    return fd;
-}
-
 fp4_status fp4_fingerprint_file(const char *path, fp4_file_print *out)
 {
     memset(out, 0, sizeof *out);
     struct stat sb;
-    int regular = 0;
-    int fd = open_regular(path, &sb, &regular);
-    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    fp4_status st = regular ? print_fd(fd, path, (int64_t)sb.st_size, out)
-                            : fp4_error(FP4_ERR_INPUT, "%s: not a regular file", path);
+    const char *why;
+    /* only a regular file is opened (stat first: no FIFO waited on, no device opened) */
+    int fd = fp4_open_regular(path, &sb, &why);
+    if (fd < 0) return fp4_error(FP4_ERR_INPUT, "%s: cannot open: %s", path, why);
+    fp4_status st = print_fd(fd, path, (int64_t)sb.st_size, out);
     close(fd);
     if (st == FP4_OK && !(out->path = strdup(path)))
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -119,6 +102,16 @@ fp4_status fp4_fingerprint_inputs(const char *const *inputs, int ninputs, fp4_fi
         char **more = NULL;
         int nm = 0;
         if (!inputs[j] || (st = fp4_source_input_files(inputs[j], &more, &nm)) != FP4_OK) continue;
+        /* what the input names beyond itself (a directory's entries, an index's shards) that
+         * resolves outside its tree is not read (SPEC §8), not even to be hashed */
+        char *root = fp4_source_allow_external() ? NULL : fp4_source_tree(inputs[j]);
+        int kept = nm > 0 ? 1 : 0;
+        for (int i = 1; i < nm; i++) {
+            if (root && fp4_source_outside_tree(more[i], root)) free(more[i]);
+            else more[kept++] = more[i];
+        }
+        nm = kept;
+        free(root);
         char **all = realloc(files, (size_t)(nf + nm + 1) * sizeof *all);
         if (!all) {
             fp4_source_files_free(more, nm);
@@ -137,16 +130,16 @@ fp4_status fp4_fingerprint_inputs(const char *const *inputs, int ninputs, fp4_fi
     for (int i = 0; st == FP4_OK && i < nf; i++) {
         if (k > 0 && !strcmp(files[i], p[k - 1].path)) continue; /* named twice */
         struct stat sb;
-        int regular = 0;
-        int fd = open_regular(files[i], &sb, &regular);
-        if (fd < 0) continue; /* not readable here: reading it says why, if it is read */
-        if (regular) {
-            st = print_fd(fd, files[i], (int64_t)sb.st_size, &p[k]);
-            if (st == FP4_OK) {
-                p[k].path = files[i];
-                files[i] = NULL;
-                k++;
-            }
+        const char *why;
+        /* not a regular file (a directory, FIFO or device: never opened) or not readable
+         * here: left out (reading it says why, if it is read) */
+        int fd = fp4_open_regular(files[i], &sb, &why);
+        if (fd < 0) continue;
+        st = print_fd(fd, files[i], (int64_t)sb.st_size, &p[k]);
+        if (st == FP4_OK) {
+            p[k].path = files[i];
+            files[i] = NULL;
+            k++;
         }
         close(fd);
     }
@@ -163,6 +156,31 @@ fp4_status fp4_fingerprint_inputs(const char *const *inputs, int ninputs, fp4_fi
 fp4_status fp4_fingerprint_input(const char *input, fp4_file_print **out, int *n)
 {
     return fp4_fingerprint_inputs(&input, 1, out, n);
+}
+
+fp4_status fp4_fingerprint_recheck(const char *const *inputs, int ninputs,
+                                   const fp4_file_print *p, int n)
+{
+    fp4_file_print *q = NULL;
+    int m = 0;
+    FP4_TRY(fp4_fingerprint_inputs(inputs, ninputs, &q, &m));
+    fp4_status st = FP4_OK;
+    for (int i = 0, j = 0; st == FP4_OK && (i < n || j < m);) {
+        const int c = i >= n ? 1 : j >= m ? -1 : strcmp(p[i].path, q[j].path);
+        if (c < 0)
+            st = fp4_error(FP4_ERR_INPUT, "%s: gone while the input was read (it was there "
+                           "when its fingerprint was taken)", p[i].path);
+        else if (c > 0)
+            st = fp4_error(FP4_ERR_INPUT, "%s: appeared while the input was read (not there "
+                           "when its fingerprint was taken)", q[j].path);
+        else if (p[i].size != q[j].size || p[i].xxh3 != q[j].xxh3)
+            st = fp4_error(FP4_ERR_INPUT, "%s: changed while it was read (size or contents "
+                           "differ from its fingerprint taken before)", p[i].path);
+        else
+            i++, j++;
+    }
+    fp4_fingerprint_free(q, m);
+    return st;
 }
 
 void fp4_fingerprint_free(fp4_file_print *p, int n)

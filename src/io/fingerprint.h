@@ -29,7 +29,10 @@ typedef struct fp4_file_print {
 /* The fingerprint of everything reading `input` may read (fp4_source_input_files: the file, a
  * directory's entries, an index's shards), one entry per regular file sorted by path (the
  * same order on every machine; directories, FIFOs, devices and names that cannot be opened
- * are left out: opened with O_NONBLOCK, never waited on). *out is malloc'd (free with
+ * are left out: seen by stat, never opened or waited on; so is, unless --allow-external
+ * (fp4_source_allow_external), a file the input names that resolves outside its tree
+ * (fp4_source_tree: a directory entry or shard symlinked elsewhere is never read, not even
+ * hashed). *out is malloc'd (free with
  * fp4_fingerprint_free). FP4_ERR_INPUT "FILE: read error: ..." when a regular file cannot be
  * read; FP4_ERR_INTERNAL when out of memory. */
 fp4_status fp4_fingerprint_input(const char *input, fp4_file_print **out, int *n);
@@ -42,6 +45,14 @@ fp4_status fp4_fingerprint_inputs(const char *const *inputs, int ninputs, fp4_fi
 /* The same for one regular file (size and hash); FP4_ERR_INPUT when it cannot be opened or
  * read, or is not a regular file. */
 fp4_status fp4_fingerprint_file(const char *path, fp4_file_print *out);
+
+/* Whether the files of `inputs` still have the fingerprint p[0..n) that
+ * fp4_fingerprint_inputs gave for them before they were read (a --shard run, after reading:
+ * its numbers and its fingerprint must describe the same contents, SPEC §9): FP4_OK, or
+ * FP4_ERR_INPUT naming the first file that changed (size or sampled contents), went or
+ * appeared; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_fingerprint_recheck(const char *const *inputs, int ninputs,
+                                   const fp4_file_print *p, int n);
 
 void fp4_fingerprint_free(fp4_file_print *p, int n);
 

@@ -605,6 +605,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     a->source = strdup(source);
     a->quantized = strdup(quantized);
     if (!a->source || !a->quantized) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    { /* the provenance, and what every share reads the same, before anything is opened
+       * (a --shard run checks it again once every tensor is read) */
+        const char *inputs[2] = {source, quantized};
+        st = fp4_fingerprint_inputs(inputs, 2, &a->prints, &a->nprints);
+        if (st != FP4_OK && shard.count > 0) goto out;
+        if (st != FP4_OK) fp4_error_clear(), st = FP4_OK;
+    }
     st = fp4_source_open(quantized, &qsrc);
     if (st == FP4_OK) st = fp4_source_open(source, &src);
     if (st == FP4_OK) st = fp4_quant_scan(qsrc, &qs);
@@ -727,12 +734,6 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         }
         free(owner);
         if (st != FP4_OK) goto out;
-    }
-    { /* the provenance, and what every share reads the same, before any tensor is read */
-        const char *inputs[2] = {source, quantized};
-        st = fp4_fingerprint_inputs(inputs, 2, &a->prints, &a->nprints);
-        if (st != FP4_OK && shard.count > 0) goto out;
-        if (st != FP4_OK) fp4_error_clear(), st = FP4_OK;
     }
     for (int i = 0; i < qs.n; i++) {
         if (!mine[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
@@ -863,6 +864,10 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             a->pooled_scale_bytes += t->scale_bytes;
             a->pooled_scale_match += t->scale_match;
         }
+    }
+    if (shard.count > 0) { /* the files read are those the fingerprint describes */
+        const char *inputs[2] = {source, quantized};
+        if ((st = fp4_fingerprint_recheck(inputs, 2, a->prints, a->nprints)) != FP4_OK) goto out;
     }
     /* fused partners sharing one per-tensor scale (as ModelOpt and llm-compressor export) */
     for (int i = 0; i < a->n; i++) {

@@ -549,6 +549,17 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     st = fp4_backend_open(opt->device, opt->threads, &be);
     if (st != FP4_OK) goto out;
     snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
+    /* the input files' sizes and sampled contents, before anything is opened: every report's
+     * provenance, and what every share of a --shard run reads the same (there a file that
+     * cannot be read is an error, and the files are checked again once read: a change while
+     * they were open is refused; otherwise it is left out of the provenance and its tensors
+     * say why) */
+    st = fp4_fingerprint_input(file, &run->prints, &run->nprints);
+    if (st != FP4_OK && opt->shard.count > 0) goto out;
+    if (st != FP4_OK) {
+        fp4_error_clear();
+        st = FP4_OK;
+    }
     if (given) src = given;
     else st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
@@ -661,15 +672,6 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         st = shard_pick(run, infos, ninfos);
         if (st != FP4_OK) goto out;
     }
-    /* the input files' sizes and sampled contents: every report's provenance, and what every
-     * share of a --shard run reads the same (there a file that cannot be read is an error;
-     * otherwise it is left out of the provenance and its tensors say why) */
-    st = fp4_fingerprint_input(file, &run->prints, &run->nprints);
-    if (st != FP4_OK && opt->shard.count > 0) goto out;
-    if (st != FP4_OK) {
-        fp4_error_clear();
-        st = FP4_OK;
-    }
 
     /* Every tensor's plan (or the reason it is an error entry), then the reader over those
      * to analyse. */
@@ -754,6 +756,9 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     fp4_reader_join(reader);
     reader = NULL;
     fp4_progress_end(&pm);
+    if (opt->shard.count > 0 &&
+        (st = fp4_fingerprint_recheck(&file, 1, run->prints, run->nprints)) != FP4_OK)
+        goto out;
     st = fp4_run_pool(run);
 out:
     fp4_reader_join(reader); /* before the source closes */

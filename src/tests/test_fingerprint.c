@@ -3,7 +3,8 @@
  * bytes, a large one's the same over the documented sample (head, 32 evenly spaced pieces,
  * tail), both computed here independently with the one-shot XXH3; one changed byte inside the
  * sample changes it, one outside does not (the documented limit); a directory input lists its
- * regular files sorted by path, a FIFO among them left out without waiting. */
+ * regular files sorted by path, a FIFO among them left out without waiting, an entry symlinked
+ * outside the directory's tree never read (unless --allow-external). */
 #include "testutil.h"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <xxhash.h>
 
 #include "io/fingerprint.h"
+#include "io/source.h"
 
 static void write_file(const char *path, const unsigned char *b, size_t n)
 {
@@ -183,12 +185,100 @@ static void test_directory(void **state)
     fp4t_rmtree(dir);
 }
 
+/* A directory entry that is a symlink out of the input's tree is not read for the print (its
+ * size and hash would publish a file the run never reads); one inside the tree is; with
+ * --allow-external both are. */
+static void test_outside_tree(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir(), *ext = fp4t_tmpdir();
+    const char hdr[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}";
+    unsigned char st[8 + sizeof hdr - 1 + 16];
+    uint64_t hl = sizeof hdr - 1;
+    for (int i = 0; i < 8; i++) st[i] = (unsigned char)(hl >> (8 * i));
+    memcpy(st + 8, hdr, hl);
+    memset(st + 8 + hl, 0, 16);
+    char path[4200], target[4200];
+    snprintf(path, sizeof path, "%s/a.safetensors", dir);
+    write_file(path, st, sizeof st);
+    snprintf(target, sizeof target, "%s/secret.txt", ext);
+    write_file(target, (const unsigned char *)"secret", 6);
+    snprintf(path, sizeof path, "%s/b_out.txt", dir);
+    assert_int_equal(symlink(target, path), 0);
+    snprintf(target, sizeof target, "%s/a.safetensors", dir);
+    snprintf(path, sizeof path, "%s/c_in.txt", dir);
+    assert_int_equal(symlink(target, path), 0);
+    for (int allow = 0; allow < 2; allow++) {
+        fp4_source_set_allow_external(allow);
+        fp4_file_print *p = NULL;
+        int n = 0;
+        const char *inputs[1] = {dir};
+        assert_int_equal(fp4_fingerprint_inputs(inputs, 1, &p, &n), FP4_OK);
+        assert_int_equal(n, allow ? 3 : 2);
+        assert_non_null(strstr(p[0].path, "a.safetensors"));
+        assert_non_null(strstr(p[n - 1].path, "c_in.txt"));
+        if (allow) {
+            assert_non_null(strstr(p[1].path, "b_out.txt"));
+            assert_int_equal(p[1].size, 6);
+        }
+        fp4_fingerprint_free(p, n);
+    }
+    fp4_source_set_allow_external(false);
+    fp4t_rmtree(dir);
+    fp4t_rmtree(ext);
+}
+
+/* A --shard run's check once it has read: the same files with the same prints pass; one
+ * changed, gone or new is refused, named. */
+static void test_recheck(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    const char hdr[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}";
+    unsigned char st[8 + sizeof hdr - 1 + 16];
+    uint64_t hl = sizeof hdr - 1;
+    for (int i = 0; i < 8; i++) st[i] = (unsigned char)(hl >> (8 * i));
+    memcpy(st + 8, hdr, hl);
+    memset(st + 8 + hl, 0, 16);
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/a.safetensors", dir);
+    snprintf(b, sizeof b, "%s/b.safetensors", dir);
+    write_file(a, st, sizeof st);
+    write_file(b, st, sizeof st);
+    fp4_file_print *p = NULL;
+    int n = 0;
+    const char *inputs[1] = {dir};
+    assert_int_equal(fp4_fingerprint_inputs(inputs, 1, &p, &n), FP4_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(fp4_fingerprint_recheck(inputs, 1, p, n), FP4_OK);
+    st[sizeof st - 1] = 1; /* one value of b changes */
+    write_file(b, st, sizeof st);
+    assert_int_equal(fp4_fingerprint_recheck(inputs, 1, p, n), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "b.safetensors: changed while it was read"));
+    st[sizeof st - 1] = 0;
+    write_file(b, st, sizeof st);
+    assert_int_equal(fp4_fingerprint_recheck(inputs, 1, p, n), FP4_OK);
+    assert_int_equal(unlink(a), 0);
+    assert_int_equal(fp4_fingerprint_recheck(inputs, 1, p, n), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "a.safetensors: gone"));
+    write_file(a, st, sizeof st);
+    snprintf(b, sizeof b, "%s/c.safetensors", dir);
+    write_file(b, st, sizeof st);
+    assert_int_equal(fp4_fingerprint_recheck(inputs, 1, p, n), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "c.safetensors: appeared"));
+    fp4_error_clear();
+    fp4_fingerprint_free(p, n);
+    fp4t_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_changes),
         cmocka_unit_test(test_directory),
+        cmocka_unit_test(test_outside_tree),
+        cmocka_unit_test(test_recheck),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
