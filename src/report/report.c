@@ -719,16 +719,18 @@ cJSON *fp4_report_fingerprint_json(const fp4_file_print *p, int n)
 }
 
 /* The report's time: SOURCE_DATE_EPOCH when it is a whole number of seconds since 1970
- * (reproducible output), else the clock; as UTC "YYYY-MM-DDTHH:MM:SSZ". */
+ * in ASCII digits only (reproducible-builds.org: no sign, space or other base), up to the
+ * end of 9999, else the clock; as UTC "YYYY-MM-DDTHH:MM:SSZ". */
 static void report_time(char buf[32])
 {
     const char *e = getenv("SOURCE_DATE_EPOCH");
     time_t t = time(NULL);
-    if (e && *e) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(e, &end, 10);
-        if (!errno && !*end && v >= 0 && v <= 253402300799LL) t = (time_t)v; /* <= 9999 */
+    const size_t n = e ? strlen(e) : 0;
+    bool digits = n > 0 && n <= 12;
+    for (size_t i = 0; digits && i < n; i++) digits = e[i] >= '0' && e[i] <= '9';
+    if (digits) {
+        long long v = strtoll(e, NULL, 10);
+        if (v <= 253402300799LL) t = (time_t)v; /* <= 9999-12-31T23:59:59Z */
     }
     struct tm tmv;
     if (!gmtime_r(&t, &tmv) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tmv))

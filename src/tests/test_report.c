@@ -436,11 +436,20 @@ static void test_provenance_json(void **state)
     assert_string_equal(item(o, "time")->valuestring, "1970-01-01T00:00:00Z");
     assert_int_equal(cJSON_GetArraySize(item(o, "inputs")), 0);
     cJSON_Delete(o);
-    /* not whole seconds: the clock (a year after 2020, never 1970) */
-    setenv("SOURCE_DATE_EPOCH", "12abc", 1);
+    /* not whole seconds in ASCII digits (a sign, spaces, another base, past 9999): the clock
+     * (a year after 2020, never 1970) */
+    static const char *const bad[] = {"12abc", " 5", "+5", "-0", "5 ", "0x10", "1e9", "-1",
+                                      "253402300800", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("SOURCE_DATE_EPOCH", bad[i], 1);
+        o = fp4_report_provenance_json(NULL, 0);
+        assert_true(strncmp(item(o, "time")->valuestring, "20", 2) == 0);
+        assert_int_equal((int)strlen(item(o, "time")->valuestring), 20);
+        cJSON_Delete(o);
+    }
+    setenv("SOURCE_DATE_EPOCH", "253402300799", 1);
     o = fp4_report_provenance_json(NULL, 0);
-    assert_true(strncmp(item(o, "time")->valuestring, "20", 2) == 0);
-    assert_int_equal((int)strlen(item(o, "time")->valuestring), 20);
+    assert_string_equal(item(o, "time")->valuestring, "9999-12-31T23:59:59Z");
     cJSON_Delete(o);
     if (saved) setenv("SOURCE_DATE_EPOCH", saved, 1), free(saved);
     else unsetenv("SOURCE_DATE_EPOCH");
