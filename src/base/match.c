@@ -10,15 +10,20 @@
 
 bool fp4_regex_bounded(const char *re)
 {
-    if (strlen(re) > 1000) return false;
+    const size_t len = strlen(re);
+    if (len > FP4_REGEX_MAX_BYTES) return false;
+    /* per open group: its size written out so far, and the size of its last atom (what a
+     * following counted repetition repeats); [0] is the whole expression */
+    double total[FP4_REGEX_MAX_BYTES + 2], last[FP4_REGEX_MAX_BYTES + 2];
+    int depth = 0;
+    total[0] = last[0] = 0;
     double copies = 1;
     for (const char *p = re; *p; p++) {
+        double atom = 1;
         if (*p == '\\') {
             if (p[1] >= '1' && p[1] <= '9') return false; /* a backreference */
-            if (p[1]) p++;
-            continue;
-        }
-        if (*p == '[') { /* a bracket expression: braces and backslashes in it are literal */
+            if (p[1]) p++, atom = 2;
+        } else if (*p == '[') { /* a bracket expression: braces and backslashes in it are literal */
             const char *q = p + 1;
             if (*q == '^') q++;
             if (*q == ']') q++;
@@ -33,30 +38,53 @@ bool fp4_regex_bounded(const char *re)
                 }
             }
             if (!*q) return false; /* unterminated: invalid anyway */
+            atom = (double)(q - p + 1);
             p = q;
+        } else if (*p == '(') {
+            depth++;
+            total[depth] = last[depth] = 0;
+            continue;
+        } else if (*p == ')' && depth > 0) {
+            atom = total[depth] + 2;
+            depth--;
+        } else if (*p == '|') {
+            total[depth] += 1;
+            last[depth] = 0;
+            continue;
+        } else if (*p == '{' && ((p[1] >= '0' && p[1] <= '9') || p[1] == ',')) {
+            /* an interval {m}, {m,}, {m,n} or {,n} (glibc: {0,n}): what it repeats is
+             * compiled as max(m, n) copies ({m,}: m + 1) */
+            const char *q = p + 1;
+            double m = 0, n;
+            while (*q >= '0' && *q <= '9') m = m * 10 + (*q++ - '0');
+            if (*q == ',') {
+                q++;
+                if (*q >= '0' && *q <= '9') {
+                    n = 0;
+                    while (*q >= '0' && *q <= '9') n = n * 10 + (*q++ - '0');
+                } else {
+                    n = m + 1; /* {m,}: m copies and a star */
+                }
+            } else {
+                n = m;
+            }
+            const double k = (n > m ? n : m) > 1 ? (n > m ? n : m) : 1;
+            copies *= k;
+            if (copies > FP4_REGEX_MAX_COPIES) return false;
+            total[depth] += last[depth] * (k - 1) + (double)(q - p + (*q == '}'));
+            last[depth] *= k;
+            if (total[depth] > FP4_REGEX_MAX_BYTES) return false;
+            p = *q == '}' ? q : q - 1;
+            continue;
+        } else if (*p == '*' || *p == '+' || *p == '?') {
+            total[depth] += 1;
             continue;
         }
-        if (*p != '{') continue;
-        const char *q = p + 1;
-        double m = 0, n = -1;
-        if (*q < '0' || *q > '9') continue; /* not an interval */
-        while (*q >= '0' && *q <= '9') m = m * 10 + (*q++ - '0');
-        if (*q == ',') {
-            q++;
-            if (*q >= '0' && *q <= '9') {
-                n = 0;
-                while (*q >= '0' && *q <= '9') n = n * 10 + (*q++ - '0');
-            } else {
-                n = m + 1; /* {m,}: m copies and a star */
-            }
-        } else {
-            n = m;
-        }
-        copies *= (n > m ? n : m) > 1 ? (n > m ? n : m) : 1;
-        if (copies > FP4_REGEX_MAX_COPIES) return false;
-        p = q - 1;
+        total[depth] += atom;
+        last[depth] = atom;
+        if (total[depth] > FP4_REGEX_MAX_BYTES) return false;
     }
-    return true;
+    return total[0] <= FP4_REGEX_MAX_BYTES;
 }
 
 /* Compiled expressions, kept for the process: an exclude list's patterns are matched against

@@ -10,9 +10,14 @@
  * compiled as that many copies, and nested ones multiply. */
 #define FP4_REGEX_MAX_COPIES 64
 
+/* The longest expression, as written and with every counted repetition written out. */
+#define FP4_REGEX_MAX_BYTES 1000
+
 /* Whether `re` may be compiled and run without unbounded cost: no backreference (\1..\9:
  * matching with one is exponential in the name's length), the product of its counted
- * repetitions' bounds (a {m,} counts m + 1) at most FP4_REGEX_MAX_COPIES, at most 1000 bytes. */
+ * repetitions' bounds (a {m,} counts m + 1, a {,n} n) at most FP4_REGEX_MAX_COPIES, at most
+ * FP4_REGEX_MAX_BYTES bytes as written and as compiled (each counted repetition written out
+ * as that many copies of the atom or group it repeats: "([a-z]*){64}" counts 516). */
 bool fp4_regex_bounded(const char *re);
 
 /* Whether the POSIX extended regular expression `re` matches all of `s` ("^(re)$"). False when
