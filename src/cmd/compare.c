@@ -14,6 +14,7 @@
 #include "cmd/options.h"
 #include "report/compare.h"
 #include "report/report.h"
+#include "base/status.h"
 #include "base/version.h"
 #include "io/fingerprint.h"
 
@@ -77,12 +78,23 @@ static fp4_status parse_threshold(const char *opt, const char *arg, double *v)
     return FP4_OK;
 }
 
+/* Text read from a report (names, statuses, paths) as shown on a terminal: control characters
+ * and bytes that are not UTF-8 as \xNN (no escape sequence or newline from a report reaches
+ * the terminal). malloc'd; NULL when out of memory. */
+static char *shown(const char *s)
+{
+    return fp4_text_escape(s ? s : "", FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+}
+
 static void fmt_num(char *buf, size_t n, double v, const char *status, const char *fmt)
 {
-    if (!isnan(v))
+    if (!isnan(v)) {
         snprintf(buf, n, fmt, v);
-    else
-        snprintf(buf, n, "%s", status && *status ? status : "-");
+    } else {
+        char *e = shown(status && *status ? status : "-");
+        snprintf(buf, n, "%s", e ? e : "?");
+        free(e);
+    }
 }
 
 static void fmt_delta(char *buf, size_t n, double a, double b, const char *fmt)
@@ -172,17 +184,21 @@ static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
 static void print_table(const fp4_compare_result *res, int all)
 {
     int wn = 6, wv = 6, gemm = !strcmp(res->command, "gemm");
-    size_t shown = 0;
-    for (size_t i = 0; i < res->nrows; i++) {
+    size_t nshown = 0;
+    char **en = calloc(res->nrows ? res->nrows : 1, sizeof *en);
+    char **ev = calloc(res->nrows ? res->nrows : 1, sizeof *ev);
+    for (size_t i = 0; en && ev && i < res->nrows; i++) {
         const fp4_compare_row *r = &res->rows[i];
         if (!all && r->state == FP4_CMP_SAME) continue;
-        int a = (int)strlen(r->name), b = (int)strlen(r->variant);
+        en[i] = shown(r->name);
+        ev[i] = shown(r->variant);
+        int a = en[i] ? (int)strlen(en[i]) : 1, b = ev[i] ? (int)strlen(ev[i]) : 1;
         if (a > wn) wn = a;
         if (b > wv) wv = b;
-        shown++;
+        nshown++;
     }
     if (wn > 48) wn = 48;
-    if (shown) {
+    if (nshown) {
         int grid = !strcmp(res->command, "grid");
         printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn,
                gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR", wv,
@@ -201,11 +217,17 @@ static void print_table(const fp4_compare_result *res, int all)
             fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.4f");
             fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.4f");
             if (r->fails) row_flags(r, why, sizeof why);
-            printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn, r->name, wv,
-                   r->variant, s0, s1, ds, da, d15, d8, state_name[r->state], why[0] ? " " : "",
-                   why);
+            printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn,
+                   en && en[i] ? en[i] : "?", wv, ev && ev[i] ? ev[i] : "?", s0, s1, ds, da, d15, d8,
+                   state_name[r->state], why[0] ? " " : "", why);
         }
     }
+    for (size_t i = 0; en && ev && i < res->nrows; i++) {
+        free(en[i]);
+        free(ev[i]);
+    }
+    free(en);
+    free(ev);
     printf("%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
            "missing from NEW), %zu added\n",
            res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
@@ -388,12 +410,15 @@ fp4_status cmd_compare(int argc, char **argv)
         fp4_compare_result_free(&res);
         return st;
     }
-    if (res.config_diff[0])
+    if (res.config_diff[0]) {
+        char *d = shown(res.config_diff);
         fprintf(stderr, "fp4diag compare: note: the reports' configs differ: %s%s\n",
-                res.config_diff,
+                d ? d : "?",
                 res.key_diff ? " (key fields differ: only equal keys are paired; "
                                "--ignore-key FIELD pairs them)"
                              : "");
+        free(d);
+    }
     if (json)
         st = print_json(&res, &o, base, newp, all, output);
     else if (verbosity >= 0)
@@ -403,7 +428,11 @@ fp4_status cmd_compare(int argc, char **argv)
         if (!r->fails) continue;
         char why[512];
         row_reasons(r, &o, why, sizeof why);
-        fprintf(stderr, "regression: %s %s: %s\n", r->name, r->variant, why);
+        char *en = shown(r->name), *ev = shown(r->variant), *ew = shown(why);
+        fprintf(stderr, "regression: %s %s: %s\n", en ? en : "?", ev ? ev : "?", ew ? ew : "?");
+        free(en);
+        free(ev);
+        free(ew);
     }
     if (st == FP4_OK && res.nregressed)
         st = fp4_error(FP4_ERR_THRESHOLD, "%zu of %zu results regressed (thresholds: SQNR drop "

@@ -3,7 +3,8 @@
 # (scripts/make_hostile.py names.h5): every report and `ls --json` stays valid JSON (each
 # invalid byte written as the text \xNN, and a "notes" entry says so), names on stderr and in
 # the tables have their control characters escaped (no raw newline or ESC), error messages stay
-# one line, scripts/plot_sqnr.py reads the report; long error details keep their reason.
+# one line, scripts/plot_sqnr.py reads the report, `compare` shows the names it reads back from
+# reports escaped; long error details keep their reason.
 . "$(dirname "$0")/lib/hostile.sh"
 need_command sqnr
 need_fixtures names.h5
@@ -53,6 +54,19 @@ if python3 -c 'import matplotlib' 2>/dev/null; then
     python3 scripts/plot_sqnr.py "$out/r.json" --out "$out/p.png" >"$tmp/plot" 2>&1 ||
         { cat "$tmp/plot"; fail "plot_sqnr.py died on the report"; }
 fi
+
+# compare reads those names back from reports: its table and its stderr lines show them
+# escaped too (a name with ESC or a newline in a report is no terminal command, no extra line)
+timeout 120 "$FP4DIAG" sqnr --all-tensors --format e2m1 --block 32 "$f" -o "$out/r2.json" \
+    2>"$tmp/err"
+timeout 120 "$FP4DIAG" compare "$out/r.json" "$out/r2.json" >"$tmp/cmp.txt" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "compare: exit $rc, want 1 (results missing from NEW)"
+no_raw_controls "$tmp/cmp.txt"
+no_raw_controls "$tmp/err"
+grep -qF '/esc\x1B[31mred' "$tmp/cmp.txt" && grep -qF '/nl\x0Aname' "$tmp/err" ||
+    fail "compare: names not shown escaped"
+[ "$(grep -vc '^regression: \|^fp4diag compare: ' "$tmp/err")" -eq 0 ] ||
+    fail "compare: a name broke a stderr line"
 
 # A message longer than the detail buffer keeps its end (the reason).
 long=$(python3 -c 'print("d" * 3000)')
