@@ -151,12 +151,18 @@ def decode(b):
 
 
 def encode(s):
-    """A name or option for the library (str, bytes or os.PathLike)."""
+    """A name or option for the library (str, bytes or os.PathLike). ValueError when it holds
+    a NUL byte: C would read it cut there (another file, tensor or option value), as
+    Python's own open() refuses."""
     if isinstance(s, bytes):
-        return s
-    if isinstance(s, os.PathLike):
-        return os.fsencode(s)
-    return str(s).encode("utf-8", "surrogateescape")
+        b = s
+    elif isinstance(s, os.PathLike):
+        b = os.fsencode(s)
+    else:
+        b = str(s).encode("utf-8", "surrogateescape")
+    if b"\0" in b:
+        raise ValueError("fp4diag: %r: embedded null byte" % (s,))
+    return b
 
 
 def argv_of(args):

@@ -154,6 +154,13 @@ class AnalyzeNumpy(unittest.TestCase):
             fp4diag.analyze(self.x, json=True)  # about the CLI's output: not for the library
         with self.assertRaises(ValueError):
             fp4diag.analyze(self.x, weight_2d="yes")
+        # a NUL byte would cut the C string: another option value, name or file, never read
+        for call in (lambda: fp4diag.analyze(self.x, format="nvfp4\0int4"),
+                     lambda: fp4diag.analyze(self.x, name="w\0x"),
+                     lambda: fp4diag.open(H5 + "\0.bak"),
+                     lambda: fp4diag.report(H5, H5_TENSOR + "\0x")):
+            with self.assertRaises(ValueError):
+                call()
 
     def test_te_stats_known_answer(self):
         """Transformer Engine's underflows% and mse: one e2m1 block under an fp32 scale, amax 6
