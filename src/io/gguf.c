@@ -242,8 +242,18 @@ static fp4_status gg_open_split(gg_src *s)
         if (!np) st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         else s->p = np;
     }
+    /* a part that resolves (symlinks) outside the first part's directory tree is not read
+     * unless --allow-external (SPEC §8: the rule for shards) */
+    char *root = st == FP4_OK && count > 1 && !fp4_source_allow_external()
+                     ? fp4_source_tree(s->file) : NULL;
     for (uint64_t k = 1; st == FP4_OK && k < count; k++) {
         gg_part *p = &s->p[k];
+        if (root && fp4_source_outside_tree(paths[k - 1], root)) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: split part %" PRIu64 " of %" PRIu64 ": %s: "
+                           "resolves outside the model's directory %s (--allow-external reads "
+                           "it)", s->file, k + 1, count, paths[k - 1], root);
+            break;
+        }
         st = gg_part_open(paths[k - 1], p);
         s->np++;
         uint64_t c2 = 0, n2 = 0;
@@ -267,6 +277,7 @@ static fp4_status gg_open_split(gg_src *s)
                                count);
         }
     }
+    free(root);
     free_paths(paths, count - 1);
     if (st != FP4_OK) return st;
     char buf[24];

@@ -8,7 +8,8 @@
 # part is refused. Refusals, one line naming the file, exit 3: a part other than the first
 # named, a part missing, a part from elsewhere (its split.no / split.count) or with no split
 # keys, a tensor stored in two parts, a split.tensors.count the parts do not hold, a first part
-# not named as one.
+# not named as one, a part symlinked out of the first part's directory tree (without
+# --allow-external).
 set -u
 D=testdata/gguf
 S=$D/split/model-00001-of-00003.gguf
@@ -95,6 +96,25 @@ grep -q '^blk\.0\.attn_q\.weight ' "$tmp/out" || fail "ls of a directory of one 
 cp "$D/model.gguf" "$D/split_dup/dup-00001-of-00002.gguf" "$tmp/two/"
 check "$tmp/two: 2 .gguf files (dup-00001-of-00002.gguf, model.gguf) that are not the parts of one split model: name the file to read" \
     ls "$tmp/two"
+# a part symlinked out of the first part's directory tree is not read without --allow-external
+# (the rule for shards); a link inside the tree is
+mkdir "$tmp/x" "$tmp/x/sub" "$tmp/ext"
+X=$tmp/x/model
+cp "$D/split/model-00001-of-00003.gguf" "$tmp/x/"
+cp "$D"/split/model-0000[23]-of-00003.gguf "$tmp/ext/"
+cp "$D/split/model-00003-of-00003.gguf" "$tmp/x/sub/"
+ln -s "$tmp/ext/model-00002-of-00003.gguf" "$X-00002-of-00003.gguf"
+ln -s "$tmp/x/sub/model-00003-of-00003.gguf" "$X-00003-of-00003.gguf"
+check "$X-00001-of-00003.gguf: split part 2 of 3: $X-00002-of-00003.gguf: resolves outside the model's directory" \
+    sqnr --all-tensors "$X-00001-of-00003.gguf" -o "$tmp/r.json"
+[ ! -e "$tmp/r.json" ] || fail "a report written from a part outside the tree"
+"$FP4DIAG" ls --allow-external "$X-00001-of-00003.gguf" >"$tmp/out" 2>"$tmp/err" ||
+    fail "ls --allow-external of a part outside the tree: exit $?"
+[ "$(grep -c '^blk\.\|^output' "$tmp/out")" -eq 5 ] || fail "ls --allow-external: not 5 tensors"
+rm "$X-00002-of-00003.gguf" && cp "$D/split/model-00002-of-00003.gguf" "$tmp/x/" ||
+    fail "cannot copy part 2"
+"$FP4DIAG" ls "$X-00001-of-00003.gguf" >"$tmp/out" 2>"$tmp/err" ||
+    fail "ls of a part linked inside the tree: exit $?"
 
 # -o onto a part of the input is refused before anything is written
 cp "$D"/split/model-0000?-of-00003.gguf "$tmp/m/"
