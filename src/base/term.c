@@ -78,17 +78,29 @@ char *fp4_term_elide(const char *s, int cols)
     if (cols < markc + 2) return strndup(s, char_offset(s, cols));
     int keep = cols - markc, head = keep * 2 / 5, tail = keep - head;
     /* a Hugging Face name (model.layers.31.self_attn.q_proj.weight): the end from its first
-     * all-digit component on (the layer number) kept whole when it fits with a head of 1+ */
+     * all-digit component on (the layer number) kept whole when it fits with a head of 1+,
+     * else with no head; when it does not fit at all, the number between two marks and as
+     * much of the end as the rest leaves (at least 6 columns): "…31…_attn.q_proj.weight" */
     for (int k = 0, at = 0; s[at]; k += ((unsigned char)s[at] & 0xC0) != 0x80, at++) {
         if (!isdigit((unsigned char)s[at]) || (at > 0 && s[at - 1] != '.')) continue;
         int e = at;
         while (isdigit((unsigned char)s[e])) e++;
         if (s[e] != '.' && s[e] != '\0') continue;
-        if (n - k <= keep - 1) {
+        if (n - k <= keep) {
             tail = n - k;
             head = keep - tail;
+            break;
         }
-        break;
+        const int digits = e - at, end = keep - markc - digits;
+        if (end < 6) break;
+        size_t ml = strlen(mark), eb = char_offset(s, n - end), el = strlen(s + eb);
+        char *r = malloc(2 * ml + (size_t)digits + el + 1);
+        if (!r) return NULL;
+        memcpy(r, mark, ml);
+        memcpy(r + ml, s + at, (size_t)digits);
+        memcpy(r + ml + digits, mark, ml);
+        memcpy(r + 2 * ml + digits, s + eb, el + 1);
+        return r;
     }
     size_t hb = char_offset(s, head), tb = char_offset(s, n - tail);
     size_t tl = strlen(s + tb), ml = strlen(mark);

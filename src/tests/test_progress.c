@@ -68,11 +68,12 @@ static void test_width(void **state)
         assert_true((int)strlen(l) <= w - 1);
     }
     fp4_progress_format(l, sizeof l, 10, 30, 1 << 20, 3 << 20, 2.0, name, 70);
-    assert_string_equal(l, "[11/30] 1.0 MiB/3.0 MiB 512.0 KiB/s ETA 0:04 model.la...s.7.w1.weight");
+    assert_string_equal(l, "[11/30] 1.0 MiB/3.0 MiB 512.0 KiB/s ETA 0:04 ...31...erts.7.w1.weight");
+    /* the layer number kept (SPEC §9) */
     fp4_progress_format(l, sizeof l, 10, 30, 1 << 20, 3 << 20, 2.0, name, 50);
     assert_string_equal(l, "[11/30] 1.0 MiB/3.0 MiB 512.0 KiB/s ETA 0:04"); /* no room */
     fp4_progress_format(l, sizeof l, 10, 30, 1 << 20, 3 << 20, 2.0, name, 40);
-    assert_string_equal(l, "[11/30] 1.0 MiB/3.0 MiB mode...1.weight"); /* no rate */
+    assert_string_equal(l, "[11/30] 1.0 MiB/3.0 MiB ...31....weight"); /* no rate */
     fp4_progress_format(l, sizeof l, 0, 1, 0, 0, 0.0, "short", 80); /* fits: as it is */
     assert_string_equal(l, "[1/1] 0 B short");
     unsetenv("LC_ALL");

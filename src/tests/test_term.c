@@ -66,10 +66,36 @@ static void test_elide(void **state)
     assert_string_equal(e, "m...31.self_attn.q_proj.weight");
     assert_int_equal(fp4_term_columns(e), 30);
     free(e);
-    e = fp4_term_elide(hf, 20); /* the layer part does not fit: 2/5 head, 3/5 tail of 17 */
-    assert_string_equal(e, "model....proj.weight");
+    e = fp4_term_elide(hf, 29); /* the layer part fits with no head */
+    assert_string_equal(e, "...31.self_attn.q_proj.weight");
+    assert_int_equal(fp4_term_columns(e), 29);
+    free(e);
+    e = fp4_term_elide(hf, 20); /* it does not fit: the number between marks, the end */
+    assert_string_equal(e, "...31..._proj.weight");
     assert_int_equal(fp4_term_columns(e), 20);
     free(e);
+    e = fp4_term_elide(hf, 13); /* no room for 6 of the end: 2/5 head, 3/5 tail of 10 */
+    assert_string_equal(e, "mode...weight");
+    assert_int_equal(fp4_term_columns(e), 13);
+    free(e);
+    /* MoE: the layer and the expert index both kept */
+    e = fp4_term_elide("model.language_model.layers.31.block_sparse_moe.experts.7.w1.weight", 24);
+    assert_string_equal(e, "...31...erts.7.w1.weight");
+    assert_int_equal(fp4_term_columns(e), 24);
+    free(e);
+    /* three o_proj of different layers stay three names at the ranking's width */
+    const char *op[] = {"model.layers.3.self_attn.o_proj.weight",
+                        "model.layers.0.self_attn.o_proj.weight",
+                        "model.layers.2.self_attn.o_proj.weight"};
+    char *o[3];
+    for (int i = 0; i < 3; i++) {
+        o[i] = fp4_term_elide(op[i], 22);
+        assert_int_equal(fp4_term_columns(o[i]), 22);
+    }
+    assert_string_equal(o[0], "...3...n.o_proj.weight");
+    assert_string_not_equal(o[0], o[1]);
+    assert_string_not_equal(o[1], o[2]);
+    for (int i = 0; i < 3; i++) free(o[i]);
     set_locale_env("C.UTF-8");
     e = fp4_term_elide(hf, 28); /* "…" is one column: head 1 */
     assert_string_equal(e, "m\xE2\x80\xA6" "31.self_attn.q_proj.weight");

@@ -2,8 +2,8 @@
 # term_width.sh — the human tables fit the width (SPEC §9 "Terminal output"): with long Hugging
 # Face names, COLUMNS=80 and 120 give no line longer than COLUMNS (characters, not bytes) for
 # every analysis command, one scale and mixed scales; names are elided in the middle with "…"
-# under a UTF-8 locale and "..." otherwise, keeping the layer number when it fits; no COLUMNS
-# and a file for stderr: names in full; a pseudo-terminal of 90 columns (script, stty) is fitted
+# under a UTF-8 locale and "..." otherwise, keeping the layer number (between two marks when
+# the end from it does not fit); no COLUMNS and a file for stderr: names in full; a pseudo-terminal of 90 columns (script, stty) is fitted
 # without COLUMNS.
 set -u
 tmp=$(mktemp -d) || exit 1
@@ -39,14 +39,21 @@ for cmd in sqnr bias buckets rht; do
 done
 # the sqnr table at 80 columns: the MoE name elided with "…" (UTF-8) or "..." (C locale)
 COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
-grep -q '^model\.[a-z._]*…[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '…' elision at 80 columns (UTF-8)"; cat "$tmp/err"; fail=1; }
+grep -q '^[a-z._]*…[0-9]*…[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '…' elision at 80 columns (UTF-8)"; cat "$tmp/err"; fail=1; }
 if grep -q '\.\.\.' "$tmp/err"; then echo "'...' under a UTF-8 locale"; fail=1; fi
 COLUMNS=80 LC_ALL=C "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
-grep -q '^model\.[a-z._]*\.\.\.[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '...' elision at 80 columns (C locale)"; cat "$tmp/err"; fail=1; }
+grep -q '^[a-z._]*\.\.\.[0-9]*\.\.\.[a-z0-9_.]*w1\.weight ' "$tmp/err" || { echo "no '...' elision at 80 columns (C locale)"; cat "$tmp/err"; fail=1; }
 if grep -q '…' "$tmp/err"; then echo "'…' under the C locale"; fail=1; fi
 # the layer number kept when the end from it fits (the rank rows at 120 hold the names whole)
 COLUMNS=100 LC_ALL=C.UTF-8 "$FP4DIAG" rht "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
 grep -q '^m[a-z.]*…31\.block_sparse_moe\.experts\.7\.w1\.weight ' "$tmp/err" || { echo "COLUMNS=100 rht: layer number not kept"; cat "$tmp/err"; fail=1; }
+# at 80 columns the ranking's names keep the layer number ("…31…_attn.q_proj.weight"): the four
+# tensors are four different names there, each with its layer (issue 29)
+COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
+awk '$2 == "best" {print $1}' "$tmp/err" | sort -u >"$tmp/names"
+if [ "$(wc -l <"$tmp/names")" -ne 4 ] || [ "$(grep -c -F -e '…3…' -e '…31…' -e '…3.' -e '…31.' "$tmp/names")" -ne 4 ]; then
+    echo "COLUMNS=80 ranking: layer numbers lost"; cat "$tmp/err"; fail=1
+fi
 # no width: names in full, nothing elided
 LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
 grep -q '^model\.layers\.31\.block_sparse_moe\.experts\.7\.w1\.weight ' "$tmp/err" || { echo "no COLUMNS, stderr a file: name not in full"; cat "$tmp/err"; fail=1; }
