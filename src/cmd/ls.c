@@ -13,6 +13,7 @@
 #include "io/quantized.h"
 #include "io/source.h"
 #include "report/report.h"
+#include "base/term.h"
 #include "base/version.h"
 
 const char fp4_usage_ls[] =
@@ -114,13 +115,70 @@ typedef struct ls_row {
 
 static int ls_max(int a, int b) { return a > b ? a : b; }
 
+/* The shard (member) names shortened to what tells them apart, for a table under a width: the
+ * leading part they all share up to a '-', '_' or '.', and an extension they all end with, left
+ * out ("model-00001-of-00002.safetensors" -> "00001-of-00002"). *pre and *suf are the bytes to
+ * leave out; 0 and 0 when that would empty a name or there is nothing to drop. */
+static void ls_part_trim(const fp4_tensor_desc *ds, int n, size_t *pre, size_t *suf)
+{
+    *pre = *suf = 0;
+    const char *first = NULL;
+    size_t p = 0;
+    for (int i = 0; i < n; i++) {
+        const char *s = ds[i].part;
+        if (!s[0]) continue;
+        if (!first) {
+            first = s;
+            p = strlen(s);
+            continue;
+        }
+        size_t k = 0;
+        while (k < p && s[k] == first[k]) k++;
+        p = k;
+    }
+    if (!first) return;
+    while (p > 0 && !strchr("-_.", first[p - 1])) p--;
+    const char *dot = strrchr(first, '.');
+    size_t q = dot ? strlen(dot) : 0;
+    for (int i = 0; i < n; i++) {
+        const char *s = ds[i].part;
+        if (!s[0]) continue;
+        size_t l = strlen(s);
+        if (q && (l < q || strcmp(s + l - q, dot) != 0)) q = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(ds[i].part);
+        if (ds[i].part[0] && l <= p + q) return;
+    }
+    *pre = p;
+    *suf = q;
+}
+
+/* `s` left-aligned in `w` columns: elided in the middle to them when `elide`, padded to them
+ * when `pad` (the last column is not padded). */
+static void ls_cell(FILE *out, const char *s, int w, bool elide, bool pad)
+{
+    char *e = elide && fp4_term_columns(s) > w ? fp4_term_elide(s, w) : NULL;
+    if (e) s = e;
+    fputs(s, out);
+    for (int c = fp4_term_columns(s); pad && c < w; c++) fputc(' ', out);
+    free(e);
+}
+
+/* The table. With a width (`cols` > 0, fp4_term_width, SPEC §9 "Terminal output") it fits it:
+ * columns with nothing in them (chunks and filters all "-", stored equal to size on every row,
+ * one shard for all) are left out, then the offset; then the shard names are shortened to what tells them apart
+ * (ls_part_trim); then the name and the shard are elided in the middle (not below 24 and 12
+ * columns); then one space between columns, and the name down to 12 columns. A note goes on a line of its own under its row ("    note: ..."), wrapped by the
+ * caller. */
 static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_desc *ds, int n,
-                           const fp4_qset *qs, const int *qidx)
+                           const fp4_qset *qs, const int *qidx, int cols)
 {
     ls_row *rows = calloc((size_t)n + 1, sizeof *rows);
     if (!rows) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     int w[8] = {4, 5, 5, 6, 7, 4, 6, 5}; /* name shape dtype chunks filters size offset part */
     bool notes = false, offsets = false, parts = false;
+    bool any_chunks = false, any_filters = false, stored_differs = false;
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
         ls_row *r = &rows[i];
@@ -138,7 +196,7 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
             free(rows);
             return fp4_error(FP4_ERR_INTERNAL, "out of memory");
         }
-        w[0] = ls_max(w[0], (int)strlen(r->name));
+        w[0] = ls_max(w[0], fp4_term_columns(r->name));
         w[1] = ls_max(w[1], (int)strlen(r->shape));
         w[2] = ls_max(w[2], (int)strlen(r->dtype));
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
@@ -148,26 +206,80 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
         notes = notes || r->note[0];
         offsets = offsets || d->file_offset >= 0;
         parts = parts || d->part[0];
+        any_chunks = any_chunks || d->chunk_rank > 0;
+        any_filters = any_filters || d->codec[0];
+        stored_differs = stored_differs || strcmp(r->size, r->stored) != 0;
         snprintf(r->offset, sizeof r->offset, "%lld", (long long)d->file_offset);
         w[6] = ls_max(w[6], (int)strlen(r->offset));
-        w[7] = ls_max(w[7], (int)strlen(d->part));
+        w[7] = ls_max(w[7], fp4_term_columns(d->part));
     }
-    fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], "name", w[1], "shape", w[2],
-            "dtype", w[3], "chunks", w[4], "filters", w[5], "size", "stored");
-    if (offsets) fprintf(out, "  %*s", w[6], "offset");
+    bool chunks = true, filters = true, stored = true;
+    size_t ppre = 0, psuf = 0; /* the shard names shortened (ls_part_trim) */
+    int g = 2, ws = 10;         /* the space between columns; the stored column's width */
+    if (cols > 0) {
+        chunks = any_chunks;
+        filters = any_filters;
+        stored = stored_differs;
+        bool one_part = true; /* one shard (member) for every row: the column says nothing */
+        for (int i = 1; i < n; i++) one_part = one_part && !strcmp(ds[i].part, ds[0].part);
+        if (one_part) parts = false;
+        ws = 6;
+        for (int i = 0; i < n; i++) ws = ls_max(ws, (int)strlen(rows[i].stored));
+#define LS_TOTAL                                                                                 \
+    (w[0] + g + w[1] + g + w[2] + (chunks ? g + w[3] : 0) + (filters ? g + w[4] : 0) + g + w[5] + \
+     (stored ? g + ws : 0) + (offsets ? g + w[6] : 0) + (parts ? g + w[7] : 0))
+        if (LS_TOTAL > cols && offsets) offsets = false;
+        if (LS_TOTAL > cols && parts) {
+            ls_part_trim(ds, n, &ppre, &psuf);
+            w[7] = 5;
+            for (int i = 0; i < n; i++)
+                if (ds[i].part[0])
+                    w[7] = ls_max(w[7], fp4_term_columns(ds[i].part + ppre) - (int)psuf);
+        }
+        if (LS_TOTAL > cols && w[0] > 24) w[0] = ls_max(24, w[0] - (LS_TOTAL - cols));
+        if (LS_TOTAL > cols && parts && w[7] > 12) w[7] = ls_max(12, w[7] - (LS_TOTAL - cols));
+        if (LS_TOTAL > cols) g = 1;
+        if (LS_TOTAL > cols && w[0] > 12) w[0] = ls_max(12, w[0] - (LS_TOTAL - cols));
+#undef LS_TOTAL
+    }
+    /* under a width a note goes on its own line below its row: "    note: ..." */
+    const bool note_col = notes && cols <= 0;
+    const char *sp = g == 2 ? "  " : " ";
+    ls_cell(out, "name", w[0], false, true);
+    fprintf(out, "%s%-*s%s%-*s", sp, w[1], "shape", sp, w[2], "dtype");
+    if (chunks) fprintf(out, "%s%-*s", sp, w[3], "chunks");
+    if (filters) fprintf(out, "%s%-*s", sp, w[4], "filters");
+    fprintf(out, "%s%*s", sp, w[5], "size");
+    if (stored) fprintf(out, "%s%*s", sp, ws, "stored");
+    if (offsets) fprintf(out, "%s%*s", sp, w[6], "offset");
     /* an .npz names the archive member holding the tensor; safetensors its shard file */
     const char *part_head = strcmp(fp4_source_format(src)->name, "npy") ? "shard" : "member";
-    if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, part_head);
-    fprintf(out, "%s\n", notes ? "  note" : "");
+    if (parts) {
+        fputs(sp, out);
+        ls_cell(out, part_head, w[7], false, note_col);
+    }
+    fprintf(out, "%s\n", note_col ? "  note" : "");
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
         const ls_row *r = &rows[i];
-        fprintf(out, "%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %10s", w[0], r->name, w[1],
-                r->shape, w[2], r->dtype, w[3], r->chunks, w[4],
-                d->codec[0] ? d->codec : "-", w[5], r->size, r->stored);
-        if (offsets) fprintf(out, "  %*s", w[6], d->file_offset >= 0 ? r->offset : "-");
-        if (parts) fprintf(out, "  %-*s", notes ? w[7] : 0, d->part[0] ? d->part : "-");
-        fprintf(out, "%s%s\n", r->note[0] ? "  " : "", r->note);
+        ls_cell(out, r->name, w[0], cols > 0, true);
+        fprintf(out, "%s%-*s%s%-*s", sp, w[1], r->shape, sp, w[2], r->dtype);
+        if (chunks) fprintf(out, "%s%-*s", sp, w[3], r->chunks);
+        if (filters) fprintf(out, "%s%-*s", sp, w[4], d->codec[0] ? d->codec : "-");
+        fprintf(out, "%s%*s", sp, w[5], r->size);
+        if (stored) fprintf(out, "%s%*s", sp, ws, r->stored);
+        if (offsets) fprintf(out, "%s%*s", sp, w[6], d->file_offset >= 0 ? r->offset : "-");
+        if (parts) {
+            fputs(sp, out);
+            char *pt = d->part[0] ? strndup(d->part + ppre, strlen(d->part) - ppre - psuf)
+                                  : NULL;
+            ls_cell(out, pt ? pt : d->part[0] ? d->part : "-", w[7], cols > 0, note_col);
+            free(pt);
+        }
+        if (note_col || !r->note[0])
+            fprintf(out, "%s%s\n", r->note[0] ? "  " : "", r->note);
+        else
+            fprintf(out, "\n    note: %s\n", r->note);
     }
     for (int i = 0; i < n; i++) free(rows[i].name);
     free(rows);
@@ -349,11 +461,18 @@ fp4_status cmd_ls(int argc, char **argv)
             cJSON_free(text);
             cJSON_Delete(doc);
         } else if (verbosity >= 0) {
-            st = ls_table(stdout, f, ds, n, &qs, qidx);
+            /* under a width the text goes through fp4_term_write: a long note or metadata value
+             * wraps at spaces */
+            int cols = fp4_term_width(stdout);
+            char *buf = NULL;
+            size_t blen = 0;
+            FILE *o = cols > 0 ? open_memstream(&buf, &blen) : NULL;
+            if (!o) o = stdout;
+            st = ls_table(o, f, ds, n, &qs, qidx, cols);
             for (int i = 0; st == FP4_OK && i < nm; i++) {
                 char *k = fp4_text_escape(mk[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
                 char *v = fp4_text_escape(mv[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-                if (k && v) printf("%s  %s: %s\n", i ? "" : "metadata\n", k, v);
+                if (k && v) fprintf(o, "%s  %s: %s\n", i ? "" : "metadata\n", k, v);
                 else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 free(k);
                 free(v);
@@ -363,11 +482,15 @@ fp4_status cmd_ls(int argc, char **argv)
                 const char *raw = cJSON_IsString(j) ? j->valuestring : iv[i];
                 char *k = fp4_text_escape(ik[i], FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
                 char *v = fp4_text_escape(raw, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-                if (k && v) printf("%s  %s: %s\n", i ? "" : "index metadata\n", k, v);
+                if (k && v) fprintf(o, "%s  %s: %s\n", i ? "" : "index metadata\n", k, v);
                 else st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 free(k);
                 free(v);
                 cJSON_Delete(j);
+            }
+            if (o != stdout) {
+                if (fclose(o) == 0 && buf) fp4_term_write(stdout, buf, cols);
+                free(buf);
             }
         }
     }

@@ -1,0 +1,62 @@
+#!/bin/sh
+# term_tables.sh — the tables of ls, audit, compare and gemm fit the width as the analyses' do
+# (SPEC §9 "Terminal output"): on a sharded Hugging Face checkpoint with long MoE names,
+# COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
+# number, and without a width the output is as it always was (names and shards in full).
+set -u
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset COLUMNS
+python3 - "$tmp" <<'PY' || exit 77
+import json, os, sys
+import numpy as np
+from safetensors.numpy import save_file
+rng = np.random.default_rng(11)
+d = os.path.join(sys.argv[1], "hf")
+os.makedirs(d)
+shards = [{}, {}]
+for l in range(4):
+    for e in range(2):
+        n = f"model.language_model.layers.{l}.block_sparse_moe.experts.{e}.w1.weight"
+        shards[l // 2][n] = rng.standard_normal((32, 64)).astype(np.float32)
+wm = {}
+for i, s in enumerate(shards):
+    f = f"model-{i + 1:05d}-of-00002.safetensors"
+    save_file(s, os.path.join(d, f))
+    wm.update({k: f for k in s})
+json.dump({"metadata": {"total_size": 0}, "weight_map": wm},
+          open(os.path.join(d, "model.safetensors.index.json"), "w"))
+PY
+fail=0
+H=$tmp/hf
+maxlen() { # FILE: the longest line in characters (UTF-8)
+    python3 -c 'import sys; print(max((len(l) for l in open(sys.argv[1], encoding="utf-8").read().split("\n")), default=0))' "$1"
+}
+fits() { # WHAT COLUMNS FILE
+    n=$(maxlen "$3")
+    if [ "$n" -gt "$2" ]; then echo "$1 COLUMNS=$2: longest line $n"; cat "$3"; fail=1; fi
+}
+# ls: the empty columns left out, the shards shortened to what tells them apart, names elided
+# keeping the layer number
+for c in 80 120; do
+    COLUMNS=$c LC_ALL=C.UTF-8 "$FP4DIAG" ls "$H" >"$tmp/ls" 2>&1 || { echo "ls exited $?"; fail=1; }
+    fits ls $c "$tmp/ls"
+    [ "$(grep -c ' 0000[12]-of-00002$' "$tmp/ls")" -eq 8 ] || { echo "ls COLUMNS=$c: shards not shortened"; cat "$tmp/ls"; fail=1; }
+done
+COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" ls "$H" >"$tmp/ls"
+[ "$(grep -c -e '…[0-3]…' -e '[….][0-3]\.block' "$tmp/ls")" -eq 8 ] || { echo "ls COLUMNS=80: a layer number lost"; cat "$tmp/ls"; fail=1; }
+if head -n 1 "$tmp/ls" | grep -q -e chunks -e filters; then echo "ls COLUMNS=80: empty columns shown"; fail=1; fi
+# no width: as always, every column, names and shards in full
+"$FP4DIAG" ls "$H" >"$tmp/ls"
+head -n 1 "$tmp/ls" | grep -q '^name  *shape  *dtype  *chunks  *filters  *size  *stored  *offset  *shard$' ||
+    { echo "ls, no width: header"; cat "$tmp/ls"; fail=1; }
+grep -q '^model\.language_model\.layers\.3\.block_sparse_moe\.experts\.1\.w1\.weight .* model-00002-of-00002\.safetensors$' "$tmp/ls" ||
+    { echo "ls, no width: names or shards not in full"; cat "$tmp/ls"; fail=1; }
+# a note under a width goes on its own line
+Q=testdata/quantized/modelopt_nvfp4
+if [ -d "$Q" ]; then
+    COLUMNS=80 "$FP4DIAG" ls "$Q" >"$tmp/ls" 2>&1
+    fits "ls $Q" 80 "$tmp/ls"
+    grep -q '^    note: modelopt, ' "$tmp/ls" || { echo "ls COLUMNS=80: no note line"; cat "$tmp/ls"; fail=1; }
+fi
+exit $fail
