@@ -188,9 +188,12 @@ static fp4_status analyse(fp4_source *src, const char *name, const fp4d_config *
     if (st == FP4_OK && r->run.nerrors > 0) {
         st = fp4_error(r->run.errors[0].status, "%s", r->run.errors[0].message);
     } else if (st == FP4_OK && r->run.ntensors != 1) {
-        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", fp4_source_file(src), name,
-                       r->run.ntensors == 0 ? "no tensor analysed (a group with no tensors?)"
-                                            : "names a group, not one tensor");
+        /* an already-quantized tensor (SPEC §10) is reported, not analysed: its reason */
+        const char *why = r->run.ntensors > 0 ? "names a group, not one tensor"
+                          : r->run.nskipped == 1 && r->run.skipped[0].quant
+                              ? r->run.skipped[0].reason
+                              : "no tensor analysed (a group with no tensors?)";
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s", fp4_source_file(src), name, why);
     }
     if (st == FP4_OK && !(r->json = fp4_report_tensor_json(&r->run, 0)))
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");

@@ -1331,7 +1331,16 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
             fputc('\n', out);
         }
     }
-    if (rht) {
+    /* a checkpoint whose selected weights are all already quantized: their lines alone (no
+     * empty pooled rows, no verdict) */
+    bool quant_only = run->ntensors == 0;
+    for (int i = 0; quant_only && i < run->nskipped; i++)
+        if (run->skipped[i].quant) break;
+        else if (i == run->nskipped - 1) quant_only = false;
+    if (run->nskipped == 0) quant_only = false;
+    if (quant_only) {
+        /* nothing: the already-quantized lines below */
+    } else if (rht) {
         put_name(out, "tensor", w);
         fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
                 "SQNR+rht", "dSQNR", "d_alpha", "dB15");
@@ -1442,9 +1451,12 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
                                                      NULL)
                                    : NULL;
             fprintf(out,
-                    "%s; the verdict covers the tensors in high precision only ('fp4diag "
-                    "audit SOURCE %s' measures these against their source)\n",
-                    count > 4 ? ", ..." : "", file ? file : "QUANTIZED");
+                    "%s; %s ('fp4diag audit SOURCE %s' measures these against their "
+                    "source)\n",
+                    count > 4 ? ", ..." : "",
+                    quant_only ? "no tensor in high precision selected: no verdict"
+                               : "the verdict covers the tensors in high precision only",
+                    file ? file : "QUANTIZED");
             free(file);
         } else if (pass == 1)
             fprintf(out, "%s; --all-weights analyses them\n", count > most ? ", ..." : "");

@@ -564,9 +564,10 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     else st = fp4_source_open(file, &src);
     if (st != FP4_OK) goto out;
     /* Already-quantized tensors (io/quantized.h): the packed codes, block scales and tensor
-     * scale become one entry, never analysed (skipped, or an error entry when its partners
-     * are inconsistent); no scale tensor is analysed as a weight. A pattern may name one by
-     * its logical name. */
+     * scale become one entry, in the default selection but never analysed as a weight
+     * (skipped with its codes and scales summary, or an error entry when its partners are
+     * inconsistent); no scale tensor is analysed as a weight. A pattern may name one by its
+     * logical name. */
     st = fp4_quant_scan(src, &qset);
     if (st == FP4_OK) {
         const char **pats = NULL;
@@ -601,9 +602,13 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         const char *reason = NULL;
         fp4_qsummary *qsum = NULL;
         if (qidx && qidx[i] >= 0) {
-            /* a quantized tensor with a problem stays: its problem is its error entry; so
-             * does one whose bytes cannot be summarised (what is wrong its problem) */
-            if (!infos[i].problem[0]) {
+            /* --exclude leaves it out like any tensor; a quantized tensor with a problem
+             * stays: its problem is its error entry; so does one whose bytes cannot be
+             * summarised (what is wrong its problem) */
+            st = fp4_source_skip_reason(src, &infos[i], NULL, 0, true, opt->exclude,
+                                        opt->nexclude, why, sizeof why, &reason);
+            if (st != FP4_OK) goto out;
+            if (!reason && !infos[i].problem[0]) {
                 if (!(qsum = malloc(sizeof *qsum))) {
                     st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                     goto out;
@@ -656,7 +661,12 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         }
     }
     ninfos = kept; /* the entries after it are emptied (free is a no-op on them) */
-    if (ninfos == 0) {
+    /* The quantized tensors are what the recipe quantized: reported with their summary
+     * (SPEC §10), a run of them alone is a report (its verdict empty), not "nothing to
+     * analyse". */
+    int nquant = 0;
+    for (int i = 0; i < run->nskipped; i++) nquant += run->skipped[i].quant != NULL;
+    if (ninfos == 0 && nquant == 0) {
         st = nothing_to_analyse(run, file);
         goto out;
     }

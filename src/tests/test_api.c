@@ -132,6 +132,19 @@ static void test_analyze_errors(void **state)
     fp4d_result_free(r);
     fp4d_config_free(c);
     fp4d_close(in);
+    /* an already-quantized tensor is reported, never analysed (SPEC §10): its reason, not
+     * "no tensor analysed" */
+    assert_int_equal(fp4d_open("testdata/quantized/modelopt_nvfp4", &in), FP4D_OK);
+    assert_int_equal(fp4d_config_parse("--format e2m1", &c), FP4D_OK);
+    r = (fp4d_result *)1;
+    assert_int_equal(fp4d_analyze(in, "model.layers.0.self_attn.q_proj.weight", c, &r),
+                     FP4D_ERR_INPUT);
+    assert_null(r);
+    assert_non_null(strstr(fp4d_last_error(), "model.layers.0.self_attn.q_proj.weight: already "
+                                              "quantized (NVFP4, modelopt): audit needs the "
+                                              "source"));
+    fp4d_config_free(c);
+    fp4d_close(in);
 }
 
 static void test_memory_errors(void **state)
