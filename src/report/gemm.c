@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/term.h"
 #include "num/format.h"
 #include "report/report.h"
 #include "base/version.h"
@@ -409,6 +410,38 @@ static void gemm_add_verdict(cJSON *root, const fp4_gemm_run *run)
     free(rows);
 }
 
+/* The width the gemm table fits (fp4_term_width of its stream; 0: none) while it is written. */
+static int gemm_cols;
+
+/* name (escaped) left-aligned in w columns: elided in the middle to them under a width; padded
+ * to them when `pad`. */
+static void gemm_put_name(FILE *out, const char *name, int w, bool pad)
+{
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    const char *s = shown ? shown : name;
+    char *el = gemm_cols > 0 && fp4_term_columns(s) > w ? fp4_term_elide(s, w) : NULL;
+    if (el) s = el;
+    fputs(s, out);
+    for (int c = fp4_term_columns(s); pad && c < w; c++) fputc(' ', out);
+    free(el);
+    free(shown);
+}
+
+/* The columns of the longest escaped layer name among the first `n` of `rows` (all layers when
+ * rows is NULL), at least `least`. */
+static int gemm_name_cols(const fp4_gemm_run *run, const gemm_vrow *rows, int n, int least)
+{
+    int w = least;
+    for (int i = 0; i < n; i++) {
+        const char *nm = run->layers[rows ? rows[i].layer : i].name;
+        char *shown = fp4_text_escape(nm, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        int c = fp4_term_columns(shown ? shown : nm);
+        free(shown);
+        if (c > w) w = c;
+    }
+    return w;
+}
+
 static void gemm_verdict_table(FILE *out, const fp4_gemm_run *run)
 {
     if (run->nlayers <= 0) return;
@@ -431,19 +464,34 @@ static void gemm_verdict_table(FILE *out, const fp4_gemm_run *run)
                      : run->config->rank_by == FP4_RANK_DELTA ? "largest |1 - eta| first"
                                                           : "largest SQNR gap between paths first";
     fprintf(out, "  layers, %s (%d of %d; all in the JSON):\n", by, top, run->nlayers);
+    /* the name column as wide as the longest name shown (at least 24); under a width what the
+     * numbers leave (at least 16): when the full line would narrow the names below 24, the
+     * compact line (narrower number columns, the worst path's eta left out: it is in the JSON) */
+    int nw = gemm_name_cols(run, rows, top, 24);
+    bool compact = false;
+    if (gemm_cols > 0) {
+        const int full = 78, brief = 60; /* the columns of a line besides the name */
+        if (nw > gemm_cols - full) compact = gemm_cols - full < 24;
+        int room = gemm_cols - (compact ? brief : full);
+        if (room < 16) room = 16;
+        if (nw > room) nw = room;
+    }
+    const int wp = compact ? 5 : 6, wn = compact ? 7 : 8;
     for (int i = 0; i < top; i++) {
         const gemm_vrow *r = &rows[i];
         const fp4_gemm_layer *L = &run->layers[r->layer];
-        char *shown = fp4_text_escape(L->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-        const char *nm = shown ? shown : L->name;
-        if (r->worst < 0)
-            fprintf(out, "  %-24s no finite SQNR\n", nm);
-        else
-            fprintf(out, "  %-24s worst %-6s %8.3f dB (eta %.5f)  best %-6s %8.3f  gap %6.3f dB\n",
-                    nm, fp4_gemm_path_name((fp4_gemm_path)r->worst), r->worst_db, r->worst_eta,
-                    fp4_gemm_path_name((fp4_gemm_path)r->best), L->res[r->best].sqnr_db,
-                    r->gap_db);
-        free(shown);
+        fputs("  ", out);
+        gemm_put_name(out, L->name, nw, r->worst >= 0);
+        if (r->worst < 0) {
+            fputs(" no finite SQNR\n", out);
+            continue;
+        }
+        fprintf(out, " worst %-*s %*.3f dB", wp, fp4_gemm_path_name((fp4_gemm_path)r->worst), wn,
+                r->worst_db);
+        if (!compact) fprintf(out, " (eta %.5f)", r->worst_eta);
+        fprintf(out, "  best %-*s %*.3f  gap %6.3f dB\n", wp,
+                fp4_gemm_path_name((fp4_gemm_path)r->best), wn, L->res[r->best].sqnr_db,
+                r->gap_db);
     }
     free(rows);
 }
@@ -510,10 +558,25 @@ static void fmt_db(char *buf, size_t n, double db, fp4_sqnr_status st)
                                                           : "-");
 }
 
-void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
+static void gemm_table_text(FILE *out, const fp4_gemm_run *run)
 {
-    fprintf(out, "%-12s %-6s %-12s %9s %9s %9s %9s %9s\n", "layer", "path", "operands",
-            "SQNR dB", "eta", "aA*aB", "A dB", "B dB");
+    /* the layer column as wide as the longest name (at least 12); under a width, when the full
+     * row does not fit, the compact layout (narrow number columns) and the name narrowed to
+     * what the numbers leave (at least 12), elided in the middle */
+    int nw = gemm_name_cols(run, NULL, run->nlayers, 12);
+    bool compact = false;
+    if (gemm_cols > 0 && nw + 70 > gemm_cols) {
+        compact = true;
+        int room = gemm_cols - 53;
+        if (room < 12) room = 12;
+        if (nw > room) nw = room;
+    }
+    /* layer path operands SQNR eta aA*aB A-dB B-dB; compact: 5 8 7 7 7 6 6 */
+    const int wp = compact ? 5 : 6, wo = compact ? 8 : 12, wn = compact ? 7 : 9,
+              wd = compact ? 6 : 9;
+    gemm_put_name(out, "layer", nw, true);
+    fprintf(out, " %-*s %-*s %*s %*s %*s %*s %*s\n", wp, "path", wo, "operands", wn, "SQNR dB",
+            wn, "eta", wn, "aA*aB", wd, "A dB", wd, "B dB");
     for (int i = 0; i < run->nlayers; i++) {
         const fp4_gemm_layer *L = &run->layers[i];
         for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
@@ -526,10 +589,9 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
             fmt_db(s, sizeof s, r->sqnr_db, r->sqnr_status);
             fmt_db(sa, sizeof sa, r->op[0].m.sqnr_db, r->op[0].m.sqnr_status);
             fmt_db(sb, sizeof sb, r->op[1].m.sqnr_db, r->op[1].m.sqnr_status);
-            char *shown = fp4_text_escape(L->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            fprintf(out, "%-12s %-6s %-12s %9s %9.5f %9.5f %9s %9s\n", shown ? shown : L->name,
-                    fp4_gemm_path_name(r->path), ops, s, r->eta, r->alpha_product, sa, sb);
-            free(shown);
+            gemm_put_name(out, L->name, nw, true);
+            fprintf(out, " %-*s %-*s %*s %*.5f %*.5f %*s %*s\n", wp, fp4_gemm_path_name(r->path),
+                    wo, ops, wn, s, wn, r->eta, wn, r->alpha_product, wd, sa, wd, sb);
         }
     }
     if (run->config->layers > 0 || run->nlayers > 1) {
@@ -541,15 +603,35 @@ void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
                 continue;
             char s[16];
             fmt_db(s, sizeof s, pool.sqnr_db, pool.sqnr_status);
-            fprintf(out, "%-12s %-6s %-12s %9s %9.5f", "pooled",
-                    fp4_gemm_path_name((fp4_gemm_path)p), "", s, pool.eta);
-            if (run->config->layers > 0) /* the compounds, as the JSON has them: --layers only */
-                fprintf(out, "   (over %d layers: prod eta %.5f, exp(-sum delta) %.5f)",
-                        pool.compound_layers, pool.prod_eta, pool.exp_neg_sum_delta);
+            gemm_put_name(out, "pooled", nw, true);
+            fprintf(out, " %-*s %-*s %*s %*.5f", wp, fp4_gemm_path_name((fp4_gemm_path)p), wo, "",
+                    wn, s, wn, pool.eta);
+            if (run->config->layers > 0) /* the compounds, as the JSON has them: --layers only;
+                                          * under a width on a line of their own */
+                fprintf(out, "%s(over %d layers: prod eta %.5f, exp(-sum delta) %.5f)",
+                        gemm_cols > 0 ? "\n  " : "   ", pool.compound_layers, pool.prod_eta,
+                        pool.exp_neg_sum_delta);
             fputc('\n', out);
         }
     }
     gemm_verdict_table(out, run);
+}
+
+void fp4_report_gemm_table(FILE *out, const fp4_gemm_run *run)
+{
+    gemm_cols = fp4_term_width(out);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = gemm_cols > 0 ? open_memstream(&buf, &len) : NULL;
+    if (!mem) {
+        gemm_table_text(out, run);
+        gemm_cols = 0;
+        return;
+    }
+    gemm_table_text(mem, run); /* a line still too long (the compound note) wraps at spaces */
+    if (fclose(mem) == 0 && buf) fp4_term_write(out, buf, gemm_cols);
+    free(buf);
+    gemm_cols = 0;
 }
 
 fp4_status fp4_report_gemm(int argc, char **argv, const fp4_gemm_run *run)

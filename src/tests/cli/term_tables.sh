@@ -1,6 +1,7 @@
 #!/bin/sh
 # term_tables.sh — the tables of ls, audit, compare and gemm fit the width as the analyses' do
-# (SPEC §9 "Terminal output"): on a sharded Hugging Face checkpoint with long MoE names,
+# (SPEC §9 "Terminal output"): on a sharded Hugging Face checkpoint with long MoE names (and
+# gemm operands with Hugging Face layer names),
 # COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
 # number, and without a width the output is as it always was (names and shards in full).
 set -u
@@ -26,6 +27,12 @@ for i, s in enumerate(shards):
     wm.update({k: f for k in s})
 json.dump({"metadata": {"total_size": 0}, "weight_map": wm},
           open(os.path.join(d, "model.safetensors.index.json"), "w"))
+g = {}  # gemm operands of HF-named layers
+for l in range(2):
+    for mod, (m, k, n) in (("self_attn.q_proj", (16, 32, 32)), ("mlp.down_proj", (16, 64, 32))):
+        for op, shape in (("x", (m, k)), ("w", (n, k)), ("dy", (m, n))):
+            g[f"model.language_model.layers.{l}.{mod}.{op}"] = rng.standard_normal(shape).astype(np.float32)
+save_file(g, os.path.join(sys.argv[1], "g.safetensors"))
 PY
 fail=0
 H=$tmp/hf
@@ -59,4 +66,19 @@ if [ -d "$Q" ]; then
     fits "ls $Q" 80 "$tmp/ls"
     grep -q '^    note: modelopt, ' "$tmp/ls" || { echo "ls COLUMNS=80: no note line"; cat "$tmp/ls"; fail=1; }
 fi
+# gemm: the layer column as wide as the names (no width) or narrowed and elided (a width), the
+# compounds of --layers on their own line, the ranking's compact line
+G=$tmp/g.safetensors
+for c in 80 120; do
+    COLUMNS=$c LC_ALL=C.UTF-8 "$FP4DIAG" gemm "$G" --layers 2 -v -o "$tmp/g.json" 2>"$tmp/gemm" ||
+        { echo "gemm exited $?"; fail=1; }
+    fits gemm $c "$tmp/gemm"
+    [ "$(grep -v '^\[' "$tmp/gemm" | grep -c -e '…[01]…' -e '…[01]\.' -e 'layers\.[01]\.')" -eq 16 ] ||
+        { echo "gemm COLUMNS=$c: a layer number lost"; cat "$tmp/gemm"; fail=1; }
+done
+grep -q '^  (over 2 layers: prod eta' "$tmp/gemm" || { echo "gemm: no compound line"; cat "$tmp/gemm"; fail=1; }
+"$FP4DIAG" gemm "$G" -v -o "$tmp/g.json" 2>"$tmp/gemm"
+# no width: every row's path starts in the same column, after the longest name in full
+[ "$(grep -E '^model\.language_model\.layers\.[01]\.[a-z_.]+ +(fprop|dgrad|wgrad) ' "$tmp/gemm" |
+     awk '{print index($0, $2)}' | sort -u | wc -l)" -eq 1 ] || { echo "gemm, no width: rows out of line"; cat "$tmp/gemm"; fail=1; }
 exit $fail
