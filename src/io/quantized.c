@@ -550,6 +550,16 @@ static void decl_excludes(decl *d, const cJSON *arr, const char *key)
                 d->nexclude);
             return;
         }
+        if (!strncmp(it->valuestring, "re:", 3)) { /* refused here, not matched as nothing */
+            char why[120];
+            fp4_re *re = fp4_re_compile(it->valuestring + 3, why, sizeof why);
+            if (!re) {
+                say(d->bad, sizeof d->bad, "%s: %s[%d]: the expression is refused: %s", d->file,
+                    key, d->nexclude, why);
+                return;
+            }
+            fp4_re_free(re);
+        }
         if ((d->exclude[d->nexclude] = strdup(it->valuestring))) d->nexclude++;
     }
 }
@@ -689,10 +699,10 @@ static bool read_config_json(const char *dir, const char *root, decl *d)
 }
 
 /* Whether exclude pattern `pat` names module `mod` (exact, a glob, or compressed-tensors'
- * "re:" regular expression matched in full). */
+ * "re:" expression as Python's re.match: anchored at the start only, base/match.h). */
 static bool exclude_matches(const char *pat, const char *mod)
 {
-    if (!strncmp(pat, "re:", 3)) return fp4_regex_full(pat + 3, mod);
+    if (!strncmp(pat, "re:", 3)) return fp4_regex_match(pat + 3, mod);
     return !strcmp(pat, mod) || fnmatch(pat, mod, 0) == 0;
 }
 

@@ -95,7 +95,7 @@ bool fp4_recipe_exclude_matches(const char *pattern, const char *name)
     normalise(name, full, sizeof full);
     fp4_recipe_module(name, mod, sizeof mod);
     if (!strncmp(pattern, "re:", 3))
-        return fp4_regex_full(pattern + 3, mod) || fp4_regex_full(pattern + 3, full);
+        return fp4_regex_match(pattern + 3, mod) || fp4_regex_match(pattern + 3, full);
     return !strcmp(pattern, mod) || !strcmp(pattern, full) || fnmatch(pattern, mod, 0) == 0 ||
            fnmatch(pattern, full, 0) == 0;
 }

@@ -42,8 +42,9 @@ void fp4_recipe_module(const char *name, char *buf, size_t n);
 /* Whether the pattern of a checkpoint's exclude list (hf_quant_config.json exclude_modules,
  * config.json quantization_config.ignore / modules_to_not_convert) names tensor `name`: the
  * pattern is matched against the module path and the whole normalised name, exactly or as an
- * fnmatch glob, or, written "re:REGEX" (compressed-tensors), as a POSIX extended regular
- * expression matched in full. An invalid regex matches nothing. */
+ * fnmatch glob, or, written "re:REGEX" (compressed-tensors), when Python's re.match(REGEX,
+ * name) would match (anchored at the start of the name, not at its end: base/match.h). A
+ * REGEX base/match.h refuses matches nothing (io/quantized.c refuses such a list). */
 bool fp4_recipe_exclude_matches(const char *pattern, const char *name);
 
 #endif

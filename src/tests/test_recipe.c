@@ -172,7 +172,7 @@ static void test_checkpoint_exclude(void **state)
                                             "model.layers.11.mlp.down_proj.weight"));
     assert_true(fp4_recipe_exclude_matches("*self_attn*", "model.layers.0.self_attn.q_proj.weight"));
     assert_false(fp4_recipe_exclude_matches("*self_attn*", "model.layers.0.mlp.up_proj.weight"));
-    /* llm-compressor ignore: "re:" matched in full against the module */
+    /* llm-compressor ignore: "re:" as Python's re.match, against the module or the name */
     assert_true(fp4_recipe_exclude_matches("re:.*mlp.gate$", "model.layers.3.mlp.gate.weight"));
     assert_false(fp4_recipe_exclude_matches("re:.*mlp.gate$",
                                             "model.layers.3.mlp.gate_proj.weight"));
@@ -185,70 +185,137 @@ static void test_checkpoint_exclude(void **state)
     assert_true(fp4_recipe_exclude_matches("blocks.0.fc1", "/blocks/0/fc1/weight"));
 }
 
-/* "re:" patterns from a hostile config (base/match.h): a backreference (exponential matching in
- * glibc) and nested counted repetitions (compiled as that many copies) match nothing, at once;
- * before, each of these ran for minutes on a 200-character name. alarm() turns a hang into a
- * failure. Counted repetitions within the bound, and braces in brackets, still work. */
-static void test_exclude_regex_bounded(void **state)
+/* "re:" patterns (base/match.h) against the known answers of Python's re.match, written by
+ * scripts/make_re_table.py: every supported pattern answers as Python does on every name,
+ * every pattern Python refuses is refused, and every construct outside the subset
+ * (backreferences, lookaround, flags, ...) is refused with its reason. */
+#include "re_table.h"
+
+static void test_regex_python_table(void **state)
+{
+    (void)state;
+    int rows = 0, refused = 0;
+    for (size_t i = 0; i < sizeof re_table / sizeof *re_table; i++) {
+        const struct re_row *r = &re_table[i];
+        char why[160];
+        fp4_re *re = fp4_re_compile(r->pattern, why, sizeof why);
+        if (r->expected == 'E' || r->expected == 'R') {
+            if (re) fail_msg("row %zu: %s compiled, Python %s", i, r->pattern,
+                             r->expected == 'E' ? "refuses it" : "takes it, outside the subset");
+            assert_true(why[0] != '\0' && !strchr(why, '\n'));
+            refused++;
+            continue;
+        }
+        if (!re) fail_msg("row %zu: %s refused (%s)", i, r->pattern, why);
+        if (fp4_re_match(re, r->name, NULL) != (r->expected == '1'))
+            fail_msg("row %zu: %s on \"%s\": Python says %c", i, r->pattern, r->name, r->expected);
+        assert_int_equal(fp4_regex_match(r->pattern, r->name), r->expected == '1');
+        fp4_re_free(re);
+        rows++;
+    }
+    assert_true(rows > 5000 && refused > 50);
+}
+
+/* The reasons, one line each, name what is refused. */
+static void test_regex_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *re, *why;
+    } cases[] = {
+        {"(a)\\1", "backreference \\1 is not supported"},
+        {"(?P<n>a)(?P=n)", "backreference (?P=...) is not supported"},
+        {"a(?=b)", "lookahead (?=...) is not supported"},
+        {"(?<!a)b", "lookbehind (?<!...) is not supported"},
+        {"(?i)lm_head", "inline flags (?i...) are not supported"},
+        {"a++", "possessive quantifier is not supported"},
+        {"(", "missing ), unterminated subpattern"},
+        {"a)", "unbalanced parenthesis"},
+        {"[z-a]", "bad character range"},
+        {"*a", "nothing to repeat"},
+        {"a**", "multiple repeat"},
+        {"\\q", "bad escape \\q"},
+        {"((a{100}){100}){2}", "over 16384 instructions once its counted repetitions are "
+                               "written out"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char why[160];
+        assert_null(fp4_re_compile(cases[i].re, why, sizeof why));
+        assert_string_equal(why, cases[i].why);
+        assert_false(fp4_regex_match(cases[i].re, "a"));
+    }
+    char deep[200] = "", why[160];
+    for (int i = 0; i < 65; i++) strcat(deep, "(");
+    strcat(deep, "a");
+    for (int i = 0; i < 65; i++) strcat(deep, ")");
+    assert_null(fp4_re_compile(deep, why, sizeof why));
+    assert_string_equal(why, "groups nested deeper than 64");
+    char big[FP4_RE_MAX_BYTES + 2];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_null(fp4_re_compile(big, why, sizeof why));
+    assert_string_equal(why, "longer than 4096 bytes");
+    big[FP4_RE_MAX_BYTES] = '\0';
+    fp4_re *re = fp4_re_compile(big, why, sizeof why);
+    assert_non_null(re);
+    fp4_re_free(re);
+}
+
+/* Linear cost: patterns that take backtracking matchers exponential time (and glibc's regexec
+ * seconds) cost at most (instructions + 1) x (characters + 1) thread visits plus as many
+ * character tests here. No timing: the VM's own step count. */
+static void test_regex_linear(void **state)
 {
     (void)state;
     char name[1100];
     memset(name, 'a', 1000);
-    strcpy(name + 1000, ".weight");
-    alarm(60);
-    assert_false(fp4_recipe_exclude_matches("re:(a*)+(a*)+(a*)+\\3x", name));
-    assert_false(fp4_recipe_exclude_matches("re:(a*)*\\1", "aaaa.weight"));
-    assert_false(fp4_recipe_exclude_matches("re:((a{1,100}){1,100}){1,100}", name));
-    assert_false(fp4_recipe_exclude_matches("re:(((a{0,32767}){0,32767}))", name));
-    assert_false(fp4_recipe_exclude_matches("re:a{1,32767}a{1,32767}a{1,32767}", name));
-    assert_false(fp4_recipe_exclude_matches("re:a{5000,}", name));
-    assert_false(fp4_recipe_exclude_matches("re:(a*)+(a*)+(a*)+x", name)); /* no backref: fast */
-    assert_true(fp4_recipe_exclude_matches("re:a*", name));
-    alarm(0);
-    assert_false(fp4_regex_bounded("(a)\\1"));
-    assert_false(fp4_regex_bounded("(a{9}){9}"));          /* 81 copies */
-    assert_true(fp4_regex_bounded("(a{8}){8}"));           /* 64 */
-    assert_true(fp4_regex_bounded("[{]{0,1}x\\{99\\}"));  /* literal braces */
-    assert_true(fp4_regex_bounded("[[:digit:]{]{1,3}"));
-    assert_true(fp4_regex_bounded("a{63,}"));
-    assert_false(fp4_regex_bounded("a{64,}"));
-    /* {,n} is glibc's {0,n}: counted like the others (before, nested ones ran 25 s and took
-     * 2.5 GB on a 100-character name) */
-    assert_true(fp4_regex_bounded("a{,64}"));
-    assert_false(fp4_regex_bounded("(a{,8}){,9}"));
-    assert_false(fp4_regex_bounded("((a{,30}){,30}){,30}"));
-    /* what a counted repetition repeats is written out: 64 copies of a 700-byte group are
-     * refused (before: 5 s and 1.3 GB for one name), of a short one kept */
-    {
-        char re[1001] = "(";
-        for (int i = 0; i < 100; i++) strcat(re, "[a-z]*");
-        strcat(re, "){64}");
-        assert_false(fp4_regex_bounded(re));
-        assert_true(fp4_regex_bounded("([a-z]*){64}"));
-        assert_true(fp4_regex_bounded("([a-z]*[a-z]*){64}"));        /* 900 */
-        assert_false(fp4_regex_bounded("([a-z]*[a-z]*[a-z]*){64}")); /* 1284 */
-        assert_false(fp4_regex_bounded("(((((((((((((((((((x){2}){2}){2}){2}){2}){2}){2})))))))))))"));
-        memset(re, '(', 1000);
-        re[1000] = '\0';
-        assert_true(fp4_regex_bounded(re)); /* invalid (regcomp says so), but no overflow */
+    name[1000] = '\0';
+    static const char *const evil[] = {
+        "(a*)*b", "(a+)+b", "(a|aa)*b", "(a|a)*b", "((a*)*)*b", "(a*)+(a*)+(a*)+x",
+        "(.*){30}b", "(a?){30}a{30}b", "([a-z]*[a-z]*){64}b", "(x+x+)+y", "(\\w|\\d)*b",
+        "a{1000}b", "((a{,30}){,30}){,5}b",
+    };
+    for (size_t i = 0; i < sizeof evil / sizeof *evil; i++) {
+        char why[160];
+        fp4_re *re = fp4_re_compile(evil[i], why, sizeof why);
+        if (!re) fail_msg("%s: %s", evil[i], why);
+        uint64_t steps = 0;
+        assert_false(fp4_re_match(re, name, &steps));
+        const uint64_t bound = 2 * (uint64_t)(fp4_re_insns(re) + 1) * (1000 + 1);
+        if (steps == 0 || steps > bound)
+            fail_msg("%s: %llu steps, bound %llu", evil[i], (unsigned long long)steps,
+                     (unsigned long long)bound);
+        fp4_re_free(re);
     }
-    alarm(60);
-    assert_false(fp4_recipe_exclude_matches("re:((a{,30}){,30}){,30}", name));
-    alarm(0);
+    /* the literal start is checked first: a pattern that cannot start the name costs nothing */
+    fp4_re *re = fp4_re_compile("model\\.layers\\.(a*)*b", NULL, 0);
+    uint64_t steps = 1;
+    assert_false(fp4_re_match(re, name, &steps));
+    assert_int_equal(steps, 0);
+    fp4_re_free(re);
+}
+
+/* The exclude list's patterns are kept compiled (up to 131072 of them), then compiled per
+ * call: the same answers either way. */
+static void test_regex_kept(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 5000; i++) {
+        char re[32], yes[32];
+        snprintf(re, sizeof re, "x%d(_[0-9]+)?$", i);
+        snprintf(yes, sizeof yes, "x%d_7", i);
+        assert_true(fp4_regex_match(re, yes));
+        assert_true(fp4_regex_match(re, yes)); /* kept */
+        assert_false(fp4_regex_match(re, "x_7"));
+    }
+    /* re.match: anchored at the start, not at the end */
     assert_true(fp4_recipe_exclude_matches("re:model\\.layers\\.[0-9]{1,3}\\.mlp\\.gate",
                                            "model.layers.12.mlp.gate.weight"));
     assert_false(fp4_recipe_exclude_matches("re:model\\.layers\\.[0-9]{1,3}\\.mlp\\.gate",
                                             "model.layers.1234.mlp.gate.weight"));
-    assert_true(fp4_regex_full("x[}{]y", "x{y"));
-    /* compiled once and kept (4096 of them), then compiled per call: the same answers */
-    for (int i = 0; i < 5000; i++) {
-        char re[32], yes[32];
-        snprintf(re, sizeof re, "x%d(_[0-9]+)?", i);
-        snprintf(yes, sizeof yes, "x%d_7", i);
-        assert_true(fp4_regex_full(re, yes));
-        assert_true(fp4_regex_full(re, yes)); /* from the cache */
-        assert_false(fp4_regex_full(re, "x_7"));
-    }
+    assert_true(fp4_recipe_exclude_matches("re:model.layers.1", "model.layers.12.mlp.weight"));
+    assert_false(fp4_recipe_exclude_matches("re:layers.1", "model.layers.12.mlp.weight"));
+    assert_true(fp4_recipe_exclude_matches("re:.*layers.1", "model.layers.12.mlp.weight"));
 }
 
 int main(void)
@@ -257,7 +324,8 @@ int main(void)
         cmocka_unit_test(test_llama),           cmocka_unit_test(test_moe),
         cmocka_unit_test(test_gpt2),            cmocka_unit_test(test_t5_whisper),
         cmocka_unit_test(test_module_and_rules), cmocka_unit_test(test_checkpoint_exclude),
-        cmocka_unit_test(test_exclude_regex_bounded), cmocka_unit_test(test_optimizer_state),
+        cmocka_unit_test(test_regex_python_table), cmocka_unit_test(test_regex_refusals),
+        cmocka_unit_test(test_regex_linear), cmocka_unit_test(test_regex_kept), cmocka_unit_test(test_optimizer_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

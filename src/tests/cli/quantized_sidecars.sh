@@ -52,6 +52,30 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
 check "$tmp/many" config.json "ignore holds 65537 patterns, over the 65536 read"
 
+# "re:" patterns (SPEC §10): one outside the subset the matcher takes is refused naming the
+# file, the key and the construct (before: glibc regcomp, or nothing matched); one matches as
+# Python's re.match, from the start of the module name and not to its end ("...\.q" names
+# q_proj); 65536 of them within the bound are matched at once (glibc: ~10 s per tensor)
+mkdir "$tmp/re" && cp "$Q/ct_nvfp4/model.safetensors" "$tmp/re/" || exit 1
+python3 - "$Q/ct_nvfp4/config.json" "$tmp/re/config.json" <<'PY' || fail "cannot write config.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["quantization_config"]["ignore"] = ["lm_head", "re:.*(?=q_proj)"]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+check "$tmp/re" config.json "ignore\[1\]: the expression is refused: lookahead (?=...) is not supported"
+python3 - "$Q/ct_nvfp4/config.json" "$tmp/re/config.json" <<'PY' || fail "cannot write config.json"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["quantization_config"]["ignore"] = ["re:([a-z]+[0-9]*)*x%d$" % i for i in range(65535)] + \
+    ["re:model\\.layers\\.0\\.self_attn\\.q"]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+out=$(timeout 120 "$FP4DIAG" ls "$tmp/re") || fail "ls, 65536 re: patterns: exit $?"
+echo "$out" | grep -q 'q_proj.weight .*stored packed, but config.json ignore names re:model' ||
+    { echo "$out"; fail "re: not matched as re.match (a prefix of the module name)"; }
+echo "$out" | grep -q 'k_proj.weight .*stored packed' && { echo "$out"; fail "re: matched k_proj"; }
+
 # a key twice (cJSON finds the first, Python's json the last) at any depth; wrong types
 mkdir "$tmp/dup" && cp "$Q/modelopt_nvfp4/model.safetensors" "$tmp/dup/" || exit 1
 printf '{"quantization": {"quant_algo": "NVFP4"}, "quantization": {"quant_algo": "MXFP4"}}' \

@@ -51,7 +51,7 @@ mkdir -p "$tmp/mo" "$tmp/ct"
 ln -s "$PWD/$M" "$tmp/mo/model.safetensors"
 ln -s "$PWD/$M" "$tmp/ct/model.safetensors"
 printf '{"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.1.mlp.down_proj"]}}\n' >"$tmp/mo/hf_quant_config.json"
-printf '{"quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head", "re:.*layers\\\\.[01]\\\\.mlp\\\\.down_proj$"]}}\n' >"$tmp/ct/config.json"
+printf '{"quantization_config": {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head", "re:.*layers\\\\.[01]\\\\.mlp\\\\.down_proj$", "re:model\\\\.layers\\\\.3\\\\.mlp"]}}\n' >"$tmp/ct/config.json"
 run "$tmp/mo.json" "$tmp/mo/model.safetensors" --allow-external
 run "$tmp/ct.json" "$tmp/ct/model.safetensors" --allow-external
 py "$tmp/mo.json" "$tmp/ct.json" <<'PY' || fail=1
@@ -68,5 +68,10 @@ for n in (0, 1):
     assert sk[f"model.layers.{n}.mlp.down_proj.weight"] == \
         "kept in high precision by config.json ignore: re:.*layers\\.[01]\\.mlp\\.down_proj$", sk
 assert "model.layers.2.mlp.down_proj.weight" in set(t["name"] for t in ct["tensors"])
+# re.match: from the start of the module name, not to its end
+for m in ("gate", "up", "down"):
+    assert sk[f"model.layers.3.mlp.{m}_proj.weight"] == \
+        "kept in high precision by config.json ignore: re:model\\.layers\\.3\\.mlp", sk
+assert "model.layers.3.self_attn.q_proj.weight" in set(t["name"] for t in ct["tensors"])
 PY
 exit $fail
