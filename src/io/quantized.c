@@ -19,6 +19,7 @@
 #include <cJSON.h>
 
 #include "base/match.h"
+#include "io/pario.h"
 #include "io/quantized.h"
 #include "io/st_parse.h"
 #include "io/widen_f8.h"
@@ -1241,6 +1242,66 @@ fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsumma
     return FP4_OK;
 }
 
+/* The summary's byte counts in pieces (io/pario.h): piece k < ncode counts code bytes, the
+ * others block-scale bytes, each into its own 256 counters (count + 256 k); the sums over the
+ * pieces are the same integers whatever thread counted which piece. Flat code bytes and flat
+ * scales are cut into byte ranges, ggml's blocks into block ranges, swizzled scales into row
+ * ranges (their padding never read). */
+enum { QSUM_PIECE = 1 << 20 }; /* bytes (about) per piece */
+typedef struct qsum_job {
+    const fp4_qtensor *q;
+    const uint8_t *pb, *sb;
+    int64_t ncode, code_units, code_step; /* pieces, units (bytes or ggml blocks), per piece */
+    int64_t scale_units, scale_step;      /* bytes (flat) or rows (other layouts) */
+    int64_t *count;                       /* (pieces) x 256 */
+} qsum_job;
+
+/* c[b] += occurrences of byte b in p[0..n): four interleaved counters (repeated bytes do not
+ * serialise on one counter), n < 2^32. */
+static void count_bytes(const uint8_t *p, int64_t n, int64_t *c)
+{
+    uint32_t h[4][256];
+    memset(h, 0, sizeof h);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        h[0][p[i]]++;
+        h[1][p[i + 1]]++;
+        h[2][p[i + 2]]++;
+        h[3][p[i + 3]]++;
+    }
+    for (; i < n; i++) h[0][p[i]]++;
+    for (int v = 0; v < 256; v++) c[v] += (int64_t)h[0][v] + h[1][v] + h[2][v] + h[3][v];
+}
+
+static void qsum_piece(void *ctx, int64_t k)
+{
+    const qsum_job *j = ctx;
+    const fp4_qtensor *q = j->q;
+    int64_t *c = j->count + 256 * k;
+    const bool nv = q->format == FP4_QF_NVFP4;
+    if (k < j->ncode) {
+        const int64_t u0 = k * j->code_step;
+        const int64_t u1 = u0 + j->code_step < j->code_units ? u0 + j->code_step : j->code_units;
+        if (q->scale_layout != FP4_QS_GGUF) {
+            count_bytes(j->pb + u0, u1 - u0, c);
+        } else { /* ggml blocks: MXFP4 e + qs[16] (17 bytes), NVFP4 d[4] + qs[32] (36) */
+            const int64_t bytes = nv ? 36 : 17, head = nv ? 4 : 1;
+            for (int64_t g = u0; g < u1; g++)
+                for (int64_t i = head; i < bytes; i++) c[j->pb[g * bytes + i]]++;
+        }
+        return;
+    }
+    const int64_t u0 = (k - j->ncode) * j->scale_step;
+    const int64_t u1 = u0 + j->scale_step < j->scale_units ? u0 + j->scale_step : j->scale_units;
+    if (q->scale_layout == FP4_QS_FLAT) {
+        count_bytes(j->sb + u0, u1 - u0, c);
+    } else { /* swizzled (padding left out) or inside ggml's blocks */
+        const int64_t nb = q->dims[q->rank - 1] / q->block;
+        for (int64_t r = u0; r < u1; r++)
+            for (int64_t b = 0; b < nb; b++) c[j->sb[fp4_quant_scale_index(q, r, b)]]++;
+    }
+}
+
 void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
                                float global, fp4_qsummary *out)
 {
@@ -1252,22 +1313,36 @@ void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const ui
     out->tensor_scale = q->global ? (double)global : NAN;
     out->scale_min = out->scale_max = NAN;
     const bool nv = q->format == FP4_QF_NVFP4, gguf = q->scale_layout == FP4_QS_GGUF;
-    const int64_t K = q->dims[q->rank - 1], nb = K / q->block, nblocks = q->rows * nb;
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
     /* Both from byte counts: every nibble of the code bytes is one element's code (flat
      * pairs, gpt-oss blocks, ggml's qs[]), and a block scale depends on its byte alone. */
+    qsum_job j = {.q = q, .pb = pb, .sb = sb};
+    const int64_t gbytes = nv ? 36 : 17; /* one ggml block */
+    j.code_units = gguf ? q->rows * (K / (nv ? 64 : 32)) : q->rows * (K / 2);
+    j.code_step = gguf ? QSUM_PIECE / gbytes : QSUM_PIECE;
+    j.scale_units = q->scale_layout == FP4_QS_FLAT ? q->rows * nb : q->rows;
+    j.scale_step = q->scale_layout == FP4_QS_FLAT ? QSUM_PIECE
+                   : nb > 0 && nb < QSUM_PIECE ? QSUM_PIECE / nb : 1;
+    j.ncode = (j.code_units + j.code_step - 1) / j.code_step;
+    const int64_t npieces = j.ncode + (j.scale_units + j.scale_step - 1) / j.scale_step;
+    const int64_t bytes = gguf ? j.code_units * gbytes : j.code_units + q->rows * nb;
     int64_t cb[256] = {0}, sc[256] = {0};
-    if (!gguf) {
-        for (int64_t i = 0; i < q->rows * (K / 2); i++) cb[pb[i]]++;
-    } else { /* ggml blocks: MXFP4 e + qs[16] (17 bytes), NVFP4 d[4] + qs[32] (36) */
-        const int64_t bytes = nv ? 36 : 17, head = nv ? 4 : 1, n = q->rows * (K / (nv ? 64 : 32));
-        for (int64_t g = 0; g < n; g++)
-            for (int64_t i = head; i < bytes; i++) cb[pb[g * bytes + i]]++;
-    }
-    if (q->scale_layout == FP4_QS_FLAT) {
-        for (int64_t i = 0; i < nblocks; i++) sc[sb[i]]++;
-    } else { /* swizzled (padding left out) or inside ggml's blocks */
-        for (int64_t r = 0; r < q->rows; r++)
-            for (int64_t b = 0; b < nb; b++) sc[sb[fp4_quant_scale_index(q, r, b)]]++;
+    j.count = npieces > 0 ? calloc((size_t)npieces * 256, sizeof *j.count) : NULL;
+    if (j.count) {
+        fp4_pario_for(qsum_piece, &j, npieces, fp4_pario_threads(bytes));
+        for (int64_t k = 0; k < npieces; k++)
+            for (int v = 0; v < 256; v++) (k < j.ncode ? cb : sc)[v] += j.count[256 * k + v];
+        free(j.count);
+    } else { /* out of memory (or nothing to count): one piece of each on this thread */
+        int64_t two[512] = {0};
+        j.count = two;
+        j.code_step = j.code_units > 0 ? j.code_units : 1;
+        j.ncode = 1;
+        j.scale_step = j.scale_units > 0 ? j.scale_units : 1;
+        qsum_piece(&j, 0);
+        qsum_piece(&j, 1);
+        memcpy(cb, two, sizeof cb);
+        memcpy(sc, two + 256, sizeof sc);
     }
     for (int v = 0; v < 256; v++) {
         out->histogram[v & 15] += cb[v];

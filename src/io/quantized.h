@@ -164,7 +164,9 @@ fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsumma
 
 /* The same from q's bytes as fp4_quant_bytes gives them (packed codes, block scales as
  * stored, the per-tensor scale; global is the per-tensor scale applied, reported only when
- * q->global names one). No error: the caller checked the sizes. */
+ * q->global names one). The bytes are counted in pieces of about 1 MiB on up to
+ * fp4_pario_threads threads (io/pario.h; the calling thread alone below 2 MiB): the counts
+ * are integers, the same whatever the threads. No error: the caller checked the sizes. */
 void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *packed,
                                const uint8_t *scales, float global, fp4_qsummary *out);
 

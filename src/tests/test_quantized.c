@@ -5,6 +5,7 @@
 
 #include "testutil.h"
 
+#include "io/pario.h"
 #include "io/quantized.h"
 #include "io/source.h"
 
@@ -207,6 +208,103 @@ static void test_swizzled_scales(void **state)
     /* a row range reads the same rows */
     fp4_quant_decode(&sw, packed, swz, 0.001f, 129, 1, b);
     assert_memory_equal(a + 129 * K, b, K * sizeof(float));
+}
+
+/* The summary of a tensor large enough to be counted in several pieces on the pario pool
+ * (io/pario.h; 2 MB and more) equals the element-by-element count (fp4_quant_code, the block
+ * scales through fp4_quant_scale_index): NVFP4 flat and its swizzled twin, GGUF MXFP4 and
+ * NVFP4 blocks (codes and scales in one buffer), pseudo-random bytes, every byte value. */
+static void check_summary_naive(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
+                                float global)
+{
+    fp4_qsummary a;
+    fp4_quant_summarize_bytes(q, pb, sb, global, &a);
+    const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
+    int64_t hist[16] = {0}, zero = 0, nonfinite = 0, nan_bytes = 0, ff = 0;
+    double lo = NAN, hi = NAN;
+    for (int64_t r = 0; r < q->rows; r++) {
+        for (int64_t k = 0; k < K; k++) hist[fp4_quant_code(q, pb, r, k)]++;
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t byte = sb[fp4_quant_scale_index(q, r, b)];
+            const float v = fp4_quant_block_scale(q, byte, global);
+            if (q->format == FP4_QF_NVFP4 && q->producer != FP4_QP_GGUF && (byte & 0x7F) == 0x7F)
+                nan_bytes++;
+            if (q->format == FP4_QF_MXFP4 && byte == 0xFF) ff++;
+            if (!isfinite(v)) nonfinite++;
+            else if (v == 0.0f) zero++;
+            else {
+                if (!(v >= lo)) lo = v;
+                if (!(v <= hi)) hi = v;
+            }
+        }
+    }
+    for (int c = 0; c < 16; c++) assert_int_equal(a.histogram[c], hist[c]);
+    assert_int_equal(a.scale_bytes, q->rows * nb);
+    assert_int_equal(a.scale_zero, zero);
+    assert_int_equal(a.scale_nonfinite, nonfinite);
+    assert_int_equal(a.e4m3_nan, nan_bytes);
+    assert_int_equal(a.e8m0_ff, ff);
+    assert_true(a.scale_min == lo && a.scale_max == hi);
+}
+
+static void test_summary_pieces(void **state)
+{
+    (void)state;
+    enum { R = 2100, K = 2048, C = K / 16, RP = 2176 };
+    fp4_pario_set_threads(4);
+    uint32_t x = 12345u;
+    fp4_qtensor flat, sw, gm, gn;
+    memset(&flat, 0, sizeof flat);
+    flat.format = FP4_QF_NVFP4;
+    flat.producer = FP4_QP_MODELOPT;
+    flat.block = 16;
+    flat.rank = 2;
+    flat.dims[0] = R;
+    flat.dims[1] = K;
+    flat.rows = R;
+    flat.scale_cols = C;
+    flat.global = "w.weight_scale_2";
+    sw = flat;
+    sw.scale_layout = FP4_QS_SWIZZLED;
+    uint8_t *packed = malloc((size_t)R * K / 2), *sflat = malloc((size_t)R * C);
+    uint8_t *swz = malloc((size_t)RP * C);
+    assert_non_null(packed);
+    assert_non_null(sflat);
+    assert_non_null(swz);
+    for (int64_t i = 0; i < (int64_t)R * K / 2; i++) packed[i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+    for (int64_t i = 0; i < (int64_t)R * C; i++) sflat[i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+    memset(swz, 0x7F, (size_t)RP * C); /* the padding: never counted */
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) swz[fp4_quant_scale_index(&sw, r, c)] = sflat[r * C + c];
+    check_summary_naive(&flat, packed, sflat, 0.001f);
+    check_summary_naive(&sw, packed, swz, 0.001f);
+    /* GGUF: MXFP4 17-byte blocks of 32, NVFP4 36-byte blocks of 64 (4 sub-block scales) */
+    memset(&gm, 0, sizeof gm);
+    gm.format = FP4_QF_MXFP4;
+    gm.producer = FP4_QP_GGUF;
+    gm.scale_layout = FP4_QS_GGUF;
+    gm.block = 32;
+    gm.rank = 2;
+    gm.dims[0] = R;
+    gm.dims[1] = K;
+    gm.rows = R;
+    gm.scale_cols = K / 32;
+    gn = gm;
+    gn.format = FP4_QF_NVFP4;
+    gn.block = 16;
+    gn.scale_cols = K / 16;
+    const size_t gbytes = (size_t)R * (K / 32) * 17 > (size_t)R * (K / 64) * 36
+                              ? (size_t)R * (K / 32) * 17 : (size_t)R * (K / 64) * 36;
+    uint8_t *g = malloc(gbytes);
+    assert_non_null(g);
+    for (size_t i = 0; i < gbytes; i++) g[i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+    check_summary_naive(&gm, g, g, 1.0f);
+    check_summary_naive(&gn, g, g, 0.5f);
+    free(g);
+    free(packed);
+    free(sflat);
+    free(swz);
+    fp4_pario_set_threads(1);
 }
 
 /* fp4_quant_summarize_bytes: a swizzled tensor summarises as its flat twin (the padding,
@@ -521,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_ct_zero_block),
         cmocka_unit_test(test_swizzled_scales),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_summary_pieces),
         cmocka_unit_test(test_fixture_modelopt),
         cmocka_unit_test(test_fixture_producers),
         cmocka_unit_test(test_fixture_ct),
