@@ -1300,6 +1300,90 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
           out);
 }
 
+/* The already-quantized tensors (SPEC §10), one row each under a heading: format, producer,
+ * the share of elements at code +-0 and at +-6 (the grid's top), the decoded block scales'
+ * smallest and largest (finite, non-zero), how many decode to 0 and to inf/NaN, and the
+ * per-tensor scale as stored. Under a width the rows do not fit, the producer column goes
+ * (the heading names the producers). The first FP4_TABLE_TOP_TENSORS rows unless -v. */
+static void quant_rows(FILE *out, const fp4_run *run, int count, bool quant_only)
+{
+    char prod[96] = "";
+    int nw = NAME_COLS_MIN, nprod = 0;
+    for (int i = 0; i < run->nskipped; i++) {
+        const fp4_tensor_skip *x = &run->skipped[i];
+        if (skip_class(x->reason) != 0) continue;
+        char *shown = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        int c = text_columns(shown ? shown : x->info.name);
+        free(shown);
+        if (c > nw) nw = c < NAME_COLS_MAX ? c : NAME_COLS_MAX;
+        if (x->quant && !strstr(prod, x->quant->producer) &&
+            strlen(prod) + strlen(x->quant->producer) + 3 < sizeof prod) {
+            if (nprod++) strcat(prod, ", ");
+            strcat(prod, x->quant->producer);
+        }
+    }
+    /* columns besides the name: full 83 (format 6, producer 18, shares 6, scales 10, counts
+     * 9, tensor scale 10), compact 56 (no producer; 5, 5, 9, 7, 9 and fewer digits) */
+    enum { FULL = 83, COMPACT = 56 };
+    const bool compact = table_cols > 0 && table_cols - FULL < nw;
+    const int w = fit_name(nw, compact ? COMPACT : FULL);
+    const int fw = compact ? 5 : 6, pw = compact ? 5 : 6, sw = compact ? 9 : 10,
+              bw = compact ? 7 : 9, tw = compact ? 9 : 10;
+    const char *pf = compact ? "%.1f" : "%.2f", *gf = compact ? "%.3g" : "%.4g";
+    char *file = run->file ? fp4_text_escape(run->file, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL)
+                           : NULL;
+    fprintf(out, "already quantized: %d tensor%s%s%s (not analysed, not pooled; %s; 'fp4diag "
+                 "audit SOURCE %s' measures these against their source):\n",
+            count, count == 1 ? "" : "s", nprod ? " by " : "", prod,
+            quant_only ? "no tensor in high precision selected: no verdict"
+                       : "the verdict covers the tensors in high precision only",
+            file ? file : "QUANTIZED");
+    free(file);
+    put_name(out, "tensor", w);
+    fprintf(out, " %-*s", fw, compact ? "fmt" : "format");
+    if (!compact) fprintf(out, " %-18s", "producer");
+    fprintf(out, " %*s %*s %*s %*s %*s %*s\n", pw, "zero%", pw, "max%", sw, "scale_min", sw,
+            "scale_max", bw, compact ? "s0/nf" : "s0/nonfin", tw, "tensor_sc");
+    const int most = run->config && run->config->verbosity > 0 ? count : FP4_TABLE_TOP_TENSORS;
+    int shown = 0;
+    for (int i = 0; i < run->nskipped && shown < most; i++) {
+        const fp4_tensor_skip *x = &run->skipped[i];
+        if (skip_class(x->reason) != 0) continue;
+        const fp4_qsummary *q = x->quant;
+        put_name(out, x->info.name, w);
+        shown++;
+        if (!q) { /* a report without the summary (not one of ours) */
+            fprintf(out, " -\n");
+            continue;
+        }
+        int64_t n = 0;
+        for (int c = 0; c < 16; c++) n += q->histogram[c];
+        char zero[16] = "-", top[16] = "-", lo[16] = "-", hi[16] = "-", bad[48], ts[16] = "-";
+        if (n > 0) {
+            snprintf(zero, sizeof zero, pf,
+                     100.0 * (double)(q->histogram[0] + q->histogram[8]) / (double)n);
+            snprintf(top, sizeof top, pf,
+                     100.0 * (double)(q->histogram[7] + q->histogram[15]) / (double)n);
+        }
+        if (isfinite(q->scale_min)) snprintf(lo, sizeof lo, gf, q->scale_min);
+        if (isfinite(q->scale_max)) snprintf(hi, sizeof hi, gf, q->scale_max);
+        snprintf(bad, sizeof bad, "%lld/%lld", (long long)q->scale_zero,
+                 (long long)q->scale_nonfinite);
+        if (!isnan(q->tensor_scale)) snprintf(ts, sizeof ts, gf, q->tensor_scale);
+        fprintf(out, " %-*s", fw, q->format);
+        if (!compact) fprintf(out, " %-18s", q->producer);
+        fprintf(out, " %*s %*s %*s %*s %*s %*s\n", pw, zero, pw, top, sw, lo, sw, hi, bw, bad,
+                tw, ts);
+    }
+    if (shown < count)
+        fprintf(out, "(%d of %d already-quantized tensors, in the model's order; -v shows all, "
+                     "the JSON holds all)\n", shown, count);
+    fprintf(out, "zero%%, max%%: elements at code +-0 and at +-6 (the grid's top); scale_min, "
+                 "scale_max: decoded block scales, finite and non-zero; %s: block scales "
+                 "decoding to 0 and to inf/NaN; tensor_sc: the per-tensor scale as stored "
+                 "(SPEC 10)\n", compact ? "s0/nf" : "s0/nonfin");
+}
+
 static void table_text(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
@@ -1395,7 +1479,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
                 FP4_TABLE_TOP_TENSORS, run->ntensors, run->ntensors);
     else verdict_table(out, run, nw, false);
     free(top);
-    /* already-quantized tensors (io/quantized.h) on a line of their own: no option analyses
+    /* already-quantized tensors (io/quantized.h), one row each (quant_rows): no option analyses
      * them; then the weights recipes keep in high precision (run/recipe.h: --all-weights
      * analyses them); then the rest */
     int nclass[3] = {0, 0, 0};
@@ -1404,6 +1488,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         int c = skip_class(run->skipped[i].reason);
         nclass[c]++;
         if (c == 1 && run->skipped[i].info.nelems > 0) kept_elems += run->skipped[i].info.nelems;
+        if (c == 0 && run->skipped[i].info.nelems > 0) all_elems += run->skipped[i].info.nelems;
     }
     for (int i = 0; i < run->ntensors; i++)
         if (run->tensors[i].info.nelems > 0) all_elems += run->tensors[i].info.nelems;
@@ -1411,10 +1496,11 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
     for (int pass = 0; pass < 3; pass++) {
         int count = nclass[pass], shown = 0, most = pass == 1 ? 6 : 4;
         if (count == 0) continue;
-        if (pass == 0)
-            fprintf(out, "already quantized: %d tensor%s (not analysed, not pooled):", count,
-                    count == 1 ? "" : "s");
-        else if (pass == 1)
+        if (pass == 0) {
+            quant_rows(out, run, count, quant_only);
+            continue;
+        }
+        if (pass == 1)
             fprintf(out, "kept in high precision by recipe: %d tensor%s, %.1f%% of the "
                     "elements (not analysed, not pooled):", count, count == 1 ? "" : "s",
                     all_elems > 0 ? 100.0 * (double)kept_elems / (double)all_elems : 0.0);
@@ -1425,15 +1511,11 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
             const fp4_tensor_skip *x = &run->skipped[i];
             if (skip_class(x->reason) != pass) continue;
             char *nm = fp4_text_escape(x->info.name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
-            /* "already quantized (NVFP4, modelopt): ..." shows as [NVFP4, modelopt];
-             * "kept in high precision by recipe: embedding (*embed*)" as [embedding
+            /* "kept in high precision by recipe: embedding (*embed*)" shows as [embedding
              * (*embed*)], "... by config.json ignore: lm_head" as [config.json ignore:
              * lm_head] */
             char fmt[160] = "";
-            if (pass == 0) {
-                const char *l = strchr(x->reason, '('), *r = l ? strchr(l, ')') : NULL;
-                if (l && r) snprintf(fmt, sizeof fmt, "%.*s", (int)(r - l - 1), l + 1);
-            } else if (pass == 1) {
+            if (pass == 1) {
                 const char *by = x->reason + sizeof kept_pfx - 1;
                 if (!strncmp(by, "recipe: ", 8)) by += 8;
                 snprintf(fmt, sizeof fmt, "%s", by);
@@ -1446,19 +1528,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
             free(why);
             shown++;
         }
-        if (pass == 0) {
-            char *file = run->file ? fp4_text_escape(run->file, FP4_ESC_CONTROL | FP4_ESC_UTF8,
-                                                     NULL)
-                                   : NULL;
-            fprintf(out,
-                    "%s; %s ('fp4diag audit SOURCE %s' measures these against their "
-                    "source)\n",
-                    count > 4 ? ", ..." : "",
-                    quant_only ? "no tensor in high precision selected: no verdict"
-                               : "the verdict covers the tensors in high precision only",
-                    file ? file : "QUANTIZED");
-            free(file);
-        } else if (pass == 1)
+        if (pass == 1)
             fprintf(out, "%s; --all-weights analyses them\n", count > most ? ", ..." : "");
         else
             fprintf(out, "%s; --all-tensors or an exact name analyses them\n",

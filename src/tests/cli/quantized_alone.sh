@@ -26,7 +26,7 @@ while IFS='|' read -r input sel names what; do
         "$FP4DIAG" $cmd "$input" $sel -v -o "$tmp/r.json" 2>"$tmp/err"
         rc=$?
         [ "$rc" -eq 0 ] || fail "$cmd $input $sel: exit $rc, expected 0"
-        grep -q "^already quantized: .*; no tensor in high precision selected: no verdict ('fp4diag audit SOURCE " "$tmp/err" \
+        grep -q "^already quantized: .*; no tensor in high precision selected: no verdict; 'fp4diag audit SOURCE " "$tmp/err" \
             || fail "$cmd $input: table line"
         grep -q '(pooled)' "$tmp/err" && fail "$cmd $input: empty pooled rows in the table"
         python3 - "$tmp/r.json" "$names" "$what" <<'PY' || fail "$cmd $input report"
