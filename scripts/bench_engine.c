@@ -75,6 +75,8 @@ static void hash_metrics(const fp4_metrics *m)
         hb(&m->hist_blocks, 8);
         hb(m->scale_hist, sizeof m->scale_hist);
         hb(m->amax_hist, sizeof m->amax_hist);
+        hb(m->rerr_hist, sizeof m->rerr_hist);
+        hb(&m->fos_blocks, 8); hb(&m->fos_blocks4, 8); hb(&m->fos_err2, 8);
     }
 }
 

@@ -268,6 +268,9 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         if (!(kern->row && kern->row_stats))
             fp4_row_stats_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
                                   pr);
+        if (fp4_fos_applies(&p->cfg)) /* Four over Six (SPEC §5.1) */
+            fp4_row_fos_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
+                                pr);
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
@@ -288,9 +291,13 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     /* the recipe statistics (SPEC §5.1) of the reference path: one pass that every variant
      * shares; its scratch is the last GRP * B floats of scratch (fp4_qplan_scratch_floats) */
     float *SW = scratch + fp4_qplan_scratch_floats(p) - (int64_t)GRP * B;
-    for (int r = 0; !grouped && r < nr; r++)
+    for (int r = 0; !grouped && r < nr; r++) {
         fp4_row_stats(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL,
                       (uint64_t)(grow + r) * (uint64_t)P, SW, partials + (int64_t)r * nchunk);
+        if (fp4_fos_applies(&p->cfg))
+            fp4_row_fos(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL, SW,
+                        partials + (int64_t)r * nchunk);
+    }
 }
 
 /* Max |x| over the finite values of x[0..n) as fp32 bits, folded into a (bits of a finite

@@ -41,6 +41,7 @@ typedef struct fp4_qplan {
     int block, nblk, nchunk, unit_rows;       /* per row; unit_rows 16 with weight_2d, else 1 */
     float tensor_amax;
     float nv_sdec, nv_m; /* nvfp4: S_dec and m = S_enc * (1 / g_max) */
+    float nv_m4;         /* nvfp4: S_enc * 0.25, Four over Six's scale-to-4 m (SPEC §5.1) */
     float ts;            /* tensor: amax_t / g_max */
 } fp4_qplan;
 

@@ -31,6 +31,7 @@ fp4_status fp4_qplan_make(const fp4_qconfig *cfg, float tensor_amax, int64_t row
     senc = fp4c_minf(senc, FP4C_FLT_MAX);
     p->nv_sdec = 1.0f / senc;
     p->nv_m = senc * p->grid.inv_gmax;
+    p->nv_m4 = senc * 0.25f; /* exact: a power of two */
     p->ts = tensor_amax / gmax;
     return FP4_OK;
 }

@@ -284,3 +284,152 @@ void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint6
                     rowidx + (uint64_t)((int64_t)k0 * B), w, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
     }
 }
+
+/* ---- Four over Six (SPEC §5.1) --------------------------------------------------------------
+ * Per finite block with counted entries (nvfp4 + e2m1 + RTNE: fp4_fos_applies), the error of
+ * the config's x̂ (the block's amax scaled to 6: block_params) and of the same block scaled to
+ * 4 instead: the E4M3 byte of min(amax_s · (S_enc · 0.25), 448) under the same tensor scale
+ * (block_params with nv_m4 for nv_m), then the same RTNE on the e2m1 grid (values up to 6 can
+ * still occur where the byte rounded down). Both errors Σ(x̂ − x)² over the block's counted
+ * entries, fp64 from +0.0 in element order (lanes as stats_rtne_body: a lane adds +0.0 for an
+ * entry it does not count). */
+typedef struct fos_lanes {
+    float mul[2][GRP], dv[2][GRP], d1[2][GRP], d2[2][GRP]; /* [0]: scale to 6, [1]: to 4 */
+    int32_t cnt[GRP];
+} fos_lanes;
+
+static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *T,
+                                               const fos_lanes *ln, double *e6, double *e4)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    v8f st[7], md[7];
+    for (int i = 0; i < 7; i++) {
+        const float s = g->q[i + 1] - g->q[i], m = g->mid[i];
+        st[i] = (v8f){s, s, s, s, s, s, s, s};
+        md[i] = (v8f){m, m, m, m, m, m, m, m};
+    }
+    const float gmax = g->gmax;
+    const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
+    v8f vmul[2], vdv[2], vd1[2], vd2[2];
+    v8i vcnt;
+    for (int k = 0; k < 2; k++) {
+        memcpy(&vmul[k], ln->mul[k], sizeof vmul[k]);
+        memcpy(&vdv[k], ln->dv[k], sizeof vdv[k]);
+        memcpy(&vd1[k], ln->d1[k], sizeof vd1[k]);
+        memcpy(&vd2[k], ln->d2[k], sizeof vd2[k]);
+    }
+    memcpy(&vcnt, ln->cnt, sizeof vcnt);
+    const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
+    v8d se[2] = {{0}, {0}};
+    for (int j = 0; j < B; j++) {
+        v8f x;
+        memcpy(&x, T + (int64_t)j * GRP, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8i c = vcnt > j;
+        const v8l c64 = __builtin_convertvector(c, v8l);
+        const v8d dx = __builtin_convertvector(x, v8d);
+        for (int k = 0; k < 2; k++) {
+            const v8f t = (ax * vmul[k]) / vdv[k];
+            const v8i lt = t < gm;
+            const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
+            const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+                      p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+            const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                          vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                          vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
+                          vf_bits((v8i)st[6] & p6);
+            const v8f aq = vf_bits((v8i)((q * vd1[k]) * vd2[k]) & absm);
+            const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
+            const v8d d = __builtin_convertvector(xq, v8d) - dx;
+            se[k] += vd_and(d * d, c64);
+        }
+    }
+    memcpy(e6, &se[0], sizeof se[0]);
+    memcpy(e4, &se[1], sizeof se[1]);
+    return 0;
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos_rtne,
+                 (const fp4_qplan *p, const float *T, const fos_lanes *ln, double *e6,
+                  double *e4),
+                 (p, T, ln, e6, e4))
+
+/* One group: nb <= GRP blocks transposed in T (lanes past nb zeros), each block's amax am[b]
+ * over finite values and non-finite flag bad[b], jnv[b] counted entries, the tile amax per
+ * block with weight_2d (else NULL); the blocks' choices into the chunk partial m in block
+ * order. */
+static void fos_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
+                      int nb, const int *jnv, const float *tile, fp4_metrics *m)
+{
+    fos_lanes ln;
+    for (int b = 0; b < GRP; b++) {
+        blk_par bp[2];
+        const int ok = b < nb && !bad[b] && jnv[b] > 0;
+        if (ok) {
+            const float amax_s = p->cfg.weight_2d ? tile[b] : am[b];
+            block_params(p, am[b], amax_s, &bp[0]);
+            bp[1] = fp4c_block_params((int)p->cfg.scale, &p->grid, p->ts, p->nv_m4,
+                                      p->nv_sdec, p->cfg.mx_rule == FP4_MX_RCEIL, am[b],
+                                      amax_s);
+        }
+        for (int k = 0; k < 2; k++) {
+            ln.mul[k][b] = ok ? bp[k].mul : 0.0f;
+            ln.dv[k][b] = ok ? bp[k].div : 1.0f;
+            ln.d1[k][b] = ok ? bp[k].dec1 : 0.0f;
+            ln.d2[k][b] = ok ? bp[k].dec2 : 1.0f;
+        }
+        ln.cnt[b] = ok ? jnv[b] : 0;
+    }
+    double e6[GRP], e4[GRP];
+    fos_rtne(p, T, &ln, e6, e4);
+    double te = m->fos_err2;
+    uint64_t n = 0, n4 = 0;
+    for (int b = 0; b < GRP; b++) {
+        if (ln.cnt[b] <= 0) continue;
+        const int four = e4[b] < e6[b];
+        n++;
+        n4 += (uint64_t)four;
+        te += four ? e4[b] : e6[b];
+    }
+    m->fos_err2 = te;
+    m->fos_blocks += n;
+    m->fos_blocks4 += n4;
+}
+
+void fp4_row_fos_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
+                         const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr)
+{
+    const int nblk = p->nblk;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        int jnv[GRP];
+        float amb[GRP];
+        int32_t akb[GRP], badb[GRP];
+        const grp_in gi = group_at(p, v, row, k0, nb, load, Tb, W, amb, akb, badb, jnv);
+        fos_group(p, gi.T, gi.am, gi.bad, nb, jnv, tamax ? tamax + k0 : NULL,
+                  &pr[k0 / FP4_CHUNK_BLOCKS]);
+    }
+}
+
+void fp4_row_fos(const fp4_qplan *p, const float *v, const float *tamax, float *w,
+                 fp4_metrics *pr)
+{
+    const int B = p->block, nblk = p->nblk;
+    for (int k0 = 0; k0 < nblk; k0 += GRP) {
+        const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
+        int jn[GRP];
+        float am[GRP];
+        int32_t bad[GRP];
+        for (int b = 0; b < GRP; b++) {
+            const int64_t c = b < nb ? p->counted_len - (int64_t)(k0 + b) * B : 0;
+            jn[b] = (int)(c > B ? B : (c < 0 ? 0 : c));
+            int a = 0, nf = 0;
+            am[b] = b < nb ? fp4_block_amax(v + (int64_t)(k0 + b) * B, B, &a, &nf) : 0.0f;
+            bad[b] = b < nb ? nf : 0;
+        }
+        for (int j = 0; j < B; j++) /* lanes past nb: zeros */
+            for (int b = 0; b < GRP; b++)
+                w[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)(k0 + b) * B + j] : 0.0f;
+        fos_group(p, w, am, bad, nb, jn, tamax ? tamax + k0 : NULL, &pr[k0 / FP4_CHUNK_BLOCKS]);
+    }
+}

@@ -109,6 +109,16 @@ typedef struct fp4_metrics {
     double sqnr_na_db;       /* 10 log10(sum_x2_na / sum_err2_na); status as sqnr_db */
     fp4_sqnr_status sqnr_na_status;
     int stats_ok;            /* 1: the statistics above were computed for every block */
+    /* Four over Six (SPEC §5.1; nvfp4 + e2m1 + RTNE only, fp4_fos_applies): per finite block
+     * with counted entries, the error of the config's x̂ (scale to 6) and of the block scaled
+     * to 4 instead, each Σ(x̂ − x)² over the block's counted entries in fp64 from +0.0 in
+     * element order; the lower one chosen (4 only when strictly lower). Raw: */
+    uint64_t fos_blocks;     /* blocks evaluated (compared with blocks - nonfinite_blocks) */
+    uint64_t fos_blocks4;    /* of them, the blocks for which scale-to-4 is strictly lower */
+    double fos_err2;         /* Σ over blocks of the chosen error, in block order (as sum_err2) */
+    /* derived by fp4_metrics_finish (NaN where not computed, or Σx² = 0; +Inf: fos_err2 0) */
+    double fos_sqnr_db;      /* 10 log10(sum_x2 / fos_err2) */
+    int fos_ok;              /* 1: every finite block with counted entries was evaluated */
 
     /* Block-scale statistics (SPEC §5.1), exact counts over the finite blocks with counted
      * entries; kept in a row's first chunk partial (order-free). hist_blocks: the blocks
@@ -166,19 +176,21 @@ static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
 /* The ordered fp64 sums of the recipe statistics (SPEC §5.1), kept per chunk like fp4_fsums
  * (CPU backend); fp4_metrics_merge adds them in merge order. Not part of the GPU's layout. */
 typedef struct fp4_ssums {
-    double x2_na, err2_na;
+    double x2_na, err2_na, fos_err2;
 } fp4_ssums;
 
 static inline void fp4_ssums_of(const fp4_metrics *m, fp4_ssums *s)
 {
     s->x2_na = m->sum_x2_na;
     s->err2_na = m->sum_err2_na;
+    s->fos_err2 = m->fos_err2;
 }
 
 static inline void fp4_ssums_add(fp4_metrics *m, const fp4_ssums *s)
 {
     m->sum_x2_na += s->x2_na;
     m->sum_err2_na += s->err2_na;
+    m->fos_err2 += s->fos_err2;
 }
 
 /* dst += src for the integer counts and the amax only (order-free). */

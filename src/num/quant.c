@@ -119,3 +119,9 @@ bool fp4_needs_tensor_amax(const fp4_qconfig *cfg)
     return cfg->scale == FP4_SCALE_NVFP4 || cfg->scale == FP4_SCALE_TENSOR;
 }
 
+bool fp4_fos_applies(const fp4_qconfig *cfg)
+{
+    return cfg->scale == FP4_SCALE_NVFP4 && cfg->format.id == FP4_FMT_E2M1 &&
+           cfg->format.max == 0 && cfg->rounding == FP4_ROUND_RTNE;
+}
+

@@ -72,6 +72,10 @@ bool fp4_qconfig_same_values(const fp4_qconfig *a, const fp4_qconfig *b);
 /* Whether this config needs the tensor amax (nvfp4, tensor) before pass 2. */
 bool fp4_needs_tensor_amax(const fp4_qconfig *cfg);
 
+/* Whether the Four over Six statistics (SPEC §5.1) apply to cfg: nvfp4 scales on the full
+ * e2m1 grid (g_max 6) with RTNE; elsewhere they are null. */
+bool fp4_fos_applies(const fp4_qconfig *cfg);
+
 #define FP4_CHUNK_BLOCKS FP4C_CHUNK_BLOCKS /* common.h: shared with the kernels */
 
 /* Conventions (SPEC §2–§5; the bit-level ones are pinned in common.h):

@@ -129,6 +129,19 @@ static void add_stats(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m)
         num(rp, "p95", ok ? m->rerr_p95 : NAN);
         num(rp, "p99", ok ? m->rerr_p99 : NAN);
     }
+    /* Four over Six (nvfp4 + e2m1 + RTNE; null elsewhere and where not computed) */
+    if (ok && fp4_fos_applies(c) && m->fos_ok) {
+        cJSON *fo = cJSON_AddObjectToObject(o, "four_over_six");
+        if (fo) {
+            u64(fo, "blocks", m->fos_blocks);
+            u64(fo, "blocks4", m->fos_blocks4);
+            num(fo, "block_share4",
+                m->fos_blocks ? (double)m->fos_blocks4 / (double)m->fos_blocks : NAN);
+            num(fo, "sqnr_db", m->fos_sqnr_db);
+            num(fo, "gain_db", m->sqnr_status == FP4_SQNR_OK ? m->fos_sqnr_db - m->sqnr_db : NAN);
+        }
+    } else
+        cJSON_AddNullToObject(o, "four_over_six");
     const bool e4m3 = c->scale == FP4_SCALE_NVFP4, e8m0 = c->scale == FP4_SCALE_MXFP4;
     if (!ok || !(e4m3 || e8m0)) {
         cJSON_AddNullToObject(o, "scale_histogram");
@@ -520,6 +533,18 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
         cJSON_AddItemToArray(sc, cJSON_CreateString(b));
     }
     if (st) cJSON_AddItemToObject(st, "max_abs_err", hexnum(m.max_abs_err));
+    /* Four over Six: [fos_blocks, fos_blocks4] and fos_err2 (hex); absent when none evaluated */
+    if (st && m.fos_blocks) {
+        cJSON *fo = cJSON_AddObjectToObject(st, "fos");
+        cJSON *fc = fo ? cJSON_AddArrayToObject(fo, "counts") : NULL;
+        const uint64_t fv[2] = {m.fos_blocks, m.fos_blocks4};
+        for (int i = 0; fc && i < 2; i++) {
+            char b[32];
+            snprintf(b, sizeof b, "%llu", (unsigned long long)fv[i]);
+            cJSON_AddItemToArray(fc, cJSON_CreateString(b));
+        }
+        if (fo) cJSON_AddItemToObject(fo, "err2", hexnum(m.fos_err2));
+    }
     /* the block-scale histograms, sparse: [bin, count] for every non-zero bin */
     for (int h = 0; st && h < 3; h++) {
         const uint64_t *hv = h == 2 ? m.rerr_hist : h ? m.amax_hist : m.scale_hist;
@@ -674,6 +699,25 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
         unsigned long long u = strtoull(v->valuestring, &end, 10);
         if (errno || *end) return false;
         *cv[i] = (uint64_t)u;
+    }
+    const cJSON *fo = cJSON_GetObjectItemCaseSensitive(st, "fos"); /* absent: none evaluated */
+    if (fo) {
+        const cJSON *fc = cJSON_GetObjectItemCaseSensitive(fo, "counts");
+        if (cJSON_GetArraySize(fc) != 2 ||
+            !hex_parse(cJSON_GetObjectItemCaseSensitive(fo, "err2"), &m->fos_err2))
+            return false;
+        uint64_t *fv[2] = {&m->fos_blocks, &m->fos_blocks4};
+        for (int i = 0; i < 2; i++) {
+            const cJSON *v = cJSON_GetArrayItem(fc, i);
+            if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9')
+                return false;
+            char *end;
+            errno = 0;
+            unsigned long long u = strtoull(v->valuestring, &end, 10);
+            if (errno || *end) return false;
+            *fv[i] = (uint64_t)u;
+        }
+        if (m->fos_blocks4 > m->fos_blocks) return false;
     }
     for (int h = 0; h < 3; h++) { /* absent in a state written before them: empty */
         uint64_t *hv = h == 2 ? m->rerr_hist : h ? m->amax_hist : m->scale_hist;

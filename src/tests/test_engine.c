@@ -613,6 +613,125 @@ static void test_stats_match_reference_deq(void **state)
     free(cfgs);
 }
 
+/* Four over Six (SPEC §5.1), known answers by hand: nvfp4 e2m1 with tensor amax 2688 = 6·448,
+ * so S_enc = S_dec = 1. Block 0 (2688, zeros) stores 448 both ways (2688/4 = 672 saturates at
+ * 448): equal errors (0), scale to 6 kept. Block 1 (6, then 5 fifteen times): scale to 6 is
+ * 1, 5 ties between 4 and 6 and goes to 4 (even code): error 15·1; scale to 4 is 1.5, 6 -> 4
+ * exact and 5 -> 3.33 -> 3, decoded 4.5: error 15·0.25 = 3.75, chosen. Block 2 holds a NaN:
+ * excluded. Every CPU variant, the grouped path and the deq path (fp4_row_fos). */
+static void test_fos_known_answers(void **state)
+{
+    (void)state;
+    float x[48] = {0};
+    x[0] = 2688.0f;
+    x[16] = 6.0f;
+    for (int j = 17; j < 32; j++) x[j] = j % 2 ? 5.0f : -5.0f;
+    x[33] = NAN;
+    x[34] = 1.0f;
+    float deq[48];
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_NVFP4;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    assert_true(fp4_fos_applies(&c));
+    for (int v = 0; v < FP4_ISA_COUNT; v++) {
+        const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+        if (!e) continue;
+        fp4_engine_use(e);
+        for (int path = 0; path < 2; path++) {
+            const fp4_metrics m = stats_run(&c, x, 1, 48, path ? deq : NULL);
+            assert_int_equal(m.nonfinite_blocks, 1);
+            assert_double_exact(m.sum_err2, 15.0);
+            assert_true(m.fos_ok);
+            assert_int_equal(m.fos_blocks, 2);
+            assert_int_equal(m.fos_blocks4, 1);
+            assert_double_exact(m.fos_err2, 3.75);
+            const double x2 = 2688.0 * 2688.0 + 36.0 + 15.0 * 25.0;
+            assert_double_exact(m.sum_x2, x2);
+            assert_double_exact(m.fos_sqnr_db, 10.0 * log10(x2 / 3.75));
+        }
+    }
+    fp4_engine_use(NULL);
+    /* not evaluated elsewhere: e1m2, SR, fp32 scales, e2m1:max=4 */
+    for (int k = 0; k < 4; k++) {
+        fp4_qconfig_default(&c);
+        c.scale = k == 2 ? FP4_SCALE_FP32 : FP4_SCALE_NVFP4;
+        if (k == 0) c.format.id = FP4_FMT_E1M2;
+        if (k == 1) c.rounding = FP4_ROUND_SR;
+        if (k == 3) c.format.max = 4;
+        assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+        assert_false(fp4_fos_applies(&c));
+        const fp4_metrics m = stats_run(&c, x, 1, 48, NULL);
+        assert_int_equal(m.fos_blocks, 0);
+        assert_false(m.fos_ok);
+        assert_double_nan(m.fos_sqnr_db);
+    }
+}
+
+/* Four over Six on random rows (every nvfp4 e2m1 config of make_cfgs: RHT sizes, weight_2d):
+ * every CPU variant and the deq path give the generic variant's bits; the chosen error never
+ * exceeds the config's (each block's min, added in the same order as sum_err2), and equals it
+ * bit for bit where no block chose 4. */
+static void test_fos_variants_and_bounds(void **state)
+{
+    (void)state;
+    const int R = 35, L = 600;
+    float *x = malloc(sizeof(float) * R * L);
+    float *deq = malloc(sizeof(float) * R * (L + 2048));
+    fp4_qconfig *cfgs = malloc(sizeof *cfgs * MAXCFG);
+    assert_true(x && deq && cfgs);
+    fp4_rht_signs sg[5];
+    for (int i = 0; i < 5; i++) assert_int_equal(fp4_rht_signs_make("te", 16, &sg[i]), FP4_OK);
+    const fp4c_grid g = fp4c_grid_make(FP4_FMT_E2M1, 0);
+    fill_rows(&g, x, R, L);
+    const int n = make_cfgs(fmts[0], sg, cfgs);
+    int checked = 0;
+    for (int c0 = 0; c0 < n; c0++) {
+        const fp4_qconfig c = cfgs[c0];
+        if (!fp4_fos_applies(&c)) continue;
+        char nm[96];
+        cfg_name(&c, nm, sizeof nm);
+        fp4_engine_use(fp4_engine_get(FP4_ISA_GENERIC));
+        const fp4_metrics ref = stats_run(&c, x, R, L, NULL);
+        assert_true(ref.fos_ok);
+        assert_true(ref.fos_blocks4 > 0 && ref.fos_blocks4 < ref.fos_blocks);
+        assert_true(ref.fos_err2 < ref.sum_err2);
+        for (int v = 0; v <= FP4_ISA_COUNT; v++) {
+            const fp4_engine *e = fp4_engine_get((fp4_isa)(v < FP4_ISA_COUNT ? v : 0));
+            if (!e) continue;
+            fp4_engine_use(e);
+            const fp4_metrics m = stats_run(&c, x, R, L, v < FP4_ISA_COUNT ? NULL : deq);
+            if (m.fos_blocks != ref.fos_blocks || m.fos_blocks4 != ref.fos_blocks4 ||
+                m.fos_err2 != ref.fos_err2)
+                fail_msg("%s: variant %d (%s path) gives fos %llu/%llu %a, generic %llu/%llu %a",
+                         nm, v, v < FP4_ISA_COUNT ? "grouped" : "deq",
+                         (unsigned long long)m.fos_blocks4, (unsigned long long)m.fos_blocks,
+                         m.fos_err2, (unsigned long long)ref.fos_blocks4,
+                         (unsigned long long)ref.fos_blocks, ref.fos_err2);
+        }
+        fp4_engine_use(NULL);
+        checked++;
+    }
+    assert_true(checked >= 4);
+    /* no block chooses 4 (every block's amax is the tensor's, 2688 = 6·448: its scale to 4,
+     * 672, saturates at 448, the scale to 6, so both candidates are the same): the chosen
+     * error is the config's, bit for bit, and not 0 */
+    for (int i = 0; i < R * L; i++)
+        x[i] = (i % L % 16 ? 1000.0f + (float)(i % 5) : 2688.0f) * (i % 3 ? 1.0f : -1.0f);
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_NVFP4;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    const fp4_metrics m = stats_run(&c, x, R, L, NULL);
+    assert_true(m.fos_ok);
+    assert_int_equal(m.fos_blocks4, 0);
+    assert_true(m.sum_err2 > 0.0);
+    assert_double_exact(m.fos_err2, m.sum_err2);
+    free(x);
+    free(deq);
+    free(cfgs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -624,6 +743,8 @@ int main(void)
         cmocka_unit_test(test_stats_known_answers_fp32),
         cmocka_unit_test(test_stats_known_answers_scales),
         cmocka_unit_test(test_stats_match_reference_deq),
+        cmocka_unit_test(test_fos_known_answers),
+        cmocka_unit_test(test_fos_variants_and_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

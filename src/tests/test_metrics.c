@@ -275,6 +275,32 @@ static void test_stats_merge_and_finish(void **state)
     fp4_ssums_add(&c, &s);
     assert_double_exact(c.sum_x2_na, a.sum_x2_na);
     assert_double_exact(c.sum_err2_na, a.sum_err2_na);
+    /* Four over Six: counts summed, the chosen error through fp4_ssums in merge order, the SQNR
+     * over sum_x2; computed only when every finite block was evaluated */
+    fp4_metrics f, f2;
+    fp4_metrics_init(&f);
+    fp4_metrics_init(&f2);
+    f.blocks = 3, f.nonfinite_blocks = 1, f.fos_blocks = 2, f.fos_blocks4 = 1;
+    f.sum_x2 = 100.0, f.sum_err2 = 2.0, f.fos_err2 = 0.5;
+    f2.blocks = 1, f2.fos_blocks = 1, f2.fos_blocks4 = 1, f2.fos_err2 = 0.5, f2.sum_x2 = 0.0;
+    fp4_metrics_merge(&f, &f2);
+    fp4_metrics_finish(&f);
+    assert_true(f.fos_ok);
+    assert_int_equal(f.fos_blocks, 3);
+    assert_int_equal(f.fos_blocks4, 2);
+    assert_double_exact(f.fos_err2, 1.0);
+    assert_double_exact(f.fos_sqnr_db, 20.0); /* 10 log10(100 / 1) */
+    fp4_ssums_of(&f, &s);
+    fp4_metrics_init(&c);
+    fp4_ssums_add(&c, &s);
+    assert_double_exact(c.fos_err2, 1.0);
+    f.fos_err2 = 0.0;
+    fp4_metrics_finish(&f);
+    assert_double_inf(f.fos_sqnr_db, 1);
+    f.blocks++; /* a block not evaluated (a backend without the pass) */
+    fp4_metrics_finish(&f);
+    assert_false(f.fos_ok);
+    assert_double_nan(f.fos_sqnr_db);
     /* exact non-amax entries, then no signal, then a block not seen */
     b.sum_x2_na = 1.0;
     fp4_metrics_finish(&b);

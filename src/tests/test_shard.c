@@ -113,6 +113,9 @@ static void test_raw_roundtrip(void **state)
     m.rerr_hist[0] = 1;
     m.rerr_hist[81] = 3;
     m.rerr_hist[FP4_RERR_BINS - 1] = 9007199254740995ull;
+    m.fos_blocks = 9007199254740997ull;
+    m.fos_blocks4 = 3;
+    m.fos_err2 = 1.0 / 7.0;
     cJSON *o = fp4_metrics_raw_json(&m);
     assert_non_null(o);
     char *t = cJSON_PrintUnformatted(o);
@@ -121,6 +124,17 @@ static void test_raw_roundtrip(void **state)
     free(t);
     assert_true(fp4_metrics_raw_parse(back, &r));
     assert_memory_equal(&m, &r, sizeof m);
+    /* Four over Six: blocks4 above blocks refused; absent (a state written before it): none
+     * evaluated */
+    cJSON *fo = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "stats"), "fos");
+    assert_non_null(fo);
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItem(fo, "counts"), 1,
+                             cJSON_CreateString("9007199254740998"));
+    assert_false(fp4_metrics_raw_parse(back, &r));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(back, "stats"), "fos");
+    assert_true(fp4_metrics_raw_parse(back, &r));
+    assert_int_equal(r.fos_blocks, 0);
+    assert_int_equal(r.fos_blocks4, 0);
     /* a state written before the statistics (no "stats"): parsed, statistics not computed */
     cJSON *st = cJSON_DetachItemFromObject(back, "stats");
     assert_non_null(st);
