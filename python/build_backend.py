@@ -18,6 +18,7 @@ import hashlib
 import io
 import os
 import re
+import shlex
 import subprocess
 import zipfile
 
@@ -79,7 +80,51 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return d
 
 
+def _cross(env):
+    """(target, host) machine names when env's CC compiles for another machine than this one
+    (`CC -dumpmachine`: aarch64-linux-gnu on an x86_64 host), else None (no CC, the host's
+    own, or a CC that does not answer: make reports that)."""
+    cc = env.get("CC")
+    if not cc:
+        return None
+    try:
+        out = subprocess.run(shlex.split(cc) + ["-dumpmachine"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    except (OSError, ValueError, subprocess.CalledProcessError):
+        return None
+    target, host = out.split("-")[0], os.uname().machine
+    return (target, host) if out and target != host else None
+
+
+def _refuse_cross(env):
+    """A cross build (CC for another machine) is refused, before make runs, unless it is set
+    up as one: pkg-config pointed at the target's libraries (PKG_CONFIG_LIBDIR and
+    PKG_CONFIG_SYSROOT_DIR: a sysroot holding the target's HDF5, cJSON, OpenBLAS, libdeflate,
+    zlib and xxhash with their headers), CUDA=0 (the kernels are built for the host) and a
+    BUILD directory of its own. RuntimeError naming what is missing and the way that works:
+    pip wheel on a machine of the target's architecture."""
+    c = _cross(env)
+    if not c:
+        return
+    target, host = c
+    missing = []
+    if not env.get("PKG_CONFIG_LIBDIR") or not env.get("PKG_CONFIG_SYSROOT_DIR"):
+        missing.append("PKG_CONFIG_LIBDIR and PKG_CONFIG_SYSROOT_DIR for a %s sysroot of HDF5, "
+                       "cJSON, OpenBLAS, libdeflate, zlib and xxhash" % target)
+    if env.get("CUDA", "auto") != "0":
+        missing.append("CUDA=0")
+    if env.get("BUILD", "build") == "build":
+        missing.append("BUILD=DIR (not the host's build/)")
+    if missing:
+        raise RuntimeError(
+            "fp4diag: CC=%s builds for %s on this %s machine: a cross-built wheel needs %s. "
+            "Build the %s wheel on a %s machine instead: scripts/install-deps.sh, then pip "
+            "wheel . (python/README.md, Packaging)"
+            % (env["CC"], target, host, "; ".join(missing), target, target))
+
+
 def _make_lib(root):
+    _refuse_cross(os.environ)
     build = os.environ.get("BUILD", "build")
     cmd = ["make", "-C", root, "--no-print-directory", "lib"]
     if "-j" not in os.environ.get("MAKEFLAGS", ""):

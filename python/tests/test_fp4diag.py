@@ -400,6 +400,31 @@ class WheelTag(unittest.TestCase):
             with self.assertRaises(RuntimeError):
                 self.bb._tag(bad)
 
+    @unittest.skipUnless(shutil.which("aarch64-linux-gnu-gcc") and os.uname().machine != "aarch64",
+                         "no aarch64-linux-gnu-gcc (or this is aarch64): the cross-build "
+                         "refusal not tested")
+    def test_cross_build_refused_unless_set_up(self):
+        self.assertIsNone(self.bb._cross({}))
+        self.assertIsNone(self.bb._cross({"CC": "cc"}))
+        self.assertIsNone(self.bb._cross({"CC": "no-such-compiler-here"}))
+        cc = {"CC": "aarch64-linux-gnu-gcc"}
+        self.assertEqual(self.bb._cross(cc), ("aarch64", os.uname().machine))
+        with self.assertRaises(RuntimeError) as cm:
+            self.bb._refuse_cross(cc)
+        msg = str(cm.exception)
+        for want in ("CC=aarch64-linux-gnu-gcc builds for aarch64", "PKG_CONFIG_LIBDIR and "
+                     "PKG_CONFIG_SYSROOT_DIR", "CUDA=0", "BUILD=DIR",
+                     "Build the aarch64 wheel on a aarch64 machine"):
+            self.assertIn(want, msg)
+        ready = dict(cc, PKG_CONFIG_LIBDIR="/s/usr/lib/aarch64-linux-gnu/pkgconfig",
+                     PKG_CONFIG_SYSROOT_DIR="/s", CUDA="0", BUILD="build-a64")
+        self.bb._refuse_cross(ready)  # set up: make runs
+        for drop in ("CUDA", "BUILD", "PKG_CONFIG_LIBDIR"):
+            with self.subTest(without=drop):
+                with self.assertRaises(RuntimeError):
+                    self.bb._refuse_cross({k: v for k, v in ready.items() if k != drop})
+        self.bb._refuse_cross({"CC": "cc", "CUDA": "auto"})  # the host's own: nothing asked
+
     @unittest.skipUnless(shutil.which("aarch64-linux-gnu-gcc"), "aarch64-linux-gnu-gcc not found: "
                          "a cross-built library's tag not tested")
     def test_cross_built_library(self):
