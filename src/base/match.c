@@ -408,7 +408,10 @@ static int parse_piece(parser *ps, int depth)
                 fail(ps, "inline flags (?%c...) are not supported", k);
                 return -1;
             } else {
-                fail(ps, "unknown extension (?%c", k ? k : ' ');
+                if (k > ' ' && k < 0x7F)
+                    fail(ps, "unknown extension (?%c", k);
+                else /* the reason stays one printable line */
+                    fail(ps, "unknown extension (? followed by byte 0x%02X", k);
                 return -1;
             }
         }

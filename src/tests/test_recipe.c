@@ -235,6 +235,9 @@ static void test_regex_refusals(void **state)
         {"*a", "nothing to repeat"},
         {"a**", "multiple repeat"},
         {"\\q", "bad escape \\q"},
+        {"(?\n)", "unknown extension (? followed by byte 0x0A"}, /* found by fuzz_regex */
+        {"(?", "unknown extension (? followed by byte 0x00"},
+        {"(?Q)", "unknown extension (?Q"},
         {"((a{100}){100}){2}", "over 16384 instructions once its counted repetitions are "
                                "written out"},
     };
