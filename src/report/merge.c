@@ -1115,6 +1115,14 @@ static int64_t counts_sum(const cJSON *arr, int len)
     return sum <= 9007199254740992.0 ? (int64_t)sum : -1;
 }
 
+/* The producer named `s` (fp4_qproducer_name), or -1. */
+static int producer_of(const char *s)
+{
+    for (int p = FP4_QP_MODELOPT; p <= FP4_QP_GGUF; p++)
+        if (!strcmp(s, fp4_qproducer_name((fp4_qproducer)p))) return p;
+    return -1;
+}
+
 static double frac_of(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : NAN; }
 
 static bool is_num_or_null(const cJSON *v) { return cJSON_IsNumber(v) || cJSON_IsNull(v); }
@@ -1180,20 +1188,47 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
         !cJSON_IsString(get(qo, "layout")) || count_of(qo, "block") < 1 ||
         (double)bytes * (double)count_of(qo, "block") != (double)elements)
         return "quant";
+    const int producer = producer_of(get(qo, "producer")->valuestring);
+    if (producer < 0) return "quant.producer";
+    const bool nv = !strcmp(fmt->valuestring, "nvfp4");
+    if (!nv && strcmp(fmt->valuestring, "mxfp4")) return "quant.format";
+    /* the special bytes the format has: E4M3 NaN bytes (NVFP4, not GGUF's), E8M0 0xFF (MXFP4) */
     const cJSON *sp = get(o, "special_scale_bytes");
     int64_t ff = count_of(sp, "e8m0_ff"), nan8 = count_of(sp, "e4m3_nan");
-    if (ff < 0 || nan8 < 0 || ff > bytes || nan8 > bytes) return "special_scale_bytes";
+    if (ff < 0 || nan8 < 0 || ff > bytes || nan8 > bytes || (nan8 > 0 && (!nv || producer == FP4_QP_GGUF)) ||
+        (ff > 0 && nv))
+        return "special_scale_bytes";
+    /* blocks of an all-zero source: all of them when the source's energy is 0, not all when
+     * it is finite and positive */
     int64_t zb = count_of(o, "zero_blocks");
-    if (zb < 0 || zb > bytes) return "zero_blocks";
+    if (zb < 0 || zb > bytes || (e->n > 0 && e->xx == 0 && zb != bytes) ||
+        (bytes > 0 && zb == bytes && isfinite(e->xx) && e->xx > 0))
+        return "zero_blocks";
     /* the per-tensor scale (NVFP4 only): match is stored == rule */
     const cJSON *g = get(o, "global_scale");
-    if (!strcmp(fmt->valuestring, "nvfp4")) {
+    if (nv) {
         const cJSON *gs = get(g, "stored"), *gr = get(g, "rule"), *gm = get(g, "match");
         const cJSON *gg = get(g, "group"), *gsh = get(g, "group_shared");
+        const cJSON *ga = get(g, "group_amax"), *nm = get(o, "name");
         if (!cJSON_IsObject(g) || !is_num_or_null(gs) || !is_num_or_null(gr) ||
-            !cJSON_IsBool(gm) || !is_num_or_null(get(g, "group_amax")) ||
+            !cJSON_IsBool(gm) || !is_num_or_null(ga) ||
             !(cJSON_IsString(gg) || cJSON_IsNull(gg)) || !(cJSON_IsBool(gsh) || cJSON_IsNull(gsh)))
             return "global_scale";
+        /* the group from the name; the rule from the group's amax, as the run computes it */
+        if (!cJSON_IsString(nm)) return "name";
+        char key[8], kind[32];
+        fp4_audit_group_key(nm->valuestring, key, sizeof key, kind, sizeof kind);
+        if (kind[0] ? !cJSON_IsString(gg) || strcmp(gg->valuestring, kind) : !cJSON_IsNull(gg))
+            return "global_scale.group";
+        if (!kind[0] && !cJSON_IsNull(gsh)) return "global_scale.group_shared";
+        if (cJSON_IsNumber(ga)) {
+            const float am = (float)ga->valuedouble;
+            const float rule = fp4_audit_global_rule((fp4_qproducer)producer, am);
+            if (!(am >= 0) || (double)am != ga->valuedouble ||
+                (isfinite(rule) ? !cJSON_IsNumber(gr) || gr->valuedouble != (double)rule
+                                : !cJSON_IsNull(gr)))
+                return "global_scale.rule";
+        }
         if (cJSON_IsNumber(gs) && cJSON_IsNumber(gr) &&
             cJSON_IsTrue(gm) != (gs->valuedouble == gr->valuedouble))
             return "global_scale.match";
@@ -1233,6 +1268,62 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     if (cJSON_IsTrue(asd) != declared) return "layout_check.as_declared";
     if (cJSON_IsTrue(pooled) != declared) return "shard.tensors[].pooled";
     return NULL;
+}
+
+/* Whether two shown numbers (or nulls) are the same. */
+static bool same_num(const cJSON *a, const cJSON *b)
+{
+    return cJSON_IsNull(a) ? cJSON_IsNull(b)
+                           : cJSON_IsNumber(a) && cJSON_IsNumber(b) && a->valuedouble == b->valuedouble;
+}
+
+/* The fused groups across the merged tensors (SPEC §11): the members of a group (NVFP4, the
+ * same fp4_audit_group_key; a group is always in one share) show one group_amax, and each
+ * shows group_shared as the run decides it from their stored per-tensor scales (more than one
+ * member: whether all are equal; else null). A stored scale shown as null (not finite) leaves
+ * group_shared unchecked for its group. */
+static fp4_status audit_groups_check(const part *p, const unit *tu, int nt)
+{
+    enum { KEY = 1200 };
+    char *keys = malloc((size_t)(nt ? nt : 1) * KEY);
+    if (!keys) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < nt; i++) {
+        char kind[32];
+        const cJSON *fmt = get(get(tu[i].obj, "quant"), "format");
+        fp4_audit_group_key(get(tu[i].obj, "name")->valuestring, keys + (size_t)i * KEY, KEY,
+                            kind, sizeof kind);
+        if (!kind[0] || strcmp(fmt->valuestring, "nvfp4")) keys[(size_t)i * KEY] = '\0';
+    }
+    fp4_status st = FP4_OK;
+    for (int i = 0; i < nt && st == FP4_OK; i++) {
+        const char *ki = keys + (size_t)i * KEY;
+        if (!ki[0]) continue;
+        const cJSON *gi = get(tu[i].obj, "global_scale");
+        int members = 0;
+        bool same = true, unknown = false;
+        const char *field = NULL;
+        for (int j = 0; j < nt; j++) {
+            if (strcmp(keys + (size_t)j * KEY, ki)) continue;
+            const cJSON *gj = get(tu[j].obj, "global_scale");
+            members++;
+            if (!same_num(get(gi, "group_amax"), get(gj, "group_amax"))) field = "group_amax";
+            const cJSON *a = get(gi, "stored"), *b = get(gj, "stored");
+            if (cJSON_IsNull(a) || cJSON_IsNull(b))
+                unknown = true;
+            else
+                same &= a->valuedouble == b->valuedouble;
+        }
+        const cJSON *gsh = get(gi, "group_shared");
+        if (!field && !unknown &&
+            (members > 1 ? !cJSON_IsBool(gsh) || cJSON_IsTrue(gsh) != same : !cJSON_IsNull(gsh)))
+            field = "group_shared";
+        if (field)
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: global_scale.%s is not what its fused group's "
+                                          "members give (edited part?)",
+                           p[tu[i].part].name, get(tu[i].obj, "name")->valuestring, field);
+    }
+    free(keys);
+    return st;
 }
 
 /* Audit parts (SPEC §11): tensors and errors in selection order, the pooled line from the
@@ -1290,6 +1381,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
             np++;
         }
     }
+    if ((st = audit_groups_check(p, tu, nt)) != FP4_OK) goto out;
     cJSON *po = fp4_report_audit_pooled_json(np, &pe, &pr, nn, el, sm, sb);
     cJSON *ta = cJSON_CreateArray(), *ea = cJSON_CreateArray(), *av = cJSON_CreateArray();
     if (!po || !ta || !ea || !av) {

@@ -165,8 +165,7 @@ uint8_t fp4_audit_scale_rule(const fp4_qtensor *q, float amax, float global)
     }
 }
 
-/* The fused group a module's weight belongs to (producers share one global scale in it). */
-static void group_key(const char *name, char *key, size_t cap, char *kind, size_t kcap)
+void fp4_audit_group_key(const char *name, char *key, size_t cap, char *kind, size_t kcap)
 {
     static const struct {
         const char *suffix, *kind;
@@ -692,7 +691,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     }
     for (int i = 0; i < qs.n; i++) {
         char key[1200], kind[32];
-        group_key(qs.t[i].name, key, sizeof key, kind, sizeof kind);
+        fp4_audit_group_key(qs.t[i].name, key, sizeof key, kind, sizeof kind);
         keys[i] = strdup(key);
         kinds[i] = strdup(kind);
         if (!keys[i] || !kinds[i]) {

@@ -134,6 +134,12 @@ unsigned fp4_audit_e2m1_rtne(float t);
  * GGUF 1.0 (llama-quantize writes none). */
 float fp4_audit_global_rule(fp4_qproducer p, float group_amax);
 
+/* The fused group a quantized weight belongs to (its producer shares one per-tensor scale in
+ * it): key "MODULE#KIND" and kind "qkv" (q/k/v_proj), "gate_up" (gate/up_proj) or "w13"
+ * (w1/w3), from the name's last two components; a weight of no group: key the name, kind "".
+ * Both truncated to their capacities. */
+void fp4_audit_group_key(const char *name, char *key, size_t cap, char *kind, size_t kcap);
+
 /* The producer's block-scale byte from the block's amax (given the per-tensor scale for
  * NVFP4): ModelOpt e4m3(clamp(amax / fp32(6 * global), 2^-9, 448)), zero blocks 1.0;
  * compressed-tensors e4m3(fp32(global * bf16(amax / 6))), byte 0 -> 0x20; MXFP4: ModelOpt

@@ -78,6 +78,33 @@ PY
 "$FP4DIAG" merge "$tmp/a0.json" "$tmp/a1e.json" -o "$tmp/m.json" 2>"$tmp/e"; rc=$?
 [ $rc -eq 3 ] && grep -q 'the numbers shown are not what its exact sums give' "$tmp/e" || { cat "$tmp/e"; fail "edited part: exit $rc"; }
 [ ! -e "$tmp/m.json" ] || fail "a refused merge wrote its output"
+# fields no exact sum decides (SPEC §11): checked against what is derivable — the group from
+# the name, the rule from group_amax, group_shared and group_amax across the fused group's
+# members, special bytes the format has, zero_blocks against the source's energy, a known
+# producer; each edit is refused naming its field
+edit() { # FIELD PYTHON-EXPR-ON-t (t: the part's first q_proj tensor, r: the part)
+    python3 - "$tmp/a0.json" "$tmp/a1.json" "$tmp/x0.json" "$tmp/x1.json" "$2" <<'PY' || fail "edit $1"
+import json, sys
+rs = [json.load(open(f)) for f in sys.argv[1:3]]
+k = [i for i, r in enumerate(rs) if any(t["name"].endswith("q_proj.weight") for t in r["tensors"])][0]
+r = rs[k]
+t = [t for t in r["tensors"] if t["name"].endswith("q_proj.weight")][0]
+exec(sys.argv[5])
+for r, f in zip(rs, sys.argv[3:5]):
+    json.dump(r, open(f, "w"))
+PY
+    rm -f "$tmp/m.json"
+    "$FP4DIAG" merge "$tmp/x0.json" "$tmp/x1.json" -o "$tmp/m.json" 2>"$tmp/e"; rc=$?
+    [ $rc -eq 3 ] && grep -q "proj.weight: .*$1" "$tmp/e" && [ ! -e "$tmp/m.json" ] ||
+        { cat "$tmp/e"; fail "edited $1: exit $rc"; }
+}
+edit '"global_scale.group_shared"\|global_scale.group_shared is not' 't["global_scale"]["group_shared"] = not t["global_scale"]["group_shared"]'
+edit 'global_scale.group_amax is not' 'g = t["global_scale"]; g["group_amax"] = 2688.0; g["rule"] = 1.0; g["match"] = g["stored"] == 1.0'
+edit '"global_scale.group"' 't["global_scale"]["group"] = "gate_up"'
+edit '"global_scale.rule"' 'g = t["global_scale"]; g["rule"] = g["rule"] * 2; g["match"] = g["stored"] == g["rule"]'
+edit '"special_scale_bytes"' 't["special_scale_bytes"]["e8m0_ff"] = 1'
+edit '"zero_blocks"' 't["zero_blocks"] = t["scale_bytes"]'
+edit '"quant.producer"' 't["quant"]["producer"] = "other"'
 "$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 0/2 -q >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "--shard without -o: exit $rc"
 exit 0
