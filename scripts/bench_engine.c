@@ -77,8 +77,6 @@ static void hash_metrics(const fp4_metrics *m)
         hb(m->amax_hist, sizeof m->amax_hist);
         hb(m->rerr_hist, sizeof m->rerr_hist);
         hb(&m->fos_blocks, 8); hb(&m->fos_blocks4, 8); hb(&m->fos_err2, 8);
-        hb(&m->split_blocks, 8); hb(&m->split_flush, 8); hb(&m->split_scale, 8);
-        hb(&m->split_grid, 8); hb(&m->split_cross, 8);
     }
 }
 

@@ -125,5 +125,3 @@ bool fp4_fos_applies(const fp4_qconfig *cfg)
            cfg->format.max == 0 && cfg->rounding == FP4_ROUND_RTNE;
 }
 
-bool fp4_split_applies(const fp4_qconfig *cfg) { return cfg->rounding == FP4_ROUND_RTNE; }
-

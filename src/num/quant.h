@@ -76,9 +76,6 @@ bool fp4_needs_tensor_amax(const fp4_qconfig *cfg);
  * e2m1 grid (g_max 6) with RTNE; elsewhere they are null. */
 bool fp4_fos_applies(const fp4_qconfig *cfg);
 
-/* Whether the error split (SPEC §5.1) applies to cfg: RTNE (any grid and scale); null for SR. */
-bool fp4_split_applies(const fp4_qconfig *cfg);
-
 #define FP4_CHUNK_BLOCKS FP4C_CHUNK_BLOCKS /* common.h: shared with the kernels */
 
 /* Conventions (SPEC §2–§5; the bit-level ones are pinned in common.h):

@@ -142,18 +142,6 @@ static void add_stats(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m)
         }
     } else
         cJSON_AddNullToObject(o, "four_over_six");
-    /* the error split, shares of Σ(x̂ − x)² (RTNE; null elsewhere, not computed, or exact) */
-    if (ok && fp4_split_applies(c) && m->split_ok && m->sum_err2 > 0.0) {
-        cJSON *es = cJSON_AddObjectToObject(o, "error_split");
-        if (es) {
-            num(es, "scale", m->split_scale / m->sum_err2);
-            num(es, "flushed", m->split_flush / m->sum_err2);
-            num(es, "grid", m->split_grid / m->sum_err2);
-            num(es, "cross", 2.0 * m->split_cross / m->sum_err2);
-            num(es, "scale_net", (m->split_scale + 2.0 * m->split_cross) / m->sum_err2);
-        }
-    } else
-        cJSON_AddNullToObject(o, "error_split");
     const bool e4m3 = c->scale == FP4_SCALE_NVFP4, e8m0 = c->scale == FP4_SCALE_MXFP4;
     if (!ok || !(e4m3 || e8m0)) {
         cJSON_AddNullToObject(o, "scale_histogram");
@@ -557,19 +545,6 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
         }
         if (fo) cJSON_AddItemToObject(fo, "err2", hexnum(m.fos_err2));
     }
-    /* the error split: [split_blocks] and [flush, scale, grid, cross] (hex); absent: none */
-    if (st && m.split_blocks) {
-        cJSON *so = cJSON_AddObjectToObject(st, "split");
-        cJSON *sn = so ? cJSON_AddArrayToObject(so, "counts") : NULL;
-        if (sn) {
-            char b[32];
-            snprintf(b, sizeof b, "%llu", (unsigned long long)m.split_blocks);
-            cJSON_AddItemToArray(sn, cJSON_CreateString(b));
-        }
-        cJSON *sv = so ? cJSON_AddArrayToObject(so, "sums") : NULL;
-        const double spv[4] = {m.split_flush, m.split_scale, m.split_grid, m.split_cross};
-        for (int i = 0; sv && i < 4; i++) cJSON_AddItemToArray(sv, hexnum(spv[i]));
-    }
     /* the block-scale histograms, sparse: [bin, count] for every non-zero bin */
     for (int h = 0; st && h < 3; h++) {
         const uint64_t *hv = h == 2 ? m.rerr_hist : h ? m.amax_hist : m.scale_hist;
@@ -743,22 +718,6 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
             *fv[i] = (uint64_t)u;
         }
         if (m->fos_blocks4 > m->fos_blocks) return false;
-    }
-    const cJSON *so = cJSON_GetObjectItemCaseSensitive(st, "split"); /* absent: none evaluated */
-    if (so) {
-        const cJSON *sn = cJSON_GetObjectItemCaseSensitive(so, "counts");
-        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(so, "sums");
-        if (cJSON_GetArraySize(sn) != 1 || cJSON_GetArraySize(sv) != 4) return false;
-        double *spv[4] = {&m->split_flush, &m->split_scale, &m->split_grid, &m->split_cross};
-        for (int i = 0; i < 4; i++)
-            if (!hex_parse(cJSON_GetArrayItem(sv, i), spv[i])) return false;
-        const cJSON *v = cJSON_GetArrayItem(sn, 0);
-        if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9') return false;
-        char *end;
-        errno = 0;
-        unsigned long long u = strtoull(v->valuestring, &end, 10);
-        if (errno || *end) return false;
-        m->split_blocks = (uint64_t)u;
     }
     for (int h = 0; h < 3; h++) { /* absent in a state written before them: empty */
         uint64_t *hv = h == 2 ? m->rerr_hist : h ? m->amax_hist : m->scale_hist;
