@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "base/status.h"
+#include "base/term.h"
 #include "base/version.h"
 #include "report/report.h"
 
@@ -254,7 +255,20 @@ static void db_text(char *buf, size_t cap, const fp4_audit_sums *s)
         snprintf(buf, cap, "%.3f", v);
 }
 
-void fp4_report_audit_table(FILE *out, const fp4_audit *a)
+/* name (escaped) left-aligned in w columns, elided in the middle to them when `elide`. */
+static void audit_put_name(FILE *out, const char *name, int w, bool elide)
+{
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    const char *s = shown ? shown : name;
+    char *el = elide && fp4_term_columns(s) > w ? fp4_term_elide(s, w) : NULL;
+    if (el) s = el;
+    fputs(s, out);
+    for (int c = fp4_term_columns(s); c < w; c++) fputc(' ', out);
+    free(el);
+    free(shown);
+}
+
+static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
 {
     int n = 0, w = 6;
     const fp4_audit_tensor **ord = calloc((size_t)a->n + 1, sizeof *ord);
@@ -262,14 +276,47 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
     for (int i = 0; i < a->n; i++) {
         if (a->t[i].layout_fit < 0) continue;
         ord[n++] = &a->t[i];
-        int l = (int)strlen(a->t[i].name);
+        char *shown = fp4_text_escape(a->t[i].name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+        int l = fp4_term_columns(shown ? shown : a->t[i].name);
+        free(shown);
         if (l > w) w = l;
     }
     qsort(ord, (size_t)n, sizeof *ord, by_sqnr);
-    fprintf(out, "%-*s  %-24s  %9s %8s  %9s %8s  %7s  %9s  %11s\n", w, "tensor",
-            "format/producer", "export dB", "alpha", "RTN dB", "alpha", "gain dB", "nonnear%",
-            "scale same%");
     char e[32], r[32], fp[48];
+    /* under a width, when the full row does not fit: the compact layout (one space between
+     * columns, number columns as narrow as their values, the format/producer column left out
+     * when every tensor has the same one: it is said on a line above the table) and the names
+     * narrowed to what is left (at least 12), elided in the middle */
+    bool compact = false, fpcol = true;
+    int fw = 24;
+    if (cols > 0 && w + 97 > cols) {
+        compact = true;
+        fw = 6;
+        for (int i = 0; i < n; i++) {
+            snprintf(fp, sizeof fp, "%s %s", fp4_qformat_name(ord[i]->q.format),
+                     fp4_qproducer_name(ord[i]->q.producer));
+            int l = (int)strlen(fp);
+            if (l > fw) fw = l;
+            fpcol = fpcol && ord[i]->q.format == ord[0]->q.format &&
+                    ord[i]->q.producer == ord[0]->q.producer;
+        }
+        fpcol = !fpcol || n == 0;
+        if (!fpcol)
+            fprintf(out, "format/producer: %s %s (every tensor)\n", fp4_qformat_name(ord[0]->q.format),
+                    fp4_qproducer_name(ord[0]->q.producer));
+        int room = cols - 55 - (fpcol ? fw + 1 : 0);
+        if (room < 12) room = 12;
+        if (w > room) w = room;
+    }
+    audit_put_name(out, "tensor", w, false);
+    if (compact) {
+        if (fpcol) fprintf(out, " %-*s", fw, "format");
+        fprintf(out, " %6s %7s %6s %7s %6s %8s %8s\n", "export", "alpha", "RTN", "alpha", "gain",
+                "nonnear%", "same%");
+    } else {
+        fprintf(out, "  %-24s  %9s %8s  %9s %8s  %7s  %9s  %11s\n", "format/producer",
+                "export dB", "alpha", "RTN dB", "alpha", "gain dB", "nonnear%", "scale same%");
+    }
     for (int i = 0; i < n; i++) {
         const fp4_audit_tensor *t = ord[i];
         const char *s1, *s2;
@@ -280,11 +327,21 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
                  fp4_qproducer_name(t->q.producer));
         char gain[16] = "-";
         if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
-        fprintf(out, "%-*s  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", w, t->name, fp,
-                e, fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
-                100.0 * frac(t->nonnearest, t->export_.n),
-                100.0 * frac(t->scale_match, t->scale_bytes),
-                t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : "");
+        audit_put_name(out, t->name, w, compact);
+        if (compact) {
+            if (fpcol) fprintf(out, " %-*s", fw, fp);
+            fprintf(out, " %6s %7.5f %6s %7.5f %6s %8.4f %8.4f%s\n", e,
+                    fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
+                    100.0 * frac(t->nonnearest, t->export_.n),
+                    100.0 * frac(t->scale_match, t->scale_bytes),
+                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : "");
+        } else {
+            fprintf(out, "  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", fp, e,
+                    fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
+                    100.0 * frac(t->nonnearest, t->export_.n),
+                    100.0 * frac(t->scale_match, t->scale_bytes),
+                    t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : "");
+        }
     }
     int npool = 0;
     for (int i = 0; i < a->n; i++) npool += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
@@ -293,15 +350,24 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
         db_text(r, sizeof r, &a->pooled_requant);
         char label[64];
         snprintf(label, sizeof label, "(pooled, %d tensor%s)", npool, npool == 1 ? "" : "s");
-        fprintf(out, "%-*s  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f\n", w, label, "", e,
-                fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant), "",
-                100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
-                100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        audit_put_name(out, label, w, false);
+        if (compact) {
+            if (fpcol) fprintf(out, " %-*s", fw, "");
+            fprintf(out, " %6s %7.5f %6s %7.5f %6s %8.4f %8.4f\n", e,
+                    fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant),
+                    "", 100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+                    100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        } else {
+            fprintf(out, "  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f\n", "", e,
+                    fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant),
+                    "", 100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+                    100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        }
         fprintf(out, "export: the checkpoint as stored vs SOURCE; RTN: fp4diag's round-to-nearest "
                      "of SOURCE with the producer's scale rule;\n"
                      "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
-                     "under the stored scale; scale same%%: stored block-scale bytes the rule "
-                     "reproduces (SPEC 11)\n");
+                     "under the stored scale; %sscale same%%: stored block-scale bytes the rule "
+                     "reproduces (SPEC 11)\n", compact ? "same% = " : "");
     } else if (n > 0) {
         fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");
     }
@@ -331,4 +397,19 @@ void fp4_report_audit_table(FILE *out, const fp4_audit *a)
     }
     for (int i = 0; i < a->nerrors; i++) fprintf(out, "error: %s\n", a->errors[i].message);
     free(ord);
+}
+
+void fp4_report_audit_table(FILE *out, const fp4_audit *a)
+{
+    int cols = fp4_term_width(out);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = cols > 0 ? open_memstream(&buf, &len) : NULL;
+    if (!mem) {
+        audit_table_text(out, a, 0);
+        return;
+    }
+    audit_table_text(mem, a, cols); /* the notes and findings wrap at spaces */
+    if (fclose(mem) == 0 && buf) fp4_term_write(out, buf, cols);
+    free(buf);
 }

@@ -81,4 +81,17 @@ grep -q '^  (over 2 layers: prod eta' "$tmp/gemm" || { echo "gemm: no compound l
 # no width: every row's path starts in the same column, after the longest name in full
 [ "$(grep -E '^model\.language_model\.layers\.[01]\.[a-z_.]+ +(fprop|dgrad|wgrad) ' "$tmp/gemm" |
      awk '{print index($0, $2)}' | sort -u | wc -l)" -eq 1 ] || { echo "gemm, no width: rows out of line"; cat "$tmp/gemm"; fail=1; }
+# audit: under a width the compact layout, one format/producer line for all, names elided
+S=testdata/quantized/source
+if [ -d "$Q" ] && [ -d "$S" ]; then
+    for c in 80 120; do
+        COLUMNS=$c LC_ALL=C.UTF-8 "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1 || { echo "audit exited $?"; fail=1; }
+        fits audit $c "$tmp/audit"
+        grep -q '^format/producer: nvfp4 modelopt (every tensor)$' "$tmp/audit" || { echo "audit COLUMNS=$c: no format line"; cat "$tmp/audit"; fail=1; }
+        [ "$(grep -c -e '…0…' -e '[….]0\.[a-z]' "$tmp/audit")" -eq 4 ] || { echo "audit COLUMNS=$c: a layer number lost"; cat "$tmp/audit"; fail=1; }
+    done
+    "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1
+    head -n 1 "$tmp/audit" | grep -q '^tensor  *format/producer  *export dB  *alpha  *RTN dB  *alpha  *gain dB  *nonnear%  *scale same%$' ||
+        { echo "audit, no width: header"; cat "$tmp/audit"; fail=1; }
+fi
 exit $fail
