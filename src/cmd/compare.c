@@ -25,8 +25,8 @@ const char fp4_usage_compare[] =
     "rht reports hold the same result objects and compare with each other (kind 'analysis'):\n"
     "results matched by tensor, format, scale, block, rht, rounding, plus the pooled summary\n"
     "results. gemm reports: paths matched by layer, recipe, path. grid reports: each format's\n"
-    "grid, compared exactly. audit reports: each tensor's export and requant SQNR and alpha,\n"
-    "matched by tensor name, plus the pooled line ('(pooled)').\n"
+    "grid, compared exactly. audit reports: each tensor's export and requant SQNR, alpha\n"
+    "and bucket ratios, matched by tensor name, plus the pooled line ('(pooled)').\n"
     "One report may be '-' (stdin).\n"
     "\n"
     "options:\n"
@@ -322,7 +322,7 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
         cJSON_AddItemToObject(st, "new", r->status[1][0] ? cJSON_CreateString(r->status[1])
                                                          : cJSON_CreateNull());
         cJSON_AddItemToObject(j, gemm ? "eta" : "alpha", pair(r->alpha[0], r->alpha[1]));
-        if (!gemm && strcmp(res->command, "audit") != 0) { /* an audit has no buckets */
+        if (!gemm) {
             cJSON_AddItemToObject(j, "bucket_ratio_15", pair(r->b15[0], r->b15[1]));
             cJSON_AddItemToObject(j, "bucket_ratio_8", pair(r->b8[0], r->b8[1]));
         }

@@ -98,6 +98,19 @@ static double bucket_ratio(const uint64_t *c, int k)
     return exp(h) / k;
 }
 
+void fp4_bucket_ratios(const uint64_t hist[16], double *b15, double *b8)
+{
+    uint64_t c15[15], c8[8];
+    c15[0] = hist[0] + hist[8]; /* ±0 merged */
+    for (int i = 1; i < 8; i++) {
+        c15[i] = hist[i];
+        c15[7 + i] = hist[8 + i];
+    }
+    for (int i = 0; i < 8; i++) c8[i] = hist[i] + hist[8 + i];
+    *b15 = bucket_ratio(c15, 15);
+    *b8 = bucket_ratio(c8, 8);
+}
+
 void fp4_metrics_finish(fp4_metrics *m)
 {
     if (m->sum_x2 > 0.0) {
@@ -119,15 +132,7 @@ void fp4_metrics_finish(fp4_metrics *m)
     for (int i = 0; i < 8; i++)
         m->level_mean_error[i] =
             m->level_count[i] ? m->level_err_sum[i] / (double)m->level_count[i] : 0.0;
-    uint64_t c15[15], c8[8];
-    c15[0] = m->hist[0] + m->hist[8]; /* ±0 merged */
-    for (int i = 1; i < 8; i++) {
-        c15[i] = m->hist[i];
-        c15[7 + i] = m->hist[8 + i];
-    }
-    for (int i = 0; i < 8; i++) c8[i] = m->hist[i] + m->hist[8 + i];
-    m->bucket_ratio_15 = bucket_ratio(c15, 15);
-    m->bucket_ratio_8 = bucket_ratio(c8, 8);
+    fp4_bucket_ratios(m->hist, &m->bucket_ratio_15, &m->bucket_ratio_8);
 
     /* block-scale statistics (SPEC §5.1) */
     const double pq[3] = {0.50, 0.90, 0.99};

@@ -201,6 +201,11 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src);
 void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
                                  const fp4_metrics *before, uint64_t k);
 
+/* The bucket ratios of a 16-code histogram (SPEC §5, bucket utilization): with p_i the share of
+ * the elements in bucket i, exp(-sum p_i ln p_i) / K; b15 over the 15 signed values (codes 0
+ * and 8, ±0, merged), b8 over the 8 magnitudes. NAN for an empty histogram. */
+void fp4_bucket_ratios(const uint64_t hist[16], double *b15, double *b8);
+
 /* Compute the derived fields from the raw sums. Σx² = 0: status zero_signal, nmse/sqnr/alpha/
  * delta NaN; Σ(x̂−x)² = 0 < Σx²: status exact, sqnr +Inf. Undefined means/ratios are NaN
  * (mean_signed_error with no samples, bucket ratios of an empty histogram). */

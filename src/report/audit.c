@@ -36,7 +36,10 @@ static void num(cJSON *o, const char *key, double v)
 
 static double frac(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : NAN; }
 
-static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s)
+/* One side (export, requant) against the source: SQNR, status, alpha, the code histogram and
+ * its bucket use (bucket_ratio_15, bucket_ratio_8, max_frac). */
+static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s,
+                      const int64_t hist[16])
 {
     cJSON *o = cJSON_AddObjectToObject(parent, key);
     if (!o) return;
@@ -44,17 +47,25 @@ static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s)
     num(o, "sqnr_db", fp4_audit_sqnr(s, &status));
     cJSON_AddStringToObject(o, "sqnr_status", status);
     num(o, "alpha", fp4_audit_alpha(s));
+    cJSON *h = cJSON_AddArrayToObject(o, "histogram");
+    for (int c = 0; h && c < 16; c++)
+        cJSON_AddItemToArray(h, cJSON_CreateNumber((double)hist[c]));
+    const fp4_audit_buckets b = fp4_audit_bucket_use(hist);
+    num(o, "bucket_ratio_15", b.b15);
+    num(o, "bucket_ratio_8", b.b8);
+    num(o, "max_frac", b.max_frac);
 }
 
 cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums *ex,
-                                    const fp4_audit_sums *rq, int64_t nonnearest,
+                                    const fp4_audit_sums *rq, const int64_t ex_hist[16],
+                                    const int64_t rq_hist[16], int64_t nonnearest,
                                     int64_t elements, int64_t scale_match, int64_t scale_bytes)
 {
     cJSON *po = cJSON_CreateObject();
     if (!po) return NULL;
     cJSON_AddNumberToObject(po, "tensors", tensors);
-    sums_json(po, "export", ex);
-    sums_json(po, "requant", rq);
+    sums_json(po, "export", ex, ex_hist);
+    sums_json(po, "requant", rq, rq_hist);
     num(po, "nonnearest_frac", frac(nonnearest, elements));
     num(po, "scale_match_frac", frac(scale_match, scale_bytes));
     return po;
@@ -153,12 +164,8 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
             cJSON_AddStringToObject(qo, "layout", q->layout);
             cJSON_AddNumberToObject(qo, "block", q->block);
         }
-        sums_json(o, "export", &t->export_);
-        cJSON *ex = cJSON_GetObjectItemCaseSensitive(o, "export");
-        cJSON *h = ex ? cJSON_AddArrayToObject(ex, "histogram") : NULL;
-        for (int c = 0; h && c < 16; c++)
-            cJSON_AddItemToArray(h, cJSON_CreateNumber((double)t->histogram[c]));
-        sums_json(o, "requant", &t->requant);
+        sums_json(o, "export", &t->export_, t->histogram);
+        sums_json(o, "requant", &t->requant, t->rq_histogram);
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
@@ -212,6 +219,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
     int np = 0;
     for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
     cJSON *po = fp4_report_audit_pooled_json(np, &a->pooled_export, &a->pooled_requant,
+                                             a->pooled_histogram, a->pooled_rq_histogram,
                                              a->pooled_nonnearest, a->pooled_elements,
                                              a->pooled_scale_match, a->pooled_scale_bytes);
     if (po) cJSON_AddItemToObject(root, "pooled", po);

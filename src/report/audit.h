@@ -9,10 +9,12 @@
 
 struct cJSON;
 
-/* The report's "pooled" object from the pooled sums and counts (merge rebuilds it so from the
- * parts' exact sums, bit for bit). NULL when out of memory. */
+/* The report's "pooled" object from the pooled sums, code histograms (export and requant: the
+ * sums of the pooled tensors') and counts (merge rebuilds it so from the parts' exact sums and
+ * shown histograms, bit for bit). NULL when out of memory. */
 struct cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums *ex,
-                                           const fp4_audit_sums *rq, int64_t nonnearest,
+                                           const fp4_audit_sums *rq, const int64_t ex_hist[16],
+                                           const int64_t rq_hist[16], int64_t nonnearest,
                                            int64_t elements, int64_t scale_match,
                                            int64_t scale_bytes);
 

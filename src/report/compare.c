@@ -225,7 +225,7 @@ static fp4_status read_tensors(const cJSON *doc, unsigned ignore, entries *out,
 
 /* An audit report (SPEC §11): per tensor, then "(pooled)", two rows: "export" (the checkpoint
  * as stored against its source) and "requant" (fp4diag's round-to-nearest of the source), each
- * with sqnr_db, sqnr_status and alpha. */
+ * with sqnr_db, sqnr_status, alpha and the bucket ratios of its codes. */
 static fp4_status read_audit_pair(const cJSON *obj, const char *name, entries *out,
                                   const char *label, const char *where)
 {
@@ -240,6 +240,9 @@ static fp4_status read_audit_pair(const cJSON *obj, const char *name, entries *o
         FP4_TRY(entries_push(out, name, sides[k], &e));
         FP4_TRY(read_sqnr(m, e, label, w));
         FP4_TRY(get_num(m, "alpha", &e->alpha, label, w));
+        /* the bucket use of its codes (absent from audits of older versions: not compared) */
+        FP4_TRY(get_num(m, "bucket_ratio_15", &e->b15, label, w));
+        FP4_TRY(get_num(m, "bucket_ratio_8", &e->b8, label, w));
     }
     return FP4_OK;
 }

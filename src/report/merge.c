@@ -1145,16 +1145,36 @@ static bool hyp_entry(const cJSON *h, const char **label, double *v, const char 
     return true;
 }
 
+/* A side (0 export, 1 requant) of an audit tensor: its histogram of whole counts
+ * sums to `elements` (read into h) and its bucket use is the one the histogram gives
+ * (fp4_audit_bucket_use). NULL when so, else the field that is not. */
+static const char *audit_buckets_check(const cJSON *o, int side, int64_t elements, int64_t h[16])
+{
+    static const char *const field[2][4] = {
+        {"export.histogram", "export.bucket_ratio_15", "export.bucket_ratio_8", "export.max_frac"},
+        {"requant.histogram", "requant.bucket_ratio_15", "requant.bucket_ratio_8",
+         "requant.max_frac"}};
+    const cJSON *sd = get(o, side ? "requant" : "export"), *arr = get(sd, "histogram");
+    if (counts_sum(arr, 16) != elements) return field[side][0];
+    for (int c = 0; c < 16; c++) h[c] = (int64_t)cJSON_GetArrayItem(arr, c)->valuedouble;
+    const fp4_audit_buckets b = fp4_audit_bucket_use(h);
+    if (!num_matches(get(sd, "bucket_ratio_15"), b.b15, DBL_EPSILON)) return field[side][1];
+    if (!num_matches(get(sd, "bucket_ratio_8"), b.b8, DBL_EPSILON)) return field[side][2];
+    if (!num_matches(get(sd, "max_frac"), b.max_frac, DBL_EPSILON)) return field[side][3];
+    return NULL;
+}
+
 /* One audit tensor o of a part against its exact state x (shard.tensors[k]: the sums e and r,
  * the counts): every number o shows that the state decides is the one it gives (SPEC §11) —
- * SQNR, alpha and status of export and requant, the counts and their fractions, the histogram
- * and the scale-byte differences summing to the counts (the 0 bin the matches), the shape and
+ * SQNR, alpha and status of export and requant, the counts and their fractions, the histograms
+ * (export and requant, read into eh and rh) summing to the elements and their bucket use what
+ * they give, the scale-byte differences summing to the counts (the 0 bin the matches), the shape and
  * block holding the elements, the layout verdict and the pool flag as the run decides them
  * (fp4_audit_sane from the SQNRs, the fitting hypothesis the sane one of the highest SQNR), the
  * per-tensor scale's match. NULL when all agree, else the field that does not. */
 static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_audit_sums *e,
                                       const fp4_audit_sums *r, int64_t elements, int64_t nonnear,
-                                      int64_t match, int64_t bytes)
+                                      int64_t match, int64_t bytes, int64_t eh[16], int64_t rh[16])
 {
     if (!audit_shown_ok(get(o, "export"), e)) return "export";
     if (!audit_shown_ok(get(o, "requant"), r)) return "requant";
@@ -1166,7 +1186,8 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
         return "nonnearest_frac";
     if (!num_matches(get(o, "scale_match_frac"), frac_of(match, bytes), DBL_EPSILON))
         return "scale_match_frac";
-    if (counts_sum(get(get(o, "export"), "histogram"), 16) != elements) return "export.histogram";
+    const char *bf = audit_buckets_check(o, 0, elements, eh);
+    if (bf || (bf = audit_buckets_check(o, 1, elements, rh))) return bf;
     const cJSON *df = get(o, "scale_byte_diff");
     if (counts_sum(df, FP4_AUDIT_DIFF_BINS) != bytes ||
         cJSON_GetArrayItem(df, FP4_AUDIT_DIFF_BINS / 2)->valuedouble != (double)match)
@@ -1350,7 +1371,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
     }
     if ((st = names_once(p, tu, nt, eu, ne)) != FP4_OK) goto out;
     fp4_audit_sums pe = {0}, pr = {0};
-    int64_t nn = 0, el = 0, sm = 0, sb = 0;
+    int64_t nn = 0, el = 0, sm = 0, sb = 0, peh[16] = {0}, prh[16] = {0};
     int np = 0;
     for (int i = 0; i < nt; i++) {
         const cJSON *x = tu[i].partial, *o = tu[i].obj;
@@ -1366,7 +1387,9 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
                            p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
             goto out;
         }
-        const char *field = audit_tensor_check(o, x, &e, &r, elements, nonnear, match, bytes);
+        int64_t eh[16], rh[16];
+        const char *field =
+            audit_tensor_check(o, x, &e, &r, elements, nonnear, match, bytes, eh, rh);
         if (field || !cJSON_IsString(nm) || !*nm->valuestring) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: the numbers shown are not what its exact sums "
                                           "give (\"%s\"; edited part?)",
@@ -1378,11 +1401,12 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
             pe.xx += e.xx, pe.ee += e.ee, pe.xq += e.xq, pe.n += e.n;
             pr.xx += r.xx, pr.ee += r.ee, pr.xq += r.xq, pr.n += r.n;
             nn += nonnear, el += elements, sm += match, sb += bytes;
+            for (int c = 0; c < 16; c++) peh[c] += eh[c], prh[c] += rh[c];
             np++;
         }
     }
     if ((st = audit_groups_check(p, tu, nt)) != FP4_OK) goto out;
-    cJSON *po = fp4_report_audit_pooled_json(np, &pe, &pr, nn, el, sm, sb);
+    cJSON *po = fp4_report_audit_pooled_json(np, &pe, &pr, peh, prh, nn, el, sm, sb);
     cJSON *ta = cJSON_CreateArray(), *ea = cJSON_CreateArray(), *av = cJSON_CreateArray();
     if (!po || !ta || !ea || !av) {
         cJSON_Delete(po), cJSON_Delete(ta), cJSON_Delete(ea), cJSON_Delete(av);

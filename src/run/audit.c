@@ -10,6 +10,7 @@
 
 #include "base/common.h"
 #include "io/source.h"
+#include "num/metrics.h"
 
 /* Source elements read at a time (a slab along dim 0 holds at least one of its rows). */
 #define AUDIT_SLAB_ELEMS (1 << 22)
@@ -46,6 +47,16 @@ double fp4_audit_sqnr(const fp4_audit_sums *s, const char **status)
 double fp4_audit_alpha(const fp4_audit_sums *s)
 {
     return s->xx > 0 && isfinite(s->xq) ? s->xq / s->xx : NAN;
+}
+
+fp4_audit_buckets fp4_audit_bucket_use(const int64_t hist[16])
+{
+    uint64_t h[16], n = 0;
+    for (int c = 0; c < 16; c++) n += h[c] = (uint64_t)hist[c];
+    fp4_audit_buckets b;
+    fp4_bucket_ratios(h, &b.b15, &b.b8);
+    b.max_frac = n ? (double)(h[7] + h[15]) / (double)n : NAN;
+    return b;
 }
 
 const char *fp4_audit_hypothesis_name(int h)
@@ -547,6 +558,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
                     const int64_t k = b * q->block + j;
                     /* the producer's fp32 quotient, rounded to nearest (ties to even) */
                     const unsigned code = sr == 0.0f ? 0u : fp4_audit_e2m1_rtne(xr[k] / sr);
+                    t->rq_histogram[code]++;
                     rq[k] = fp4_e2m1_value(code) * sr;
                 }
             }
@@ -862,6 +874,10 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             a->pooled_elements += t->export_.n;
             a->pooled_scale_bytes += t->scale_bytes;
             a->pooled_scale_match += t->scale_match;
+            for (int c = 0; c < 16; c++) {
+                a->pooled_histogram[c] += t->histogram[c];
+                a->pooled_rq_histogram[c] += t->rq_histogram[c];
+            }
         }
     }
     if (shard.count > 0) { /* the files read are those the fingerprint describes */

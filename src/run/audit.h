@@ -26,6 +26,15 @@ typedef struct fp4_audit_sums {
 double fp4_audit_sqnr(const fp4_audit_sums *s, const char **status);
 double fp4_audit_alpha(const fp4_audit_sums *s);
 
+/* The bucket use of a 16-code histogram (SPEC §11): bucket_ratio_15 and bucket_ratio_8 as §5
+ * defines them (num/metrics.h fp4_bucket_ratios: exp(entropy) / K over the 15 signed values,
+ * ±0 merged, and over the 8 magnitudes) and max_frac, the share of the elements at codes ±6
+ * (7 and 15, the grid's top). Each NAN for an empty histogram. */
+typedef struct fp4_audit_buckets {
+    double b15, b8, max_frac;
+} fp4_audit_buckets;
+fp4_audit_buckets fp4_audit_bucket_use(const int64_t hist[16]);
+
 /* Byte differences stored - rule, counted in bins -8..+8 (index d + 8); beyond: the ends. */
 #define FP4_AUDIT_DIFF_BINS 17
 
@@ -51,6 +60,7 @@ typedef struct fp4_audit_tensor {
     bool hyp_tried[FP4_AUDIT_NH];
     int layout_fit;             /* hypothesis that fits: FP4_AUDIT_H_DECLARED when sane */
     int64_t histogram[16];      /* stored codes */
+    int64_t rq_histogram[16];   /* the codes of our round-to-nearest requantization */
     int64_t nonnearest;         /* elements whose stored code is not a nearest grid point */
     int64_t scale_bytes, scale_match;
     int64_t diff[FP4_AUDIT_DIFF_BINS];
@@ -90,6 +100,7 @@ typedef struct fp4_audit {
     int n;
     fp4_audit_sums pooled_export, pooled_requant;
     int64_t pooled_nonnearest, pooled_elements, pooled_scale_bytes, pooled_scale_match;
+    int64_t pooled_histogram[16], pooled_rq_histogram[16]; /* export and requant codes */
     fp4_audit_error *errors;
     int nerrors;
     double seconds;

@@ -111,6 +111,34 @@ static void test_sqnr(void **state)
     assert_string_equal(st, "zero_signal");
 }
 
+/* Bucket use of a code histogram: known answers (SPEC §5's B15/B8 and the share at ±6). */
+static void test_bucket_use(void **state)
+{
+    (void)state;
+    int64_t h[16] = {0};
+    fp4_audit_buckets b = fp4_audit_bucket_use(h); /* empty: undefined */
+    assert_true(isnan(b.b15) && isnan(b.b8) && isnan(b.max_frac));
+    h[7] = 5; /* every element at +6: one bucket of 15, of 8 */
+    b = fp4_audit_bucket_use(h);
+    assert_double_rel(b.b15, 1.0 / 15.0, 1e-15);
+    assert_double_rel(b.b8, 1.0 / 8.0, 1e-15);
+    assert_double_exact(b.max_frac, 1.0);
+    /* one element at each of the 15 signed values (code 8, -0, empty): B15 = 1; magnitudes
+     * 1/15 at 0, 2/15 at the other seven */
+    for (int c = 0; c < 16; c++) h[c] = c == 8 ? 0 : 1;
+    b = fp4_audit_bucket_use(h);
+    assert_double_rel(b.b15, 1.0, 1e-15);
+    const double p1 = 1.0 / 15.0, p2 = 2.0 / 15.0;
+    assert_double_rel(b.b8, exp(-(p1 * log(p1) + 7.0 * p2 * log(p2))) / 8.0, 1e-15);
+    assert_double_exact(b.max_frac, 2.0 / 15.0);
+    /* ±0 merged in B15 but -0 counted apart in the histogram: codes 0 and 8 one bucket */
+    memset(h, 0, sizeof h);
+    h[0] = h[8] = 3;
+    b = fp4_audit_bucket_use(h);
+    assert_double_rel(b.b15, 1.0 / 15.0, 1e-15);
+    assert_double_exact(b.max_frac, 0.0);
+}
+
 /* The round-to-nearest fixtures reproduce every scale byte and the export equals our RTN;
  * the swapped-nibble fixture is named. */
 static void test_fixtures(void **state)
@@ -134,6 +162,19 @@ static void test_fixtures(void **state)
             if (t->q.format == FP4_QF_NVFP4) assert_double_exact(t->global_stored, t->global_rule);
             assert_int_equal(t->group_shared, t->group[0] && t->q.format == FP4_QF_NVFP4 ? 1 : -1);
             assert_false(t->hyp_tried[FP4_AUDIT_H_SWIZZLE]); /* 16..32 rows: one layout only */
+            /* our requantization uses every code as the export does, each element counted */
+            int64_t n = 0;
+            for (int c = 0; c < 16; c++) {
+                assert_int_equal(t->rq_histogram[c], t->histogram[c]);
+                n += t->rq_histogram[c];
+            }
+            assert_int_equal(n, t->export_.n);
+        }
+        for (int c = 0; c < 16; c++) { /* the pool: the sum of the pooled tensors' */
+            int64_t e = 0, r = 0;
+            for (int i = 0; i < a.n; i++) e += a.t[i].histogram[c], r += a.t[i].rq_histogram[c];
+            assert_int_equal(a.pooled_histogram[c], e);
+            assert_int_equal(a.pooled_rq_histogram[c], r);
         }
         fp4_audit_free(&a);
     }
@@ -206,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_is_nearest),   cmocka_unit_test(test_e2m1_rtne),
         cmocka_unit_test(test_global_rules), cmocka_unit_test(test_block_rules),
         cmocka_unit_test(test_sqnr),         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_bucket_use),
     };
     return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
 }

@@ -81,7 +81,7 @@ PY
 # fields no exact sum decides (SPEC §11): checked against what is derivable — the group from
 # the name, the rule from group_amax, group_shared and group_amax across the fused group's
 # members, special bytes the format has, zero_blocks against the source's energy, a known
-# producer; each edit is refused naming its field
+# producer, the bucket use from the histograms; each edit is refused naming its field
 edit() { # FIELD PYTHON-EXPR-ON-t (t: the part's first q_proj tensor, r: the part)
     python3 - "$tmp/a0.json" "$tmp/a1.json" "$tmp/x0.json" "$tmp/x1.json" "$2" <<'PY' || fail "edit $1"
 import json, sys
@@ -105,6 +105,13 @@ edit '"global_scale.rule"' 'g = t["global_scale"]; g["rule"] = g["rule"] * 2; g[
 edit '"special_scale_bytes"' 't["special_scale_bytes"]["e8m0_ff"] = 1'
 edit '"zero_blocks"' 't["zero_blocks"] = t["scale_bytes"]'
 edit '"quant.producer"' 't["quant"]["producer"] = "other"'
+# the bucket use shown is what each side's histogram gives; the requant histogram holds the
+# elements; one code moved between bins keeps the sum but not the ratios
+edit '"export.bucket_ratio_15"' 't["export"]["bucket_ratio_15"] += 0.01'
+edit '"requant.bucket_ratio_8"' 't["requant"]["bucket_ratio_8"] -= 0.01'
+edit '"requant.max_frac"' 't["requant"]["max_frac"] = 0.5'
+edit '"requant.histogram"' 't["requant"]["histogram"][7] += 1'
+edit '"export.bucket_ratio_15"' 'h = t["export"]["histogram"]; h[7] -= 1; h[6] += 1'
 "$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 0/2 -q >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "--shard without -o: exit $rc"
 exit 0

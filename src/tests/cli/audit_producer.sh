@@ -44,7 +44,22 @@ for name, w in want["tensors"].items():
     if fmt == "nvfp4":
         g = t["global_scale"]
         assert g["match"] and (g["group"] is None or g["group_shared"] is True), g
+    # bucket use (SPEC §11): an independent computation from each side's histogram; these
+    # round-to-nearest exports use every code exactly as fp4diag's own requantization
+    for side in ("export", "requant"):
+        s = t[side]; h = s["histogram"]; n = sum(h)
+        assert n == t["elements"], (name, side, n)
+        c15 = [h[0] + h[8]] + h[1:8] + h[9:16]; c8 = [h[i] + h[8 + i] for i in range(8)]
+        def br(c, k):
+            import math
+            return math.exp(-sum(x / n * math.log(x / n) for x in c if x)) / k
+        assert abs(s["bucket_ratio_15"] - br(c15, 15)) <= 1e-14, (name, side, s)
+        assert abs(s["bucket_ratio_8"] - br(c8, 8)) <= 1e-14, (name, side, s)
+        assert s["max_frac"] == (h[7] + h[15]) / n, (name, side, s)
+    assert t["requant"]["histogram"] == t["export"]["histogram"], (name, t["requant"], t["export"])
 p, w = r["pooled"], want["pooled"]
+for side in ("export", "requant"):  # the pooled histogram: the sum of the tensors'
+    assert p[side]["histogram"] == [sum(t[side]["histogram"][c] for t in r["tensors"]) for c in range(16)], p
 assert p["tensors"] == nq and p["scale_match_frac"] == 1, p
 assert abs(p["export"]["sqnr_db"] - w["sqnr_db"]) <= 1e-6, (p, w)
 assert abs(p["export"]["alpha"] - w["alpha"]) <= 1e-12, (p, w)

@@ -38,7 +38,7 @@ assert c["command"] == "audit" and not c["pass"], c
 rows = {(r["tensor"], r["result"]): r for r in c["rows"]}
 k = rows[("model.layers.0.self_attn.k_proj.weight", "export")]
 assert k["verdict"] == "regressed" and abs(k["sqnr_db"]["delta"] + 0.1) < 1e-9, k
-assert "bucket_ratio_15" not in k, k
+assert k["bucket_ratio_15"]["delta"] == 0 and k["bucket_ratio_8"]["base"] > 0, k
 for side in ("export", "requant"):
     assert rows[("model.layers.0.mlp.up_proj.weight", side)]["verdict"] == "regressed"
     assert rows[("model.layers.0.mlp.up_proj.weight", side)]["sqnr_db"]["new"] is None
@@ -47,6 +47,19 @@ assert c["counts"]["missing"] == 2 and c["counts"]["regressed"] == 3, c["counts"
 PY
 "$FP4DIAG" compare "$tmp/nv.json" "$tmp/worse.json" >"$tmp/out" 2>/dev/null
 grep -q '^audit reports: 16 results: 13 same, 0 changed, 0 improved, 3 regressed (2 missing from NEW)' "$tmp/out" || { cat "$tmp/out"; fail "counts"; }
+
+# an export whose bucket use fell (B15 0.02 lower) regresses on that row alone
+python3 - "$tmp/nv.json" "$tmp/b.json" <<'PY' || fail "edit buckets"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = [x for x in r["tensors"] if x["name"] == "model.layers.0.mlp.down_proj.weight"][0]
+t["export"]["bucket_ratio_15"] -= 0.02
+json.dump(r, open(sys.argv[2], "w"))
+PY
+"$FP4DIAG" compare "$tmp/nv.json" "$tmp/b.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 1 ] || fail "bucket drop: exit $rc"
+grep -q '^regression: model.layers.0.mlp.down_proj.weight export: B15 .*(drop 0.0200 > 0.01)' "$tmp/err" || { cat "$tmp/err"; fail "bucket drop not named"; }
+[ "$(grep -c '^regression:' "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "bucket drop: other rows"; }
 
 # two checkpoints of one source: the note names them; MXFP4 is worse than NVFP4 here
 "$FP4DIAG" compare "$tmp/nv.json" "$tmp/mx.json" >"$tmp/out" 2>"$tmp/err"; rc=$?

@@ -54,7 +54,10 @@ edit a0.json a0e.json 't["nonnearest_frac"] = 0.5'
 bad visible_nonnearest "$(shown nonnearest_frac)" a0e.json a1.json
 edit a0.json a0e.json 't["export"]["histogram"] = [0] * 16'
 bad histogram "$(shown export.histogram)" a0e.json a1.json
-edit a0.json a0e.json 'h = t["export"]["histogram"]; h[0] += 1; h[1] -= 1
+edit a0.json a0e.json 'h = t["requant"]["histogram"]; h[6] += 1; h[7] -= 1'
+bad rq_buckets "$(shown requant.bucket_ratio_15)" a0e.json a1.json
+# (+0 and -0 are one bucket in B15 and B8: the histogram's move leaves its bucket use as it was)
+edit a0.json a0e.json 'h = t["export"]["histogram"]; h[0] += 1; h[8] -= 1
 t["scale_byte_diff"][8] -= 1; t["scale_byte_diff"][9] += 1'
 bad diff "$(shown scale_byte_diff)" a0e.json a1.json
 edit a0.json a0e.json 't["global_scale"]["stored"] = 1.0'
