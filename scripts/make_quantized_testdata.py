@@ -17,6 +17,15 @@ fp32/bf16 order of operations:
   ct_mxfp4/                     compressed-tensors mxfp4-pack-quantized (U8 E8M0 scales, group
                                 32, its power-of-two rounding)
   gptoss_mxfp4/                 gpt-oss: gate_up_proj_blocks [E, R, K/32, 16] + _scales
+  modelopt_mxfp4/               ModelOpt MXFP4 (W4A8_MXFP4_FP8 weights, mxfp4_tensor.py): weight
+                                U8, weight_scale U8 E8M0 [out, in/32] by ModelOpt's float ceil
+                                rule ceil(max(log2(amax / 6), -127)) + 127, codes by its
+                                cast_fp4: an exact midpoint rounds toward zero (0.75 -> 0.5,
+                                1.75 -> 1.5, 3.5 -> 3) and an exact 0 is code 0x8 (-0);
+                                input_scale F32; hf_quant_config.json
+  bad_mx_nibble/, bad_mx_rule/  that export with down_proj's nibbles swapped / with every
+                                tensor's scales by the OCP floor rule (codes cast_fp4 of them),
+                                declared ModelOpt all the same
   bad_*/                        partner faults: a missing weight_scale_2, a scale of the wrong
                                 shape, a config naming another producer, an orphan scale;
                                 bad_nibble/: down_proj's nibbles swapped (the audit's layout
@@ -251,6 +260,39 @@ def mxfp4(w, byte_rule):
     return pack(codes), sbytes, dec.reshape(*lead, K)
 
 
+def modelopt_mx_byte(amax):
+    """ModelOpt MXFP4QTensor.quantize: e = ceil(max(log2(fp32(amax / 6)), -127)) in fp32 (an
+    all-zero block: log2(0) = -inf -> -127), byte e + 127."""
+    with np.errstate(divide="ignore"):
+        lg = np.log2(np.float32(np.float32(amax) / np.float32(6.0)))
+    return int(np.ceil(np.maximum(lg, np.float32(-127.0)))) + 127
+
+
+def modelopt_cast_fp4(q):
+    """ModelOpt's cast_fp4: sign bit (2 - sign(x)) // 2 (1 for an exact 0, -0 included),
+    magnitude the count of E2M1 bounds strictly below |x| (an exact midpoint goes down)."""
+    sign_bit = np.where(q > 0, 0, 1).astype(np.uint8)
+    a = np.abs(q)
+    idx = np.zeros(q.shape, dtype=np.uint8)
+    for t in [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0]:
+        idx += ((a - np.float32(t)) > 0).astype(np.uint8)
+    return (idx | (sign_bit << 3)).astype(np.uint8)
+
+
+def modelopt_mxfp4(w, byte_rule=modelopt_mx_byte):
+    """ModelOpt MXFP4: bytes by byte_rule, codes cast_fp4(w / 2^(byte - 127)) in fp32; decode
+    as MXFP4QTensor.dequantize: (1 - 2 sign) * E2M1[mag] * exp2(byte - 127) (code 8 is -0)."""
+    lead, K = w.shape[:-1], w.shape[-1]
+    blk = w.reshape(*lead, K // 32, 32)
+    amax = np.max(np.abs(blk), axis=-1).astype(np.float32)
+    sbytes = np.vectorize(byte_rule, otypes=[np.uint8])(amax)
+    s = np.vectorize(lambda b: np.float32(2.0 ** (int(b) - 127)), otypes=[np.float32])(sbytes)
+    q = (blk / s[..., None]).astype(np.float32)
+    codes = modelopt_cast_fp4(q).reshape(*lead, K)
+    dec = (decode_values(codes).reshape(*lead, K // 32, 32) * s[..., None]).astype(np.float32)
+    return pack(codes), sbytes, dec.reshape(*lead, K)
+
+
 def main():
     rng = np.random.default_rng(27)
     P = "model.layers.0."
@@ -326,6 +368,37 @@ def main():
                                 "modules_to_not_convert": ["model.layers.*.self_attn",
                                                            "model.layers.*.mlp.router",
                                                            "model.embed_tokens", "lm_head"]}})
+
+    # ModelOpt MXFP4 (weights of W4A8_MXFP4_FP8; input_scale: the FP8 activations' scale)
+    t, exp = [], []
+    for m in LINEARS:
+        p, sb, dec = modelopt_mxfp4(src[P + m + ".weight"])
+        t += [u8(P + m + ".weight", p), u8(P + m + ".weight_scale", sb),
+              f32(P + m + ".input_scale", np.float32(0.01).reshape(()))]
+        exp.append(f32(P + m + ".weight", dec))
+    write_st(f"{OUT}/modelopt_mxfp4/model.safetensors", t + keep)
+    write_st(f"{OUT}/expected/modelopt_mxfp4.safetensors", exp)
+    mx_config = {
+        "producer": {"name": "modelopt", "version": "0.47.0 (layout; written by fp4diag)"},
+        "quantization": {"quant_algo": "W4A8_MXFP4_FP8", "group_size": 32,
+                         "kv_cache_quant_algo": None,
+                         "exclude_modules": ["lm_head", "model.embed_tokens"]}}
+    write_json(f"{OUT}/modelopt_mxfp4/hf_quant_config.json", mx_config)
+    # its faults: down_proj's nibbles swapped; every tensor's scales by the OCP floor rule
+    swapped = []
+    for name, dt, shape, data in t:
+        if name == P + "mlp.down_proj.weight":
+            b = np.frombuffer(data, np.uint8)
+            data = ((b >> 4) | ((b & 15) << 4)).astype(np.uint8).tobytes()
+        swapped.append((name, dt, shape, data))
+    write_st(f"{OUT}/bad_mx_nibble/model.safetensors", swapped + keep)
+    write_json(f"{OUT}/bad_mx_nibble/hf_quant_config.json", mx_config)
+    t = []
+    for m in LINEARS:
+        p, sb, _ = modelopt_mxfp4(src[P + m + ".weight"], ocp_floor_byte)
+        t += [u8(P + m + ".weight", p), u8(P + m + ".weight_scale", sb)]
+    write_st(f"{OUT}/bad_mx_rule/model.safetensors", t + keep)
+    write_json(f"{OUT}/bad_mx_rule/hf_quant_config.json", mx_config)
 
     # faults, each in a file of its own (ModelOpt layout unless said)
     q = P + "self_attn.q_proj."

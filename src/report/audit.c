@@ -199,6 +199,10 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
             cJSON_AddNumberToObject(sp, "e4m3_nan", (double)t->e4m3_nan);
         }
         cJSON_AddNumberToObject(o, "zero_blocks", (double)t->zero_blocks);
+        if (t->scale_rule_fit >= 0)
+            cJSON_AddStringToObject(o, "scale_rule_fit", fp4_audit_mx_rule_name(t->scale_rule_fit));
+        else
+            cJSON_AddNullToObject(o, "scale_rule_fit");
         cJSON *lo = cJSON_AddObjectToObject(o, "layout_check");
         if (lo) {
             cJSON_AddStringToObject(lo, "fits", fit_name(t));
@@ -395,6 +399,19 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
             fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g\n",
                     t->name, (double)t->global_stored, fp4_qproducer_name(t->q.producer),
                     (double)t->global_rule, t->group[0] ? t->group : "tensor", t->group_amax);
+        if (t->scale_match < t->scale_bytes) {
+            fprintf(out, "scale bytes: %s: %lld of %lld block scales are not what the %s rule "
+                         "gives from the source",
+                    t->name, (long long)(t->scale_bytes - t->scale_match),
+                    (long long)t->scale_bytes,
+                    t->q.format == FP4_QF_MXFP4
+                        ? fp4_audit_mx_rule_name(fp4_audit_mx_rule_of(t->q.producer))
+                        : fp4_qproducer_name(t->q.producer));
+            if (t->scale_rule_fit >= 0)
+                fprintf(out, "; every stored byte is what the %s rule gives (exported with it)",
+                        fp4_audit_mx_rule_name(t->scale_rule_fit));
+            fputc('\n', out);
+        }
         if (t->group_shared == 0)
             fprintf(out, "fused group: %s: its %s partners do not share one per-tensor scale "
                          "(this one stores %.9g)\n",

@@ -1219,6 +1219,17 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     if (ff < 0 || nan8 < 0 || ff > bytes || nan8 > bytes || (nan8 > 0 && (!nv || producer == FP4_QP_GGUF)) ||
         (ff > 0 && nv))
         return "special_scale_bytes";
+    /* the other MX rule named as the one the stored bytes follow: a known name, never the
+     * declared producer's own rule, only for MXFP4 when the declared rule misses a byte */
+    const cJSON *rf = get(o, "scale_rule_fit");
+    if (!cJSON_IsNull(rf)) {
+        int rule = -1;
+        for (int m = 0; cJSON_IsString(rf) && m < FP4_AUDIT_MX_RULES; m++)
+            if (!strcmp(rf->valuestring, fp4_audit_mx_rule_name(m))) rule = m;
+        if (rule < 0 || nv || match >= bytes ||
+            rule == fp4_audit_mx_rule_of((fp4_qproducer)producer))
+            return "scale_rule_fit";
+    }
     /* blocks of an all-zero source: all of them when the source's energy is 0, not all when
      * it is finite and positive */
     int64_t zb = count_of(o, "zero_blocks");

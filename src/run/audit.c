@@ -59,6 +59,23 @@ fp4_audit_buckets fp4_audit_bucket_use(const int64_t hist[16])
     return b;
 }
 
+const char *fp4_audit_mx_rule_name(int r)
+{
+    switch (r) {
+    case FP4_AUDIT_MX_MODELOPT: return "modelopt ceil";
+    case FP4_AUDIT_MX_CT: return "compressed-tensors pow2";
+    case FP4_AUDIT_MX_OCP: return "ocp floor";
+    }
+    return "?";
+}
+
+int fp4_audit_mx_rule_of(fp4_qproducer p)
+{
+    return p == FP4_QP_MODELOPT ? FP4_AUDIT_MX_MODELOPT
+           : p == FP4_QP_COMPRESSED_TENSORS ? FP4_AUDIT_MX_CT
+                                            : FP4_AUDIT_MX_OCP; /* gpt-oss, GGUF */
+}
+
 const char *fp4_audit_hypothesis_name(int h)
 {
     switch (h) {
@@ -548,6 +565,15 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
                     if (a > amax && isfinite(a)) amax = a;
                 }
                 if (amax == 0.0f) t->zero_blocks++;
+                if (!nv) { /* which MX rule the stored byte follows */
+                    static const fp4_qproducer by[FP4_AUDIT_MX_RULES] = {
+                        FP4_QP_MODELOPT, FP4_QP_COMPRESSED_TENSORS, FP4_QP_GPT_OSS};
+                    fp4_qtensor o = *q;
+                    for (int m = 0; m < FP4_AUDIT_MX_RULES; m++) {
+                        o.producer = by[m];
+                        t->mx_rule_match[m] += fp4_audit_scale_rule(&o, amax, 1.0f) == sb;
+                    }
+                }
                 const uint8_t want = fp4_audit_scale_rule(q, amax, grule);
                 const int diff = (int)sb - (int)want;
                 t->scale_bytes++;
@@ -566,6 +592,12 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         sums_add(&t->requant, x, alt, n);
     }
     t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
+    /* a declared rule that misses a byte: another MX rule that gives every one, named */
+    t->scale_rule_fit = -1;
+    if (!nv && t->scale_match < t->scale_bytes)
+        for (int m = 0; m < FP4_AUDIT_MX_RULES && t->scale_rule_fit < 0; m++)
+            if (m != fp4_audit_mx_rule_of(q->producer) && t->mx_rule_match[m] == t->scale_bytes)
+                t->scale_rule_fit = m;
     return FP4_OK;
 }
 
@@ -798,6 +830,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         snprintf(t->group, sizeof t->group, "%s", kinds[i]);
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
+        t->scale_rule_fit = -1;
         t->source_transposed = transposed;
         if (d.note) { /* gate/up fused on one side only (pair_gate_up) */
             size_t l = strlen(t->q.layout);

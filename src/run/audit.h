@@ -38,6 +38,13 @@ fp4_audit_buckets fp4_audit_bucket_use(const int64_t hist[16]);
 /* Byte differences stored - rule, counted in bins -8..+8 (index d + 8); beyond: the ends. */
 #define FP4_AUDIT_DIFF_BINS 17
 
+/* The E8M0 scale rules of MXFP4 (SPEC §11), each tried on every MXFP4 block: ModelOpt's float
+ * ceil, compressed-tensors' power-of-two rounding, the OCP floor (gpt-oss, GGUF). */
+enum { FP4_AUDIT_MX_MODELOPT = 0, FP4_AUDIT_MX_CT, FP4_AUDIT_MX_OCP, FP4_AUDIT_MX_RULES };
+/* "modelopt ceil", "compressed-tensors pow2", "ocp floor"; the rule of producer p (MXFP4) */
+const char *fp4_audit_mx_rule_name(int r);
+int fp4_audit_mx_rule_of(fp4_qproducer p);
+
 /* Layout hypotheses tried on every tensor. */
 enum {
     FP4_AUDIT_H_DECLARED = 0,
@@ -65,6 +72,9 @@ typedef struct fp4_audit_tensor {
     int64_t scale_bytes, scale_match;
     int64_t diff[FP4_AUDIT_DIFF_BINS];
     int64_t zero_blocks;        /* blocks whose source values are all zero */
+    int64_t mx_rule_match[FP4_AUDIT_MX_RULES]; /* MXFP4: stored bytes each MX rule reproduces */
+    int scale_rule_fit;         /* MXFP4 whose declared rule misses a byte: the other MX rule
+                                   that reproduces every stored byte (FP4_AUDIT_MX_*), else -1 */
     int64_t e8m0_ff, e4m3_nan;  /* special scale bytes stored */
     float global_stored, global_rule; /* NVFP4: the stored per-tensor scale and the rule's */
     double group_amax;          /* the fused group's source amax the rule used */

@@ -178,7 +178,42 @@ static void test_fixtures(void **state)
         }
         fp4_audit_free(&a);
     }
+    /* ModelOpt MXFP4: its float ceil E8M0 rule reproduced, every code a nearest grid point
+     * (its exact midpoints toward zero are ties), the SQNR our round-to-nearest-even's */
     fp4_audit a;
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/modelopt_mxfp4",
+                                   NULL, 0, &a),
+                     FP4_OK);
+    assert_int_equal(a.nerrors, 0);
+    assert_int_equal(a.n, 4);
+    bool tie = false;
+    for (int i = 0; i < a.n; i++) {
+        const fp4_audit_tensor *t = &a.t[i];
+        assert_int_equal(t->q.format, FP4_QF_MXFP4);
+        assert_int_equal(t->q.producer, FP4_QP_MODELOPT);
+        assert_int_equal(t->layout_fit, FP4_AUDIT_H_DECLARED);
+        assert_int_equal(t->scale_match, t->scale_bytes);
+        assert_int_equal(t->mx_rule_match[FP4_AUDIT_MX_MODELOPT], t->scale_bytes);
+        assert_int_equal(t->scale_rule_fit, -1);
+        assert_int_equal(t->nonnearest, 0);
+        assert_double_exact(t->export_.ee, t->requant.ee);
+        tie = tie || t->export_.xq != t->requant.xq;
+    }
+    assert_true(tie);
+    fp4_audit_free(&a);
+    /* the same made with the OCP floor rule, declared ModelOpt: that rule named */
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_mx_rule",
+                                   NULL, 0, &a),
+                     FP4_OK);
+    assert_int_equal(a.n, 4);
+    for (int i = 0; i < a.n; i++) {
+        const fp4_audit_tensor *t = &a.t[i];
+        assert_true(t->scale_match < t->scale_bytes);
+        assert_int_equal(t->mx_rule_match[FP4_AUDIT_MX_OCP], t->scale_bytes);
+        assert_int_equal(t->scale_rule_fit, FP4_AUDIT_MX_OCP);
+        assert_int_equal(t->diff[7] + t->diff[8], t->scale_bytes); /* one below, or equal */
+    }
+    fp4_audit_free(&a);
     const char *sel[] = {"model.layers.0.mlp"};
     assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_nibble",
                                    sel, 1, &a),

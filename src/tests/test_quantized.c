@@ -491,6 +491,16 @@ static void test_fixture_ct(void **state)
                   FP4_QP_COMPRESSED_TENSORS);
 }
 
+/* ModelOpt MXFP4 (the numpy writer following mxfp4_tensor.py: float ceil E8M0 rule, exact
+ * midpoints toward zero, an exact 0 as code 8): decoded as MXFP4QTensor.dequantize, code 8 -0 */
+static void test_fixture_modelopt_mx(void **state)
+{
+    (void)state;
+    check_fixture("testdata/quantized/modelopt_mxfp4",
+                  "testdata/quantized/expected/modelopt_mxfp4.safetensors", 4, FP4_QF_MXFP4,
+                  FP4_QP_MODELOPT);
+}
+
 static void test_fixture_gptoss(void **state)
 {
     (void)state;
@@ -623,7 +633,7 @@ int main(void)
         cmocka_unit_test(test_fixture_modelopt),
         cmocka_unit_test(test_fixture_producers),
         cmocka_unit_test(test_fixture_ct),
-        cmocka_unit_test(test_fixture_gptoss),
+        cmocka_unit_test(test_fixture_gptoss), cmocka_unit_test(test_fixture_modelopt_mx),
         cmocka_unit_test(test_partner_errors),
         cmocka_unit_test(test_config_contradictions),
         cmocka_unit_test(test_plain_sources),

@@ -3,7 +3,8 @@
 # (scripts/make_quantized_testdata.py): per-tensor and pooled export SQNR and alpha equal an
 # independent fp64 computation (numpy, from the bf16 source and the writer's own decodes) to
 # 1e-6 dB; the round-to-nearest exports reproduce every scale byte (scale_match_frac 1) and
-# almost every code (nonnearest_frac < 1 %); a swapped nibble order is named, with both SQNRs,
+# almost every code (nonnearest_frac < 1 %), ModelOpt MXFP4 (ties toward zero) included; a
+# scale rule other than the declared one is named; a swapped nibble order is named, with both SQNRs,
 # and left out of the pool; the table lists the worst tensor first; bad input exits 3.
 set -u
 Q=testdata/quantized
@@ -13,7 +14,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4; do
+for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4 modelopt_mxfp4; do
     "$FP4DIAG" audit "$Q/source" "$Q/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
     python3 - "$tmp/$fx.json" "$Q/source/model.safetensors" "$Q/expected/$fx.safetensors" <<'PY' || fail "audit $fx numbers"
 import json, struct, sys
@@ -82,6 +83,39 @@ h = {x["layout"]: x["sqnr_db"] for x in t["layout_check"]["hypotheses"]}
 assert t["layout_check"]["fits"] == "nibble order swapped" and not t["layout_check"]["as_declared"]
 assert h["nibble order swapped"] > 20 and h["as declared"] < 0, h
 assert t["nonnearest_frac"] > 0.5, t
+PY
+
+# ModelOpt MXFP4 (its float ceil E8M0 rule; exact midpoints toward zero, exact 0 as -0): every
+# scale byte reproduced, no code off the nearest grid points, the ties' codes differing from
+# our round-to-nearest-even in alpha and histogram only; its faults named: down_proj's nibbles
+# swapped, and scales made by the OCP floor rule (every byte that one's, one below ModelOpt's)
+python3 - "$tmp/modelopt_mxfp4.json" <<'PY' || fail "modelopt_mxfp4 JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ts = {x["name"]: x for x in r["tensors"]}
+assert len(ts) == 4 and all(t["quant"]["format"] == "mxfp4" and t["quant"]["producer"] == "modelopt" for t in ts.values())
+for t in ts.values():
+    assert t["nonnearest"] == 0 and t["scale_match_frac"] == 1 and t["scale_rule_fit"] is None, t
+    assert t["export"]["sqnr_db"] == t["requant"]["sqnr_db"], t
+assert any(t["export"]["alpha"] < t["requant"]["alpha"] for t in ts.values())  # ties toward 0
+q = ts["model.layers.0.self_attn.q_proj.weight"]  # 16 exact zeros in row 3: code 8 (-0)
+he, hr = q["export"]["histogram"], q["requant"]["histogram"]
+assert he[8] - hr[8] == 16 and hr[0] - he[0] == 16, (he, hr)
+PY
+"$FP4DIAG" audit "$Q/source" "$Q/bad_mx_nibble" >"$tmp/table" || fail "bad_mx_nibble exited $?"
+grep -q '^layout: model.layers.0.mlp.down_proj.weight: the export is sane only with nibble order swapped' "$tmp/table" \
+    || { cat "$tmp/table"; fail "mx nibble fault not named"; }
+"$FP4DIAG" audit "$Q/source" "$Q/bad_mx_rule" -o "$tmp/r.json" >"$tmp/table" || fail "bad_mx_rule exited $?"
+[ "$(grep -c '^scale bytes: model.layers.0.* block scales are not what the modelopt ceil rule gives from the source; every stored byte is what the ocp floor rule gives' "$tmp/table")" -eq 4 ] \
+    || { cat "$tmp/table"; fail "mx scale rule not named"; }
+python3 - "$tmp/r.json" <<'PY' || fail "bad_mx_rule JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for t in r["tensors"]:
+    d = t["scale_byte_diff"]
+    assert t["scale_rule_fit"] == "ocp floor" and 0 < t["scale_match_frac"] < 1, t
+    assert d[7] + d[8] == t["scale_bytes"] and d[7] > 0, d  # stored one below the rule or equal
+    assert t["export"]["max_frac"] > t["requant"]["max_frac"], t  # smaller scales: more at +-6
 PY
 
 # fused partners with different global scales; swizzled scales stored in the flat shape

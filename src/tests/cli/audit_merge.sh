@@ -105,6 +105,7 @@ edit '"global_scale.rule"' 'g = t["global_scale"]; g["rule"] = g["rule"] * 2; g[
 edit '"special_scale_bytes"' 't["special_scale_bytes"]["e8m0_ff"] = 1'
 edit '"zero_blocks"' 't["zero_blocks"] = t["scale_bytes"]'
 edit '"quant.producer"' 't["quant"]["producer"] = "other"'
+edit '"scale_rule_fit"' 't["scale_rule_fit"] = "ocp floor"'
 # the bucket use shown is what each side's histogram gives; the requant histogram holds the
 # elements; one code moved between bins keeps the sum but not the ratios
 edit '"export.bucket_ratio_15"' 't["export"]["bucket_ratio_15"] += 0.01'
