@@ -91,9 +91,10 @@ static const char *ls_widening(const fp4_source *src, const fp4_tensor_desc *d)
     return fp4_source_widens(src, d) ? "fp4diag" : fp4_source_format(src)->name;
 }
 static void ls_note(char *buf, size_t cap, const fp4_source *src, const fp4_tensor_desc *d,
-                    const fp4_qtensor *q)
+                    const fp4_qtensor *q, const fp4_qset *qs)
 {
     const char *wd = ls_widening(src, d);
+    if (!q && !d->problem[0] && fp4_quant_fp8_role(qs, d->name, buf, cap)) return;
     if (q && d->problem[0])
         snprintf(buf, cap, "%s: %s", fp4_qproducer_name(q->producer), d->problem);
     else if (q)
@@ -202,7 +203,8 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
         w[3] = ls_max(w[3], (int)strlen(r->chunks));
         w[4] = ls_max(w[4], (int)strlen(d->codec[0] ? d->codec : "-"));
         w[5] = ls_max(w[5], (int)strlen(r->size));
-        ls_note(r->note, sizeof r->note, src, d, qidx && qidx[i] >= 0 ? &qs->t[qidx[i]] : NULL);
+        ls_note(r->note, sizeof r->note, src, d, qidx && qidx[i] >= 0 ? &qs->t[qidx[i]] : NULL,
+                qs);
         notes = notes || r->note[0];
         offsets = offsets || d->file_offset >= 0;
         parts = parts || d->part[0];

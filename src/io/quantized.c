@@ -898,6 +898,56 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
         set_layout(q);
     }
     if (st != FP4_OK) goto out;
+    /* FP8 weights with their scale beside them: what they are, never analysed as 4-bit
+     * candidates, their scale never as a weight */
+    for (int i = 0; st == FP4_OK && i < c.n; i++) {
+        const fp4_tensor_desc *d = &c.all[i];
+        if (c.used[i] || d->rank < 2 || !ends_with(d->name, ".weight") ||
+            !(is_dtype(d, "f8_e4m3") || is_dtype(d, "f8_e5m2")))
+            continue;
+        static const char *const sfx[2] = {"_scale", "_scale_inv"};
+        const fp4_tensor_desc *sd = NULL;
+        int si = -1;
+        for (int k = 0; k < 2 && !sd; k++) {
+            char sn[FP4_NAME_MAX_Q + 16];
+            say(sn, sizeof sn, "%s%s", d->name, sfx[k]);
+            sd = find_desc(&c, sn, &si);
+            if (sd && (c.used[si] || !(is_dtype(sd, "f32") || is_dtype(sd, "bf16") ||
+                                       is_dtype(sd, "f16"))))
+                sd = NULL;
+        }
+        if (!sd) continue;
+        fp4_fp8 *v = realloc(out->fp8, (size_t)(out->nfp8 + 1) * sizeof *v);
+        if (!v) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            break;
+        }
+        out->fp8 = v;
+        v = &out->fp8[out->nfp8];
+        memset(v, 0, sizeof *v);
+        v->weight = strdup(d->name);
+        v->scale = strdup(sd->name);
+        if (!v->weight || !v->scale) {
+            free(v->weight);
+            free(v->scale);
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            break;
+        }
+        out->nfp8++;
+        say(v->dtype, sizeof v->dtype, "%s", is_dtype(d, "f8_e4m3") ? "E4M3" : "E5M2");
+        int64_t sn = 1;
+        for (int k = 0; k < sd->rank; k++) sn *= sd->dims[k];
+        if (sn == 1) {
+            say(v->scheme, sizeof v->scheme, "per-tensor scale");
+        } else if (sd->rank == d->rank && sd->dims[0] == d->dims[0] && sn == d->dims[0]) {
+            say(v->scheme, sizeof v->scheme, "per-channel scales");
+        } else {
+            char sh[48];
+            dims_text(sh, sizeof sh, sd->rank, sd->dims);
+            say(v->scheme, sizeof v->scheme, "block scales %s", sh);
+        }
+    }
+    if (st != FP4_OK) goto out;
 
     /* the declarations: checked against the tensors, never trusted over them */
     char dir[4096];
@@ -923,6 +973,13 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
         say(out->exclude_from, sizeof out->exclude_from, "%s %s", ex->file, ex->exclude_key);
         ex->exclude = NULL;
         ex->nexclude = 0;
+    }
+    {
+        const int dp = has_hf && !hf.bad[0] && hf.producer > 0   ? hf.producer
+                       : has_cj && !cj.bad[0] && cj.producer > 0 ? cj.producer
+                                                                 : 0;
+        const char *pn = dp > 0 ? fp4_qproducer_name((fp4_qproducer)dp) : NULL;
+        say(out->fp8_producer, sizeof out->fp8_producer, "%s", pn ? pn : "");
     }
     if (has_hf && !hf.bad[0])
         say(out->declared, sizeof out->declared, "hf_quant_config.json: %s", hf.what);
@@ -951,6 +1008,11 @@ void fp4_qset_free(fp4_qset *qs)
         free(q->input_scale);
     }
     free(qs->t);
+    for (int i = 0; i < qs->nfp8; i++) {
+        free(qs->fp8[i].weight);
+        free(qs->fp8[i].scale);
+    }
+    free(qs->fp8);
     for (int i = 0; i < qs->nexclude; i++) free(qs->exclude[i]);
     free(qs->exclude);
     memset(qs, 0, sizeof *qs);
@@ -1044,6 +1106,27 @@ fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, i
     }
     *out = p;
     return FP4_OK;
+}
+
+int fp4_quant_fp8_role(const fp4_qset *qs, const char *name, char *buf, size_t n)
+{
+    for (int i = 0; i < qs->nfp8; i++) {
+        const fp4_fp8 *v = &qs->fp8[i];
+        const bool w = strcmp(name, v->weight) == 0;
+        if (!w && strcmp(name, v->scale) != 0) continue;
+        const char *p = qs->fp8_producer[0] ? qs->fp8_producer : "producer not declared";
+        const char *leaf = strrchr(v->scale, '.'); /* weight_scale, weight_scale_inv */
+        if (buf && w)
+            say(buf, n, "FP8 %s weight (%s; %s in %s): quantized already, in 8 bits, not a "
+                        "4-bit format fp4diag measures",
+                v->dtype, p, v->scheme, leaf ? leaf + 1 : v->scale);
+        else if (buf)
+            say(buf, n, "the scale of the FP8 %s .weight beside it (%s; %s)", v->dtype, p,
+                v->scheme);
+        return w ? 1 : 2;
+    }
+    if (buf && n) buf[0] = '\0';
+    return 0;
 }
 
 void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n)

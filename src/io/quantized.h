@@ -86,10 +86,24 @@ typedef struct fp4_qtensor {
                                  4x16 (one E4M3 per 16 of 256 inputs)") */
 } fp4_qtensor;
 
+/* An FP8 weight export (ModelOpt FP8, compressed-tensors float-quantized, DeepSeek-style
+ * weight_scale_inv): <m>.weight F8_E4M3 or F8_E5M2 with a floating-point <m>.weight_scale (or
+ * <m>.weight_scale_inv) beside it. Not a 4-bit format: listed as what it is and never analysed
+ * in the default selection, its scale never as a weight (SPEC §10). */
+typedef struct fp4_fp8 {
+    char *weight, *scale;     /* owned */
+    char dtype[16];           /* "E4M3", "E5M2" */
+    char scheme[64];          /* "per-tensor scale", "per-channel scales", "block scales 2x4" */
+} fp4_fp8;
+
 /* Every quantized tensor of a source. */
 typedef struct fp4_qset {
     fp4_qtensor *t;
     int n;
+    fp4_fp8 *fp8;             /* the FP8 weights (safetensors), nfp8 of them */
+    int nfp8;
+    char fp8_producer[32];    /* the declared producer ("modelopt", "compressed-tensors") or
+                                 "" when the config files name none */
     char declared[160];       /* what the config files declare: "hf_quant_config.json: modelopt
                                  NVFP4", or "" when none */
     char **exclude;           /* the checkpoint's own exclude list, as written (patterns,
@@ -132,6 +146,12 @@ fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int
  * when out of memory. */
 fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, int n,
                               const char ***out);
+
+/* The role of tensor `name` in an FP8 export of qs: 1 its weight, 2 its scale, 0 neither;
+ * buf (when not 0) says what it is: "FP8 E4M3 weight (modelopt; per-tensor scale in
+ * weight_scale): quantized already, in 8 bits, not a 4-bit format fp4diag measures", "the
+ * scale of the FP8 E4M3 .weight beside it (modelopt; per-tensor scale)". */
+int fp4_quant_fp8_role(const fp4_qset *qs, const char *name, char *buf, size_t n);
 
 /* The skip reason of a quantized tensor in the analysis commands:
  * "already quantized (NVFP4, modelopt): audit needs the source". */

@@ -479,6 +479,18 @@ static fp4_status select_warn(fp4_run *run, fp4_source *src, const char *file,
  * checkpoint's own exclude list names, or one a recipe rule (run/recipe.h) keeps in high
  * precision, is left out with the rule that matched; a tensor named exactly, a tensor with a
  * problem (an error entry), --all-tensors and --all-weights keep it. */
+/* An FP8 export's weight or its scale (io/quantized.h fp4_fp8): what it is, not analysed
+ * (SPEC §10), unless --all-tensors or an exact name asks for it. */
+static void fp8_reason(const fp4_source *src, const fp4_qset *qset, const fp4_run_config *opt,
+                       const fp4_tensor_desc *t, const char *const *patterns, int npatterns,
+                       char *why, size_t n, const char **reason)
+{
+    if (opt->all_tensors || qset->nfp8 == 0) return;
+    for (int j = 0; j < npatterns; j++)
+        if (fp4_source_names_exactly(src, patterns[j], t->name)) return;
+    if (fp4_quant_fp8_role(qset, t->name, why, n)) *reason = why;
+}
+
 static void recipe_reason(const fp4_source *src, const fp4_qset *qset, const fp4_run_config *opt,
                           const fp4_tensor_desc *t, const char *const *patterns, int npatterns,
                           char *why, size_t n, const char **reason)
@@ -636,8 +648,13 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
                 }
             }
         } else {
-            st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns, opt->all_tensors,
-                                        opt->exclude, opt->nexclude, why, sizeof why, &reason);
+            /* an FP8 export's weight or scale says so, a scalar scale included */
+            fp8_reason(src, &qset, opt, &infos[i], patterns, npatterns, why, sizeof why,
+                       &reason);
+            if (!reason)
+                st = fp4_source_skip_reason(src, &infos[i], patterns, npatterns,
+                                            opt->all_tensors, opt->exclude, opt->nexclude, why,
+                                            sizeof why, &reason);
             if (st != FP4_OK) goto out;
             if (!reason) recipe_reason(src, &qset, opt, &infos[i], patterns, npatterns, why,
                                        sizeof why, &reason);
