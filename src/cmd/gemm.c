@@ -61,6 +61,9 @@ const char fp4_usage_gemm[] =
     "  --device D          where the fp64 products run: cpu (CBLAS), cuda (cuBLAS; exit 4\n"
     "                      without a GPU) or auto (default: cuda when a GPU is usable);\n"
     "                      operands are quantized on the CPU either way\n"
+    "  --rank-by R         the verdict's ranking of layers, worst first: gap (default;\n"
+    "                      best-worst path SQNR), sqnr (lowest worst-path SQNR) or delta\n"
+    "                      (largest |1 - eta| of the worst path)\n"
     FP4_OPTHELP_IO
     "\n"
     "JSON report on stdout (or -o); on a terminal the table instead (--json for the JSON).\n"

@@ -266,10 +266,17 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
                 o->rank_by = (fp4_rank_by)r;
                 return FP4_OK;
             }
-        return fp4_error(FP4_ERR_USAGE,
-                         "--rank-by: '%s' is not gap, sqnr, delta, underflow, sqnr-nonamax, "
-                         "maxerr or relerr",
-                         arg);
+    {
+        /* the list from the names the loop above accepts, so that it cannot fall behind */
+        char names[256] = "";
+        for (int r = 0; r < FP4_RANK_COUNT; r++) {
+            size_t n = strlen(names);
+            snprintf(names + n, sizeof names - n, "%s%s",
+                     r == 0 ? "" : r == FP4_RANK_COUNT - 1 ? " or " : ", ",
+                     fp4_rank_by_name((fp4_rank_by)r));
+        }
+        return fp4_error(FP4_ERR_USAGE, "--rank-by: '%s' is not %s", arg, names);
+    }
     case OPT_SHARD: return fp4_shard_parse(arg, &o->shard);
     case OPT_ALLOW_EXTERNAL: o->allow_external = true; return FP4_OK;
     case OPT_OUTPUT:

@@ -121,14 +121,18 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
     "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
     "  --json              the JSON report on stdout even when it is a terminal\n"            \
-    "  --rank-by R         the verdict's ranking: gap (default; best-worst SQNR), sqnr\n"     \
-    "                      (lowest first) or delta (largest |delta| first)\n"                  \
     "  -q                  quiet: no progress, no table\n"                                     \
     "  -v, -vv             every row of the table (over 24 tensors: the verdict and the top\n" \
     "                      24 by default), the table on stderr beside the JSON report, and\n"  \
     "                      progress lines when stderr is not a terminal; -vv adds HDF5's own\n" \
     "                      error stack\n"                                                      \
     "  -h, --help          this help\n"
+#define FP4_OPTHELP_RANK                                                                       \
+    "  --rank-by R         the verdict's ranking, worst first (SPEC 5.1): gap (default;\n"   \
+    "                      best-worst SQNR), sqnr (lowest), delta (largest |delta|),\n"      \
+    "                      underflow (largest underflow %), sqnr-nonamax (lowest SQNR of\n"  \
+    "                      the values not their block's amax), maxerr (largest max abs\n"    \
+    "                      error / amax), relerr (largest p99 relative error)\n"
 #define FP4_OPTHELP_EMIT                                                                       \
     "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high precision\n"  \
     "                      (SPEC 9) to FILE as FORMAT: modelopt (exclude_modules JSON) or\n"  \
@@ -136,6 +140,6 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
 #define FP4_OPTIONS_HELP                                                                       \
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
         FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN            \
-            FP4_OPTHELP_SHARD FP4_OPTHELP_IO FP4_OPTHELP_EMIT
+            FP4_OPTHELP_SHARD FP4_OPTHELP_RANK FP4_OPTHELP_IO FP4_OPTHELP_EMIT
 
 #endif

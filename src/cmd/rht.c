@@ -15,7 +15,7 @@ const char fp4_usage_rht[] =
     "\noptions (--rht is fixed at both here: 'sqnr --rht on' gives one side):\n"
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT_SHAPE
     FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN FP4_OPTHELP_SHARD
-        FP4_OPTHELP_IO FP4_OPTHELP_EMIT
+        FP4_OPTHELP_RANK FP4_OPTHELP_IO FP4_OPTHELP_EMIT
     "\nExit status: 0 ok, 2 usage, 3 input error (report still written), 4 device error.\n";
 
 fp4_status cmd_rht(int argc, char **argv)
