@@ -2,12 +2,14 @@
  * against its high-precision source (run/audit.c computes, report/audit.c prints; SPEC §11). */
 #include <errno.h>
 #include <getopt.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "io/pario.h"
 #include "io/source.h"
 #include "report/audit.h"
 #include "report/output.h"
@@ -44,6 +46,10 @@ const char fp4_usage_audit[] =
     "            elements) and write a partial report (-o or --json); 'fp4diag merge'\n"
     "            puts the N parts together into the report of one run\n"
     "  -h, --help  this text\n"
+    "\n"
+    "Threads: each slab of a tensor is read, decoded and requantized on up to min(CPUs,\n"
+    "OMP_NUM_THREADS, 16) threads (FP4DIAG_READ_THREADS sets the number); the fp64 sums stay\n"
+    "element by element in row-major order, so every number is the same for any count.\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 a file unreadable, no quantized tensor, a pattern that\n"
     "selects none, or any errors entry (the report is written first).\n";
@@ -104,6 +110,9 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
     if (shard.count > 0 && !output && !json)
         return fp4_error(FP4_ERR_USAGE, "--shard writes a partial report: give -o FILE (or "
                                         "--json); see 'fp4diag audit --help'");
+    /* the slabs' reads and their decodes, counts and requantization on the read pool's
+     * threads (OMP_NUM_THREADS, the CPUs, FP4DIAG_READ_THREADS; the numbers are the same) */
+    fp4_pario_set_threads(omp_get_max_threads());
     fp4_status st = fp4_audit_run_shard(source, quantized,
                                         (const char *const *)argv + optind + 2,
                                         argc - optind - 2, shard, &a);

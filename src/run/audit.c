@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/common.h"
+#include "io/pario.h"
 #include "io/source.h"
 #include "num/metrics.h"
 
@@ -474,12 +475,131 @@ static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
     a->n += b->n;
 }
 
+/* The integer counts of a run of rows (order-free: pieces merge in any order). */
+typedef struct piece_counts {
+    int64_t histogram[16], rq_histogram[16], nonnearest, scale_bytes, scale_match;
+    int64_t diff[FP4_AUDIT_DIFF_BINS], zero_blocks, e8m0_ff, e4m3_nan;
+    int64_t mx_rule_match[FP4_AUDIT_MX_RULES];
+} piece_counts;
+
+/* One slab of a tensor, cut into pieces of rows for the read pool (io/pario.h): each piece
+ * decodes its rows under every hypothesis tried and requantizes them into the slab's buffers,
+ * and counts into its own piece_counts; the fp64 sums are then taken on the calling thread,
+ * element by element in row-major order, so that the numbers do not depend on the threads. */
+typedef struct slab_work {
+    const fp4_qtensor *q, *recip, *other;
+    const uint8_t *packed, *scales;
+    float global, grule;
+    bool nv, gguf, try_recip, try_swz;
+    int64_t r0, K, nb, rows_per_piece, nr;
+    const float *x;
+    float *dec, *rec, *swz, *rq;
+    piece_counts *pc;
+} slab_work;
+
+static void slab_piece(void *ctx, int64_t k)
+{
+    const slab_work *w = ctx;
+    const fp4_qtensor *q = w->q;
+    const int64_t a = k * w->rows_per_piece;
+    const int64_t nr = w->nr - a < w->rows_per_piece ? w->nr - a : w->rows_per_piece;
+    const int64_t K = w->K, off = a * K;
+    piece_counts *c = &w->pc[k];
+    memset(c, 0, sizeof *c);
+    fp4_quant_decode(q, w->packed, w->scales, w->global, w->r0 + a, nr, w->dec + off);
+    if (w->try_recip)
+        fp4_quant_decode(w->recip, w->packed, w->scales, w->global, w->r0 + a, nr, w->rec + off);
+    if (w->try_swz)
+        fp4_quant_decode(w->other, w->packed, w->scales, w->global, w->r0 + a, nr, w->swz + off);
+    /* codes, scales and the requantization, block by block */
+    for (int64_t r = a; r < a + nr; r++) {
+        const int64_t row = w->r0 + r;
+        const float *xr = w->x + r * K;
+        float *rq = w->rq + r * K;
+        for (int64_t b = 0; b < w->nb; b++) {
+            const uint8_t sb = w->scales[fp4_quant_scale_index(q, row, b)];
+            const float s = fp4_quant_block_scale(q, sb, w->global);
+            if (w->nv && !w->gguf && (sb & 0x7F) == 0x7F) c->e4m3_nan++; /* ggml: 0 and 240 */
+            if (!w->nv && sb == 0xFF) c->e8m0_ff++;
+            float amax = 0.0f;
+            for (int64_t j = 0; j < q->block; j++) {
+                const int64_t kk = b * q->block + j;
+                const unsigned code = fp4_quant_code(q, w->packed, row, kk);
+                c->histogram[code]++;
+                c->nonnearest += !fp4_audit_is_nearest(xr[kk], fp4_e2m1_value(code), s);
+                const float av = fabsf(xr[kk]);
+                if (av > amax && isfinite(av)) amax = av;
+            }
+            if (amax == 0.0f) c->zero_blocks++;
+            if (!w->nv) { /* which MX rule the stored byte follows */
+                static const fp4_qproducer by[FP4_AUDIT_MX_RULES] = {
+                    FP4_QP_MODELOPT, FP4_QP_COMPRESSED_TENSORS, FP4_QP_GPT_OSS};
+                fp4_qtensor o = *q;
+                for (int m = 0; m < FP4_AUDIT_MX_RULES; m++) {
+                    o.producer = by[m];
+                    c->mx_rule_match[m] += fp4_audit_scale_rule(&o, amax, 1.0f) == sb;
+                }
+            }
+            const uint8_t want = fp4_audit_scale_rule(q, amax, w->grule);
+            const int diff = (int)sb - (int)want;
+            c->scale_bytes++;
+            c->scale_match += diff == 0;
+            c->diff[(diff < -8 ? -8 : diff > 8 ? 8 : diff) + 8]++;
+            const float sr = fp4_quant_block_scale(q, want, w->grule);
+            for (int64_t j = 0; j < q->block; j++) {
+                const int64_t kk = b * q->block + j;
+                /* the producer's fp32 quotient, rounded to nearest (ties to even) */
+                const unsigned code = sr == 0.0f ? 0u : fp4_audit_e2m1_rtne(xr[kk] / sr);
+                c->rq_histogram[code]++;
+                rq[kk] = fp4_e2m1_value(code) * sr;
+            }
+        }
+    }
+}
+
+static void counts_merge(fp4_audit_tensor *t, const piece_counts *c)
+{
+    for (int k = 0; k < 16; k++) {
+        t->histogram[k] += c->histogram[k];
+        t->rq_histogram[k] += c->rq_histogram[k];
+    }
+    for (int k = 0; k < FP4_AUDIT_DIFF_BINS; k++) t->diff[k] += c->diff[k];
+    for (int m = 0; m < FP4_AUDIT_MX_RULES; m++) t->mx_rule_match[m] += c->mx_rule_match[m];
+    t->nonnearest += c->nonnearest;
+    t->scale_bytes += c->scale_bytes;
+    t->scale_match += c->scale_match;
+    t->zero_blocks += c->zero_blocks;
+    t->e8m0_ff += c->e8m0_ff;
+    t->e4m3_nan += c->e4m3_nan;
+}
+
+/* sums_add of the decode with elements 2j and 2j+1 exchanged (the nibble order swapped) */
+static void sums_add_swapped(fp4_audit_sums *s, const float *x, const float *dec, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double xd = x[i], qd = dec[i ^ 1], e = xd - qd;
+        s->xx += xd * xd;
+        s->ee += e * e;
+        s->xq += xd * qd;
+    }
+    s->n += n;
+}
+
+/* The buffers of a slab (maxel floats each): the source, the export as declared, the other
+ * global-scale direction, the other scale layout, our requantization. */
+typedef struct audit_bufs {
+    float *x, *dec, *rec, *swz, *rq;
+} audit_bufs;
+
+/* Pieces of at least this many elements (a piece is whole rows). */
+#define AUDIT_PIECE_ELEMS (1 << 16)
+
 /* One tensor: every measure over the slabs of its rows. */
 static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair *d,
-                               fp4_audit_tensor *t, float group_amax, float *x, float *dec,
-                               float *alt)
+                               fp4_audit_tensor *t, float group_amax, const audit_bufs *bu)
 {
     const fp4_qtensor *q = &t->q;
+    float *x = bu->x, *dec = bu->dec;
     const uint8_t *packed = NULL, *scales = NULL;
     float global = 1.0f;
     FP4_TRY(fp4_quant_bytes(qsrc, q, &packed, &scales, &global));
@@ -521,75 +641,41 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         size_t l = strlen(t->q.layout);
         snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source transposed");
     }
+    slab_work w = {.q = q, .recip = &recip, .other = &other, .packed = packed,
+                   .scales = scales, .global = global, .grule = grule, .nv = nv,
+                   .gguf = gguf, .try_recip = t->hyp_tried[FP4_AUDIT_H_RECIPROCAL],
+                   .try_swz = t->hyp_tried[FP4_AUDIT_H_SWIZZLE], .K = K, .nb = nb, .x = x,
+                   .dec = dec, .rec = bu->rec, .swz = bu->swz, .rq = bu->rq};
     for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
         const int64_t c = q->dims[0] - s0 < count ? q->dims[0] - s0 : count;
         const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
         const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
         const int64_t n = nr * K;
         FP4_TRY(pair_read(src, d, s0, c, x));
-        if (t->source_transposed) transpose_slabs(x, alt, c, rows_per, K);
-        /* the export as declared */
-        fp4_quant_decode(q, packed, scales, global, r0, nr, dec);
+        if (t->source_transposed) transpose_slabs(x, bu->rq, c, rows_per, K);
+        /* the pieces on the read pool's threads (their decodes and counts), then the sums */
+        const int nth = fp4_pario_threads(n * (int64_t)sizeof(float));
+        int64_t per = (AUDIT_PIECE_ELEMS + K - 1) / K;
+        if (nth > 1 && per * nth * 4 > nr) per = (nr + (int64_t)nth * 4 - 1) / ((int64_t)nth * 4);
+        if (per < 1) per = 1;
+        const int64_t npieces = (nr + per - 1) / per;
+        piece_counts *pc = malloc((size_t)npieces * sizeof *pc);
+        if (!pc) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        w.r0 = r0;
+        w.nr = nr;
+        w.rows_per_piece = per;
+        w.pc = pc;
+        if (nth > 1 && npieces > 1)
+            fp4_pario_for(slab_piece, &w, npieces, nth);
+        else
+            for (int64_t k = 0; k < npieces; k++) slab_piece(&w, k);
+        for (int64_t k = 0; k < npieces; k++) counts_merge(t, &pc[k]);
+        free(pc);
         sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, n);
-        /* nibble order swapped: elements 2j and 2j+1 exchanged */
-        for (int64_t i = 0; i < n; i += 2) {
-            alt[i] = dec[i + 1];
-            alt[i + 1] = dec[i];
-        }
-        sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, alt, n);
-        if (t->hyp_tried[FP4_AUDIT_H_RECIPROCAL]) {
-            fp4_quant_decode(&recip, packed, scales, global, r0, nr, alt);
-            sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, alt, n);
-        }
-        if (t->hyp_tried[FP4_AUDIT_H_SWIZZLE]) {
-            fp4_quant_decode(&other, packed, scales, global, r0, nr, alt);
-            sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, alt, n);
-        }
-        /* codes, scales and the requantization, block by block */
-        for (int64_t r = 0; r < nr; r++) {
-            const int64_t row = r0 + r;
-            const float *xr = x + r * K;
-            float *rq = alt + r * K;
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t sb = scales[fp4_quant_scale_index(q, row, b)];
-                const float s = fp4_quant_block_scale(q, sb, global);
-                if (nv && !gguf && (sb & 0x7F) == 0x7F) t->e4m3_nan++; /* ggml: 0 and 240 */
-                if (!nv && sb == 0xFF) t->e8m0_ff++;
-                float amax = 0.0f;
-                for (int64_t j = 0; j < q->block; j++) {
-                    const int64_t k = b * q->block + j;
-                    const unsigned code = fp4_quant_code(q, packed, row, k);
-                    t->histogram[code]++;
-                    t->nonnearest += !fp4_audit_is_nearest(xr[k], fp4_e2m1_value(code), s);
-                    const float a = fabsf(xr[k]);
-                    if (a > amax && isfinite(a)) amax = a;
-                }
-                if (amax == 0.0f) t->zero_blocks++;
-                if (!nv) { /* which MX rule the stored byte follows */
-                    static const fp4_qproducer by[FP4_AUDIT_MX_RULES] = {
-                        FP4_QP_MODELOPT, FP4_QP_COMPRESSED_TENSORS, FP4_QP_GPT_OSS};
-                    fp4_qtensor o = *q;
-                    for (int m = 0; m < FP4_AUDIT_MX_RULES; m++) {
-                        o.producer = by[m];
-                        t->mx_rule_match[m] += fp4_audit_scale_rule(&o, amax, 1.0f) == sb;
-                    }
-                }
-                const uint8_t want = fp4_audit_scale_rule(q, amax, grule);
-                const int diff = (int)sb - (int)want;
-                t->scale_bytes++;
-                t->scale_match += diff == 0;
-                t->diff[(diff < -8 ? -8 : diff > 8 ? 8 : diff) + 8]++;
-                const float sr = fp4_quant_block_scale(q, want, grule);
-                for (int64_t j = 0; j < q->block; j++) {
-                    const int64_t k = b * q->block + j;
-                    /* the producer's fp32 quotient, rounded to nearest (ties to even) */
-                    const unsigned code = sr == 0.0f ? 0u : fp4_audit_e2m1_rtne(xr[k] / sr);
-                    t->rq_histogram[code]++;
-                    rq[k] = fp4_e2m1_value(code) * sr;
-                }
-            }
-        }
-        sums_add(&t->requant, x, alt, n);
+        sums_add_swapped(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, dec, n);
+        if (w.try_recip) sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, bu->rec, n);
+        if (w.try_swz) sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, bu->swz, n);
+        sums_add(&t->requant, x, bu->rq, n);
     }
     t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
     /* a declared rule that misses a byte: another MX rule that gives every one, named */
@@ -642,7 +728,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     fp4_source *src = NULL, *qsrc = NULL;
     fp4_qset qs = {0};
     bool *sel = NULL;
-    float *amax = NULL, *x = NULL, *dec = NULL, *alt = NULL;
+    float *amax = NULL, *x = NULL, *dec = NULL, *alt = NULL, *rec = NULL, *swz = NULL;
     char **pat = NULL, **keys = NULL, **kinds = NULL;
     fp4_status st;
     a->source = strdup(source);
@@ -719,8 +805,10 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     x = malloc((size_t)maxel * sizeof *x);
     dec = malloc((size_t)maxel * sizeof *dec);
     alt = malloc((size_t)maxel * sizeof *alt);
+    rec = malloc((size_t)maxel * sizeof *rec);
+    swz = malloc((size_t)maxel * sizeof *swz);
     a->t = calloc((size_t)qs.n, sizeof *a->t);
-    if (!x || !dec || !alt || !a->t) {
+    if (!x || !dec || !alt || !rec || !swz || !a->t) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory (%lld elements a slab)",
                        (long long)maxel);
         goto out;
@@ -846,7 +934,8 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             goto out;
         }
         a->n++;
-        fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, x, dec, alt);
+        const audit_bufs bu = {x, dec, rec, swz, alt};
+        fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, &bu);
         pair_free(&d);
         if (ts == FP4_ERR_INTERNAL) {
             st = ts;
@@ -950,6 +1039,8 @@ out:
     free(x);
     free(dec);
     free(alt);
+    free(rec);
+    free(swz);
     fp4_qset_free(&qs);
     fp4_source_close(src);
     fp4_source_close(qsrc);
