@@ -1273,17 +1273,27 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
                     lab, fp4_scale_name(run->cfgs[w].scale), lab2,
                     fp4_scale_name(run->cfgs[runner].scale), FP4_VERDICT_TIE_DB,
                     run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db);
-        } else {
-            fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
-        }
-        if (tie) {
         } else if (runner >= 0) {
+            fprintf(out, "  winner: %s (%s scales)", lab, fp4_scale_name(run->cfgs[w].scale));
+        } else {
+            /* nothing to win against: one config, or the others give the same values or no
+             * finite SQNR (issue 29: "winner ... no other config" read as a contest) */
+            int nsame_all = 0;
+            for (int c = 0; c < run->ncfg; c++) nsame_all += fp4_verdict_same(run, w, c);
+            const int nother = run->ncfg - 1 - nsame_all;
+            if (nother == 0)
+                fprintf(out, "  %s: %s (%s scales)",
+                        run->ncfg == 1 ? "the only config" : "the only distinct config", lab,
+                        fp4_scale_name(run->cfgs[w].scale));
+            else
+                fprintf(out, "  winner: %s (%s scales), the only config with a finite SQNR", lab,
+                        fp4_scale_name(run->cfgs[w].scale));
+        }
+        if (!tie && runner >= 0) {
             cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
             fprintf(out, ", %+.3f dB over %s (%s scales)",
                     run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db, lab2,
                     fp4_scale_name(run->cfgs[runner].scale));
-        } else {
-            fprintf(out, ", no other config with a finite SQNR and other values");
         }
         int nsame = 0;
         for (int c = 0; c < run->ncfg; c++) {
@@ -1292,6 +1302,8 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
             fprintf(out, "%s%s", nsame++ ? ", " : "; ", lab2);
         }
         if (nsame) fprintf(out, " give%s the same values (same grid)", nsame == 1 ? "s" : "");
+        if (!tie && runner < 0 && run->ncfg - 1 - nsame == 0)
+            fprintf(out, "; nothing to rank it against (give --format a list to compare grids)");
         fputc('\n', out);
     }
     for (int i = 0; i < 2; i++) {

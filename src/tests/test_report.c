@@ -401,6 +401,33 @@ static void test_verdict_margin_and_ties(void **state)
     assert_int_equal(cJSON_GetArraySize(item(w, "same_values")), 1);
     cJSON_Delete(root);
     free(text);
+    /* the table names no contest: one distinct config, nothing to rank it against (issue 29) */
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fp4_report_table(f, "sqnr", &run);
+    fclose(f);
+    assert_non_null(strstr(buf, "  the only distinct config: e1m2 (fp32 scales); int4 gives the "
+                                "same values (same grid); nothing to rank it against (give "
+                                "--format a list to compare grids)\n"));
+    assert_null(strstr(buf, "winner:"));
+    free(buf);
+
+    /* one config: "the only config", never a winner over nothing */
+    fp4_options o3;
+    fp4_options_default(&o3, "e1m2", FP4_RHT_OFF);
+    assert_int_equal(fp4_options_parse(&o3, 2, av2, NULL), FP4_OK);
+    run.config = &o3.cfg;
+    assert_int_equal(fp4_run_config_qconfigs(&o3.cfg, cfgs, 8, &run.ncfg), FP4_OK);
+    assert_int_equal(run.ncfg, 1);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    fp4_report_table(f, "sqnr", &run);
+    fclose(f);
+    assert_non_null(strstr(buf, "\n  the only config: e1m2 (fp32 scales); nothing to rank it "
+                                "against (give --format a list to compare grids)\n"));
+    assert_null(strstr(buf, "winner:"));
+    assert_null(strstr(buf, "no other config"));
+    free(buf);
 }
 
 /* Provenance (SPEC §9): SOURCE_DATE_EPOCH gives the time (UTC, whole seconds); a malformed
