@@ -1321,6 +1321,13 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
                      : rb == FP4_RANK_MAXERR          ? "largest max error / amax (best config) first"
                      : rb == FP4_RANK_RELERR          ? "largest p99 relative error (best config) first"
                                                       : "largest SQNR gap best-worst first";
+    /* one quantizer (one config, or configs giving the same values: e1m2 and int4): no worst
+     * config, every gap 0, so the rows show the one SQNR and the gap ranking is by it (its
+     * tie-break, fp4_verdict_rank) */
+    bool single = true;
+    for (int c = 1; c < run->ncfg; c++)
+        if (!fp4_verdict_same(run, 0, c)) single = false;
+    if (single && rb == FP4_RANK_GAP) by = "lowest SQNR first, one quantizer: no gap to rank by";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
     /* the full row is 2 + name + 61 + 2 label columns; a narrow table leaves the worst
@@ -1335,6 +1342,11 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
         put_name(out, tr->info.name ? tr->info.name : "", rw);
         if (!r->ok) {
             fprintf(out, " no finite SQNR\n");
+        } else if (single) {
+            char lb[48];
+            cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
+            fprintf(out, " %-*s %7.3f dB  delta %+.5f\n", lw_rank, lb,
+                    tr->metrics[r->best].sqnr_db, r->delta);
         } else if (brief) {
             char lb[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
@@ -1354,6 +1366,36 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
           "the best config;\n  B15 = effective use of the 15 signed codes (1: all used "
           "equally; SPEC 5)\n",
           out);
+}
+
+/* The table's last line (SPEC §9 "Terminal output"): the verdict in one line, so that the
+ * answer is on the screen after a long table without scrolling back to the verdict. */
+static void verdict_summary(FILE *out, const fp4_run *run)
+{
+    if (run->ntensors <= 0 || run->ncfg <= 0) return;
+    fprintf(out, "verdict over %d tensor%s: ", run->ntensors, run->ntensors == 1 ? "" : "s");
+    int runner, w = fp4_verdict_winner(run, &runner);
+    if (w < 0) {
+        fputs("no config has a finite pooled SQNR\n", out);
+        return;
+    }
+    char lab[48], lab2[48], scales[48] = "";
+    cfg_label(lab, sizeof lab, &run->cfgs[w]);
+    /* one scale for every config: said once; else each label names its scale (e2m1/fp32) */
+    if (!label_scales)
+        snprintf(scales, sizeof scales, " (%s scales)", fp4_scale_name(run->cfgs[w].scale));
+    if (runner < 0) {
+        char sq[24];
+        fmt_sqnr(sq, sizeof sq, &run->pooled[w]);
+        fprintf(out, "%s%s %s dB; one quantizer, nothing to rank it against\n", lab, scales, sq);
+        return;
+    }
+    cfg_label(lab2, sizeof lab2, &run->cfgs[runner]);
+    const double d = run->pooled[w].sqnr_db - run->pooled[runner].sqnr_db;
+    if (fp4_verdict_tie(run, w, runner))
+        fprintf(out, "tie, %s and %s within %.2f dB (%+.3f dB): no winner\n", lab, lab2,
+                FP4_VERDICT_TIE_DB, d);
+    else fprintf(out, "%s best, %+.3f dB over %s%s\n", lab, d, lab2, scales);
 }
 
 /* The already-quantized tensors (SPEC §10), one row each under a heading: format, producer,
@@ -1595,6 +1637,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         fprintf(out, "error: %s\n", m ? m : run->errors[i].message);
         free(m);
     }
+    if (!quant_only) verdict_summary(out, run);
 }
 
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)

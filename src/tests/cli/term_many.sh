@@ -32,7 +32,14 @@ case $first in "verdict (pooled over 30 tensors):") ;; *) echo "30 tensors: the 
 [ "$(rows)" -eq 24 ] || { echo "30 tensors: $(rows) e2m1 rows, wanted 24"; cat "$tmp/tty"; fail=1; }
 grep -qF '(rows of 24 of 30 tensors, those first in the verdict' "$tmp/tty" && grep -qF -- '-v shows all 30 rows' "$tmp/tty" ||
     { echo "30 tensors: no line saying rows were left out"; cat "$tmp/tty"; fail=1; }
-grep -q '^verdict' "$tmp/tty" && [ "$(grep -c '^verdict' "$tmp/tty")" -eq 1 ] || { echo "the verdict twice"; fail=1; }
+[ "$(grep -c '^verdict (pooled' "$tmp/tty")" -eq 1 ] || { echo "the verdict twice"; fail=1; }
+# the table ends with the verdict in one line (then the note on the JSON): the answer is on
+# the screen after the rows without scrolling back
+last=$(grep -v '^(the JSON report' "$tmp/tty" | tail -n 1)
+case $last in
+"verdict over 30 tensors: "*" best, +"*" dB over "*" (fp32 scales)") ;;
+*) echo "30 tensors: the last line is not the one-line verdict: $last"; fail=1 ;;
+esac
 # the rows shown are the 24 first in the ranking: the JSON's verdict ranking, in the model's order
 "$FP4DIAG" sqnr "$M" --json -q >"$tmp/r.json" || { echo "--json failed"; fail=1; }
 python3 - "$tmp/r.json" "$tmp/tty" <<'PY' || fail=1
@@ -49,6 +56,25 @@ if shown != want:
     print("rows shown:", shown, "\nwanted (top 24 by gap, model order):", want)
     sys.exit(1)
 PY
+# the one-line verdict names the JSON's winner and margin
+python3 - "$tmp/r.json" "$last" <<'PY' || fail=1
+import json, sys
+v = json.load(open(sys.argv[1]))["verdict"]["winner"]
+want = "verdict over 30 tensors: %s best, %+.3f dB over %s (fp32 scales)" % (
+    v["format"], v["margin_db"], v["runner_up"]["format"])
+if sys.argv[2] != want:
+    print("one-line verdict:", sys.argv[2], "\nwanted:          ", want)
+    sys.exit(1)
+PY
+# one quantizer (one config, or e1m2 and int4: the same values): no "+0.000" gap, no worst
+# column; the ranking says it is by SQNR
+for f in e2m1 e1m2,int4; do
+    pty "'$FP4DIAG' sqnr '$M' --format $f 2>/dev/null"
+    grep -q '^  tensors, lowest SQNR first, one quantizer: no gap to rank by' "$tmp/tty" &&
+        ! grep -q -e ' gap  *[0-9]' -e ' worst ' "$tmp/tty" &&
+        grep -q '^verdict over 30 tensors: .* dB; one quantizer, nothing to rank it against$' "$tmp/tty" ||
+        { echo "--format $f: a gap ranking of one quantizer"; cat "$tmp/tty"; fail=1; }
+done
 pty "'$FP4DIAG' sqnr '$M' -v 2>/dev/null"
 [ "$(rows)" -eq 30 ] || { echo "-v: $(rows) e2m1 rows, wanted 30"; fail=1; }
 grep -q '(rows of' "$tmp/tty" && { echo "-v: rows left out"; fail=1; }
