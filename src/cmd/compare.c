@@ -3,10 +3,12 @@
  * regression; the matching itself is report/compare.c. */
 #include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -15,6 +17,7 @@
 #include "report/compare.h"
 #include "report/report.h"
 #include "base/status.h"
+#include "base/term.h"
 #include "base/version.h"
 #include "io/fingerprint.h"
 
@@ -181,12 +184,98 @@ static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
     return true;
 }
 
+/* A line on stderr, wrapped at spaces to ecols (0: as it is). */
+static void err_line(int ecols, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void err_line(int ecols, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *b = NULL;
+    size_t n = 0;
+    FILE *m = ecols > 0 ? open_memstream(&b, &n) : NULL;
+    vfprintf(m ? m : stderr, fmt, ap);
+    va_end(ap);
+    if (m && fclose(m) == 0 && b) fp4_term_write(stderr, b, ecols);
+    free(b);
+}
+
+/* A name shown in at most w columns: elided in the middle (fp4_term_elide, keeping the layer
+ * number) under a width, padded to w. */
+static void put_cell(FILE *out, const char *s, int w, bool elide)
+{
+    char *el = elide && fp4_term_columns(s) > w ? fp4_term_elide(s, w) : NULL;
+    const char *t = el ? el : s;
+    fputs(t, out);
+    for (int c = fp4_term_columns(t); c < w; c++) fputc(' ', out);
+    free(el);
+}
+
+/* The parts ('/'-separated) of every shown variant that are the same on every row, when all
+ * have the same number of parts: common[j]. Returns the number of parts (0: not uniform). */
+enum { CMP_PARTS = 8 };
+static int common_parts(const fp4_compare_result *res, int all, char *const *ev,
+                        bool common[CMP_PARTS])
+{
+    int np = -1;
+    const char *first = NULL;
+    for (size_t i = 0; i < res->nrows; i++) {
+        if (!all && res->rows[i].state == FP4_CMP_SAME) continue;
+        if (!ev[i]) return 0;
+        int k = 1;
+        for (const char *c = ev[i]; *c; c++) k += *c == '/';
+        if (k > CMP_PARTS || (np >= 0 && k != np)) return 0;
+        if (np < 0) {
+            np = k;
+            first = ev[i];
+            for (int j = 0; j < np; j++) common[j] = true;
+            continue;
+        }
+        const char *a = first, *b = ev[i];
+        for (int j = 0; j < np; j++) {
+            size_t la = strcspn(a, "/"), lb = strcspn(b, "/");
+            if (la != lb || memcmp(a, b, la)) common[j] = false;
+            a += la + (a[la] == '/');
+            b += lb + (b[lb] == '/');
+        }
+    }
+    return np < 0 ? 0 : np;
+}
+
+/* v with the parts marked in `drop` left out (keep=false) or replaced by '?' (keep=true). */
+static void variant_parts(char *buf, size_t n, const char *v, int np, const bool drop[CMP_PARTS],
+                          bool keep)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int j = 0; j < np && len < n; j++) {
+        size_t l = strcspn(v, "/");
+        if (!drop[j] || keep) {
+            int k = drop[j] ? snprintf(buf + len, n - len, "%s%.*s", len ? "/" : "", (int)l, v)
+                            : snprintf(buf + len, n - len, "%s?", len ? "/" : "");
+            if (k > 0) len += (size_t)k;
+        }
+        v += l + (v[l] == '/');
+    }
+}
+
+/* The table: without a width (a pipe or file) as it always was; under a width (SPEC §9
+ * "Terminal output") the full layout when it fits, else the compact one (the result parts that
+ * are the same on every row said once above the table, number columns as narrow as their
+ * values, one space between columns, names elided keeping the layer number, at least 12
+ * columns), else, narrower still, one record per result: the name on its own line and the
+ * values as FIELD=VALUE under it. */
 static void print_table(const fp4_compare_result *res, int all)
 {
+    const int cols = fp4_term_width(stdout);
+    char *buf = NULL;
+    size_t blen = 0;
+    FILE *mem = cols > 0 ? open_memstream(&buf, &blen) : NULL;
+    FILE *out = mem ? mem : stdout;
     int wn = 6, wv = 6, gemm = !strcmp(res->command, "gemm");
     size_t nshown = 0;
     char **en = calloc(res->nrows ? res->nrows : 1, sizeof *en);
     char **ev = calloc(res->nrows ? res->nrows : 1, sizeof *ev);
+    int wn_cols = 6; /* the longest name in columns */
     for (size_t i = 0; en && ev && i < res->nrows; i++) {
         const fp4_compare_row *r = &res->rows[i];
         if (!all && r->state == FP4_CMP_SAME) continue;
@@ -195,15 +284,114 @@ static void print_table(const fp4_compare_result *res, int all)
         int a = en[i] ? (int)strlen(en[i]) : 1, b = ev[i] ? (int)strlen(ev[i]) : 1;
         if (a > wn) wn = a;
         if (b > wv) wv = b;
+        int c = en[i] ? fp4_term_columns(en[i]) : 1;
+        if (c > wn_cols) wn_cols = c;
         nshown++;
     }
     if (wn > 48) wn = 48;
-    if (nshown) {
-        int grid = !strcmp(res->command, "grid");
-        printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn,
-               gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR", wv,
-               gemm ? "RECIPE/PATH" : "RESULT", "SQNR_BASE", "SQNR_NEW", "dSQNR", gemm ? "dETA" : "dALPHA",
-               "dB15", "dB8", "VERDICT");
+    int grid = !strcmp(res->command, "grid");
+    const char *h_name = gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR";
+    const char *h_var = gemm ? "RECIPE/PATH" : "RESULT";
+    /* under a width: the full row, names in full, or the compact layout */
+    int layout = 0; /* 0 full, 1 compact, 2 records */
+    int vw = 0;
+    if (cols > 0 && nshown && en && ev) {
+        for (size_t i = 0; i < res->nrows; i++) {
+            if (!en[i]) continue;
+            const fp4_compare_row *r = &res->rows[i];
+            char why[96] = "";
+            if (r->fails) row_flags(r, why, sizeof why);
+            int w = (int)strlen(state_name[r->state]) + (why[0] ? 1 + (int)strlen(why) : 0);
+            if (w > vw) vw = w;
+        }
+        if (wn_cols + 2 + wv + 2 + 71 + 2 + vw > cols) layout = 1;
+    }
+    bool common[CMP_PARTS] = {false};
+    int np = layout ? common_parts(res, all, ev, common) : 0;
+    bool any_common = false, all_common = np > 0;
+    for (int j = 0; j < np; j++) {
+        any_common |= common[j];
+        all_common &= common[j];
+    }
+    if (!any_common) np = 0;
+    /* the compact cells: [0] result, [1..6] numbers, [7] verdict */
+    enum { NC = 8 };
+    static const char *const hdr_compact[NC] = {"", "BASE", "NEW", "dSQNR", "", "dB15", "dB8",
+                                                "VERDICT"};
+    int cw[NC] = {0};
+    bool short_verdict = false;
+    char ***cells = NULL;
+    if (layout) {
+        cells = calloc(res->nrows, sizeof *cells);
+        for (int k = 0; k < NC; k++) {
+            const char *h = k == 0 ? h_var : k == 4 ? (gemm ? "dETA" : "dALPHA") : hdr_compact[k];
+            cw[k] = (int)strlen(h);
+        }
+        if (all_common) cw[0] = 0;
+        for (size_t i = 0; cells && i < res->nrows; i++) {
+            if (!en[i]) continue;
+            const fp4_compare_row *r = &res->rows[i];
+            char **c = cells[i] = calloc(NC, sizeof *c);
+            if (!c) continue;
+            char v[256] = "", s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96] = "",
+                 vd[128];
+            if (np) variant_parts(v, sizeof v, ev[i], np, common, false);
+            else snprintf(v, sizeof v, "%s", ev[i]);
+            fmt_num(s0, sizeof s0, r->sqnr[0], r->status[0], "%.3f");
+            fmt_num(s1, sizeof s1, r->sqnr[1], r->status[1], "%.3f");
+            if (r->state == FP4_CMP_ADDED) snprintf(s0, sizeof s0, "-");
+            if (r->fails & FP4_CMP_FAIL_MISSING) snprintf(s1, sizeof s1, "missing");
+            fmt_delta(ds, sizeof ds, r->sqnr[0], r->sqnr[1], "%+.3f");
+            fmt_delta(da, sizeof da, r->alpha[0], r->alpha[1], "%+.5f");
+            fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.3f");
+            fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.3f");
+            if (r->fails) row_flags(r, why, sizeof why);
+            snprintf(vd, sizeof vd, "%s%s%s", state_name[r->state], why[0] ? " " : "", why);
+            const char *src[NC] = {all_common ? "" : v, s0, s1, ds, da, d15, d8, vd};
+            for (int k = 0; k < NC; k++) {
+                c[k] = strdup(src[k]);
+                int w = c[k] ? fp4_term_columns(c[k]) : 0;
+                if (w > cw[k]) cw[k] = w;
+            }
+        }
+        int fixed = cw[0] ? cw[0] + 1 : 0;
+        for (int k = 1; k < NC; k++) fixed += cw[k] + 1;
+        wn = cols - fixed;
+        if (wn < 24 && wn < wn_cols) {
+            /* the verdict without its failed checks (the regression lines on stderr name
+             * them): "REGRESSED" rather than "REGRESSED sqnr,alpha,b15,b8" */
+            int sw = (int)strlen("VERDICT");
+            for (size_t i = 0; i < res->nrows; i++)
+                if (en[i] && (int)strlen(state_name[res->rows[i].state]) > sw)
+                    sw = (int)strlen(state_name[res->rows[i].state]);
+            if (sw < cw[NC - 1]) {
+                wn += cw[NC - 1] - sw;
+                cw[NC - 1] = sw;
+                short_verdict = true;
+            }
+        }
+        if (wn > wn_cols) wn = wn_cols;
+        if (wn < 12) layout = 2;
+        if (layout == 2) short_verdict = false;
+        if (np) {
+            char t[256];
+            bool keep[CMP_PARTS];
+            for (int j = 0; j < np; j++) keep[j] = common[j];
+            for (size_t i = 0; i < res->nrows; i++)
+                if (ev[i] && en[i]) {
+                    variant_parts(t, sizeof t, ev[i], np, keep, true);
+                    break;
+                }
+            if (all_common) fprintf(out, "every %s is %s\n", gemm ? "recipe/path" : "result", t);
+            else
+                fprintf(out, "every %s is %s, ? in the %s column\n",
+                        gemm ? "recipe/path" : "result", t, h_var);
+        }
+    }
+    if (nshown && layout == 0) {
+        fprintf(out, "%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s\n", wn, h_name, wv, h_var,
+                "SQNR_BASE", "SQNR_NEW", "dSQNR", gemm ? "dETA" : "dALPHA", "dB15", "dB8",
+                "VERDICT");
         for (size_t i = 0; i < res->nrows; i++) {
             const fp4_compare_row *r = &res->rows[i];
             if (!all && r->state == FP4_CMP_SAME) continue;
@@ -217,23 +405,82 @@ static void print_table(const fp4_compare_result *res, int all)
             fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.4f");
             fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.4f");
             if (r->fails) row_flags(r, why, sizeof why);
-            printf("%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn,
-                   en && en[i] ? en[i] : "?", wv, ev && ev[i] ? ev[i] : "?", s0, s1, ds, da, d15, d8,
-                   state_name[r->state], why[0] ? " " : "", why);
+            if (cols > 0) {
+                put_cell(out, en && en[i] ? en[i] : "?", wn_cols, false);
+                fprintf(out, "  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wv,
+                        ev && ev[i] ? ev[i] : "?", s0, s1, ds, da, d15, d8, state_name[r->state],
+                        why[0] ? " " : "", why);
+            } else {
+                fprintf(out, "%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn,
+                        en && en[i] ? en[i] : "?", wv, ev && ev[i] ? ev[i] : "?", s0, s1, ds, da,
+                        d15, d8, state_name[r->state], why[0] ? " " : "", why);
+            }
+        }
+    } else if (nshown && layout == 1 && cells) {
+        put_cell(out, h_name, wn, false);
+        for (int k = 0; k < NC; k++) {
+            if (k == 0 && !cw[0]) continue;
+            const char *h = k == 0 ? h_var : k == 4 ? (gemm ? "dETA" : "dALPHA") : hdr_compact[k];
+            if (k == 0 || k == NC - 1) fprintf(out, " %-*s", k == NC - 1 ? 0 : cw[k], h);
+            else fprintf(out, " %*s", cw[k], h);
+        }
+        fputc('\n', out);
+        for (size_t i = 0; i < res->nrows; i++) {
+            if (!en[i] || !cells[i]) continue;
+            put_cell(out, en[i], wn, true);
+            for (int k = 0; k < NC; k++) {
+                const char *c = cells[i][k] ? cells[i][k] : "?";
+                if (k == NC - 1 && short_verdict) c = state_name[res->rows[i].state];
+                if (k == 0 && !cw[0]) continue;
+                if (k == 0) {
+                    fputc(' ', out);
+                    put_cell(out, c, cw[0], false);
+                } else if (k == NC - 1) {
+                    fprintf(out, " %s", c);
+                } else {
+                    fprintf(out, " %*s", cw[k] + (int)strlen(c) - fp4_term_columns(c), c);
+                }
+            }
+            fputc('\n', out);
+        }
+        if (short_verdict && res->nregressed)
+            fprintf(out, "(the checks each regression failed: the regression lines on standard "
+                         "error)\n");
+    } else if (nshown && layout == 2 && cells) {
+        /* one record per result: the name, then FIELD=VALUE pairs wrapped at spaces */
+        for (size_t i = 0; i < res->nrows; i++) {
+            if (!en[i] || !cells[i]) continue;
+            char *el = fp4_term_columns(en[i]) > cols ? fp4_term_elide(en[i], cols) : NULL;
+            fprintf(out, "%s\n ", el ? el : en[i]);
+            free(el);
+            char **c = cells[i];
+            if (cw[0] && c[0]) fprintf(out, " %s", c[0]);
+            fprintf(out, " BASE=%s NEW=%s dSQNR=%s %s=%s dB15=%s dB8=%s %s\n", c[1] ? c[1] : "?",
+                    c[2] ? c[2] : "?", c[3] ? c[3] : "?", gemm ? "dETA" : "dALPHA",
+                    c[4] ? c[4] : "?", c[5] ? c[5] : "?", c[6] ? c[6] : "?", c[7] ? c[7] : "?");
         }
     }
+    for (size_t i = 0; cells && i < res->nrows; i++) {
+        for (int k = 0; cells[i] && k < NC; k++) free(cells[i][k]);
+        free(cells[i]);
+    }
+    free(cells);
     for (size_t i = 0; en && ev && i < res->nrows; i++) {
         free(en[i]);
         free(ev[i]);
     }
     free(en);
     free(ev);
-    printf("%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
+    fprintf(out, "%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
            "missing from NEW), %zu added\n",
            res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
            res->nmissing, res->nadded);
     char line[512];
-    if (overall_line(res, line, sizeof line)) printf("%s\n", line);
+    if (overall_line(res, line, sizeof line)) fprintf(out, "%s\n", line);
+    if (mem) {
+        if (fclose(mem) == 0 && buf) fp4_term_write(stdout, buf, cols);
+        free(buf);
+    }
 }
 
 static cJSON *num_or_null(double v) { return isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v); }
@@ -410,13 +657,15 @@ fp4_status cmd_compare(int argc, char **argv)
         fp4_compare_result_free(&res);
         return st;
     }
+    /* stderr's lines fit its width when it is a terminal (a pipe or file gets them whole) */
+    const int ecols = isatty(STDERR_FILENO) ? fp4_term_width(stderr) : 0;
     if (res.config_diff[0]) {
         char *d = shown(res.config_diff);
-        fprintf(stderr, "fp4diag compare: note: the reports' configs differ: %s%s\n",
-                d ? d : "?",
-                res.key_diff ? " (key fields differ: only equal keys are paired; "
-                               "--ignore-key FIELD pairs them)"
-                             : "");
+        err_line(ecols, "fp4diag compare: note: the reports' configs differ: %s%s\n",
+                 d ? d : "?",
+                 res.key_diff ? " (key fields differ: only equal keys are paired; "
+                                "--ignore-key FIELD pairs them)"
+                              : "");
         free(d);
     }
     if (json)
@@ -429,7 +678,7 @@ fp4_status cmd_compare(int argc, char **argv)
         char why[512];
         row_reasons(r, &o, why, sizeof why);
         char *en = shown(r->name), *ev = shown(r->variant), *ew = shown(why);
-        fprintf(stderr, "regression: %s %s: %s\n", en ? en : "?", ev ? ev : "?", ew ? ew : "?");
+        err_line(ecols, "regression: %s %s: %s\n", en ? en : "?", ev ? ev : "?", ew ? ew : "?");
         free(en);
         free(ev);
         free(ew);
