@@ -360,6 +360,8 @@ static void add_keep(cJSON *v, const fp4_run *run)
     num(o, "mad_flushed", k.mad_flushed);
     num(o, "median_sqnr_db", k.median_sqnr_db);
     num(o, "mad_sqnr_db", k.mad_sqnr_db);
+    num(o, "median_sqnr_nonamax_db", k.median_sqnr_na_db);
+    num(o, "mad_sqnr_nonamax_db", k.mad_sqnr_na_db);
     cJSON *names = cJSON_AddArrayToObject(o, "tensors");
     for (int i = 0; names && i < k.nkeep; i++) {
         const char *nm = run->tensors[k.rows[i].t].info.name;
@@ -381,9 +383,11 @@ static void add_keep(cJSON *v, const fp4_run *run)
         num(e, "flushed", r->flushed);
         num(e, "sqnr_db", r->sqnr_db);
         num(e, "z_flushed", r->z_flushed);
+        num(e, "sqnr_nonamax_db", r->sqnr_na_db);
         num(e, "z_sqnr", r->z_sqnr);
+        num(e, "z_sqnr_nonamax", r->z_sqnr_na);
         num(e, "score", r->score);
-        cJSON_AddStringToObject(e, "by", r->by_flushed ? "flushed" : "sqnr");
+        cJSON_AddStringToObject(e, "by", fp4_keep_by_name(r->by));
         cJSON_AddBoolToObject(e, "keep", r->keep);
     }
     fp4_keep_free(&k);
@@ -1208,19 +1212,31 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
         fp4_keep_free(&k);
         return;
     }
-    fprintf(out, "  keep in high precision (%s %s scales; flushed share or SQNR deficit with a "
-                 "modified z-score > %.1f, SPEC 9): %d tensor%s\n",
+    fprintf(out, "  keep in high precision (%s %s scales; flushed share, SQNR deficit or non-amax "
+                 "SQNR deficit with a modified z-score > %.1f, SPEC 9): %d tensor%s\n",
             lab, fp4_scale_name(run->cfgs[k.cfg].scale), FP4_KEEP_Z, k.nkeep,
             k.nkeep == 1 ? "" : "s");
-    fprintf(out, "    typical tensor: flushed %.2f%%, SQNR %.3f dB (medians)\n",
-            100.0 * k.median_flushed, k.median_sqnr_db);
+    fprintf(out, "    typical tensor: flushed %.2f%%, SQNR %.3f dB, non-amax SQNR %.3f dB (medians)\n",
+            100.0 * k.median_flushed, k.median_sqnr_db, k.median_sqnr_na_db);
+    /* the row's numbers take 76 columns after the indent and the name; a name that would be
+     * narrowed under a width goes on a line of its own, the numbers under it */
+    const int fixed = 80;
+    const bool own_line = table_cols > 0 && table_cols - fixed < nw;
     for (int i = 0; i < k.nkeep && i < 10; i++) {
         const fp4_keep_row *r = &k.rows[i];
+        const char *nm = run->tensors[r->t].info.name ? run->tensors[r->t].info.name : "";
         fputs("    ", out);
-        put_name(out, run->tensors[r->t].info.name ? run->tensors[r->t].info.name : "",
-                 fit_name(nw, 56));
-        fprintf(out, " flushed %6.2f%%  SQNR %7.3f dB  z %.1f (%s)\n", 100.0 * r->flushed,
-                r->sqnr_db, r->score, r->by_flushed ? "flushed" : "SQNR");
+        if (own_line) {
+            put_name(out, nm, fit_name(text_columns(nm), 4));
+            fputs("\n   ", out);
+        } else {
+            put_name(out, nm, nw);
+        }
+        fprintf(out, " flushed %6.2f%%  SQNR %7.3f dB  non-amax %7.3f dB  z %.1f (%s)\n",
+                100.0 * r->flushed, r->sqnr_db, r->sqnr_na_db, r->score,
+                r->by == FP4_KEEP_BY_FLUSHED ? "flushed"
+                : r->by == FP4_KEEP_BY_SQNR  ? "SQNR"
+                                             : "non-amax");
     }
     if (k.nkeep > 10) fprintf(out, "    ... (%d more in the JSON)\n", k.nkeep - 10);
     if (k.nkeep > 0)

@@ -182,6 +182,16 @@ static fp4_status med_mad(const double *x, int n, double *med, double *mad)
     return FP4_OK;
 }
 
+const char *fp4_keep_by_name(fp4_keep_by by)
+{
+    switch (by) {
+    case FP4_KEEP_BY_SQNR: return "sqnr";
+    case FP4_KEEP_BY_SQNR_NONAMAX: return "sqnr_nonamax";
+    case FP4_KEEP_BY_FLUSHED: break;
+    }
+    return "flushed";
+}
+
 static int keep_cmp(const fp4_keep_row *a, const fp4_keep_row *b)
 {
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
@@ -208,8 +218,9 @@ fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
     out->n = n;
     out->rows = calloc((size_t)n, sizeof *out->rows);
     double *f = malloc((size_t)n * sizeof *f), *s = malloc((size_t)n * sizeof *s);
+    double *a = malloc((size_t)n * sizeof *a);
     fp4_status st = FP4_OK;
-    if (!out->rows || !f || !s) {
+    if (!out->rows || !f || !s || !a) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto done;
     }
@@ -217,25 +228,41 @@ fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
         const fp4_metrics *m = &run->tensors[t].metrics[c];
         f[t] = fp4_flushed_share(m);
         s[t] = fp4_verdict_sqnr_ok(m) ? m->sqnr_db : NAN;
+        a[t] = m->stats_ok && m->sqnr_na_status == FP4_SQNR_OK && isfinite(m->sqnr_na_db)
+                   ? m->sqnr_na_db
+                   : NAN;
     }
     if ((st = med_mad(f, n, &out->median_flushed, &out->mad_flushed)) != FP4_OK ||
-        (st = med_mad(s, n, &out->median_sqnr_db, &out->mad_sqnr_db)) != FP4_OK)
+        (st = med_mad(s, n, &out->median_sqnr_db, &out->mad_sqnr_db)) != FP4_OK ||
+        (st = med_mad(a, n, &out->median_sqnr_na_db, &out->mad_sqnr_na_db)) != FP4_OK)
         goto done;
     const double df = fmax(out->mad_flushed, FP4_KEEP_MAD_FLUSHED);
     const double ds = fmax(out->mad_sqnr_db, FP4_KEEP_MAD_SQNR_DB);
+    const double da = fmax(out->mad_sqnr_na_db, FP4_KEEP_MAD_SQNR_DB);
     for (int t = 0; t < n; t++) {
         fp4_keep_row *r = &out->rows[t];
         r->t = t;
         r->flushed = f[t];
         r->sqnr_db = s[t];
+        r->sqnr_na_db = a[t];
         r->z_flushed = isfinite(f[t]) && isfinite(out->median_flushed)
                            ? 0.6745 * (f[t] - out->median_flushed) / df
                            : 0;
         r->z_sqnr = isfinite(s[t]) && isfinite(out->median_sqnr_db)
                         ? 0.6745 * (out->median_sqnr_db - s[t]) / ds
                         : 0;
-        r->by_flushed = r->z_flushed >= r->z_sqnr;
-        r->score = r->by_flushed ? r->z_flushed : r->z_sqnr;
+        r->z_sqnr_na = isfinite(a[t]) && isfinite(out->median_sqnr_na_db)
+                           ? 0.6745 * (out->median_sqnr_na_db - a[t]) / da
+                           : 0;
+        /* the score: the largest z. `by`: the first of flushed, SQNR, non-amax SQNR whose z
+         * is above the threshold (the plainest reading of the loss: a flushing tensor's
+         * non-amax SQNR falls too), else the largest z (equal: in that order) */
+        r->by = FP4_KEEP_BY_FLUSHED;
+        r->score = r->z_flushed;
+        if (r->z_sqnr > r->score) r->by = FP4_KEEP_BY_SQNR, r->score = r->z_sqnr;
+        if (r->z_sqnr_na > r->score) r->by = FP4_KEEP_BY_SQNR_NONAMAX, r->score = r->z_sqnr_na;
+        if (r->z_flushed > FP4_KEEP_Z) r->by = FP4_KEEP_BY_FLUSHED;
+        else if (r->z_sqnr > FP4_KEEP_Z) r->by = FP4_KEEP_BY_SQNR;
         r->keep = n >= FP4_KEEP_MIN_TENSORS && r->score > FP4_KEEP_Z;
     }
     /* insertion sort: a total order (ties on the tensor index) */
@@ -269,6 +296,7 @@ fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
 done:
     free(f);
     free(s);
+    free(a);
     if (st != FP4_OK) fp4_keep_free(out);
     return st;
 }

@@ -54,25 +54,39 @@ bool fp4_verdict_tie(const fp4_run *run, int w, int r);
 /* ---- which tensors stay in high precision (SPEC §9 "Keep in high precision") ---------------
  * Under one config (the plain config, without RHT, with the highest pooled SQNR; else the
  * winner), each tensor's flushed share f (non-zero inputs quantized to +-0 over non-zero
- * inputs: (hist[0] + hist[8] - zero) / (elements - zero), clamped to [0, 1]) and SQNR s are
- * compared with the run's typical tensor by modified z-scores (Iglewicz & Hoaglin):
+ * inputs: (hist[0] + hist[8] - zero) / (elements - zero), clamped to [0, 1]), SQNR s and
+ * non-amax SQNR a (sqnr_nonamax_db, SPEC §5.1) are compared with the run's typical tensor by
+ * modified z-scores (Iglewicz & Hoaglin):
  *   z_f = 0.6745 (f - median f) / max(MAD f, FP4_KEEP_MAD_FLUSHED)
  *   z_s = 0.6745 (median s - s) / max(MAD s, FP4_KEEP_MAD_SQNR_DB)
- * score = max(z_f, z_s) (a tensor without a finite SQNR: z_s = 0); the tensors with score >
- * FP4_KEEP_Z are kept, ranked by score (ties: tensor order). Fewer than FP4_KEEP_MIN_TENSORS
- * tensors: nothing is kept (no typical tensor to compare with). */
+ *   z_a = 0.6745 (median a - a) / max(MAD a, FP4_KEEP_MAD_SQNR_DB)
+ * score = max(z_f, z_s, z_a) (a tensor without a finite value: that z is 0); `by` names the
+ * first of z_f, z_s, z_a above FP4_KEEP_Z, else the largest (equal: in that order); the tensors with score > FP4_KEEP_Z are kept, ranked by score (ties: tensor
+ * order). Fewer than FP4_KEEP_MIN_TENSORS tensors: nothing is kept (no typical tensor to
+ * compare with). */
 #define FP4_KEEP_Z 3.5
 #define FP4_KEEP_MAD_FLUSHED 0.005
 #define FP4_KEEP_MAD_SQNR_DB 0.1
 #define FP4_KEEP_MIN_TENSORS 4
 
+/* which z-score decided a tensor's keep score */
+typedef enum fp4_keep_by {
+    FP4_KEEP_BY_FLUSHED = 0,
+    FP4_KEEP_BY_SQNR = 1,
+    FP4_KEEP_BY_SQNR_NONAMAX = 2,
+} fp4_keep_by;
+
+/* "flushed", "sqnr", "sqnr_nonamax" (the JSON's `by`) */
+const char *fp4_keep_by_name(fp4_keep_by by);
+
 typedef struct fp4_keep_row {
     int t;                  /* index in run->tensors */
     double flushed;         /* flushed share in [0, 1]; NaN when the tensor has no non-zero input */
     double sqnr_db;         /* NaN when not finite */
-    double z_flushed, z_sqnr, score;
+    double sqnr_na_db;      /* sqnr_nonamax_db; NaN when not finite or not computed */
+    double z_flushed, z_sqnr, z_sqnr_na, score;
     bool keep;
-    bool by_flushed;        /* the score is z_flushed (else z_sqnr) */
+    fp4_keep_by by;         /* the z-score that tells why (see above) */
 } fp4_keep_row;
 
 typedef struct fp4_keep {
@@ -80,6 +94,7 @@ typedef struct fp4_keep {
     fp4_keep_row *rows;     /* run->ntensors rows, by score, highest first */
     int n, nkeep;           /* rows; kept ones (the first nkeep rows) */
     double median_flushed, mad_flushed, median_sqnr_db, mad_sqnr_db;
+    double median_sqnr_na_db, mad_sqnr_na_db; /* NaN when no tensor has a non-amax SQNR */
     /* pooled over every tensor under cfg, then with the kept tensors exact (their error 0,
      * their signal and inputs still counted): SQNR in dB (NaN when not finite) and the
      * flushed share */

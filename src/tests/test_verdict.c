@@ -179,10 +179,10 @@ static void test_keep(void **state)
     assert_int_equal(k.n, 6);
     assert_int_equal(k.nkeep, 2);
     assert_int_equal(k.rows[0].t, 4);
-    assert_true(k.rows[0].by_flushed && k.rows[0].keep);
+    assert_true(k.rows[0].by == FP4_KEEP_BY_FLUSHED && k.rows[0].keep);
     assert_double_rel(k.rows[0].score, 0.6745 * 0.84 / 0.005, 1e-12);
     assert_int_equal(k.rows[1].t, 5);
-    assert_true(!k.rows[1].by_flushed && k.rows[1].keep);
+    assert_true(k.rows[1].by == FP4_KEEP_BY_SQNR && k.rows[1].keep);
     assert_double_rel(k.rows[1].score, 0.6745 * 6 / 0.1, 1e-12);
     assert_false(k.rows[2].keep);
     assert_int_equal(k.rows[2].t, 0); /* ties (score 0): tensor order */
@@ -245,6 +245,90 @@ static void test_rank_by_statistics(void **state)
     }
 }
 
+/* The third z-score: the non-amax SQNR (SPEC §5.1) of 6 tensors, 15 x 5 and 11, where the
+ * flushed shares (0.06) and SQNRs (20, t5 the *highest*: 26) flag nothing: median 15, MAD 0
+ * -> floor 0.1 dB: z_a(t5) = 0.6745 * 4 / 0.1 = 26.98; kept by "sqnr_nonamax". A tensor whose
+ * statistics were not computed (stats_ok 0) or whose non-amax SQNR is not finite has z_a 0
+ * and is left out of the median. Ties between z-scores go to flushed, then SQNR. */
+static void test_keep_nonamax(void **state)
+{
+    (void)state;
+    static fake f;
+    double s0[6] = {20, 20, 20, 20, 20, 26}, s1[6] = {19, 19, 19, 19, 19, 25};
+    make(&f, 6, s0, s1, NULL, FP4_RANK_GAP);
+    const double na[6] = {15, 15, 15, 15, 15, 11};
+    for (int t = 0; t < 6; t++) {
+        fp4_metrics *m = &f.m[t][0];
+        m->elements = 100;
+        m->hist[0] = 6;
+        m->sum_x2 = 100;
+        m->sum_err2 = 1;
+        m->stats_ok = 1;
+        m->sqnr_na_db = na[t];
+        m->sqnr_na_status = FP4_SQNR_OK;
+    }
+    f.pooled[0].sqnr_db = 20;
+    f.pooled[1].sqnr_db = 19;
+    f.pooled[0].sqnr_status = f.pooled[1].sqnr_status = FP4_SQNR_OK;
+    fp4_keep k;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.nkeep, 1);
+    assert_int_equal(k.rows[0].t, 5);
+    assert_int_equal(k.rows[0].by, FP4_KEEP_BY_SQNR_NONAMAX);
+    assert_string_equal(fp4_keep_by_name(k.rows[0].by), "sqnr_nonamax");
+    assert_double_rel(k.rows[0].score, 0.6745 * 4 / 0.1, 1e-12);
+    assert_double_rel(k.rows[0].z_sqnr_na, 0.6745 * 4 / 0.1, 1e-12);
+    assert_double_exact(k.rows[0].sqnr_na_db, 11);
+    assert_double_exact(k.median_sqnr_na_db, 15);
+    assert_double_exact(k.mad_sqnr_na_db, 0);
+    /* the MAD above its floor: 15, 15.5, 16, 16, 16.5, 11 -> median 15.75, |dev| .75 .25 .25
+     * .25 .75 4.75 -> MAD 0.5: z_a(t5) = 0.6745 * 4.75 / 0.5 */
+    const double na2[6] = {15, 15.5, 16, 16, 16.5, 11};
+    for (int t = 0; t < 6; t++) f.m[t][0].sqnr_na_db = na2[t];
+    fp4_keep_free(&k);
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_double_exact(k.median_sqnr_na_db, 15.75);
+    assert_double_exact(k.mad_sqnr_na_db, 0.5);
+    assert_int_equal(k.rows[0].t, 5);
+    assert_double_rel(k.rows[0].score, 0.6745 * 4.75 / 0.5, 1e-12);
+    fp4_keep_free(&k);
+    /* not computed (stats_ok 0) or not finite: z_a 0, left out of the median */
+    for (int t = 0; t < 6; t++) f.m[t][0].sqnr_na_db = na[t];
+    f.m[5][0].stats_ok = 0;
+    f.m[4][0].sqnr_na_status = FP4_SQNR_EXACT;
+    f.m[3][0].sqnr_na_db = 3; /* the median of 15, 15, 15, 3: 15 */
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.nkeep, 1);
+    assert_int_equal(k.rows[0].t, 3);
+    assert_double_exact(k.median_sqnr_na_db, 15);
+    for (int i = 0; i < 6; i++)
+        if (k.rows[i].t == 5 || k.rows[i].t == 4) {
+            assert_double_exact(k.rows[i].z_sqnr_na, 0);
+            assert_double_nan(k.rows[i].sqnr_na_db);
+        }
+    fp4_keep_free(&k);
+    /* both z_f and z_a above the threshold, z_a the larger: the score is z_a, `by` flushed */
+    for (int t = 0; t < 6; t++) {
+        f.m[t][0].stats_ok = 1;
+        f.m[t][0].sqnr_na_status = FP4_SQNR_OK;
+        f.m[t][0].sqnr_na_db = na[t];
+    }
+    f.m[5][0].hist[0] = 10; /* flushed 0.10: z_f = 0.6745 * 0.04 / 0.005 = 5.396 */
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.rows[0].t, 5);
+    assert_int_equal(k.rows[0].by, FP4_KEEP_BY_FLUSHED);
+    assert_double_rel(k.rows[0].z_flushed, 0.6745 * 0.04 / 0.005, 1e-12);
+    assert_double_rel(k.rows[0].score, 0.6745 * 4 / 0.1, 1e-12);
+    fp4_keep_free(&k);
+    f.m[5][0].hist[0] = 6;
+    /* ties between z-scores: flushed first, then SQNR (all z 0 here) */
+    for (int t = 0; t < 6; t++) f.m[t][0].stats_ok = 0;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    for (int i = 0; i < 6; i++)
+        if (k.rows[i].t != 5) assert_int_equal(k.rows[i].by, FP4_KEEP_BY_FLUSHED);
+    fp4_keep_free(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_tie),
         cmocka_unit_test(test_flushed_share),
         cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_keep_nonamax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
