@@ -213,6 +213,16 @@ fp4_status fp4_json_parse_object(const char *file, const char *what, const char 
     return json_parse_object(file, what, false, s, n, out);
 }
 
+fp4_status fp4_json_doc_check(const char *file, const char *what, const char *s, size_t n,
+                              const cJSON *doc)
+{
+    if (!fp4_utf8_valid((const uint8_t *)s, n))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s is not valid UTF-8", file, what);
+    const char *bad = json_prescan(s, n);
+    if (bad) return fp4_error(FP4_ERR_INPUT, "%s: %s %s", file, what, bad);
+    return json_dup_keys(file, what, false, doc, "", 0);
+}
+
 /* An exact non-negative integer from a JSON number (cJSON keeps doubles: 2^53 is the limit
  * of exactness, far beyond any offset or size a file can hold). */
 static bool json_uint(const cJSON *v, uint64_t *out)

@@ -110,4 +110,11 @@ struct cJSON;
 fp4_status fp4_json_parse_object(const char *file, const char *what, const char *s, size_t n,
                                  struct cJSON **out);
 
+/* The same checks on a document the caller parsed itself (a report read by merge or compare:
+ * its own messages for text that is not JSON or not an object) from the n bytes at s: valid
+ * UTF-8, no NUL or raw control character in a string, no key twice in any object ("FILE:
+ * WHAT: key K appears twice", "FILE: WHAT: PARENT: key K appears twice"). FP4_ERR_INPUT. */
+fp4_status fp4_json_doc_check(const char *file, const char *what, const char *s, size_t n,
+                              const struct cJSON *doc);
+
 #endif

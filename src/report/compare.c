@@ -12,6 +12,8 @@
 
 #include <cJSON.h>
 
+#include "io/st_parse.h" /* fp4_json_doc_check */
+
 #define FP4_REPORT_SCHEMA "fp4diag.report/1"
 #define FP4_AUDIT_SCHEMA "fp4diag.audit/1"
 /* Room for rounding in the differences themselves: a difference equal to a threshold passes. */
@@ -404,6 +406,8 @@ static fp4_status parse_doc(const char *text, const char *label, cJSON **doc, co
     }
     if (!cJSON_IsObject(*doc))
         return fp4_error(FP4_ERR_INPUT, "%s: not a report (top level is not an object)", label);
+    /* no key twice (cJSON finds the first, another reader the last), no NUL in a string */
+    FP4_TRY(fp4_json_doc_check(label, "report", text, strlen(text), *doc));
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(*doc, "schema");
     bool audit = cJSON_IsString(schema) && !strcmp(schema->valuestring, FP4_AUDIT_SCHEMA);
     if (!audit && (!cJSON_IsString(schema) || strcmp(schema->valuestring, FP4_REPORT_SCHEMA) != 0))

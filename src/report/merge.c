@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 
+#include "io/st_parse.h" /* fp4_json_doc_check */
 #include "run/driver.h"
 #include "run/gemm.h"
 #include "num/metrics.h"
@@ -165,8 +166,12 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
 {
     for (int i = 0; i < n; i++) {
         p[i].name = names[i];
-        p[i].doc = cJSON_Parse(texts[i]);
+        /* one document and nothing after it; then no key twice (cJSON finds the first,
+         * another reader the last: one part, two readings), no NUL in a string */
+        const char *end = NULL;
+        p[i].doc = cJSON_ParseWithOpts(texts[i], &end, 1);
         if (!p[i].doc) return fp4_error(FP4_ERR_INPUT, "%s: not JSON", names[i]);
+        FP4_TRY(fp4_json_doc_check(names[i], "report", texts[i], strlen(texts[i]), p[i].doc));
         const cJSON *sc = get(p[i].doc, "schema");
         p[i].audit = cJSON_IsString(sc) && !strcmp(sc->valuestring, "fp4diag.audit/1");
         if (!p[i].audit && (!cJSON_IsString(sc) || strcmp(sc->valuestring, FP4_REPORT_SCHEMA)))
