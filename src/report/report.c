@@ -398,6 +398,9 @@ static void add_verdict(cJSON *root, const fp4_run *run)
     cJSON *v = cJSON_AddObjectToObject(root, "verdict");
     if (!v) return;
     cJSON_AddStringToObject(v, "rank_by", fp4_rank_by_name(run->config->rank_by));
+    cJSON_AddStringToObject(v, "ranked_by", fp4_verdict_by_keep(run)
+                                                ? "keep"
+                                                : fp4_rank_by_name(run->config->rank_by));
     cJSON *cs = cJSON_AddArrayToObject(v, "configs");
     for (int c = 0; cs && c < run->ncfg; c++) {
         const fp4_qconfig *q = &run->cfgs[c];
@@ -1247,6 +1250,26 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
     fp4_keep_free(&k);
 }
 
+/* The last column of a ranking row (16 columns, as "  delta +0.00000"): the statistic the
+ * ranking is by (`by`: a fp4_rank_by, -1 the keep score), delta for gap, sqnr and delta. */
+static void rank_column(char *buf, size_t n, const fp4_verdict_row *r, int by)
+{
+    double v;
+    const char *lab, *fmt;
+    switch (by) {
+    case -1: v = r->keep_score, lab = "keep z", fmt = "%7.1f"; break;
+    case FP4_RANK_UNDERFLOW: v = r->underflows_pct, lab = "uflow%", fmt = "%7.3f"; break;
+    case FP4_RANK_SQNR_NONAMAX: v = r->sqnr_na_db, lab = "nonamax", fmt = "%6.2f"; break;
+    case FP4_RANK_MAXERR: v = r->maxerr_rel, lab = "maxerr", fmt = "%7.4f"; break;
+    case FP4_RANK_RELERR: v = r->rel_err_p99, lab = "p99", fmt = "%10.4g"; break;
+    default: v = r->delta, lab = "delta", fmt = "%+.5f"; break;
+    }
+    char num_[24];
+    if (isfinite(v)) snprintf(num_, sizeof num_, fmt, v);
+    else snprintf(num_, sizeof num_, "%*s", (int)(13 - strlen(lab)), "n/a");
+    snprintf(buf, n, "  %s %s", lab, num_);
+}
+
 /* The verdict under the table (pooled rows, winner, notes, the kept configs, the ranking); nw
  * the longest name's columns. first: it opens the table (many tensors, SPEC §9), no blank line
  * before it. */
@@ -1338,12 +1361,15 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
                      : rb == FP4_RANK_RELERR          ? "largest p99 relative error (best config) first"
                                                       : "largest SQNR gap best-worst first";
     /* one quantizer (one config, or configs giving the same values: e1m2 and int4): no worst
-     * config, every gap 0, so the rows show the one SQNR and the gap ranking is by it (its
-     * tie-break, fp4_verdict_rank) */
+     * config, every gap 0, so the rows show the one SQNR; a gap ranking where every gap is
+     * equal ranks nothing: the ranking is by the keep score (fp4_verdict_by_keep) */
     bool single = true;
     for (int c = 1; c < run->ncfg; c++)
         if (!fp4_verdict_same(run, 0, c)) single = false;
-    if (single && rb == FP4_RANK_GAP) by = "lowest SQNR first, one quantizer: no gap to rank by";
+    const bool by_keep = fp4_verdict_by_keep(run);
+    if (by_keep)
+        by = single ? "largest keep score first (one quantizer: no gap to rank by)"
+                    : "largest keep score first (every gap equal: no gap to rank by)";
     int top = run->ntensors < 10 ? run->ntensors : 10;
     fprintf(out, "  tensors, %s (%d of %d; all in the JSON):\n", by, top, run->ntensors);
     /* the full row is 2 + name + 61 + 2 label columns; a narrow table leaves the worst
@@ -1356,25 +1382,26 @@ static void verdict_table(FILE *out, const fp4_run *run, int nw, bool first)
         const fp4_tensor_result *tr = &run->tensors[r->t];
         fputs("  ", out);
         put_name(out, tr->info.name ? tr->info.name : "", rw);
+        char last[40];
+        rank_column(last, sizeof last, r, by_keep ? -1 : (int)rb);
         if (!r->ok) {
             fprintf(out, " no finite SQNR\n");
         } else if (single) {
             char lb[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
-            fprintf(out, " %-*s %7.3f dB  delta %+.5f\n", lw_rank, lb,
-                    tr->metrics[r->best].sqnr_db, r->delta);
+            fprintf(out, " %-*s %7.3f dB%s\n", lw_rank, lb, tr->metrics[r->best].sqnr_db, last);
         } else if (brief) {
             char lb[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
-            fprintf(out, " best %-*s %7.3f  gap %6.3f dB  delta %+.5f\n", lw_rank, lb,
-                    tr->metrics[r->best].sqnr_db, r->gap_db, r->delta);
+            fprintf(out, " best %-*s %7.3f  gap %6.3f dB%s\n", lw_rank, lb,
+                    tr->metrics[r->best].sqnr_db, r->gap_db, last);
         } else {
             char lb[48], lwst[48];
             cfg_label(lb, sizeof lb, &run->cfgs[r->best]);
             cfg_label(lwst, sizeof lwst, &run->cfgs[r->worst]);
-            fprintf(out, " best %-*s %7.3f  worst %-*s %7.3f  gap %6.3f dB  delta %+.5f\n",
-                    lw_rank, lb, tr->metrics[r->best].sqnr_db, lw_rank, lwst,
-                    tr->metrics[r->worst].sqnr_db, r->gap_db, r->delta);
+            fprintf(out, " best %-*s %7.3f  worst %-*s %7.3f  gap %6.3f dB%s\n", lw_rank, lb,
+                    tr->metrics[r->best].sqnr_db, lw_rank, lwst, tr->metrics[r->worst].sqnr_db,
+                    r->gap_db, last);
         }
     }
     free(rows);
@@ -1516,13 +1543,18 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         }
     }
     int w = fit_name(nw, rht ? 49 + (label_scales ? 12 : 8) : compact_lw ? 47 + compact_lw : 65);
-    /* many tensors and no -v: the verdict first, then the rows of the FP4_TABLE_TOP_TENSORS
-     * tensors first in its ranking (in model order), and a line saying how many were left out */
+    /* many tensors and no -v: the verdict first, then the rows of the tensors kept in high
+     * precision and of those first in its ranking, FP4_TABLE_TOP_TENSORS in all (more when
+     * more are kept; in model order), and a line saying how many were left out */
     bool *top = NULL;
+    int ntop = 0, nkept = 0;
     if (run->config->verbosity <= 0 && run->ntensors > FP4_TABLE_TOP_TENSORS) {
         fp4_verdict_row *rows = fp4_verdict_rank(run);
         top = rows ? calloc((size_t)run->ntensors, sizeof *top) : NULL;
-        for (int i = 0; top && i < FP4_TABLE_TOP_TENSORS; i++) top[rows[i].t] = true;
+        for (int i = 0; top && i < run->ntensors; i++)
+            if (rows[i].kept) top[rows[i].t] = true, ntop++, nkept++;
+        for (int i = 0; top && i < run->ntensors && ntop < FP4_TABLE_TOP_TENSORS; i++)
+            if (!top[rows[i].t]) top[rows[i].t] = true, ntop++;
         free(rows);
         if (top) {
             verdict_table(out, run, nw, true);
@@ -1588,9 +1620,10 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         }
     }
     if (top)
-        fprintf(out, "(rows of %d of %d tensors, those first in the verdict's ranking, in the "
+        fprintf(out, "(rows of %d of %d tensors, %sthose first in the verdict's ranking, in the "
                      "model's order; -v shows all %d rows, the JSON holds all)\n",
-                FP4_TABLE_TOP_TENSORS, run->ntensors, run->ntensors);
+                ntop, run->ntensors, nkept ? "those kept in high precision and " : "",
+                run->ntensors);
     else verdict_table(out, run, nw, false);
     free(top);
     /* already-quantized tensors (io/quantized.h), one row each (quant_rows): no option analyses

@@ -16,8 +16,12 @@ bool fp4_verdict_sqnr_ok(const fp4_metrics *m)
     return m->sqnr_status == FP4_SQNR_OK && isfinite(m->sqnr_db);
 }
 
+/* the keep score as a rank key: rank_key's `by` beyond the fp4_rank_by values */
+#define RANK_KEEP ((fp4_rank_by)1000)
+
 static double rank_key(const fp4_verdict_row *r, fp4_rank_by by)
 {
+    if (by == RANK_KEEP) return -r->keep_score;         /* largest keep score first */
     switch (by) {
     case FP4_RANK_SQNR: return r->best_db;              /* lowest best SQNR first */
     case FP4_RANK_DELTA: return -fabs(r->delta);        /* largest |delta| first */
@@ -67,6 +71,28 @@ static void rank_sort(fp4_verdict_row *rows, fp4_verdict_row *tmp, int n, fp4_ra
     }
 }
 
+bool fp4_verdict_by_keep(const fp4_run *run)
+{
+    if (run->config->rank_by != FP4_RANK_GAP) return false;
+    bool any = false;
+    double g0 = 0;
+    for (int t = 0; t < run->ntensors; t++) {
+        const fp4_metrics *m = run->tensors[t].metrics;
+        int best = -1, worst = -1;
+        for (int c = 0; c < run->ncfg; c++) {
+            if (!fp4_verdict_sqnr_ok(&m[c])) continue;
+            if (best < 0 || m[c].sqnr_db > m[best].sqnr_db) best = c;
+            if (worst < 0 || m[c].sqnr_db < m[worst].sqnr_db) worst = c;
+        }
+        if (best < 0) continue;
+        const double g = m[best].sqnr_db - m[worst].sqnr_db;
+        if (any && g != g0) return false;
+        g0 = g;
+        any = true;
+    }
+    return true;
+}
+
 fp4_verdict_row *fp4_verdict_rank(const fp4_run *run)
 {
     if (run->ntensors <= 0) return NULL;
@@ -101,7 +127,20 @@ fp4_verdict_row *fp4_verdict_rank(const fp4_run *run)
             r->rel_err_p99 = b->stats_ok ? b->rerr_p99 : NAN;
         }
     }
-    rank_sort(rows, tmp, run->ntensors, run->config->rank_by);
+    fp4_keep k;
+    if (fp4_verdict_keep(run, &k) != FP4_OK) {
+        free(rows);
+        free(tmp);
+        return NULL;
+    }
+    for (int t = 0; t < run->ntensors; t++) rows[t].keep_score = NAN;
+    for (int i = 0; i < k.n; i++) {
+        rows[k.rows[i].t].keep_score = k.rows[i].score;
+        rows[k.rows[i].t].kept = k.rows[i].keep;
+    }
+    fp4_keep_free(&k);
+    rank_sort(rows, tmp, run->ntensors,
+              fp4_verdict_by_keep(run) ? RANK_KEEP : run->config->rank_by);
     free(tmp);
     return rows;
 }

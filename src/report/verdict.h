@@ -20,12 +20,22 @@ typedef struct fp4_verdict_row {
     /* the best config's recipe statistics (SPEC §5.1; NaN where not computed): underflows_pct,
      * sqnr_nonamax_db, max_abs_err / tensor_amax, rel_err_percentiles.p99 */
     double underflows_pct, sqnr_na_db, maxerr_rel, rel_err_p99;
+    /* the tensor's keep score and whether it is kept (fp4_verdict_keep; score NaN when keep
+     * was not judged: no config) */
+    double keep_score;
+    bool kept;
 } fp4_verdict_row;
 
 /* Whether m's SQNR counts for the verdict: status ok and finite. */
 bool fp4_verdict_sqnr_ok(const fp4_metrics *m);
 
-/* Every tensor's row, ordered by run->config->rank_by (gap: largest first; sqnr: lowest best
+/* Whether the ranking is by the keep score (SPEC §9): --rank-by gap (the default) with every
+ * finite gap equal (one config, configs giving the same values, or all gaps tied), where the
+ * gap ranks nothing. */
+bool fp4_verdict_by_keep(const fp4_run *run);
+
+/* Every tensor's row, ordered by run->config->rank_by (by the keep score, largest first, when
+ * fp4_verdict_by_keep) (gap: largest first; sqnr: lowest best
  * first; delta: largest |delta| first; underflow: largest underflows_pct first; sqnr-nonamax:
  * lowest first; maxerr: largest max_abs_err / tensor_amax first; relerr: largest
  * rel_err_percentiles.p99 first; a NaN key after the rest);

@@ -329,6 +329,55 @@ static void test_keep_nonamax(void **state)
     fp4_keep_free(&k);
 }
 
+/* A gap ranking where every gap is equal ranks by the keep score (fp4_verdict_by_keep): the
+ * keep case of test_keep with both configs' SQNRs equal (every gap 0) puts the kept t4 (z
+ * 113.3) and t5 (z 40.5) first, the rest by the tie-breaks (SQNR, then tensor order); the
+ * rows carry the keep score and whether kept. One unequal gap, or --rank-by sqnr: no fallback. */
+static void test_rank_by_keep(void **state)
+{
+    (void)state;
+    static fake f;
+    double s0[6] = {20, 20, 20, 20, 20, 14};
+    make(&f, 6, s0, s0, NULL, FP4_RANK_GAP);
+    for (int t = 0; t < 6; t++) {
+        for (int c = 0; c < 2; c++) {
+            fp4_metrics *m = &f.m[t][c];
+            m->elements = 100;
+            m->hist[0] = t == 4 ? 90 : 6;
+            m->sum_x2 = 100;
+            m->sum_err2 = 1;
+        }
+    }
+    f.pooled[0].sqnr_db = f.pooled[1].sqnr_db = 20;
+    f.pooled[0].sqnr_status = f.pooled[1].sqnr_status = FP4_SQNR_OK;
+    assert_true(fp4_verdict_by_keep(&f.run));
+    fp4_verdict_row *rows = fp4_verdict_rank(&f.run);
+    assert_non_null(rows);
+    const int want[6] = {4, 5, 0, 1, 2, 3};
+    for (int i = 0; i < 6; i++) assert_int_equal(rows[i].t, want[i]);
+    assert_double_rel(rows[0].keep_score, 0.6745 * 0.84 / 0.005, 1e-12);
+    assert_true(rows[0].kept && rows[1].kept && !rows[2].kept);
+    free(rows);
+    /* every gap equal but not 0: still the keep score */
+    for (int t = 0; t < 6; t++) f.m[t][1].sqnr_db = s0[t] - 1;
+    assert_true(fp4_verdict_by_keep(&f.run));
+    /* one unequal gap: by gap (t0 first: gap 2) */
+    f.m[0][1].sqnr_db = 18;
+    assert_false(fp4_verdict_by_keep(&f.run));
+    rows = fp4_verdict_rank(&f.run);
+    assert_non_null(rows);
+    assert_int_equal(rows[0].t, 0);
+    free(rows);
+    /* another --rank-by: never the keep score */
+    f.m[0][1].sqnr_db = 19;
+    f.cfg.rank_by = FP4_RANK_SQNR;
+    assert_false(fp4_verdict_by_keep(&f.run));
+    rows = fp4_verdict_rank(&f.run);
+    assert_non_null(rows);
+    assert_int_equal(rows[0].t, 5); /* lowest best SQNR */
+    free(rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_flushed_share),
         cmocka_unit_test(test_keep),
         cmocka_unit_test(test_keep_nonamax),
+        cmocka_unit_test(test_rank_by_keep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,10 +67,10 @@ if sys.argv[2] != want:
     sys.exit(1)
 PY
 # one quantizer (one config, or e1m2 and int4: the same values): no "+0.000" gap, no worst
-# column; the ranking says it is by SQNR
+# column; the ranking says it is by the keep score (no gap to rank by)
 for f in e2m1 e1m2,int4; do
     pty "'$FP4DIAG' sqnr '$M' --format $f 2>/dev/null"
-    grep -q '^  tensors, lowest SQNR first, one quantizer: no gap to rank by' "$tmp/tty" &&
+    grep -q '^  tensors, largest keep score first (one quantizer: no gap to rank by)' "$tmp/tty" &&
         ! grep -q -e ' gap  *[0-9]' -e ' worst ' "$tmp/tty" &&
         grep -q '^verdict over 30 tensors: .* dB; one quantizer, nothing to rank it against$' "$tmp/tty" ||
         { echo "--format $f: a gap ranking of one quantizer"; cat "$tmp/tty"; fail=1; }
