@@ -355,6 +355,7 @@ static void add_keep(cJSON *v, const fp4_run *run)
         return;
     }
     cJSON_AddItemToObject(o, "config", verdict_cfg(run, k.cfg, false));
+    cJSON_AddStringToObject(o, "config_rule", k.recipe ? "recipe" : "best_plain");
     cJSON_AddNumberToObject(o, "z_threshold", FP4_KEEP_Z);
     num(o, "median_flushed", k.median_flushed);
     num(o, "mad_flushed", k.mad_flushed);
@@ -1219,6 +1220,11 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
                  "SQNR deficit with a modified z-score > %.1f, SPEC 9): %d tensor%s\n",
             lab, fp4_scale_name(run->cfgs[k.cfg].scale), FP4_KEEP_Z, k.nkeep,
             k.nkeep == 1 ? "" : "s");
+    if (!k.recipe)
+        fprintf(out, "    judged under %s %s scales, the plain config with the highest pooled "
+                     "SQNR: the run has no NVFP4 or MXFP4 E2M1 config, the formats recipes "
+                     "write (--format e2m1 --scale nvfp4 judges under it)\n",
+                lab, fp4_scale_name(run->cfgs[k.cfg].scale));
     fprintf(out, "    typical tensor: flushed %.2f%%, SQNR %.3f dB, non-amax SQNR %.3f dB (medians)\n",
             100.0 * k.median_flushed, k.median_sqnr_db, k.median_sqnr_na_db);
     /* the row's numbers take 76 columns after the indent and the name; a name that would be

@@ -241,9 +241,21 @@ fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
 {
     memset(out, 0, sizeof *out);
     out->cfg = -1;
-    /* the plain config with the highest pooled SQNR, else the winner */
+    /* the recipe formats first: plain E2M1 (full grid, RTNE) under NVFP4 scales, else under
+     * MXFP4 (what ModelOpt and llm-compressor write); else the plain config with the highest
+     * pooled SQNR, else the winner */
     int c = -1;
-    for (int i = 0; i < run->ncfg; i++)
+    const fp4_scale_mode recipe[2] = {FP4_SCALE_NVFP4, FP4_SCALE_MXFP4};
+    for (int p = 0; p < 2 && c < 0; p++)
+        for (int i = 0; i < run->ncfg && c < 0; i++) {
+            const fp4_qconfig *q = &run->cfgs[i];
+            if (!q->rht && q->format.id == FP4_FMT_E2M1 && q->format.max == 0 &&
+                q->scale == recipe[p] && q->rounding == FP4_ROUND_RTNE &&
+                fp4_verdict_sqnr_ok(&run->pooled[i]))
+                c = i;
+        }
+    out->recipe = c >= 0;
+    for (int i = 0; !out->recipe && i < run->ncfg; i++)
         if (!run->cfgs[i].rht && fp4_verdict_sqnr_ok(&run->pooled[i]) &&
             (c < 0 || run->pooled[i].sqnr_db > run->pooled[c].sqnr_db))
             c = i;

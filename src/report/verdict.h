@@ -62,7 +62,8 @@ bool fp4_verdict_same(const fp4_run *run, int w, int c);
 bool fp4_verdict_tie(const fp4_run *run, int w, int r);
 
 /* ---- which tensors stay in high precision (SPEC §9 "Keep in high precision") ---------------
- * Under one config (the plain config, without RHT, with the highest pooled SQNR; else the
+ * Under one config (the recipe format: plain E2M1, full grid, RTNE, without RHT, under NVFP4
+ * scales, else MXFP4; without one, the plain config with the highest pooled SQNR; else the
  * winner), each tensor's flushed share f (non-zero inputs quantized to +-0 over non-zero
  * inputs: (hist[0] + hist[8] - zero) / (elements - zero), clamped to [0, 1]), SQNR s and
  * non-amax SQNR a (sqnr_nonamax_db, SPEC §5.1) are compared with the run's typical tensor by
@@ -101,6 +102,7 @@ typedef struct fp4_keep_row {
 
 typedef struct fp4_keep {
     int cfg;                /* the config it is computed under; -1: none (then nothing else set) */
+    bool recipe;            /* cfg is a recipe format: plain E2M1 under NVFP4 (else MXFP4) scales */
     fp4_keep_row *rows;     /* run->ntensors rows, by score, highest first */
     int n, nkeep;           /* rows; kept ones (the first nkeep rows) */
     double median_flushed, mad_flushed, median_sqnr_db, mad_sqnr_db;

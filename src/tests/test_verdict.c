@@ -194,6 +194,32 @@ static void test_keep(void **state)
     assert_double_rel(k.pooled_flushed, 120.0 / 600, 1e-12);
     assert_double_rel(k.pooled_flushed_kept, 24.0 / 600, 1e-12);
     fp4_keep_free(&k);
+    /* the recipe format judges when the run has it (plain E2M1 RTNE under NVFP4 scales, else
+     * MXFP4), even with a lower pooled SQNR; without one, the best plain config */
+    assert_false(k.recipe);
+    fp4_keep_free(&k);
+    f.q[1].format.id = FP4_FMT_E2M1;
+    f.q[1].scale = FP4_SCALE_NVFP4;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.cfg, 1);
+    assert_true(k.recipe);
+    fp4_keep_free(&k);
+    f.q[1].scale = FP4_SCALE_MXFP4;
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.cfg, 1);
+    assert_true(k.recipe);
+    fp4_keep_free(&k);
+    f.q[1].rounding = FP4_ROUND_SR; /* not what recipes write */
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.cfg, 0);
+    assert_false(k.recipe);
+    f.q[1].rounding = FP4_ROUND_RTNE;
+    f.q[1].format.max = 4; /* e2m1:max=4: an ablation, not the recipe grid */
+    fp4_keep_free(&k);
+    assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
+    assert_int_equal(k.cfg, 0);
+    f.q[1] = f.q[0];
+    f.q[1].format.id = FP4_FMT_INT4;
     /* fewer than 4 tensors: nothing kept */
     f.run.ntensors = 3;
     f.m[0][0].hist[0] = 100;

@@ -81,6 +81,11 @@ for x in rk[:3]:
 d = next(x for x in rk if x["tensor"] == "model.layers.1.mlp.down_proj.weight")
 assert d["z_flushed"] < 3.5 and d["sqnr_db"] > k["median_sqnr_db"] and d["z_sqnr_nonamax"] > 3.5, d
 assert d["sqnr_nonamax_db"] < k["median_sqnr_nonamax_db"] - 1, (d, k["median_sqnr_nonamax_db"])
+# judged under the recipe format when the run has it (NVFP4 E2M1), else the best plain config
+if "nvfp4" in args:
+    assert k["config"] == {"format": "e2m1", "scale": "nvfp4", "rht": False} and k["config_rule"] == "recipe", k["config"]
+else:
+    assert k["config_rule"] == "best_plain", k["config_rule"]
 v = r["verdict"]
 one = len({(c["format"], c["scale"]) for c in v["configs"]}) == 1
 assert v["ranked_by"] == ("keep" if one else "gap"), (args, v["ranked_by"])
@@ -90,6 +95,9 @@ PY
 done
 # one config on a terminal: the ranking by the keep score, said; the 24 rows of 28 hold the
 # kept tensors (the rest of the ranking by keep score ties near 0)
+pty "COLUMNS=400 '$FP4DIAG' sqnr '$M' 2>/dev/null"
+grep -q '^    judged under e2m1 fp32 scales, the plain config with the highest pooled SQNR: the run has no NVFP4 or MXFP4 E2M1 config' "$tmp/tty" ||
+    { echo "default run: the config that judged is not said"; cat "$tmp/tty"; fail=1; }
 pty "'$FP4DIAG' sqnr '$M' --format e2m1 --scale nvfp4 2>/dev/null"
 grep -q '^  tensors, largest keep score first (one quantizer: no gap to rank by)' "$tmp/tty" &&
     grep -q '^  model\.layers\.2\.mlp\.gate_proj\.weight  *e2m1  *[0-9.]* dB  keep z  *[0-9.]*$' "$tmp/tty" &&
