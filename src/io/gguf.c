@@ -509,7 +509,7 @@ static fp4_status gg_describe(void *impl, const char *name, fp4_tensor_desc *out
             return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", s->file, name);
         }
         *kind = FP4_NAME_NONE;
-        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, name);
     }
     *kind = FP4_NAME_TENSOR;
     if (!(out->name = strdup(t->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -552,7 +552,7 @@ static fp4_status gg_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t
     gg_src *s = impl;
     const gg_part *pt = NULL;
     const fp4_gguf_tensor *t = gg_find(s, d->name, &pt);
-    if (!t) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    if (!t) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, d->name);
     const fp4_raw k = gg_raw(t->type);
     if (t->problem[0])
         return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name, t->problem);

@@ -454,7 +454,7 @@ static fp4_status npy_describe(void *impl, const char *name, fp4_tensor_desc *ou
             }
         }
         *kind = FP4_NAME_NONE;
-        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, name);
     }
     *kind = FP4_NAME_TENSOR;
     npy_member *m = &s->m[i];
@@ -493,7 +493,7 @@ static fp4_status npy_read(void *impl, const fp4_tensor_desc *d, int dim, int64_
 {
     npy_src *s = impl;
     int i = npy_find(s, d->name);
-    if (i < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    if (i < 0) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, d->name);
     npy_member *m = &s->m[i];
     npy_parse_member(s, i);
     const fp4_npy_header *h = &m->hdr;

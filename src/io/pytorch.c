@@ -758,7 +758,7 @@ static fp4_status pt_describe(void *impl, const char *name, fp4_tensor_desc *out
             }
         }
         *kind = FP4_NAME_NONE;
-        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, name);
     }
     *kind = FP4_NAME_TENSOR;
     const pt_tensor *t = &s->tt[e->f][e->t];
@@ -798,7 +798,7 @@ static fp4_status pt_read(void *impl, const fp4_tensor_desc *d, int dim, int64_t
 {
     pt_src *s = impl;
     const pt_entry *e = pt_find(s, d->name);
-    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, d->name);
     const pt_tensor *t = &s->tt[e->f][e->t];
     if (t->problem[0] || !t->base)
         return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", s->file, d->name,

@@ -520,7 +520,7 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
             return fp4_error(FP4_ERR_INPUT, "%s: %s: is a group, not a dataset", s->file, name);
         }
         *kind = FP4_NAME_NONE;
-        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, name);
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, name);
     }
     *kind = FP4_NAME_TENSOR;
     const st_file *f = &s->files[e->f];
@@ -557,7 +557,7 @@ static fp4_status st_slab_args(st_src *s, const fp4_tensor_desc *d, int dim, int
                                int64_t count, const st_file **f, const fp4_st_tensor **t)
 {
     const st_entry *e = st_find(s, d->name);
-    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset", s->file, d->name);
+    if (!e) return fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor", s->file, d->name);
     *f = &s->files[e->f];
     *t = &(*f)->h.t[e->t];
     if ((*t)->problem[0])

@@ -344,6 +344,13 @@ const char *fp4_source_file(const fp4_source *s) { return s ? s->file : ""; }
 
 const fp4_source_ops *fp4_source_format(const fp4_source *s) { return s ? s->ops : NULL; }
 
+const char *fp4_source_what(const fp4_source *s)
+{
+    return s && s->ops && s->ops->name && strcmp(s->ops->name, "hdf5") != 0
+               ? "tensor or name prefix"
+               : "dataset or group";
+}
+
 /* --- the selection grammar ----------------------------------------------------------------- */
 
 /* A pattern or name as the format spells names: rooted formats "/x/y" from "x/y", "/x/y/" or
@@ -499,12 +506,17 @@ fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, in
             continue;
         }
         const char *near = nearest_name(pats[j], names, nnames);
+        const bool h5 = !strcmp(fp4_source_what(s), "dataset or group");
         if (near)
-            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group; did you mean %s? "
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such %s; did you mean %s? "
                                           "('fp4diag ls %s' lists them)",
-                           s->file, pats[j], near, s->file);
-        else
+                           s->file, pats[j], fp4_source_what(s), near, s->file);
+        else if (h5)
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such dataset or group", s->file, pats[j]);
+        else
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such tensor or name prefix ('fp4diag ls "
+                                          "%s' lists the tensors)",
+                           s->file, pats[j], s->file);
         goto out;
     }
     int total = 0;

@@ -197,6 +197,9 @@ fp4_status fp4_source_wrap(const fp4_source_ops *ops, void *impl, const char *fi
                            fp4_source **out);
 const char *fp4_source_file(const fp4_source *s);
 const fp4_source_ops *fp4_source_format(const fp4_source *s);
+/* What a name that selects nothing is not, in the source's own words: "dataset or group"
+ * (HDF5), else "tensor or name prefix" (safetensors, PyTorch, NumPy, GGUF keys). */
+const char *fp4_source_what(const fp4_source *s);
 
 /* The source's metadata (see fp4_source_ops.metadata); none (*n = 0) for formats without. Free
  * with fp4_source_metadata_free. */

@@ -469,8 +469,8 @@ static fp4_status select_warn(fp4_run *run, fp4_source *src, const char *file,
     }
     for (int j = 0; st == FP4_OK && j < n; j++)
         if (unmatched[j])
-            st = add_warning(run, "%s: %s: no such dataset or group (selects nothing; the "
-                             "other selections run)", file, orig[j]);
+            st = add_warning(run, "%s: %s: no such %s (selects nothing; the other selections "
+                             "run)", file, orig[j], fp4_source_what(src));
     free(unmatched);
     return st;
 }

@@ -35,6 +35,29 @@ grep -q -- '--format given twice' "$tmp/err" || { cat "$tmp/err"; fail "repeated
 run 2 sqnr "$F" --scale fp32 --scale nvfp4 -q
 grep -q -- '--scale given twice' "$tmp/err" || { cat "$tmp/err"; fail "repeated --scale"; }
 "$FP4DIAG" sqnr "$F" --format e2m1,int4 --scale nvfp4 -q >/dev/null || fail "one --format list"
+# safetensors: a mistyped tensor name is a tensor (not HDF5's "dataset or group"), with the
+# closest name and `ls`; a far one still points at `ls`; a pattern that selects nothing beside
+# one that does is a warning in the same words
+if python3 -c 'import numpy, safetensors' 2>/dev/null; then
+    python3 - "$tmp/m.safetensors" <<'PY'
+import sys
+import numpy as np
+from safetensors.numpy import save_file
+save_file({f"model.layers.{l}.mlp.up_proj.weight": np.ones((16, 32), np.float32) for l in range(2)}, sys.argv[1])
+PY
+    S=$tmp/m.safetensors
+    run 3 sqnr "$S" model.layers.0.mlp.up_prj.weight -q
+    grep -qF "$S: model.layers.0.mlp.up_prj.weight: no such tensor or name prefix; did you mean model.layers.0.mlp.up_proj.weight? ('fp4diag ls $S' lists them)" \
+        "$tmp/err" || { cat "$tmp/err"; fail "safetensors: mistyped tensor"; }
+    run 3 sqnr "$S" nothing.like.it -q
+    grep -qF "$S: nothing.like.it: no such tensor or name prefix ('fp4diag ls $S' lists the tensors)" \
+        "$tmp/err" || { cat "$tmp/err"; fail "safetensors: far name"; }
+    "$FP4DIAG" sqnr "$S" model.layers.0.mlp.up_proj.weight nothing.like.it -o "$tmp/r.json" 2>"$tmp/err" ||
+        fail "a selection beside one that matches nothing: exit $?"
+    grep -qF "$S: nothing.like.it: no such tensor or name prefix (selects nothing; the other selections run)" \
+        "$tmp/err" || { cat "$tmp/err"; fail "safetensors: the warning"; }
+    grep -q 'dataset' "$tmp/err" && fail "safetensors: HDF5 words"
+fi
 "$FP4DIAG" --version >"$tmp/v" || fail "--version"
 grep -q '^cuda: \(on\|off\)' "$tmp/v" || { cat "$tmp/v"; fail "--version: no cuda line"; }
 echo ok
