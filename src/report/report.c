@@ -20,6 +20,7 @@
 #include "base/term.h"
 #include "report/verdict.h"
 #include "run/config.h"
+#include "run/recipe.h"
 #include "num/quant.h"
 #include "base/version.h"
 
@@ -340,6 +341,40 @@ static const char *verdict_note(const fp4_run *run, int i)
            "('fp4diag gemm' on dumped operands measures it)";
 }
 
+/* The kept tensors' modules with their fused partners (fp4_verdict_fused), and how many of
+ * them are partners that are not themselves kept (*nadded; they are flagged in added[], which
+ * is malloc'd like the list). NULL list with n 0 when none or out of memory. */
+static char **keep_modules(const fp4_run *run, const fp4_keep *k, int *n, bool **added)
+{
+    char **mods = NULL;
+    *n = 0;
+    *added = NULL;
+    for (int i = 0; i < k->nkeep; i++) {
+        const char *nm = run->tensors[k->rows[i].t].info.name;
+        if (nm && !fp4_verdict_fused(run, nm, &mods, n)) break;
+    }
+    *added = calloc((size_t)(*n ? *n : 1), sizeof **added);
+    for (int j = 0; *added && j < *n; j++) {
+        bool kept = false;
+        for (int i = 0; i < k->nkeep && !kept; i++) {
+            char m[1024];
+            const char *nm = run->tensors[k->rows[i].t].info.name;
+            if (!nm) continue;
+            fp4_recipe_module(nm, m, sizeof m);
+            kept = !strcmp(m, mods[j]);
+        }
+        (*added)[j] = !kept;
+    }
+    return mods;
+}
+
+static void free_modules(char **mods, int n, bool *added)
+{
+    for (int i = 0; i < n; i++) free(mods[i]);
+    free(mods);
+    free(added);
+}
+
 /* verdict.keep: which tensors stay in high precision (verdict.h, SPEC §9). */
 static void add_keep(cJSON *v, const fp4_run *run)
 {
@@ -367,6 +402,15 @@ static void add_keep(cJSON *v, const fp4_run *run)
     for (int i = 0; names && i < k.nkeep; i++) {
         const char *nm = run->tensors[k.rows[i].t].info.name;
         cJSON_AddItemToArray(names, cJSON_CreateString(nm ? nm : ""));
+    }
+    {
+        int nm = 0;
+        bool *added = NULL;
+        char **mods = keep_modules(run, &k, &nm, &added);
+        cJSON *fp = cJSON_AddArrayToObject(o, "fused_partners");
+        for (int j = 0; fp && added && j < nm; j++)
+            if (added[j]) cJSON_AddItemToArray(fp, cJSON_CreateString(mods[j]));
+        free_modules(mods, nm, added);
     }
     num(o, "pooled_sqnr_db", k.pooled_sqnr_db);
     num(o, "pooled_sqnr_db_kept", k.pooled_sqnr_kept_db);
@@ -1248,6 +1292,21 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
                                              : "non-amax");
     }
     if (k.nkeep > 10) fprintf(out, "    ... (%d more in the JSON)\n", k.nkeep - 10);
+    {
+        int nm = 0, na = 0;
+        bool *added = NULL;
+        char **mods = keep_modules(run, &k, &nm, &added);
+        for (int j = 0; added && j < nm; j++) na += added[j];
+        if (na > 0) {
+            fputs("    with their fused partners (vLLM fuses q/k/v and gate/up into one GEMM and "
+                  "quantizes all or none: --emit-exclude lists them too):",
+                  out);
+            for (int j = 0, c = 0; j < nm; j++)
+                if (added[j]) fprintf(out, "%s %s", c++ ? "," : "", mods[j]);
+            fputc('\n', out);
+        }
+        free_modules(mods, nm, added);
+    }
     if (k.nkeep > 0)
         fprintf(out, "    keeping them: pooled SQNR %.3f -> %.3f dB (%+.3f dB), flushed %.2f%% -> "
                      "%.2f%% of the non-zero inputs\n",

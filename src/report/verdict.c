@@ -360,11 +360,19 @@ void fp4_keep_free(fp4_keep *k)
     k->cfg = -1;
 }
 
-/* Append module m to list (n entries) unless present. */
-static bool add_module(char ***list, int *n, const char *name)
+/* Fused partners (SPEC §9): the projections an inference engine fuses into one GEMM and
+ * quantizes all or none of (vLLM's qkv_proj and gate_up_proj refuse "some but not all shards
+ * quantized"), by the last component of the module; MoE experts in the Mixtral form
+ * (experts.N.w1 / w3: gate and up). */
+static const char *const fused_groups[][4] = {
+    {"q_proj", "k_proj", "v_proj", NULL},
+    {"gate_proj", "up_proj", NULL, NULL},
+    {"w1", "w3", NULL, NULL},
+};
+
+/* Append module m (a module path, not a tensor name) to list (n entries) unless present. */
+static bool add_module_path(char ***list, int *n, const char *m)
 {
-    char m[1024];
-    fp4_recipe_module(name, m, sizeof m);
     for (int i = 0; i < *n; i++)
         if (!strcmp((*list)[i], m)) return true;
     char **l = realloc(*list, ((size_t)*n + 1) * sizeof *l);
@@ -373,6 +381,55 @@ static bool add_module(char ***list, int *n, const char *name)
     if (!(l[*n] = strdup(m))) return false;
     (*n)++;
     return true;
+}
+
+/* Append tensor `name`'s module unless present. */
+static bool add_module(char ***list, int *n, const char *name)
+{
+    char m[1024];
+    fp4_recipe_module(name, m, sizeof m);
+    return add_module_path(list, n, m);
+}
+
+/* Whether module m is the module of a tensor of the run (analysed or skipped). */
+static bool run_has_module(const fp4_run *run, const char *m)
+{
+    char b[1024];
+    for (int i = 0; i < run->ntensors; i++) {
+        if (!run->tensors[i].info.name) continue;
+        fp4_recipe_module(run->tensors[i].info.name, b, sizeof b);
+        if (!strcmp(b, m)) return true;
+    }
+    for (int i = 0; i < run->nskipped; i++) {
+        if (!run->skipped[i].info.name) continue;
+        fp4_recipe_module(run->skipped[i].info.name, b, sizeof b);
+        if (!strcmp(b, m)) return true;
+    }
+    return false;
+}
+
+bool fp4_verdict_fused(const fp4_run *run, const char *name, char ***list, int *n)
+{
+    char m[1024];
+    fp4_recipe_module(name, m, sizeof m);
+    const char *dot = strrchr(m, '.');
+    const char *leaf = dot ? dot + 1 : m;
+    const size_t pre = (size_t)(leaf - m);
+    for (size_t g = 0; g < sizeof fused_groups / sizeof fused_groups[0]; g++) {
+        bool in = false;
+        for (int j = 0; fused_groups[g][j]; j++) in |= !strcmp(leaf, fused_groups[g][j]);
+        if (!in) continue;
+        for (int j = 0; fused_groups[g][j]; j++) {
+            char c[1024];
+            if (pre + strlen(fused_groups[g][j]) + 1 > sizeof c) continue;
+            memcpy(c, m, pre);
+            strcpy(c + pre, fused_groups[g][j]);
+            if ((!strcmp(c, m) || run_has_module(run, c)) && !add_module_path(list, n, c))
+                return false;
+        }
+        return true;
+    }
+    return add_module_path(list, n, m);
 }
 
 char *fp4_verdict_exclude_text(const fp4_run *run, int format)
@@ -397,7 +454,7 @@ char *fp4_verdict_exclude_text(const fp4_run *run, int format)
     if (ok && fp4_verdict_keep(run, &k) == FP4_OK) {
         for (int i = 0; ok && i < k.nkeep; i++) {
             const char *nm = run->tensors[k.rows[i].t].info.name;
-            if (nm) ok = add_module(&mods, &n, nm);
+            if (nm) ok = fp4_verdict_fused(run, nm, &mods, &n);
         }
         fp4_keep_free(&k);
     } else {

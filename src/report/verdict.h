@@ -121,12 +121,19 @@ double fp4_flushed_share(const fp4_metrics *m);
 fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out);
 void fp4_keep_free(fp4_keep *k);
 
+/* Append to list (*n entries, strdup'd) the module of tensor `name` and, when its last
+ * component is in a fused group (q_proj/k_proj/v_proj, gate_proj/up_proj, MoE experts w1/w3:
+ * what vLLM fuses and quantizes all or none of), the group's other modules that the run has
+ * (analysed or skipped), in group order; each once. False when out of memory. */
+bool fp4_verdict_fused(const fp4_run *run, const char *name, char ***list, int *n);
+
 /* The exclude list of --emit-exclude (SPEC §9 "Keep in high precision"), ready to paste:
  * format FP4_EMIT_MODELOPT gives {"exclude_modules": [...]} (JSON), FP4_EMIT_LLM_COMPRESSOR an
  * "ignore:" YAML block of double-quoted names. The modules (run/recipe.h fp4_recipe_module),
  * each once, in this order: the Linear-like weights left out as kept in high precision (output
  * heads and MoE routers by recipe, and what the checkpoint's own exclude list names), then the
- * verdict's tensors to keep by their score. malloc'd text ending in a newline; NULL when out of
+ * verdict's tensors to keep by their score, each with its fused partners (fp4_verdict_fused).
+ * malloc'd text ending in a newline; NULL when out of
  * memory (fp4_error set). */
 char *fp4_verdict_exclude_text(const fp4_run *run, int format);
 

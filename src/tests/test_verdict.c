@@ -404,6 +404,48 @@ static void test_rank_by_keep(void **state)
     free(rows);
 }
 
+/* Fused partners (SPEC §9): a kept q_proj brings k_proj and v_proj (in group order), up_proj
+ * brings gate_proj, experts.N.w1 brings w3 when the run has it; o_proj and w2 are alone; a
+ * partner the run lacks is not invented; nothing twice. */
+static void test_fused_partners(void **state)
+{
+    (void)state;
+    static fake f;
+    double s0[7] = {20, 20, 20, 20, 20, 20, 20};
+    make(&f, 7, s0, s0, NULL, FP4_RANK_GAP);
+    const char *names[7] = {"model.layers.0.self_attn.q_proj.weight",
+                            "model.layers.0.self_attn.k_proj.weight",
+                            "model.layers.0.self_attn.v_proj.weight",
+                            "model.layers.0.self_attn.o_proj.weight",
+                            "model.layers.0.mlp.up_proj.weight",
+                            "model.layers.0.block_sparse_moe.experts.3.w1.weight",
+                            "model.layers.0.block_sparse_moe.experts.3.w3.weight"};
+    for (int t = 0; t < 7; t++) f.tr[t].info.name = (char *)names[t];
+    char **l = NULL;
+    int n = 0;
+    assert_true(fp4_verdict_fused(&f.run, "model.layers.0.self_attn.v_proj.weight", &l, &n));
+    assert_int_equal(n, 3);
+    assert_string_equal(l[0], "model.layers.0.self_attn.q_proj");
+    assert_string_equal(l[1], "model.layers.0.self_attn.k_proj");
+    assert_string_equal(l[2], "model.layers.0.self_attn.v_proj");
+    assert_true(fp4_verdict_fused(&f.run, "model.layers.0.self_attn.q_proj.weight", &l, &n));
+    assert_int_equal(n, 3); /* nothing twice */
+    assert_true(fp4_verdict_fused(&f.run, "model.layers.0.self_attn.o_proj.weight", &l, &n));
+    assert_int_equal(n, 4);
+    assert_string_equal(l[3], "model.layers.0.self_attn.o_proj");
+    /* up_proj: its gate_proj is not in the run, not invented */
+    assert_true(fp4_verdict_fused(&f.run, "model.layers.0.mlp.up_proj.weight", &l, &n));
+    assert_int_equal(n, 5);
+    assert_string_equal(l[4], "model.layers.0.mlp.up_proj");
+    assert_true(fp4_verdict_fused(&f.run, "model.layers.0.block_sparse_moe.experts.3.w3.weight",
+                                  &l, &n));
+    assert_int_equal(n, 7);
+    assert_string_equal(l[5], "model.layers.0.block_sparse_moe.experts.3.w1");
+    assert_string_equal(l[6], "model.layers.0.block_sparse_moe.experts.3.w3");
+    for (int i = 0; i < n; i++) free(l[i]);
+    free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_keep),
         cmocka_unit_test(test_keep_nonamax),
         cmocka_unit_test(test_rank_by_keep),
+        cmocka_unit_test(test_fused_partners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,12 +93,38 @@ if one:
     assert [x["tensor"] for x in v["ranking"][:3]] == k["tensors"], v["ranking"][:3]
 PY
 done
+# --emit-exclude: the kept modules with their fused partners (vLLM fuses gate/up: all or none
+# quantized), after lm_head kept by recipe; both formats parse to the same list
+"$FP4DIAG" sqnr "$M" --format e2m1 --scale nvfp4 -q -o "$tmp/r.json" \
+    --emit-exclude "modelopt:$tmp/ex.json" || { echo "emit modelopt: exit $?"; fail=1; }
+"$FP4DIAG" sqnr "$M" --format e2m1 --scale nvfp4 -q -o "$tmp/r2.json" \
+    --emit-exclude "llm-compressor:$tmp/ex.yaml" || { echo "emit llm-compressor: exit $?"; fail=1; }
+python3 - "$tmp/r.json" "$tmp/ex.json" "$tmp/ex.yaml" <<'PY' || fail=1
+import json, re, sys
+want = ["lm_head", "model.layers.2.mlp.gate_proj", "model.layers.2.mlp.up_proj",
+        "model.layers.3.mlp.gate_proj", "model.layers.3.mlp.up_proj", "model.layers.1.mlp.down_proj"]
+k = json.load(open(sys.argv[1]))["verdict"]["keep"]
+assert k["fused_partners"] == ["model.layers.2.mlp.up_proj", "model.layers.3.mlp.gate_proj"], k["fused_partners"]
+ex = json.load(open(sys.argv[2]))
+assert ex == {"exclude_modules": want}, ex
+lines = open(sys.argv[3]).read().splitlines()
+assert lines[0] == "ignore:" and len(lines) == 1 + len(want), lines
+for line, m in zip(lines[1:], want):
+    assert re.fullmatch(r'  - "[A-Za-z0-9_.]+"', line) and json.loads(line[4:]) == m, line
+try:
+    import yaml
+    assert yaml.safe_load(open(sys.argv[3])) == {"ignore": want}
+except ImportError:
+    pass
+PY
 # one config on a terminal: the ranking by the keep score, said; the 24 rows of 28 hold the
 # kept tensors (the rest of the ranking by keep score ties near 0)
 pty "COLUMNS=400 '$FP4DIAG' sqnr '$M' 2>/dev/null"
 grep -q '^    judged under e2m1 fp32 scales, the plain config with the highest pooled SQNR: the run has no NVFP4 or MXFP4 E2M1 config' "$tmp/tty" ||
     { echo "default run: the config that judged is not said"; cat "$tmp/tty"; fail=1; }
 pty "'$FP4DIAG' sqnr '$M' --format e2m1 --scale nvfp4 2>/dev/null"
+grep -q '^    with their fused partners (vLLM fuses q/k/v and gate/up into one GEMM and quantizes all or none: --emit-exclude lists them too): model.layers.2.mlp.up_proj, model.layers.3.mlp.gate_proj$' "$tmp/tty" ||
+    { echo "one config: the fused partners note"; cat "$tmp/tty"; fail=1; }
 grep -q '^  tensors, largest keep score first (one quantizer: no gap to rank by)' "$tmp/tty" &&
     grep -q '^  model\.layers\.2\.mlp\.gate_proj\.weight  *e2m1  *[0-9.]* dB  keep z  *[0-9.]*$' "$tmp/tty" &&
     grep -q '^(rows of 24 of 28 tensors, those kept in high precision and those first' "$tmp/tty" ||
