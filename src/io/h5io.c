@@ -438,6 +438,27 @@ static char *h5io_obj_name(hid_t obj)
     return s;
 }
 
+/* The file HDF5 opens for external raw-storage entry `name` of a file in directory `dir`
+ * (H5D__build_file_prefix, H5_combine_path): an absolute name as it is; else under the
+ * environment's HDF5_EXTFILE_PREFIX, which HDF5 puts before the access property's "${ORIGIN}"
+ * set in fp4_h5_open (so a check of dir/name alone would pass a name HDF5 then reads
+ * elsewhere), "${ORIGIN}" at its start standing for dir; "." leaves the name relative to the
+ * working directory. malloc'd; NULL when out of memory. */
+static char *h5io_efile_path(const char *dir, const char *name)
+{
+    static const char origin[] = "${ORIGIN}";
+    if (name[0] == '/') return h5io_strdup(name);
+    const char *pre = getenv("HDF5_EXTFILE_PREFIX");
+    if (!pre || !pre[0]) pre = origin;
+    if (strcmp(pre, ".") == 0) return h5io_strdup(name);
+    if (strncmp(pre, origin, sizeof origin - 1) != 0) return h5io_join(pre, name);
+    const char *rest = pre + sizeof origin - 1;
+    char *base = h5io_join(dir, rest); /* HDF5's origin ends with '/' */
+    char *c = base ? h5io_join(base, name) : NULL;
+    free(base);
+    return c;
+}
+
 /* External raw storage (H5Pset_external) of a dataset of `bytes` bytes in file `file`: each
  * piece a regular file inside the tree, long enough for its part (a short file is not
  * padded with zeros), sizes checked against overflow. */
@@ -464,7 +485,7 @@ static void h5io_check_external(const fp4_h5file *f, const char *file, hid_t dcp
             snprintf(why, cap, "external file %s: offset and size overflow", h5io_base(name));
             break;
         }
-        char *cand = name[0] == '/' ? h5io_strdup(name) : h5io_join(dir, name);
+        char *cand = h5io_efile_path(dir, name);
         if (!cand) break;
         char shown[96];
         snprintf(shown, sizeof shown, "external file %s", h5io_base(name));
