@@ -1590,6 +1590,45 @@ static void quant_rows(FILE *out, const fp4_run *run, int count, bool quant_only
                  "(SPEC 10)\n", compact ? "s0/nf" : "s0/nonfin");
 }
 
+/* bias -v: per config, per level of its grid, pooled over the tensors, the analytic conditional
+ * error (l - r)/2 beside the measured mean of rho(t) - t and the level's share of the non-amax
+ * elements (SPEC 5). One column per level, 8 columns of 8 characters: 76 columns at most. */
+static void bias_levels_table(FILE *out, const fp4_run *run)
+{
+    fprintf(out, "\nper level, pooled (t = |x|/s, non-amax elements): analytic = (l - r)/2,\n"
+                 "the mean error of a flat density in the bin; measured = mean rho(t) - t\n");
+    for (int c = 0; c < run->ncfg; c++) {
+        const fp4_metrics *m = &run->pooled[c];
+        fp4_level_geom g[8];
+        int nl = fp4_level_geometry(run->cfgs[c].format, g);
+        if (nl > 8) nl = 8;
+        uint64_t total = 0;
+        for (int i = 0; i < nl; i++) total += m->level_count[i];
+        char lab[48];
+        cfg_label(lab, sizeof lab, &run->cfgs[c]);
+        fprintf(out, "  %s (%s scales)\n    %-8s", lab, fp4_scale_name(run->cfgs[c].scale),
+                "level");
+        for (int i = 0; i < nl; i++) fprintf(out, " %7g", g[i].q);
+        fprintf(out, "\n    %-8s", "analytic");
+        for (int i = 0; i < nl; i++) fprintf(out, " %7.4f", g[i].analytic_bias + 0.0);
+        fprintf(out, "\n    %-8s", "measured");
+        for (int i = 0; i < nl; i++) {
+            if (m->level_count[i])
+                fprintf(out, " %7.4f", m->level_err_sum[i] / (double)m->level_count[i] + 0.0);
+            else
+                fprintf(out, " %7s", "-");
+        }
+        fprintf(out, "\n    %-8s", "share %");
+        for (int i = 0; i < nl; i++) {
+            if (total)
+                fprintf(out, " %7.2f", 100.0 * (double)m->level_count[i] / (double)total);
+            else
+                fprintf(out, " %7s", "-");
+        }
+        fputc('\n', out);
+    }
+}
+
 static void table_text(FILE *out, const char *command, const fp4_run *run)
 {
     bool rht = !strcmp(command, "rht") && run->npairs > 0;
@@ -1671,6 +1710,7 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         }
         if (!strcmp(command, "bias"))
             fprintf(out, "mean_err(t): mean error in normalized units t = |x|/s (per grid)\n");
+        if (!strcmp(command, "bias") && run->config->verbosity > 0) bias_levels_table(out, run);
         if (!strcmp(command, "buckets")) {
             bool uniform = false;
             for (int c = 0; c < run->ncfg; c++)
