@@ -668,6 +668,16 @@ fp4_status cmd_compare(int argc, char **argv)
                               : "");
         free(d);
     }
+    if (res.pair_keys) { /* nothing paired: the exact option that pairs them (issue 29) */
+        char keys[64];
+        fp4_compare_keys_list(res.pair_keys, keys, sizeof keys);
+        char *eb = shown(base), *en = shown(newp);
+        err_line(ecols, "fp4diag compare: note: no result of %s pairs with one of %s: they "
+                        "differ in key fields; --ignore-key %s puts them side by side\n",
+                 eb ? eb : "?", en ? en : "?", keys);
+        free(eb);
+        free(en);
+    }
     if (json)
         st = print_json(&res, &o, base, newp, all, output);
     else if (verbosity >= 0)

@@ -52,6 +52,18 @@ fp4_status fp4_compare_ignore_parse(const char *list, unsigned *bits)
     return FP4_OK;
 }
 
+void fp4_compare_keys_list(unsigned bits, char *buf, size_t n)
+{
+    static const char *const names[] = {"format", "scale", "block", "rht", "rounding", "recipe"};
+    size_t len = 0;
+    if (n) buf[0] = '\0';
+    for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
+        if (!(bits & (1u << k)) || len >= n) continue;
+        int w = snprintf(buf + len, n - len, "%s%s", len ? "," : "", names[k]);
+        if (w > 0) len += (size_t)w;
+    }
+}
+
 /* One result read from a report. */
 typedef struct entry {
     char *name, *variant;
@@ -348,11 +360,89 @@ static fp4_status entries_index(entries *e, entry ***idx, const char *label)
     return FP4_OK;
 }
 
+/* name + '\n' + variant with the key fields in `bits` replaced by '*' (the variant's fields:
+ * analysis format/scale/block/rht=../rounding, gemm recipe/path: only its first is a key);
+ * NULL when out of memory. */
+static char *masked_key(const entry *x, unsigned bits, bool gemm)
+{
+    size_t nn = strlen(x->name), nv = strlen(x->variant);
+    char *k = malloc(nn + nv + 2);
+    if (!k) return NULL;
+    memcpy(k, x->name, nn);
+    k[nn] = '\n';
+    char *o = k + nn + 1;
+    const char *p = x->variant;
+    for (int f = 0; *p || f == 0; f++) {
+        size_t len = gemm && f > 0 ? strlen(p) : strcspn(p, "/");
+        unsigned bit = gemm ? (f == 0 ? FP4_CMP_KEY_RECIPE : 0) : f < 5 ? 1u << f : 0;
+        if (f) *o++ = '/';
+        if (bits & bit) *o++ = '*';
+        else {
+            memcpy(o, p, len);
+            o += len;
+        }
+        p += len;
+        if (*p == '/') p++;
+        else break;
+    }
+    *o = '\0';
+    return k;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* How many results of b pair with one of a when the key fields in `bits` are left out; -1
+ * when out of memory. */
+static long pairs_without(const entries *a, const entries *b, unsigned bits, bool gemm)
+{
+    char **ka = calloc(a->n ? a->n : 1, sizeof *ka);
+    long hits = ka ? 0 : -1;
+    for (size_t i = 0; ka && i < a->n && hits >= 0; i++)
+        if (!(ka[i] = masked_key(&a->v[i], bits, gemm))) hits = -1;
+    if (hits >= 0) qsort(ka, a->n, sizeof *ka, str_cmp);
+    for (size_t i = 0; hits >= 0 && i < b->n; i++) {
+        char *k = masked_key(&b->v[i], bits, gemm);
+        if (!k) hits = -1;
+        else if (bsearch(&k, ka, a->n, sizeof *ka, str_cmp)) hits++;
+        free(k);
+    }
+    for (size_t i = 0; ka && i < a->n; i++) free(ka[i]);
+    free(ka);
+    return hits;
+}
+
+/* The fewest key fields, `ignored` included, whose leaving out pairs some results (the most
+ * pairs among sets of that size); 0 when none does. */
+static unsigned pair_keys(const entries *a, const entries *b, unsigned ignored, bool gemm)
+{
+    const unsigned all = gemm ? FP4_CMP_KEY_RECIPE
+                              : FP4_CMP_KEY_FORMAT | FP4_CMP_KEY_SCALE | FP4_CMP_KEY_BLOCK |
+                                    FP4_CMP_KEY_RHT | FP4_CMP_KEY_ROUNDING;
+    for (int size = 1; size <= 6; size++) {
+        unsigned best = 0;
+        long most = 0;
+        for (unsigned s = 1; s <= all; s++) {
+            if ((s & ~all) || __builtin_popcount(s & ~ignored) != size) continue;
+            long h = pairs_without(a, b, s | ignored, gemm);
+            if (h > most) {
+                most = h;
+                best = s | ignored;
+            }
+        }
+        if (best) return best;
+    }
+    return 0;
+}
+
 /* The key field a config member stands for (0: not a key field). */
 static unsigned key_bit(const char *name)
 {
     return !strcmp(name, "formats")    ? FP4_CMP_KEY_FORMAT
            : !strcmp(name, "scale")    ? FP4_CMP_KEY_SCALE
+           : !strcmp(name, "scales")   ? FP4_CMP_KEY_SCALE
            : !strcmp(name, "block")    ? FP4_CMP_KEY_BLOCK
            : !strcmp(name, "rht")      ? FP4_CMP_KEY_RHT
            : !strcmp(name, "rht_size") ? FP4_CMP_KEY_RHT
@@ -639,6 +729,8 @@ fp4_status fp4_compare_texts(const char *base_text, const char *base_label, cons
             out->nadded++;
         }
     }
+    if (!grid && !audit && st == FP4_OK && e[0].n && e[1].n && out->nmissing == e[0].n)
+        out->pair_keys = pair_keys(&e[0], &e[1], opts->ignore, gemm);
     for (size_t i = 0; i < out->nrows; i++) {
         out->nsame += out->rows[i].state == FP4_CMP_SAME;
         out->nchanged += out->rows[i].state == FP4_CMP_CHANGED;

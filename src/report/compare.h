@@ -100,7 +100,15 @@ typedef struct fp4_compare_result {
      * differing field is named; device, threads, mem_limit are not): a note, not an error. */
     char config_diff[1024];
     unsigned key_diff; /* FP4_CMP_KEY_* bits of the key fields among them, less opts->ignore */
+    /* When no result of BASE paired with one of NEW (both non-empty; analysis and gemm
+     * reports): the fewest key fields, opts->ignore included, whose leaving out pairs some
+     * (the most pairs among sets of that size); 0 when none would (no tensor in common). */
+    unsigned pair_keys;
 } fp4_compare_result;
+
+/* "scale,block": the --ignore-key list of FP4_CMP_KEY_* bits (format, scale, block, rht,
+ * rounding, recipe order); "" for 0. */
+void fp4_compare_keys_list(unsigned bits, char *buf, size_t n);
 
 /* Compare two reports given as JSON text. `base_label`/`new_label` name them in error details
  * (file names). Rows come in BASE order, then rows ADDED in NEW, in NEW order.

@@ -338,6 +338,7 @@ static void test_ignore_key(void **state)
     assert_non_null(strstr(r.config_diff, "scale: \"fp32\" vs \"mx04\""));
     assert_non_null(strstr(r.config_diff, "formats: [\"e2m1\"] vs [\"int4\"]"));
     assert_int_equal(r.key_diff, FP4_CMP_KEY_SCALE | FP4_CMP_KEY_FORMAT);
+    assert_int_equal(r.pair_keys, FP4_CMP_KEY_SCALE); /* the results differ in scale alone */
     fp4_compare_result_free(&r);
     fp4_compare_opts o = fp4_compare_opts_default();
     assert_int_equal(fp4_compare_ignore_parse("scale", &o.ignore), FP4_OK);
@@ -353,6 +354,60 @@ static void test_ignore_key(void **state)
     assert_int_equal(fp4_compare_ignore_parse("scale,bogus", &bits), FP4_ERR_USAGE);
     assert_int_equal(fp4_compare_ignore_parse("", &bits), FP4_ERR_USAGE);
     free(a), free(b), free(a2), free(b2);
+}
+
+/* Nothing pairs (an NVFP4 and an MXFP4 report: scale and block differ): pair_keys names the
+ * exact key fields to leave out, computed from the results, whatever was ignored already
+ * (issue 29); 0 once something pairs or when no tensor is shared; gemm: the recipe. */
+static void test_pair_keys(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *b = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *p;
+    while ((p = strstr(b, "\"fp32\""))) memcpy(p, "\"mx04\"", 6);
+    while ((p = strstr(b, "\"block\":16"))) memcpy(p, "\"block\":32", 10);
+    fp4_compare_result r = run(a, b, NULL, FP4_OK);
+    assert_int_equal(r.nmissing, 2);
+    assert_int_equal(r.pair_keys, FP4_CMP_KEY_SCALE | FP4_CMP_KEY_BLOCK);
+    char list[64];
+    fp4_compare_keys_list(r.pair_keys, list, sizeof list);
+    assert_string_equal(list, "scale,block");
+    fp4_compare_result_free(&r);
+    fp4_compare_opts o = fp4_compare_opts_default();
+    o.ignore = FP4_CMP_KEY_SCALE; /* not enough: still the whole list */
+    r = run(a, b, &o, FP4_OK);
+    assert_int_equal(r.nmissing, 2);
+    assert_int_equal(r.pair_keys, FP4_CMP_KEY_SCALE | FP4_CMP_KEY_BLOCK);
+    fp4_compare_result_free(&r);
+    o.ignore = FP4_CMP_KEY_SCALE | FP4_CMP_KEY_BLOCK;
+    r = run(a, b, &o, FP4_OK);
+    assert_int_equal(r.nmissing, 0);
+    assert_int_equal(r.pair_keys, 0);
+    fp4_compare_result_free(&r);
+    /* some pair: no suggestion */
+    r = run(a, one_result, NULL, FP4_OK);
+    assert_int_equal(r.pair_keys, 0);
+    fp4_compare_result_free(&r);
+    /* no tensor in common: nothing would pair */
+    while ((p = strstr(b, "/blocks/0/"))) memcpy(p, "/blocks/1/", 10);
+    r = run(a, b, NULL, FP4_OK);
+    assert_int_equal(r.nmissing, 2);
+    assert_int_equal(r.pair_keys, 0);
+    fp4_compare_result_free(&r);
+    /* gemm: two recipes */
+    char *g = strdup(gemm_b);
+    p = strstr(g, "ufp4");
+    memcpy(p, "nvfp", 4);
+    r = run(gemm_a, g, NULL, FP4_OK);
+    assert_int_equal(r.pair_keys, FP4_CMP_KEY_RECIPE);
+    fp4_compare_result_free(&r);
+    fp4_compare_keys_list(FP4_CMP_KEY_FORMAT | FP4_CMP_KEY_RHT | FP4_CMP_KEY_ROUNDING |
+                              FP4_CMP_KEY_RECIPE, list, sizeof list);
+    assert_string_equal(list, "format,rht,rounding,recipe");
+    fp4_compare_keys_list(0, list, sizeof list);
+    assert_string_equal(list, "");
+    free(a), free(b), free(g);
 }
 
 static void test_files(void **state)
@@ -439,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
         cmocka_unit_test(test_ignore_key),
+        cmocka_unit_test(test_pair_keys),
         cmocka_unit_test(test_parse_cost),         cmocka_unit_test(test_read_budget),
         cmocka_unit_test(test_grid_exact),         cmocka_unit_test(test_input_file_noted),
     };
