@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """plot_buckets.py — code histograms pooled over a report's tensors, one panel per format,
 bars over the 15 signed values (±0 merged), with and without RHT side by side, and the
-effective bucket ratio B15 (pooled, from the summary when present) in the legend."""
+effective bucket ratio B15 (pooled, from the summary when present) in the legend.
+Configurations with the same histograms (e1m2 and int4: their grids differ by a factor of 2
+that the block scale absorbs) are drawn once, in one panel named "e1m2 = int4"."""
 import math
 import sys
 
@@ -35,11 +37,20 @@ def main():
     for s in doc.get("summary", {}).get("results", []):
         pooled[(s["format"], s["scale"], s["block"], s["rounding"], fr.rht_on(s))] = \
             s.get("bucket_ratio_15")
+    # one panel per group of configurations with identical histograms, both RHT sides alike
+    # (decided by the numbers, fp4report.identical_groups)
+    same = fr.identical_groups({k: [c for on in sorted(sides) for c in [on] + sides[on][0]]
+                                for k, sides in groups.items()})
+    panels = [(g, groups[g[0]]) for g in same]
     plt = fr.pyplot()
-    fig, axes = plt.subplots(1, len(groups), squeeze=False, figsize=(5 * len(groups), 4))
-    for ax, (k, sides) in zip(axes[0], groups.items()):
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, figsize=(5 * len(panels), 4))
+
+    def mags_of(sides):
         levels = next(iter(sides.values()))[1].get("levels")
-        mags = [lv["q"] for lv in levels] if levels else list(range(8))
+        return [lv["q"] for lv in levels] if levels else list(range(8))
+    for ax, (g, sides) in zip(axes[0], panels):
+        k = g[0]
+        mags = mags_of(sides)
         labels = [f"−{m:g}" for m in mags[:0:-1]] + ["±0"] + [f"{m:g}" for m in mags[1:]]
         width = 0.8 / len(sides)
         for j, (on, (h, r)) in enumerate(sorted(sides.items())):
@@ -53,9 +64,17 @@ def main():
                    label=f"{fr.rht_label(r)}: B15 = {b:.3f}")
         ax.set_xticks(range(15))
         ax.set_xticklabels(labels, rotation=90, fontsize=7)
-        ax.set_xlabel(f"{k[0]} value (code, ±0 merged)")
+        others = []  # the other formats of the panel: their values at the same codes
+        for o in g[1:]:
+            om = mags_of(groups[o])
+            r = [b / a for a, b in zip(mags[1:], om[1:]) if a]
+            same_r = r and all(abs(x - r[0]) <= 1e-9 * abs(r[0]) for x in r)
+            others.append(f"{o[0]} ×{r[0]:g}" if same_r and r[0] != 1 else o[0])
+        ax.set_xlabel(f"{k[0]} value (code, ±0 merged)" +
+                      (f"; {', '.join(others)} at the same codes" if others else ""))
         ax.set_ylabel("fraction of elements")
-        ax.set_title(f"{k[0]} {k[1]}/{k[2]} {k[3]}", fontsize=9)
+        ax.set_title(fr.group_label(g, lambda key, fmt: f"{fmt} {key[1]}/{key[2]} {key[3]}"),
+                     fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(fr.wrap(args.title or fr.title(doc, "Code histograms and bucket utilization"),

@@ -7,7 +7,9 @@ value on a log2 axis, the scale's floor (E4M3 bytes 0x00–0x07: zero or subnorm
 shaded and the blocks at the floor and at the largest scale counted in the legend. Bottom: per
 tensor in model order (fp4report.model_order), the share of non-zero values flushed to zero
 (`underflow_share`, %). Configurations with the same numbers are drawn once and named together
-("e1m2 = int4"). Scale modes without scale bytes (fp32, ue8m0...) have no histogram: the top
+("e1m2 = int4"), decided once for both panels from all their numbers (per tensor SQNR, underflow
+and scale bytes): two grids that merely flush nothing (every underflow 0, as under RHT) stay
+apart. Scale modes without scale bytes (fp32, ue8m0...) have no histogram: the top
 panel says so, the underflow is still drawn."""
 import math
 import sys
@@ -62,6 +64,27 @@ def underflow_series(doc, names):
     return {k: v for k, v in out.items() if any(x == x for x in v.values())}
 
 
+def config_groups(doc):
+    """[[config key, ...], ...]: the configurations whose every number agrees (per tensor SQNR,
+    underflow share and scale-byte histogram), in report order; one grouping for both panels."""
+    series = {}
+    for t, r in fr.results(doc):
+        v = series.setdefault(key_of(r), {})
+        n = t["name"]
+        v[n + "\0sqnr"] = float("nan") if r.get("sqnr_db") is None else r["sqnr_db"]
+        u = r.get("underflow_share")
+        v[n + "\0under"] = float("nan") if u is None else u
+        for b, c in r.get("scale_histogram") or []:
+            v[f"{n}\0byte{b}"] = c
+    return fr.identical_groups(series)
+
+
+def restrict(groups, keys):
+    """The groups cut to the keys present in a panel (empty groups dropped)."""
+    out = [[k for k in g if k in keys] for g in groups]
+    return [g for g in out if g]
+
+
 def main():
     ap = fr.arg_parser(__doc__, multi=False)
     args = ap.parse_args()
@@ -90,7 +113,7 @@ def main():
     # top: the pooled scale-byte histograms
     if hists:
         scales = sorted({k[1] for k in hists})
-        for g in fr.identical_groups(hists):
+        for g in restrict(config_groups(doc), hists):
             k = g[0]
             h = hists[k]
             tot = sum(h.values()) or 1
@@ -126,7 +149,7 @@ def main():
     fr.set_title(ah, args.title or fr.title(doc, "Block scales and underflow"))
     # bottom: underflow share per tensor, model order
     pos = {n: i for i, n in enumerate(names)}
-    for g in fr.identical_groups(under):
+    for g in restrict(config_groups(doc), under):
         k = g[0]
         per = under[k]
         xs = sorted(pos[n] for n in per)

@@ -79,6 +79,19 @@ for sw in sqnr:2 rht:1 depth:2; do  # sqnr, depth: with and without RHT; rht: th
     [ "$n" -eq "${sw#*:}" ] || fail "plot_$s: 'e1m2 = int4' $n times in the legend, want ${sw#*:}"
     grep -q '>int4' "$T/$s.svg" && fail "plot_$s: int4 drawn on its own beside e1m2"
 done
+# plot_buckets: e1m2 and int4 one panel "e1m2 = int4" (int4's values at the same codes said on
+# the axis), not two identical panels; plot_scales: one grouping for both panels, decided by all
+# the numbers, so e1m2 = int4 with and without RHT and nothing else merged (e2m1 and e1m2 under
+# RHT both flush nothing, yet are different configurations)
+"$FP4DIAG" sqnr "$T/l75.safetensors" --scale nvfp4 --rht both -q -o "$T/nv.json" || fail "sqnr nvfp4"
+python3 scripts/plot_buckets.py "$T/r.json" --out "$T/buckets.svg" 2>"$T/err" || { cat "$T/err"; fail "plot_buckets"; }
+python3 scripts/plot_scales.py "$T/nv.json" --out "$T/scales.svg" 2>"$T/err" || { cat "$T/err"; fail "plot_scales"; }
+[ "$(grep -c '>e1m2 = int4 fp32/16 rtne<' "$T/buckets.svg")" -eq 1 ] || fail "plot_buckets: no one e1m2 = int4 panel"
+grep -q 'int4 ×2 at the same codes' "$T/buckets.svg" || fail "plot_buckets: int4's values not said"
+grep -q '>int4 fp32' "$T/buckets.svg" && fail "plot_buckets: an int4 panel beside e1m2's"
+[ "$(grep -o 'e1m2 = int4[^<]*<' "$T/scales.svg" | wc -l)" -eq 4 ] || fail "plot_scales: e1m2 = int4 not once per RHT side and panel"
+grep -q '>e1m2 = int4, RHT16: ' "$T/scales.svg" || fail "plot_scales: no 'e1m2 = int4, RHT16' histogram"
+grep -q 'e2m1 = ' "$T/scales.svg" && fail "plot_scales: e2m1 merged with another grid"
 grep -q 'bars from 0' "$T/verdict.svg" || fail "plot_verdict: the axis does not say the bars start at 0"
 [ "$(grep -c 'e1m2 = int4 fp32/16' "$T/verdict.svg")" -eq 2 ] || fail "plot_verdict: e1m2 and int4 not one bar"
 # the sqnr and rht plots label the tensors in the same order: the model's
