@@ -16,7 +16,7 @@
 #include "run/audit.h"
 
 const char fp4_usage_audit[] =
-    "usage: fp4diag audit [-o FILE] [--json] [-q] [--shard I/N] SOURCE QUANTIZED [SELECT...]\n"
+    "usage: fp4diag audit [-o FILE] [--json] [-q] [-v] [--shard I/N] SOURCE QUANTIZED [SELECT...]\n"
     "\n"
     "Audit an already-quantized checkpoint (NVFP4/MXFP4 exported by ModelOpt,\n"
     "compressed-tensors / llm-compressor, or laid out as gpt-oss) against the high-precision\n"
@@ -35,6 +35,10 @@ const char fp4_usage_audit[] =
     "  layout     the declared nibble order and global-scale direction checked against the\n"
     "             source: a layout only another convention makes sane is named (left out of\n"
     "             the pool); one no convention makes sane is an errors entry.\n"
+    "  flushed%   the source's non-zero values the export stores as +-0 (table only);\n"
+    "             with 4 or more tensors the rows are ranked like the verdict's keep list\n"
+    "             (the flushed share and the SQNR against the typical tensor's; KEEP: keep\n"
+    "             it in high precision), else lowest export SQNR first.\n"
     "SELECT: names, groups or globs of the logical tensors (default: every quantized tensor).\n"
     "\n"
     "options:\n"
@@ -42,6 +46,7 @@ const char fp4_usage_audit[] =
     "            goes to standard output\n"
     "  --json    the JSON report on standard output instead of the table\n"
     "  -q        no table\n"
+    "  -v, -vv   accepted as by every command (the table always lists every tensor)\n"
     "  --shard I/N  audit share I of N of the selection (whole fused groups, balanced by\n"
     "            elements) and write a partial report (-o or --json); 'fp4diag merge'\n"
     "            puts the N parts together into the report of one run\n"
@@ -72,6 +77,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         {"json", no_argument, NULL, 'j'},
         {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
         {"shard", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -82,7 +88,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:qvh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'o': output = optarg; break;
@@ -91,6 +97,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
             fp4_output_set_verbosity(-1); /* no "wrote FILE" line */
             break;
         case 's': FP4_TRY(fp4_shard_parse(optarg, &shard)); break;
+        case 'v': break; /* as every command takes it: the table always lists every tensor */
         case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
         case ':':
             return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag audit --help'",

@@ -13,6 +13,7 @@
 #include "base/term.h"
 #include "base/version.h"
 #include "report/report.h"
+#include "report/verdict.h"
 
 static const char *status_name(fp4_status st)
 {
@@ -257,6 +258,97 @@ static int by_sqnr(const void *pa, const void *pb)
     return x < y ? -1 : x > y ? 1 : strcmp(a->name, b->name);
 }
 
+/* The table's order (issue 29): a tensor left out of the pool for its layout first; then, with
+ * FP4_KEEP_MIN_TENSORS or more, the verdict's keep score (SPEC 9) of the export, the larger of
+ * the modified z-scores of its flushed share (higher than the typical tensor's) and of its
+ * SQNR (lower), highest first: a tensor whose small values were flushed has a high SQNR and
+ * would otherwise come last; ties and fewer tensors: lowest export SQNR first. */
+typedef struct audit_row {
+    const fp4_audit_tensor *t;
+    double f, s, score;
+} audit_row;
+
+static double flushed_share(const fp4_audit_tensor *t)
+{
+    return t->src_nonzero > 0 ? (double)t->flushed / (double)t->src_nonzero : NAN;
+}
+
+static int dbl_cmp(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* median and MAD of the finite values of v[0..n) (work: n doubles); NaN when none */
+static void med_mad(const double *v, int n, double *work, double *med, double *mad)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) work[k++] = v[i];
+    if (k == 0) {
+        *med = *mad = NAN;
+        return;
+    }
+    qsort(work, (size_t)k, sizeof *work, dbl_cmp);
+    *med = k % 2 ? work[k / 2] : 0.5 * (work[k / 2 - 1] + work[k / 2]);
+    for (int i = 0; i < k; i++) work[i] = fabs(work[i] - *med);
+    qsort(work, (size_t)k, sizeof *work, dbl_cmp);
+    *mad = k % 2 ? work[k / 2] : 0.5 * (work[k / 2 - 1] + work[k / 2]);
+}
+
+static int by_rank(const void *pa, const void *pb)
+{
+    const audit_row *a = pa, *b = pb;
+    const bool la = a->t->layout_fit != FP4_AUDIT_H_DECLARED,
+               lb = b->t->layout_fit != FP4_AUDIT_H_DECLARED;
+    if (la != lb) return la ? -1 : 1;
+    const double x = isnan(a->score) ? -INFINITY : a->score,
+                 y = isnan(b->score) ? -INFINITY : b->score;
+    if (x != y) return x > y ? -1 : 1;
+    return by_sqnr(&a->t, &b->t);
+}
+
+/* Fill rows[0..n) (ord's tensors) with f, s and the score, and sort them. */
+static void audit_rank(audit_row *rows, int n)
+{
+    double *f = calloc((size_t)n + 1, sizeof *f), *s = calloc((size_t)n + 1, sizeof *s),
+           *w = calloc((size_t)n + 1, sizeof *w);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const char *st;
+        rows[i].f = flushed_share(rows[i].t);
+        rows[i].s = fp4_audit_sqnr(&rows[i].t->export_, &st);
+        rows[i].score = NAN;
+        if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED || !f) continue;
+        f[m] = rows[i].f;
+        s[m++] = rows[i].s;
+    }
+    if (f && s && w && m >= FP4_KEEP_MIN_TENSORS) {
+        double mf, df, ms, ds;
+        med_mad(f, m, w, &mf, &df);
+        med_mad(s, m, w, &ms, &ds);
+        df = fmax(df, FP4_KEEP_MAD_FLUSHED);
+        ds = fmax(ds, FP4_KEEP_MAD_SQNR_DB);
+        for (int i = 0; i < n; i++) {
+            if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED) continue;
+            /* as the verdict's: a value that is not finite has that z 0 */
+            double zf = isfinite(rows[i].f) && isfinite(mf) ? 0.6745 * (rows[i].f - mf) / df : 0;
+            double zs = isfinite(rows[i].s) && isfinite(ms) ? 0.6745 * (ms - rows[i].s) / ds : 0;
+            rows[i].score = fmax(zf, zs);
+        }
+    }
+    free(f);
+    free(s);
+    free(w);
+    qsort(rows, (size_t)n, sizeof *rows, by_rank);
+}
+
+static void pct_text(char *buf, size_t cap, double v, const char *fmt)
+{
+    if (isnan(v)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, fmt, 100.0 * v);
+}
+
 static void db_text(char *buf, size_t cap, const fp4_audit_sums *s)
 {
     const char *status;
@@ -293,15 +385,26 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         free(shown);
         if (l > w) w = l;
     }
-    qsort(ord, (size_t)n, sizeof *ord, by_sqnr);
-    char e[32], r[32], fp[48];
+    audit_row *rows = calloc((size_t)n + 1, sizeof *rows);
+    if (!rows) {
+        free(ord);
+        return;
+    }
+    for (int i = 0; i < n; i++) rows[i].t = ord[i];
+    audit_rank(rows, n);
+    bool ranked = false;
+    for (int i = 0; i < n; i++) {
+        ord[i] = rows[i].t;
+        ranked |= !isnan(rows[i].score);
+    }
+    char e[32], r[32], fp[48], fl[32];
     /* under a width, when the full row does not fit: the compact layout (one space between
      * columns, number columns as narrow as their values, the format/producer column left out
      * when every tensor has the same one: it is said on a line above the table) and the names
      * narrowed to what is left (at least 12), elided in the middle */
     bool compact = false, fpcol = true;
     int fw = 24;
-    if (cols > 0 && w + 97 > cols) {
+    if (cols > 0 && w + 107 > cols) {
         compact = true;
         fw = 6;
         for (int i = 0; i < n; i++) {
@@ -316,18 +419,19 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         if (!fpcol)
             fprintf(out, "format/producer: %s %s (every tensor)\n", fp4_qformat_name(ord[0]->q.format),
                     fp4_qproducer_name(ord[0]->q.producer));
-        int room = cols - 55 - (fpcol ? fw + 1 : 0);
+        int room = cols - 62 - (fpcol ? fw + 1 : 0);
         if (room < 12) room = 12;
         if (w > room) w = room;
     }
     audit_put_name(out, "tensor", w, false);
     if (compact) {
         if (fpcol) fprintf(out, " %-*s", fw, "format");
-        fprintf(out, " %6s %7s %6s %7s %6s %8s %8s\n", "export", "alpha", "RTN", "alpha", "gain",
-                "nonnear%", "same%");
+        fprintf(out, " %6s %7s %6s %6s %7s %6s %8s %8s\n", "export", "alpha", "flush%", "RTN",
+                "alpha", "gain", "nonnear%", "same%");
     } else {
-        fprintf(out, "  %-24s  %9s %8s  %9s %8s  %7s  %9s  %11s\n", "format/producer",
-                "export dB", "alpha", "RTN dB", "alpha", "gain dB", "nonnear%", "scale same%");
+        fprintf(out, "  %-24s  %9s %8s %9s  %9s %8s  %7s  %9s  %11s\n", "format/producer",
+                "export dB", "alpha", "flushed%", "RTN dB", "alpha", "gain dB", "nonnear%",
+                "scale same%");
     }
     for (int i = 0; i < n; i++) {
         const fp4_audit_tensor *t = ord[i];
@@ -340,23 +444,32 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         char gain[16] = "-";
         if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
         audit_put_name(out, t->name, w, compact);
+        const bool keep = rows[i].score > FP4_KEEP_Z;
         if (compact) {
+            pct_text(fl, sizeof fl, rows[i].f, "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, fp);
-            fprintf(out, " %6s %7.5f %6s %7.5f %6s %8.4f %8.4f%s\n", e,
-                    fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
+            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f%s\n", e,
+                    fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
                     100.0 * frac(t->scale_match, t->scale_bytes),
-                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : "");
+                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : keep ? " KEEP" : "");
         } else {
-            fprintf(out, "  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", fp, e,
-                    fp4_audit_alpha(&t->export_), r, fp4_audit_alpha(&t->requant), gain,
+            pct_text(fl, sizeof fl, rows[i].f, "%.4f");
+            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", fp, e,
+                    fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
                     100.0 * frac(t->scale_match, t->scale_bytes),
-                    t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : "");
+                    t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : keep ? "  KEEP" : "");
         }
     }
     int npool = 0;
-    for (int i = 0; i < a->n; i++) npool += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
+    int64_t pf = 0, pnz = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (a->t[i].layout_fit != FP4_AUDIT_H_DECLARED) continue;
+        npool++;
+        pf += a->t[i].flushed;
+        pnz += a->t[i].src_nonzero;
+    }
     if (npool > 0) {
         db_text(e, sizeof e, &a->pooled_export);
         db_text(r, sizeof r, &a->pooled_requant);
@@ -364,15 +477,19 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         snprintf(label, sizeof label, "(pooled, %d tensor%s)", npool, npool == 1 ? "" : "s");
         audit_put_name(out, label, w, false);
         if (compact) {
+            pct_text(fl, sizeof fl, frac(pf, pnz), "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, "");
-            fprintf(out, " %6s %7.5f %6s %7.5f %6s %8.4f %8.4f\n", e,
-                    fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant),
-                    "", 100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f\n", e,
+                    fp4_audit_alpha(&a->pooled_export), fl, r,
+                    fp4_audit_alpha(&a->pooled_requant), "",
+                    100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
                     100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
         } else {
-            fprintf(out, "  %-24s  %9s %8.5f  %9s %8.5f  %7s  %9.4f  %11.4f\n", "", e,
-                    fp4_audit_alpha(&a->pooled_export), r, fp4_audit_alpha(&a->pooled_requant),
-                    "", 100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+            pct_text(fl, sizeof fl, frac(pf, pnz), "%.4f");
+            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f\n", "", e,
+                    fp4_audit_alpha(&a->pooled_export), fl, r,
+                    fp4_audit_alpha(&a->pooled_requant), "",
+                    100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
                     100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
         }
         fprintf(out, "export: the checkpoint as stored vs SOURCE; RTN: fp4diag's round-to-nearest "
@@ -380,6 +497,13 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                      "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
                      "under the stored scale; %sscale same%%: stored block-scale bytes the rule "
                      "reproduces (SPEC 11)\n", compact ? "same% = " : "");
+        fprintf(out, "%s: non-zero source values the export stores as +-0; rows: %s\n",
+                compact ? "flush%" : "flushed%",
+                ranked ? "most outlying first by the verdict's keep score (SPEC 9: the larger "
+                         "modified z-score of the flushed share and of the export SQNR against "
+                         "the typical tensor's); KEEP: above 3.5, a tensor to keep in high "
+                         "precision"
+                       : "lowest export SQNR first");
     } else if (n > 0) {
         fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");
     }
@@ -421,6 +545,7 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                     (long long)t->e8m0_ff, (long long)t->e4m3_nan);
     }
     for (int i = 0; i < a->nerrors; i++) fprintf(out, "error: %s\n", a->errors[i].message);
+    free(rows);
     free(ord);
 }
 

@@ -478,7 +478,7 @@ static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
 /* The integer counts of a run of rows (order-free: pieces merge in any order). */
 typedef struct piece_counts {
     int64_t histogram[16], rq_histogram[16], nonnearest, scale_bytes, scale_match;
-    int64_t diff[FP4_AUDIT_DIFF_BINS], zero_blocks, e8m0_ff, e4m3_nan;
+    int64_t diff[FP4_AUDIT_DIFF_BINS], zero_blocks, e8m0_ff, e4m3_nan, src_nonzero, flushed;
     int64_t mx_rule_match[FP4_AUDIT_MX_RULES];
 } piece_counts;
 
@@ -527,6 +527,10 @@ static void slab_piece(void *ctx, int64_t k)
                 const unsigned code = fp4_quant_code(q, w->packed, row, kk);
                 c->histogram[code]++;
                 c->nonnearest += !fp4_audit_is_nearest(xr[kk], fp4_e2m1_value(code), s);
+                if (xr[kk] != 0.0f) { /* NaN counts as non-zero, as the analyses' flushed share */
+                    c->src_nonzero++;
+                    c->flushed += (code & 7u) == 0;
+                }
                 const float av = fabsf(xr[kk]);
                 if (av > amax && isfinite(av)) amax = av;
             }
@@ -569,6 +573,8 @@ static void counts_merge(fp4_audit_tensor *t, const piece_counts *c)
     t->scale_bytes += c->scale_bytes;
     t->scale_match += c->scale_match;
     t->zero_blocks += c->zero_blocks;
+    t->src_nonzero += c->src_nonzero;
+    t->flushed += c->flushed;
     t->e8m0_ff += c->e8m0_ff;
     t->e4m3_nan += c->e4m3_nan;
 }

@@ -72,6 +72,8 @@ typedef struct fp4_audit_tensor {
     int64_t scale_bytes, scale_match;
     int64_t diff[FP4_AUDIT_DIFF_BINS];
     int64_t zero_blocks;        /* blocks whose source values are all zero */
+    int64_t src_nonzero;        /* source elements that are not ±0 (the table's flushed share) */
+    int64_t flushed;            /* of those, the ones the export stores as ±0 (code 0 or 8) */
     int64_t mx_rule_match[FP4_AUDIT_MX_RULES]; /* MXFP4: stored bytes each MX rule reproduces */
     int scale_rule_fit;         /* MXFP4 whose declared rule misses a byte: the other MX rule
                                    that reproduces every stored byte (FP4_AUDIT_MX_*), else -1 */

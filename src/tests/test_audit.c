@@ -6,6 +6,7 @@
 
 #include "testutil.h"
 
+#include "report/audit.h"
 #include "run/audit.h"
 
 static fp4_qtensor qt(fp4_qformat f, fp4_qproducer p)
@@ -109,6 +110,76 @@ static void test_sqnr(void **state)
     s.xx = 0;
     assert_true(isnan(fp4_audit_sqnr(&s, &st)));
     assert_string_equal(st, "zero_signal");
+}
+
+/* The table's order and flushed share (issue 29): five tensors, four alike (20.0..20.3 dB, 1 %
+ * flushed) and one whose small values were flushed (30 dB, 30 %): by SQNR it would come last;
+ * the keep score (z_f = 0.6745 * 0.29 / 0.005 = 39.1) puts it first, marked KEEP; then z_s
+ * (median 20.2 dB, MAD 0.1 dB): 20.0 (1.349), 20.1 (0.6745), then 20.2 and 20.3 (score 0, by
+ * SQNR). Three tensors: lowest SQNR first, no score. */
+static void table_of(const fp4_audit *a, char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    assert_non_null(f);
+    fp4_report_audit_table(f, a);
+    fclose(f);
+}
+
+static void test_table_rank(void **state)
+{
+    (void)state;
+    fp4_audit_tensor t[5];
+    memset(t, 0, sizeof t);
+    char *names[5] = {"/a", "/b", "/c", "/d", "/e"};
+    const double ee[5] = {1.0, 0.977237220955810, 0.954992586021436, 0.933254300796991, 0.1};
+    for (int i = 0; i < 5; i++) {
+        t[i].name = names[i];
+        t[i].q = qt(FP4_QF_NVFP4, FP4_QP_MODELOPT);
+        t[i].layout_fit = FP4_AUDIT_H_DECLARED;
+        t[i].export_ = (fp4_audit_sums){100.0, ee[i], 99.0, 1000};
+        t[i].requant = t[i].export_;
+        t[i].src_nonzero = 1000;
+        t[i].flushed = i == 4 ? 300 : 10;
+        t[i].scale_bytes = t[i].scale_match = 1;
+    }
+    fp4_audit a;
+    memset(&a, 0, sizeof a);
+    a.t = t;
+    a.n = 5;
+    a.pooled_export = a.pooled_requant = (fp4_audit_sums){500.0, 4.0, 495.0, 5000};
+    char *buf = NULL;
+    size_t len = 0;
+    table_of(&a, &buf, &len);
+    const char *rows[5] = {"\n/e ", "\n/a ", "\n/b ", "\n/c ", "\n/d "};
+    const char *prev = buf;
+    for (int i = 0; i < 5; i++) {
+        const char *r = strstr(buf, rows[i]);
+        assert_non_null(r);
+        assert_true(r > prev - 1);
+        prev = r;
+    }
+    /* /e: 30 dB, flushed 30 %, KEEP; /a: 1 % and no KEEP */
+    assert_non_null(strstr(buf, "   30.000  0.99000   30.0000  "));
+    assert_non_null(strstr(buf, "   20.000  0.99000    1.0000  "));
+    const char *e = strstr(buf, "\n/e ");
+    const char *eol = strchr(e + 1, '\n');
+    assert_true(eol - e > 6 && !strncmp(eol - 6, "  KEEP", 6));
+    assert_int_equal((int)(strstr(buf, "KEEP") - buf), (int)(eol - 4 - buf));
+    assert_null(strstr(eol, "  KEEP\n"));
+    /* the pooled flushed share: 340 of 5000 */
+    assert_non_null(strstr(buf, "(pooled, 5 tensors)"));
+    assert_non_null(strstr(buf, "    6.8000  "));
+    assert_non_null(strstr(buf, "rows: most outlying first by the verdict's keep score"));
+    free(buf);
+
+    a.n = 3; /* /a /b /c: fewer than 4, by SQNR */
+    t[0].export_.ee = 0.9; /* /a 20.458 dB: last */
+    table_of(&a, &buf, &len);
+    const char *pb = strstr(buf, "\n/b "), *pc = strstr(buf, "\n/c "), *pa = strstr(buf, "\n/a ");
+    assert_true(pb && pc && pa && pb < pc && pc < pa);
+    assert_null(strstr(buf, "KEEP"));
+    assert_non_null(strstr(buf, "rows: lowest export SQNR first"));
+    free(buf);
 }
 
 /* Bucket use of a code histogram: known answers (SPEC §5's B15/B8 and the share at ±6). */
@@ -281,7 +352,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_nearest),   cmocka_unit_test(test_e2m1_rtne),
         cmocka_unit_test(test_global_rules), cmocka_unit_test(test_block_rules),
-        cmocka_unit_test(test_sqnr),         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_sqnr),
+        cmocka_unit_test(test_table_rank),         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_bucket_use),
     };
     return cmocka_run_group_tests_name("audit", tests, NULL, NULL);

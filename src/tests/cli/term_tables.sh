@@ -91,7 +91,7 @@ if [ -d "$Q" ] && [ -d "$S" ]; then
         [ "$(grep -c -e '…0…' -e '[….]0\.[a-z]' "$tmp/audit")" -eq 4 ] || { echo "audit COLUMNS=$c: a layer number lost"; cat "$tmp/audit"; fail=1; }
     done
     "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1
-    head -n 1 "$tmp/audit" | grep -q '^tensor  *format/producer  *export dB  *alpha  *RTN dB  *alpha  *gain dB  *nonnear%  *scale same%$' ||
+    head -n 1 "$tmp/audit" | grep -q '^tensor  *format/producer  *export dB  *alpha  *flushed%  *RTN dB  *alpha  *gain dB  *nonnear%  *scale same%$' ||
         { echo "audit, no width: header"; cat "$tmp/audit"; fail=1; }
 fi
 exit $fail
