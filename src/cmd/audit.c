@@ -120,6 +120,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
     /* the slabs' reads and their decodes, counts and requantization on the read pool's
      * threads (OMP_NUM_THREADS, the CPUs, FP4DIAG_READ_THREADS; the numbers are the same) */
     fp4_pario_set_threads(omp_get_max_threads());
+    fp4_audit_set_progress(quiet ? -1 : 0);
     fp4_status st = fp4_audit_run_shard(source, quantized,
                                         (const char *const *)argv + optind + 2,
                                         argc - optind - 2, shard, &a);

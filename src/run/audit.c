@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/common.h"
+#include "base/progress.h"
 #include "io/pario.h"
 #include "io/source.h"
 #include "num/metrics.h"
@@ -714,6 +715,10 @@ static char *norm_pattern(const char *p)
     return strdup(p);
 }
 
+static int audit_progress = -1; /* fp4_audit_set_progress: off for library callers */
+
+void fp4_audit_set_progress(int verbosity) { audit_progress = verbosity; }
+
 fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
                          int npatterns, fp4_audit *a)
 {
@@ -731,6 +736,9 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     int64_t *gw = NULL;
     bool *mine = NULL;
     double t0 = now_seconds();
+    fp4_progress pm;
+    bool progress_on = false;
+    int64_t bytes_done = 0;
     fp4_source *src = NULL, *qsrc = NULL;
     fp4_qset qs = {0};
     bool *sel = NULL;
@@ -888,9 +896,14 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         }
     }
 
+    int nmine = 0, k_unit = 0;
+    for (int i = 0; i < qs.n; i++) nmine += mine[i];
+    fp4_progress_start(&pm, audit_progress, nmine, 0);
+    progress_on = true;
     for (int i = 0; i < qs.n; i++) {
         if (!mine[i]) continue;
         const fp4_qtensor *q = &qs.t[i];
+        fp4_progress_step(&pm, k_unit++, q->name, bytes_done);
         char why[600];
         if (q->problem[0]) {
             snprintf(why, sizeof why, "%s: %s: %s", quantized, q->name, q->problem);
@@ -940,6 +953,8 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             goto out;
         }
         a->n++;
+        for (int k = 0; k < d.n && k < 2; k++)
+            if (d.d[k].nelems > 0) bytes_done += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
         const audit_bufs bu = {x, dec, rec, swz, alt};
         fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, &bu);
         pair_free(&d);
@@ -1029,6 +1044,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     }
     st = FP4_OK;
 out:
+    if (progress_on) fp4_progress_end(&pm);
     a->seconds = now_seconds() - t0;
     for (int k = 0; pat && k < npatterns; k++) free(pat[k]);
     free(pat);

@@ -142,6 +142,12 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
                                fp4_audit *out);
 void fp4_audit_free(fp4_audit *a);
 
+/* The progress line of the next runs (base/progress.h, SPEC §9): verbosity as the commands
+ * take it (-q: -1, default 0, -v: 1+); off until set (library callers see nothing). One unit
+ * per quantized tensor this run (share) audits, with the source bytes read so far (no total:
+ * the source's sizes are known as each tensor is paired) and the time left by tensors. */
+void fp4_audit_set_progress(int verbosity);
+
 /* --- the rules, exposed for tests ---------------------------------------------------------- */
 
 /* Whether stored value v*s is a nearest grid point of x (fp64; ties count as nearest, beyond
