@@ -2,6 +2,7 @@
 # demo install install-lib install-scripts clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   MPI=auto|0|1    auto: the mpirun mode when pkg-config finds Open MPI (mpi-c, libopenmpi-dev)
+#                   (changing CUDA or MPI for one BUILD recompiles it whole: $(BUILD)/.build-kind)
 #   DEVELOPER=1     strict warnings as errors (CI builds with it)
 #   SAN=1           AddressSanitizer + UndefinedBehaviorSanitizer
 #   PREFIX=/usr/local  for install (also DESTDIR, LIBDIR=PREFIX/lib, INCLUDEDIR=PREFIX/include)
@@ -92,6 +93,16 @@ HDRS := $(filter-out src/tests/%,$(wildcard src/*.h src/*/*.h)) $(wildcard kerne
 
 all: $(BIN)
 
+# What the objects of $(BUILD) were compiled for (CUDA on or off, MPI on or off): a file that
+# changes only when that does, and every object depends on it, so that a build with CUDA=0 and
+# a later one with CUDA=auto or 1 (or MPI) in the same BUILD recompiles everything instead of
+# linking objects made for the other setting.
+BUILD_KIND := cuda=$(USE_CUDA) mpi=$(USE_MPI)
+BUILD_STAMP := $(BUILD)/.build-kind
+ifneq ($(shell cat $(BUILD_STAMP) 2>/dev/null),$(BUILD_KIND))
+  $(shell mkdir -p $(BUILD) && echo '$(BUILD_KIND)' > $(BUILD_STAMP))
+endif
+
 $(BIN): $(BUILD)/main.o $(BUILD)/libfp4.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -101,7 +112,7 @@ $(BUILD)/libfp4.a: $(LIB_OBJS) $(CU_OBJS)
 
 # Each object depends on the headers it includes (-MMD: $(BUILD)/X.d, read below), so a header
 # change rebuilds only what includes it.
-$(BUILD)/%.o: src/%.c | $(BUILD)
+$(BUILD)/%.o: src/%.c $(BUILD_STAMP) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
@@ -117,11 +128,11 @@ $(ENGINE_OBJS): CFLAGS += $(ENGINE_CFLAGS)
 # and float conversions; no value-changing flags)
 $(BUILD)/io/widen.o: CFLAGS += -O3
 
-$(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) | $(BUILD)
+$(BUILD)/kernels/%.o: kernels/%.cu $(HDRS) $(BUILD_STAMP) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 -fmad=false $(CUDA_ARCH) -Isrc -Ikernels -Xcompiler -fPIC -c -o $@ $<
 
-$(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a | $(BUILD)
+$(BUILD)/tests/%: src/tests/%.c $(BUILD)/libfp4.a $(BUILD_STAMP) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(TEST_CFLAGS) -Isrc/tests -MMD -MP $(LDFLAGS) -o $@ $< $(BUILD)/libfp4.a $(TEST_LDLIBS) $(LDLIBS)
 
@@ -148,7 +159,7 @@ API_LIBS := $(if $(filter 1,$(SAN)),,$(API_A) $(API_SO))
 
 lib: $(API_LIBS)
 
-$(BUILD)/pic/%.o: src/%.c | $(BUILD)
+$(BUILD)/pic/%.o: src/%.c $(BUILD_STAMP) | $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -MMD -MP -c -o $@ $<
 $(filter $(BUILD)/pic/engine/%,$(PIC_OBJS)): CFLAGS += $(ENGINE_CFLAGS)
