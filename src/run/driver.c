@@ -3,6 +3,7 @@
 #include "run/driver.h"
 #include "run/recipe.h"
 
+#include <fnmatch.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -593,7 +594,23 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     for (int j = 0; j < opt->nexclude; j++) {
         bool any = false;
         st = fp4_source_pattern_hits(src, opt->exclude[j], infos, ninfos, &any);
-        if (st == FP4_OK && !any)
+        /* a pattern written as ModelOpt writes them ('*' crossing dots: '*embed*') for what
+         * recipes keep anyway: say so, with the rule */
+        const fp4_recipe_rule *rr = NULL;
+        const char *rn = NULL;
+        for (int i = 0; st == FP4_OK && !any && !rr && i < ninfos; i++) {
+            const char *nm = infos[i].name, *pt = opt->exclude[j];
+            if (!nm || opt->all_tensors || opt->all_weights) continue;
+            if (fnmatch(pt + (*pt == '/'), nm + (*nm == '/'), 0) == 0 &&
+                (rr = fp4_recipe_keeps(nm)))
+                rn = nm;
+        }
+        if (st == FP4_OK && !any && rr)
+            st = add_warning(run, "%s: --exclude %s matches no selected tensor: %s is already "
+                                  "kept in high precision by recipe rule %s (%s) ('*' in a "
+                                  "pattern does not cross '.')",
+                             file, opt->exclude[j], rn, rr->kind, rr->glob);
+        else if (st == FP4_OK && !any)
             st = add_warning(run, "%s: --exclude %s matches no selected tensor", file,
                              opt->exclude[j]);
         if (st != FP4_OK) goto out;

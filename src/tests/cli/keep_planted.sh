@@ -8,7 +8,8 @@
 # three planted layers with the statistic that shows why (`by`), no clean tensor; the embedding
 # is left out and said so. With one config every gap is 0: the ranking is by the keep score,
 # says so, and the 24-row table holds every kept tensor. --rank-by STAT shows the ranked
-# statistic's column.
+# statistic's column. The emitted exclude lists keep fused partners together; --exclude
+# '*embed*' says the embedding is already kept by recipe.
 set -u
 command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
 python3 -c 'import numpy' 2>/dev/null || { echo "no numpy"; exit 77; }
@@ -117,6 +118,14 @@ try:
 except ImportError:
     pass
 PY
+# --exclude '*embed*' (ModelOpt's glob for the embedding) on a tensor already kept by recipe:
+# the warning says so and names the rule; a pattern naming nothing stays a plain warning
+"$FP4DIAG" sqnr "$M" --exclude '*embed*' --exclude 'nothing*' -q -o "$tmp/r.json" 2>"$tmp/err" ||
+    { echo "--exclude: exit $?"; fail=1; }
+grep -qF -- "--exclude *embed* matches no selected tensor: model.embed_tokens.weight is already kept in high precision by recipe rule embedding (*embed*)" "$tmp/err" &&
+    grep -qF -- "--exclude nothing* matches no selected tensor" "$tmp/err" &&
+    ! grep -q "nothing.*already kept" "$tmp/err" ||
+    { echo "--exclude warnings:"; cat "$tmp/err"; fail=1; }
 # one config on a terminal: the ranking by the keep score, said; the 24 rows of 28 hold the
 # kept tensors (the rest of the ranking by keep score ties near 0)
 pty "COLUMNS=400 '$FP4DIAG' sqnr '$M' 2>/dev/null"
