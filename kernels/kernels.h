@@ -30,6 +30,25 @@ enum {
     FP4K_NCOUNTS
 };
 
+/* The recipe statistics (SPEC §5.1, fp4k_stats): per-chunk fp64 sums, in this order (fp4_ssums'
+ * layout: FP4K_NTSUMS doubles per chunk), each chunk's block sums added in block order. */
+enum { FP4K_T_X2NA = 0, FP4K_T_ERR2NA, FP4K_T_FOS, FP4K_NTSUMS };
+
+/* ... and its exact integer counters over all chunks of a launch (order-free). */
+enum {
+    FP4K_SC_BLOCKS = 0,  /* st_blocks */
+    FP4K_SC_COUNT,       /* st_count */
+    FP4K_SC_NONZERO,     /* st_nonzero */
+    FP4K_SC_UNDERFLOWS,  /* underflows */
+    FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4,
+    FP4K_SC_HIST_BLOCKS, /* hist_blocks */
+    FP4K_SC_MAXERR,      /* fp64 bits of max_abs_err (>= 0: orders as its bits) */
+    FP4K_SC_SCALE0,      /* 256: scale_hist */
+    FP4K_SC_AMAX0 = FP4K_SC_SCALE0 + 256, /* FP4_AMAX_BINS (metrics.h): amax_hist */
+    FP4K_SC_RERR0 = FP4K_SC_AMAX0 + 512,  /* FP4_RERR_BINS (metrics.h): rerr_hist */
+    FP4K_NSCOUNTS = FP4K_SC_RERR0 + 128
+};
+
 /* One configuration as the kernels see it: the numbers of a fp4_qplan (backend_impl.h), filled
  * by fp4k_cfg_from_plan in backend_cuda.c, so CPU and GPU derive them the same way. */
 typedef struct fp4k_cfg {
@@ -48,6 +67,8 @@ typedef struct fp4k_cfg {
     int64_t row_len;     /* input row length */
     int64_t padded_len;  /* fp4_padded_len */
     int64_t counted_len; /* entries per row that count in the metrics */
+    float nv_m4;         /* nvfp4: S_enc * 0.25, Four over Six's scale to 4 (SPEC §5.1) */
+    int fos;             /* fp4_fos_applies: fp4k_stats evaluates Four over Six */
 } fp4k_cfg;
 
 /* Whether the fused kernel handles cfg (block <= 256, rht_n <= 64 * block); the backend runs
@@ -66,6 +87,16 @@ int64_t fp4k_nchunks(const fp4k_cfg *cfg, int64_t n_rows);
 int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
                   const float *signs, const float *tile_amax, double *part, uint64_t *counts,
                   uint8_t *codes, uint8_t *scales, void *stream);
+
+/* The recipe statistics of SPEC §5.1 over the same rows as fp4k_quantize (same arguments), the
+ * CPU's bits (engine/stats.c): per block from the same x̂, each block's fp64 sums from +0 in
+ * element order, then per chunk in block order: FP4K_NTSUMS doubles per chunk to spart, the
+ * FP4K_NSCOUNTS counters added into scounts (uint64, pre-zeroed by the caller). rot: with RHT,
+ * n_rows x padded_len floats of scratch (the rotated rows are written there first), else
+ * unused (NULL). */
+int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
+               const float *signs, const float *tile_amax, float *rot, double *spart,
+               uint64_t *scounts, void *stream);
 
 /* Pass 1: fold the amax of finite |values| of rows (after the RHT of size rht_n with `signs`
  * when rht_n > 0) into *amax (a float on the device, start it at 0). */

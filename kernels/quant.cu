@@ -995,6 +995,230 @@ void launch(const KP &p, const float *in, const float *signs, const float *tile_
                                                   (unsigned long long *)counts, codes, scales);
 }
 
+/* ---- the recipe statistics (SPEC §5.1): engine/stats.c's pass on the device --------------- */
+
+/* The rotated rows (fp4_qplan_prep's bits: zero-padded to padded_len, then the RHT of each
+ * group, as the amax kernels rotate them) into out (n_rows x padded_len). */
+__global__ void k_rot16(const float *__restrict__ in, int64_t nrows, int64_t row_len,
+                        int64_t padded_len, const float *__restrict__ signs,
+                        float *__restrict__ out)
+{
+    const int64_t gpr = padded_len / 16;
+    const int64_t ngroups = nrows * gpr;
+    float sgl[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) sgl[i] = signs[i];
+    for (int64_t gi = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; gi < ngroups;
+         gi += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * 16;
+        float x[16];
+#pragma unroll
+        for (int i = 0; i < 16; i++) x[i] = c + i < row_len ? in[r * row_len + c + i] : 0.f;
+        rht16_thread(x, sgl);
+#pragma unroll
+        for (int i = 0; i < 16; i++) out[r * padded_len + c + i] = x[i];
+    }
+}
+
+template <int N>
+__global__ void k_rot_warp(const float *__restrict__ in, int64_t nrows, int64_t row_len,
+                           int64_t padded_len, const float *__restrict__ signs, double rs,
+                           float *__restrict__ out)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t gpr = padded_len / N;
+    const int64_t ngroups = nrows * gpr;
+    const int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t gi = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; gi < ngroups;
+         gi += nwarps) {
+        const int64_t r = gi / gpr, c = (gi - r * gpr) * N;
+        double v[N / 32];
+#pragma unroll
+        for (int k = 0; k < N / 32; k++) {
+            const int64_t col = c + lane + 32 * k;
+            v[k] = __dmul_rn((double)(col < row_len ? in[r * row_len + col] : 0.f),
+                             (double)signs[lane + 32 * k]);
+        }
+        rht_warp<N>(v, lane);
+#pragma unroll
+        for (int k = 0; k < N / 32; k++) out[r * padded_len + c + lane + 32 * k] = rht_out(v[k], rs, N);
+    }
+}
+
+/* x̂ of one value under the block parameters bp: stats.c's bits (t = (|x| · mul) / div, IEEE,
+ * clamped to g_max; the RTNE or SR level; (q · dec1) · dec2 with x's sign); aq: |x̂|. */
+__device__ __forceinline__ float st_xq(const fp4c_grid *g, const KP &p, const fp4c_blk_par &bp,
+                                       float x, uint64_t idx, float &aq)
+{
+    const float tc = fp4c_minf(__fdiv_rn(__fmul_rn(fp4c_absf(x), bp.mul), bp.div), g->gmax);
+    const int k = p.c.rounding != 0
+                      ? fp4c_sr_index(g, tc, fp4c_sr_uniform(p.c.seed, idx, p.c.stream, p.c.sr_bits))
+                      : fp4c_rtne_index(g, tc);
+    aq = fp4c_absf(__fmul_rn(__fmul_rn(g->q[k], bp.dec1), bp.dec2));
+    return __uint_as_float(__float_as_uint(aq) | (__float_as_uint(x) & 0x80000000u));
+}
+
+/* One warp's counts of key (>= 0; -1: none) into c[key], one atomic per distinct key. Every
+ * lane of the warp calls it. */
+__device__ __forceinline__ void warp_bin_add(unsigned long long *c, int key)
+{
+    const unsigned same = __match_any_sync(0xffffffffu, key);
+    if (key >= 0 && (threadIdx.x & 31) == __ffs(same) - 1)
+        atomicAdd(&c[key], (unsigned long long)__popc(same));
+}
+
+/* Thread per block, two chunks per CTA (ST_NT threads): the block's statistics as
+ * engine/stats.c computes them (group_stats / stats_rtne_body / stats_sr, fos_group), each
+ * block sum from +0 in element order over its counted entries; then thread f of the CTA adds
+ * field f % FP4K_NTSUMS of chunk f / FP4K_NTSUMS over its 64 blocks in block order (a block
+ * without counted entries holds +0: the CPU skips it, the same sum). Integer counts, the
+ * histograms and the max are order-free. in: the input rows (row_len apart), or with RHT the
+ * rotated rows (rot, padded_len apart). */
+constexpr int ST_NT = 2 * CHUNK_BLOCKS;
+__global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__restrict__ in,
+                                                 const float *__restrict__ rot,
+                                                 const float *__restrict__ tile_amax,
+                                                 double *__restrict__ spart,
+                                                 unsigned long long *__restrict__ sc)
+{
+    __shared__ double s_sum[FP4K_NTSUMS * ST_NT];
+    __shared__ unsigned s_rh[128];
+    __shared__ fp4c_grid s_grid;
+    const int tid = threadIdx.x;
+    if (tid == 0) s_grid = p.c.grid;
+    for (int i = tid; i < 128; i += ST_NT) s_rh[i] = 0;
+    __syncthreads();
+    const fp4c_grid *g = &s_grid;
+    const int B = p.c.block;
+    const int64_t ch = (int64_t)blockIdx.x * 2 + tid / CHUNK_BLOCKS;
+    const int kb = tid % CHUNK_BLOCKS;
+    double sx2 = 0.0, se2 = 0.0, fos = 0.0, mx = 0.0;
+    uint32_t n_blk = 0, n_cnt = 0, n_nz = 0, n_uf = 0, n_fos = 0, n_fos4 = 0;
+    int abin = -1, sbin = -1;
+    const int64_t row = ch < p.nchunks ? ch / p.cpr : 0;
+    const int64_t blk = (ch < p.nchunks ? ch - row * p.cpr : 0) * CHUNK_BLOCKS + kb;
+    if (ch < p.nchunks && blk < p.nblk) {
+        const int64_t col = blk * B;
+        const float *src = rot ? rot + row * p.c.padded_len + col : in + row * p.c.row_len + col;
+        const int real =
+            rot ? B : (int)max((int64_t)0, min((int64_t)B, p.c.row_len - col));
+        /* fp4_block_amax: the amax over finite values, its first index, the non-finite flag */
+        float amax = 0.f;
+        int ak = 0;
+        bool bad = false;
+        for (int j = 0; j < B; j++) {
+            const float a = fp4c_absf(j < real ? src[j] : 0.f);
+            const bool fin = fp4c_isfinite(a);
+            bad |= !fin;
+            if (fin && a > amax) {
+                amax = a;
+                ak = j;
+            }
+        }
+        const int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+        if (!bad && jn > 0) {
+            const float amax_s = p.c.scale == 1 && p.c.weight_2d
+                                     ? tile_amax[(row / 16) * p.nblk + blk]
+                                     : amax;
+            const fp4c_blk_par bp = fp4c_block_params(p.c.scale, g, p.c.ts, p.c.nv_m,
+                                                      p.c.nv_sdec, p.c.mx_rule == 1, amax, amax_s);
+            const fp4c_blk_par b4 = fp4c_block_params(p.c.scale, g, p.c.ts, p.c.nv_m4,
+                                                      p.c.nv_sdec, p.c.mx_rule == 1, amax, amax_s);
+            const uint64_t idx0 =
+                (uint64_t)(p.row0 + row) * (uint64_t)p.c.padded_len + (uint64_t)col;
+            double e6 = 0.0, e4 = 0.0;
+            for (int j = 0; j < jn; j++) {
+                const float x = j < real ? src[j] : 0.f;
+                float aq;
+                const float xq = st_xq(g, p, bp, x, idx0 + (uint64_t)j, aq);
+                const double dx = x, d = __dsub_rn((double)xq, dx);
+                const double dd = __dmul_rn(d, d);
+                mx = fmax(mx, fabs(d));
+                if (j != ak) {
+                    sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                    se2 = __dadd_rn(se2, dd);
+                }
+                if (x != 0.f) {
+                    n_nz++;
+                    n_uf += aq == 0.f;
+                    /* fp4_rerr_bin: r = fp32(|x̂ − x|) / |x|, binned on its bits */
+                    const float r = __fdiv_rn(fp4c_absf(__fsub_rn(xq, x)), fp4c_absf(x));
+                    int k = (int)(__float_as_uint(r) >> 22) - 173;
+                    k = k < 1 ? 0 : (k > 127 ? 127 : k);
+                    atomicAdd(&s_rh[k], 1u);
+                }
+                if (p.c.fos) {
+                    e6 = __dadd_rn(e6, dd);
+                    float aq4;
+                    const float xq4 = st_xq(g, p, b4, x, 0, aq4);
+                    const double d4 = __dsub_rn((double)xq4, dx);
+                    e4 = __dadd_rn(e4, __dmul_rn(d4, d4));
+                }
+            }
+            n_blk = 1;
+            n_cnt = (uint32_t)jn;
+            if (p.c.fos) {
+                const bool four = e4 < e6;
+                n_fos = 1;
+                n_fos4 = four;
+                fos = four ? e4 : e6;
+            }
+            /* fp4_amax_bin; the stored scale byte of a non-zero nvfp4 / mxfp4 block */
+            abin = amax > 0.f ? 1 + (int)(__float_as_uint(amax) >> 22) : 0;
+            if ((p.c.scale == 1 || p.c.scale == 2) && amax > 0.f) sbin = bp.sbyte;
+        }
+    }
+    s_sum[FP4K_T_X2NA * ST_NT + tid] = sx2;
+    s_sum[FP4K_T_ERR2NA * ST_NT + tid] = se2;
+    s_sum[FP4K_T_FOS * ST_NT + tid] = fos;
+    warp_bin_add(sc + FP4K_SC_AMAX0, abin);
+    warp_bin_add(sc + FP4K_SC_SCALE0, sbin);
+    const uint32_t cv[6] = {n_blk, n_cnt, n_nz, n_uf, n_fos, n_fos4};
+    const int ci[6] = {FP4K_SC_BLOCKS, FP4K_SC_COUNT, FP4K_SC_NONZERO, FP4K_SC_UNDERFLOWS,
+                       FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4};
+#pragma unroll
+    for (int i = 0; i < 6; i++) {
+        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
+        if ((tid & 31) == 0 && v) {
+            atomicAdd(&sc[ci[i]], (unsigned long long)v);
+            if (i == 0) atomicAdd(&sc[FP4K_SC_HIST_BLOCKS], (unsigned long long)v);
+        }
+    }
+    /* the max |x̂ − x|: non-negative doubles order as their bits */
+    unsigned long long mb = (unsigned long long)__double_as_longlong(mx);
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ob = __shfl_xor_sync(0xffffffffu, mb, o);
+        mb = ob > mb ? ob : mb;
+    }
+    if ((tid & 31) == 0 && mb) atomicMax(&sc[FP4K_SC_MAXERR], mb);
+    __syncthreads();
+    if (tid < 2 * FP4K_NTSUMS) {
+        const int w = tid / FP4K_NTSUMS, l = tid % FP4K_NTSUMS;
+        const int64_t c = (int64_t)blockIdx.x * 2 + w;
+        if (c < p.nchunks) {
+            const double *sp = s_sum + l * ST_NT + w * CHUNK_BLOCKS;
+            double acc = 0.0;
+            for (int b = 0; b < CHUNK_BLOCKS; b++) acc = __dadd_rn(acc, sp[b]);
+            spart[c * FP4K_NTSUMS + l] = acc;
+        }
+    }
+    for (int i = tid; i < 128; i += ST_NT)
+        if (s_rh[i]) atomicAdd(&sc[FP4K_SC_RERR0 + i], (unsigned long long)s_rh[i]);
+}
+
+KP make_kp(const fp4k_cfg *cfg, int64_t row0, int64_t n_rows)
+{
+    KP p;
+    p.c = *cfg;
+    p.nblk = cfg->padded_len / cfg->block;
+    p.cpr = (p.nblk + CHUNK_BLOCKS - 1) / CHUNK_BLOCKS;
+    p.chunk_len = (int64_t)CHUNK_BLOCKS * cfg->block;
+    p.nchunks = n_rows * p.cpr;
+    p.row0 = row0;
+    p.rs = sqrt((double)(cfg->rht_n > 0 ? cfg->rht_n : 1));
+    return p;
+}
+
 } // namespace
 
 extern "C" int fp4k_cfg_supported(const fp4k_cfg *cfg)
@@ -1075,6 +1299,38 @@ extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0,
         }
     }
 #undef L
+    return (int)cudaGetLastError();
+}
+
+extern "C" int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
+                          const float *signs, const float *tile_amax, float *rot, double *spart,
+                          uint64_t *scounts, void *stream)
+{
+    if (!fp4k_cfg_supported(cfg) || (cfg->rht_n && !rot)) return (int)cudaErrorInvalidValue;
+    if (n_rows <= 0) return 0;
+    const KP p = make_kp(cfg, row0, n_rows);
+    cudaStream_t st = (cudaStream_t)stream;
+    const int th = 256;
+    const int64_t P = cfg->padded_len;
+    switch (cfg->rht_n) {
+    case 0: break;
+    case 16:
+        k_rot16<<<grid_for(n_rows * (P / 16), th), th, 0, st>>>(in, n_rows, cfg->row_len, P,
+                                                                signs, rot);
+        break;
+#define RW(N)                                                                                  \
+    case N:                                                                                    \
+        k_rot_warp<N><<<grid_for(n_rows * (P / N) * 32, th), th, 0, st>>>(                    \
+            in, n_rows, cfg->row_len, P, signs, p.rs, rot);                                    \
+        break;
+        RW(32) RW(64) RW(128) RW(256)
+#undef RW
+    default:
+        return (int)cudaErrorInvalidValue;
+    }
+    const int64_t nb = (p.nchunks + 1) / 2;
+    k_stats<<<(unsigned)nb, ST_NT, 0, st>>>(p, in, cfg->rht_n ? rot : nullptr, tile_amax, spart,
+                                           (unsigned long long *)scounts);
     return (int)cudaGetLastError();
 }
 

@@ -23,6 +23,14 @@ _Static_assert(offsetof(fp4_fsums, xq2) == FP4K_S_XQ2 * sizeof(double), "FP4K_S_
 _Static_assert(offsetof(fp4_fsums, serr) == FP4K_S_SIGNED * sizeof(double), "FP4K_S_SIGNED");
 _Static_assert(offsetof(fp4_fsums, lerr) == FP4K_S_LEVEL0 * sizeof(double), "FP4K_S_LEVEL0");
 _Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
+/* fp4_ssums likewise, as fp4k_stats's per-chunk sums (FP4K_T_*); its histograms' sizes */
+_Static_assert(offsetof(fp4_ssums, x2_na) == FP4K_T_X2NA * sizeof(double), "FP4K_T_X2NA");
+_Static_assert(offsetof(fp4_ssums, err2_na) == FP4K_T_ERR2NA * sizeof(double), "FP4K_T_ERR2NA");
+_Static_assert(offsetof(fp4_ssums, fos_err2) == FP4K_T_FOS * sizeof(double), "FP4K_T_FOS");
+_Static_assert(sizeof(fp4_ssums) == FP4K_NTSUMS * sizeof(double), "FP4K_NTSUMS");
+_Static_assert(FP4K_SC_AMAX0 - FP4K_SC_SCALE0 == 256, "scale_hist");
+_Static_assert(FP4K_SC_RERR0 - FP4K_SC_AMAX0 == FP4_AMAX_BINS, "FP4_AMAX_BINS");
+_Static_assert(FP4K_NSCOUNTS - FP4K_SC_RERR0 == FP4_RERR_BINS, "FP4_RERR_BINS");
 
 #ifdef FP4_HAVE_CUDA
 
@@ -48,8 +56,11 @@ typedef struct cuda_keep {
     int signs_cap;
     float *d_amax;        /* 1 float */
     uint64_t *d_counts;   /* FP4K_NCOUNTS */
+    uint64_t *d_scounts;  /* FP4K_NSCOUNTS: the recipe statistics' counts (fp4k_stats) */
     double *d_part[NSLOT];
     double *h_part[NSLOT]; /* pinned */
+    double *d_spart[NSLOT]; /* FP4K_NTSUMS per chunk: the recipe statistics' sums */
+    double *h_spart[NSLOT]; /* pinned */
     int64_t part_cap;     /* chunks per slot */
 } cuda_keep;
 
@@ -104,6 +115,8 @@ typedef struct cuda_an {
     bool pending[NSLOT];
     float *d_tile;
     int64_t tile_cap;
+    float *d_rot;         /* RHT configs: the rotated rows for fp4k_stats */
+    int64_t rot_cap;      /* floats */
     int slot;
     bool planned;
     float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
@@ -145,6 +158,8 @@ void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *o)
     o->row_len = p->row_len;
     o->padded_len = p->padded_len;
     o->counted_len = p->counted_len;
+    o->nv_m4 = p->nv_m4;
+    o->fos = fp4_fos_applies(&p->cfg);
 }
 
 static void stage_free(cuda_be *cb)
@@ -245,9 +260,12 @@ static void keep_free(cuda_be *cb)
         cudaFree(k->d_signs);
         cudaFree(k->d_amax);
         cudaFree(k->d_counts);
+        cudaFree(k->d_scounts);
         for (int s = 0; s < NSLOT; s++) {
             cudaFree(k->d_part[s]);
             cudaFreeHost(k->h_part[s]);
+            cudaFree(k->d_spart[s]);
+            cudaFreeHost(k->h_spart[s]);
         }
     }
     free(cb->keep);
@@ -359,6 +377,7 @@ static void cuda_abort(fp4_analysis *an)
     /* the next analysis reuses the stream and the buffers: nothing of this one in flight */
     if (ca->stream) cudaStreamSynchronize(ca->stream);
     if (ca->d_tile) cudaFree(ca->d_tile);
+    if (ca->d_rot) cudaFree(ca->d_rot);
     free(ca->c);
     free(ca);
     an->impl = NULL;
@@ -426,6 +445,10 @@ static fp4_status make_ready(fp4_analysis *an)
         if (!k->d_counts)
             CU(cudaMalloc((void **)&k->d_counts, FP4K_NCOUNTS * sizeof(uint64_t)), "malloc");
         CU(cudaMemsetAsync(k->d_counts, 0, FP4K_NCOUNTS * sizeof(uint64_t), ca->stream),
+           "memset");
+        if (!k->d_scounts)
+            CU(cudaMalloc((void **)&k->d_scounts, FP4K_NSCOUNTS * sizeof(uint64_t)), "malloc");
+        CU(cudaMemsetAsync(k->d_scounts, 0, FP4K_NSCOUNTS * sizeof(uint64_t), ca->stream),
            "memset");
         if (cfg->rht) {
             if (k->signs_cap < cfg->rht->n) {
@@ -527,9 +550,11 @@ static fp4_status drain(fp4_analysis *an, int s)
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
-        const double *h = cc->k->h_part[s];
-        for (int64_t i = 0; i < cc->nchunk_slot[s]; i++)
+        const double *h = cc->k->h_part[s], *hs = cc->k->h_spart[s];
+        for (int64_t i = 0; i < cc->nchunk_slot[s]; i++) {
             fp4_fsums_add(&cc->acc, (const fp4_fsums *)(h + i * FP4K_NSUMS));
+            fp4_ssums_add(&cc->acc, (const fp4_ssums *)(hs + i * FP4K_NTSUMS));
+        }
     }
     ca->pending[s] = false;
     return FP4_OK;
@@ -607,12 +632,22 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                 if (ca->pending[k]) FP4_TRY(drain(an, k));
                 cudaFree(cc->k->d_part[k]);
                 cudaFreeHost(cc->k->h_part[k]);
+                cudaFree(cc->k->d_spart[k]);
+                cudaFreeHost(cc->k->h_spart[k]);
                 cc->k->d_part[k] = NULL;
                 cc->k->h_part[k] = NULL;
+                cc->k->d_spart[k] = NULL;
+                cc->k->h_spart[k] = NULL;
                 CU(cudaMalloc((void **)&cc->k->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
                    "device alloc");
                 CU(cudaMallocHost((void **)&cc->k->h_part[k],
                                   (size_t)nch * FP4K_NSUMS * sizeof(double)),
+                   "pinned alloc");
+                CU(cudaMalloc((void **)&cc->k->d_spart[k],
+                              (size_t)nch * FP4K_NTSUMS * sizeof(double)),
+                   "device alloc");
+                CU(cudaMallocHost((void **)&cc->k->h_spart[k],
+                                  (size_t)nch * FP4K_NTSUMS * sizeof(double)),
                    "pinned alloc");
             }
             cc->k->part_cap = nch;
@@ -634,8 +669,29 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                          cc->kc.weight_2d ? ca->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
                          NULL, ca->stream),
            "quantize kernel");
+        /* the recipe statistics (SPEC §5.1): a second pass over the slab, the CPU's bits; with
+         * RHT over the rows rotated into d_rot (one buffer: the stream orders its users) */
+        if (cc->kc.rht_n) {
+            const int64_t nr = nrows * cc->kc.padded_len;
+            if (nr > ca->rot_cap) {
+                CU(cudaStreamSynchronize(ca->stream), "sync");
+                cudaFree(ca->d_rot);
+                ca->d_rot = NULL;
+                ca->rot_cap = 0;
+                CU(cudaMalloc((void **)&ca->d_rot, (size_t)nr * sizeof(float)), "device alloc");
+                ca->rot_cap = nr;
+            }
+        }
+        KU(fp4k_stats(&cc->kc, cb->d_in[s], row0, nrows, cc->k->d_signs,
+                      cc->kc.weight_2d ? ca->d_tile : NULL, cc->kc.rht_n ? ca->d_rot : NULL,
+                      cc->k->d_spart[s], cc->k->d_scounts, ca->stream),
+           "statistics kernel");
         CU(cudaMemcpyAsync(cc->k->h_part[s], cc->k->d_part[s],
                            (size_t)nch * FP4K_NSUMS * sizeof(double), cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H partials");
+        CU(cudaMemcpyAsync(cc->k->h_spart[s], cc->k->d_spart[s],
+                           (size_t)nch * FP4K_NTSUMS * sizeof(double), cudaMemcpyDeviceToHost,
                            ca->stream),
            "D2H partials");
         cc->nchunk_slot[s] = nch;
@@ -662,6 +718,37 @@ static void device_counts_add(fp4_metrics *m, const uint64_t *k)
     m->nonfinite_blocks += k[FP4K_C_NONFINITE_BLOCKS];
 }
 
+/* fp4k_stats's counts (FP4K_SC_*) added to m's: the recipe statistics' counts, histograms and
+ * max. */
+static void device_stats_add(fp4_metrics *m, const uint64_t *k)
+{
+    m->st_blocks += k[FP4K_SC_BLOCKS];
+    m->st_count += k[FP4K_SC_COUNT];
+    m->st_nonzero += k[FP4K_SC_NONZERO];
+    m->underflows += k[FP4K_SC_UNDERFLOWS];
+    m->fos_blocks += k[FP4K_SC_FOS_BLOCKS];
+    m->fos_blocks4 += k[FP4K_SC_FOS_BLOCKS4];
+    m->hist_blocks += k[FP4K_SC_HIST_BLOCKS];
+    for (int i = 0; i < 256; i++) m->scale_hist[i] += k[FP4K_SC_SCALE0 + i];
+    for (int i = 0; i < FP4_AMAX_BINS; i++) m->amax_hist[i] += k[FP4K_SC_AMAX0 + i];
+    for (int i = 0; i < FP4_RERR_BINS; i++) m->rerr_hist[i] += k[FP4K_SC_RERR0 + i];
+    double mx;
+    memcpy(&mx, &k[FP4K_SC_MAXERR], sizeof mx);
+    if (mx > m->max_abs_err) m->max_abs_err = mx;
+}
+
+/* The device counts of a config: the kernel's and the statistics kernel's, added to m. */
+static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *amax_bits)
+{
+    uint64_t k[FP4K_NCOUNTS], sk[FP4K_NSCOUNTS];
+    CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
+    CU(cudaMemcpy(sk, cc->k->d_scounts, sizeof sk, cudaMemcpyDeviceToHost), "D2H counts");
+    device_counts_add(m, k);
+    device_stats_add(m, sk);
+    if (amax_bits) *amax_bits = (uint32_t)k[FP4K_C_AMAX];
+    return FP4_OK;
+}
+
 /* Every slot's partials merged, in feed order (the older slot first). */
 static fp4_status drain_all(fp4_analysis *an)
 {
@@ -673,7 +760,7 @@ static fp4_status drain_all(fp4_analysis *an)
 /* Each config's integer counts so far (device configs: the kernel's, which leave out the
  * elements and padding cuda_end adds for every row; host configs: their whole metrics), and
  * its ordered sums. Called with every slot drained. */
-static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s)
+static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4_ssums *ss)
 {
     cuda_an *ca = an->impl;
     CU(cudaStreamSynchronize(ca->stream), "sync");
@@ -681,13 +768,12 @@ static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s)
         cuda_cfg *cc = &ca->c[c];
         fp4_metrics_init(&m[c]);
         fp4_fsums_of(&cc->acc, &s[c]);
+        fp4_ssums_of(&cc->acc, &ss[c]);
         if (!cc->device) {
             fp4_metrics_merge_counts(&m[c], &cc->acc);
             continue;
         }
-        uint64_t k[FP4K_NCOUNTS];
-        CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
-        device_counts_add(&m[c], k);
+        FP4_TRY(device_counts_read(cc, &m[c], NULL));
     }
     return FP4_OK;
 }
@@ -702,16 +788,18 @@ static fp4_status cuda_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta
     fp4_metrics *before = calloc((size_t)n, sizeof *before);
     fp4_metrics *after = calloc((size_t)n, sizeof *after);
     fp4_fsums *s0 = calloc((size_t)n, sizeof *s0), *s1 = calloc((size_t)n, sizeof *s1);
+    fp4_ssums *t0 = calloc((size_t)n, sizeof *t0), *t1 = calloc((size_t)n, sizeof *t1);
     fp4_status st = FP4_OK;
-    if (!z || !before || !after || !s0 || !s1)
+    if (!z || !before || !after || !s0 || !s1 || !t0 || !t1)
         st = fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
     if (st == FP4_OK && delta) st = drain_all(an);
-    if (st == FP4_OK && delta) st = counts_now(an, before, s0);
+    if (st == FP4_OK && delta) st = counts_now(an, before, s0, t0);
     if (st == FP4_OK) st = feed_any(an, z, 0, k);
     if (st == FP4_OK && delta) st = drain_all(an);
-    if (st == FP4_OK && delta) st = counts_now(an, after, s1);
+    if (st == FP4_OK && delta) st = counts_now(an, after, s1, t1);
     for (int c = 0; st == FP4_OK && delta && c < n; c++) {
-        if (memcmp(&s1[c], &s0[c], sizeof s1[c]) != 0) ca->zero_moves = true;
+        if (memcmp(&s1[c], &s0[c], sizeof s1[c]) != 0 || memcmp(&t1[c], &t0[c], sizeof t1[c]) != 0)
+            ca->zero_moves = true;
         fp4_metrics_init(&delta[c]);
         fp4_metrics_add_count_delta(&delta[c], &after[c], &before[c], 1);
     }
@@ -720,6 +808,8 @@ static fp4_status cuda_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta
     free(after);
     free(s0);
     free(s1);
+    free(t0);
+    free(t1);
     return st;
 }
 
@@ -811,13 +901,11 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
          * elements and padding; device configs: without, added below for every row) */
         if (ca->zcnt) fp4_metrics_add_count_delta(&out[c], &ca->zcnt[c], &(fp4_metrics){0}, 1);
         if (!cc->device) continue;
-        uint64_t k[FP4K_NCOUNTS];
-        CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
         fp4_metrics *m = &out[c];
-        device_counts_add(m, k);
+        uint32_t ab = 0;
+        FP4_TRY(device_counts_read(cc, m, &ab));
         m->elements += (uint64_t)(an->n_rows * an->row_len);
         m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
-        uint32_t ab = (uint32_t)k[FP4K_C_AMAX];
         float a;
         memcpy(&a, &ab, sizeof a);
         if (a > m->tensor_amax) m->tensor_amax = a;

@@ -90,9 +90,9 @@ typedef struct fp4_metrics {
     double level_mean_error[8]; /* level_err_sum / level_count (0 where the count is 0) */
     fp4_sqnr_status sqnr_status;
 
-    /* Recipe statistics (SPEC §5.1), from one scalar pass per block that every CPU variant
-     * shares (engine/stats.c, fp4_block_stats), over the counted entries of finite blocks
-     * (non-finite blocks are excluded as above). Raw: */
+    /* Recipe statistics (SPEC §5.1), from one pass per block that every CPU variant shares
+     * (engine/stats.c; on CUDA the same operations in kernels/quant.cu k_stats), over the
+     * counted entries of finite blocks (non-finite blocks are excluded as above). Raw: */
     uint64_t st_blocks;   /* finite blocks with counted entries the pass saw; compared with
                              blocks - nonfinite_blocks to tell "not computed" (a backend that
                              lacks the pass) from zero */
@@ -173,8 +173,9 @@ static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
     for (int i = 0; i < 8; i++) m->level_err_sum[i] += s->lerr[i];
 }
 
-/* The ordered fp64 sums of the recipe statistics (SPEC §5.1), kept per chunk like fp4_fsums
- * (CPU backend); fp4_metrics_merge adds them in merge order. Not part of the GPU's layout. */
+/* The ordered fp64 sums of the recipe statistics (SPEC §5.1), kept per chunk like fp4_fsums;
+ * fp4_metrics_merge adds them in merge order. The field order is kernels.h's FP4K_T_* order
+ * (static assertions in backend/cuda.c): fp4k_stats writes its chunk sums in that order. */
 typedef struct fp4_ssums {
     double x2_na, err2_na, fos_err2;
 } fp4_ssums;

@@ -1,6 +1,6 @@
 /* test_gpu_parity.c — CPU vs GPU (SPEC §7): identical codes, scales, histograms and counts,
- * fp64 sums within 1e-12 relative, for every format x scale mode x rounding x RHT size, on
- * random tensors. Skips (cmocka skip) where the build has no CUDA or the machine no GPU. */
+ * the recipe statistics of SPEC §5.1 bit for bit, other fp64 sums within 1e-12 relative, for
+ * every format x scale mode x rounding x RHT size, on random tensors. Skips (cmocka skip) where the build has no CUDA or the machine no GPU. */
 #include "testutil.h"
 
 #include <math.h>
@@ -133,7 +133,21 @@ static void compare_metrics(const fp4_metrics *c, const fp4_metrics *g, const ch
                  (unsigned long long)g->f);
     EQ(signed_err_n) EQ(elements) EQ(padded) EQ(zero) EQ(nan) EQ(inf) EQ(saturated) EQ(clipped)
     EQ(blocks) EQ(zero_blocks) EQ(scale_underflow_blocks) EQ(nonfinite_blocks)
+    /* the recipe statistics (SPEC §5.1): counts, histograms, the max and the ordered fp64 sums
+     * (each block's from +0 in element order, then chunk by chunk in block order), identical
+     * bit for bit on every backend */
+    EQ(st_blocks) EQ(st_count) EQ(st_nonzero) EQ(underflows) EQ(fos_blocks) EQ(fos_blocks4)
+    EQ(hist_blocks)
+    for (int i = 0; i < 256; i++) EQ(scale_hist[i])
+    for (int i = 0; i < FP4_AMAX_BINS; i++) EQ(amax_hist[i])
+    for (int i = 0; i < FP4_RERR_BINS; i++) EQ(rerr_hist[i])
 #undef EQ
+    const double sb[4][2] = {{c->max_abs_err, g->max_abs_err}, {c->sum_x2_na, g->sum_x2_na},
+                             {c->sum_err2_na, g->sum_err2_na}, {c->fos_err2, g->fos_err2}};
+    static const char *const sn[4] = {"max_abs_err", "sum_x2_na", "sum_err2_na", "fos_err2"};
+    for (int i = 0; i < 4; i++)
+        if (memcmp(&sb[i][0], &sb[i][1], sizeof(double)) != 0)
+            fail_msg("%s: %s %a vs %a (not bit-identical)", what, sn[i], sb[i][0], sb[i][1]);
     if (c->tensor_amax != g->tensor_amax)
         fail_msg("%s: tensor_amax %g vs %g", what, c->tensor_amax, g->tensor_amax);
     /* signed sums may cancel: relative to the sum of the magnitudes they come from */
@@ -211,9 +225,22 @@ static void test_metrics_parity(void **state)
                      cfgs[c].rht ? cfgs[c].rht->n : 0);
             compare_metrics(&mc[c], &mg[c], what, &exact);
             total++;
+            /* the statistics were computed (by both: compare_metrics made them equal) for
+             * every finite block, Four over Six where it applies, so the report shows them */
+            const uint64_t fin = mc[c].blocks - mc[c].nonfinite_blocks;
+            if (mc[c].st_blocks != fin || !fin)
+                fail_msg("%s: statistics over %llu of %llu finite blocks", what,
+                         (unsigned long long)mc[c].st_blocks, (unsigned long long)fin);
+            if (mc[c].fos_blocks != (fp4_fos_applies(&cfgs[c]) ? fin : 0))
+                fail_msg("%s: Four over Six over %llu blocks", what,
+                         (unsigned long long)mc[c].fos_blocks);
+            fp4_metrics_finish(&mg[c]);
+            if (!mg[c].stats_ok || mg[c].fos_ok != fp4_fos_applies(&cfgs[c]))
+                fail_msg("%s: gpu stats_ok %d, fos_ok %d", what, mg[c].stats_ok, mg[c].fos_ok);
         }
     }
-    print_message("[ INFO     ] %d configs x 2 tensors: counts identical, sums within 1e-12; "
+    print_message("[ INFO     ] %d configs x 2 tensors: counts identical, recipe statistics "
+                  "bit-identical, other sums within 1e-12; "
                   "%d of %d bit-identical in every sum\n", n, exact, total);
     fp4_backend_close(cpu);
     fp4_backend_close(gpu);
