@@ -564,10 +564,16 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
             groups = opt.args + 1;
             ngroups = opt.nargs - 1;
             groups = dedup_groups(groups, &ngroups);
-            if (!groups) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            if (!groups) {
+                fp4_dgemm_close(products);
+                return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            }
             groups_owned = true;
         } else {
-            FP4_TRY(groups_find(opt.args[0], &groups, &ngroups));
+            if ((st = groups_find(opt.args[0], &groups, &ngroups)) != FP4_OK) {
+                fp4_dgemm_close(products); /* the products' engine is open by now */
+                return st;
+            }
             groups_owned = true;
         }
     }

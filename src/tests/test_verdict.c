@@ -218,6 +218,7 @@ static void test_keep(void **state)
     fp4_keep_free(&k);
     assert_int_equal(fp4_verdict_keep(&f.run, &k), FP4_OK);
     assert_int_equal(k.cfg, 0);
+    fp4_keep_free(&k);
     f.q[1] = f.q[0];
     f.q[1].format.id = FP4_FMT_INT4;
     /* fewer than 4 tensors: nothing kept */
