@@ -375,6 +375,108 @@ class DLPack(unittest.TestCase):
         self.assertIn("memory: rg: its __dlpack__() failed", str(cm.exception))
 
 
+def _cuda_skip():
+    """Why the CUDA tests cannot run here, or None when they can: torch with a CUDA device and
+    a library built with CUDA (one without raises DeviceError for a CUDA tensor)."""
+    if torch is None:
+        return "torch is not installed: CUDA tensors not tested"
+    if not torch.cuda.is_available():
+        return "torch %s sees no CUDA device: CUDA tensors not tested" % torch.__version__
+    try:
+        fp4diag.analyze(torch.ones(16, device="cuda"), format="e2m1", device="cuda")
+    except fp4diag.DeviceError as e:
+        return "the library cannot analyse CUDA tensors (%s): CUDA tensors not tested" % e
+    return None
+
+
+CUDA_SKIP = _cuda_skip()
+
+
+@unittest.skipIf(CUDA_SKIP, CUDA_SKIP)
+class TorchCuda(unittest.TestCase):
+    """A CUDA tensor (torch, the caller's stream) analysed by a library built with CUDA: the
+    entry equals the CPU's for the same values, every field, on either --device, and the CLI's
+    report of a file holding them."""
+
+    @classmethod
+    def setUpClass(cls):
+        g = torch.Generator(device="cuda").manual_seed(4)
+        cls.x = (torch.randn(256, 256, device="cuda", generator=g)
+                 * torch.randn(256, 1, device="cuda", generator=g).exp()).to(torch.bfloat16)
+
+    def test_bf16_equals_cpu_and_cli(self):
+        cpu = self.x.cpu()
+        for opts in OPTION_SETS:
+            with self.subTest(opts=opts):
+                want = fp4diag.analyze(cpu, name="x", **dict(opts, device="cpu"))
+                for dev in ("cuda", "auto"):
+                    self.assertEqual(fp4diag.analyze(self.x, name="x", **dict(opts, device=dev)),
+                                     want)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.pt")
+            torch.save({"x": cpu}, path)
+            want = cli_json("sqnr", "--format", "nvfp4,int4", "--rht", "both", path,
+                            "x")["tensors"][0]
+        self.assertEqual(want["dtype"], "bf16")
+        self.assertEqual(fp4diag.analyze(self.x, name="x", format="nvfp4,int4", rht="both",
+                                         device="cuda"), want)
+
+    def test_views_dtypes_and_stream(self):
+        for u in (self.x.t(), self.x[3:, 1::2], self.x.float()[5:60], self.x.half().t()[::4],
+                  self.x[:0]):
+            with self.subTest(shape=tuple(u.shape), stride=u.stride(), dtype=u.dtype):
+                self.assertEqual(fp4diag.analyze(u, name="v", format="nvfp4", rht="both",
+                                                 device="cuda"),
+                                 fp4diag.analyze(u.cpu(), name="v", format="nvfp4", rht="both",
+                                                 device="cpu"))
+        # values still being written on another stream when analyze() is called: it waits for
+        # the caller's current stream
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            big = self.x.float().repeat(8, 8)
+            for _ in range(20):
+                big = big * 1.0001
+            got = fp4diag.analyze(big, name="b", format="nvfp4", device="cuda")
+        s.synchronize()
+        self.assertEqual(got, fp4diag.analyze(big.cpu(), name="b", format="nvfp4",
+                                              device="cpu"))
+
+    def test_monitor_on_cuda(self):
+        import fp4diag.torch as fmon
+
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),
+                                    torch.nn.Linear(128, 32)).cuda()
+        mon = fmon.Monitor(model, every=1, format="nvfp4", rht="both")
+        x = torch.randn(16, 64, device="cuda")
+        h = model[1](model[0](x))
+        h.retain_grad()
+        out = model[2](h)
+        out.retain_grad()
+        out.square().sum().backward()
+        recs = list(mon.records)
+        mon.close()
+        self.assertEqual([(e["layer"], e["role"]) for e in recs],
+                         [("0", "x"), ("0", "w"), ("2", "x"), ("2", "w"), ("2", "dy"),
+                          ("0", "dy")])
+        want = {("0", "x"): x, ("0", "w"): model[0].weight, ("2", "x"): h,
+                ("2", "w"): model[2].weight, ("2", "dy"): out.grad}
+        for e in recs:
+            t = want.get((e["layer"], e["role"]))
+            if t is None:
+                continue
+            for r in e["results"]:
+                del r["underflows%"], r["mse"]
+            self.assertEqual({k: v for k, v in e.items() if k not in ("step", "layer", "role")},
+                             fp4diag.analyze(t.detach().cpu(), name=e["name"], format="nvfp4",
+                                             rht="both", device="cpu"))
+
+    def test_dlpack_cuda_producer_refused(self):
+        with self.assertRaises(ValueError) as cm:
+            fp4diag.analyze(Producer(self.x), name="g")
+        self.assertIn("memory: g: a DLPack tensor on cuda:", str(cm.exception))
+
+
 class WheelTag(unittest.TestCase):
     """build_backend.py tags the wheel linux_<arch> from the bundled library's ELF header, not
     from the interpreter that builds it (src/tests/cli/python_wheel.sh builds the wheel)."""
