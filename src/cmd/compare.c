@@ -121,6 +121,27 @@ static void row_flags(const fp4_compare_row *r, char *buf, size_t n)
     }
 }
 
+/* The number cells of one row as both tables print them, to 3 places in the compact layout
+ * and 4 in the full one (deltas of alpha one more): the two SQNRs ("-" for an added row,
+ * "missing" for a missing one), the SQNR, alpha and bucket-ratio deltas and the failed checks. */
+typedef struct row_text {
+    char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96];
+} row_text;
+
+static void row_text_of(const fp4_compare_row *r, bool compact, row_text *t)
+{
+    fmt_num(t->s0, sizeof t->s0, r->sqnr[0], r->status[0], compact ? "%.3f" : "%.4f");
+    fmt_num(t->s1, sizeof t->s1, r->sqnr[1], r->status[1], compact ? "%.3f" : "%.4f");
+    if (r->state == FP4_CMP_ADDED) snprintf(t->s0, sizeof t->s0, "-");
+    if (r->fails & FP4_CMP_FAIL_MISSING) snprintf(t->s1, sizeof t->s1, "missing");
+    fmt_delta(t->ds, sizeof t->ds, r->sqnr[0], r->sqnr[1], compact ? "%+.3f" : "%+.4f");
+    fmt_delta(t->da, sizeof t->da, r->alpha[0], r->alpha[1], compact ? "%+.5f" : "%+.6f");
+    fmt_delta(t->d15, sizeof t->d15, r->b15[0], r->b15[1], compact ? "%+.3f" : "%+.4f");
+    fmt_delta(t->d8, sizeof t->d8, r->b8[0], r->b8[1], compact ? "%+.3f" : "%+.4f");
+    t->why[0] = '\0';
+    if (r->fails) row_flags(r, t->why, sizeof t->why);
+}
+
 /* Why a row failed, as one readable clause per failed check. */
 static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, char *buf, size_t n)
 {
@@ -333,21 +354,13 @@ static void print_table(const fp4_compare_result *res, int all)
             const fp4_compare_row *r = &res->rows[i];
             char **c = cells[i] = calloc(NC, sizeof *c);
             if (!c) continue;
-            char v[256] = "", s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96] = "",
-                 vd[128];
+            char v[256] = "", vd[128];
+            row_text t;
             if (np) variant_parts(v, sizeof v, ev[i], np, common, false);
             else snprintf(v, sizeof v, "%s", ev[i]);
-            fmt_num(s0, sizeof s0, r->sqnr[0], r->status[0], "%.3f");
-            fmt_num(s1, sizeof s1, r->sqnr[1], r->status[1], "%.3f");
-            if (r->state == FP4_CMP_ADDED) snprintf(s0, sizeof s0, "-");
-            if (r->fails & FP4_CMP_FAIL_MISSING) snprintf(s1, sizeof s1, "missing");
-            fmt_delta(ds, sizeof ds, r->sqnr[0], r->sqnr[1], "%+.3f");
-            fmt_delta(da, sizeof da, r->alpha[0], r->alpha[1], "%+.5f");
-            fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.3f");
-            fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.3f");
-            if (r->fails) row_flags(r, why, sizeof why);
-            snprintf(vd, sizeof vd, "%s%s%s", state_name[r->state], why[0] ? " " : "", why);
-            const char *src[NC] = {all_common ? "" : v, s0, s1, ds, da, d15, d8, vd};
+            row_text_of(r, true, &t);
+            snprintf(vd, sizeof vd, "%s%s%s", state_name[r->state], t.why[0] ? " " : "", t.why);
+            const char *src[NC] = {all_common ? "" : v, t.s0, t.s1, t.ds, t.da, t.d15, t.d8, vd};
             for (int k = 0; k < NC; k++) {
                 c[k] = strdup(src[k]);
                 int w = c[k] ? fp4_term_columns(c[k]) : 0;
@@ -395,25 +408,18 @@ static void print_table(const fp4_compare_result *res, int all)
         for (size_t i = 0; i < res->nrows; i++) {
             const fp4_compare_row *r = &res->rows[i];
             if (!all && r->state == FP4_CMP_SAME) continue;
-            char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96] = "";
-            fmt_num(s0, sizeof s0, r->sqnr[0], r->status[0], "%.4f");
-            fmt_num(s1, sizeof s1, r->sqnr[1], r->status[1], "%.4f");
-            if (r->state == FP4_CMP_ADDED) snprintf(s0, sizeof s0, "-");
-            if (r->fails & FP4_CMP_FAIL_MISSING) snprintf(s1, sizeof s1, "missing");
-            fmt_delta(ds, sizeof ds, r->sqnr[0], r->sqnr[1], "%+.4f");
-            fmt_delta(da, sizeof da, r->alpha[0], r->alpha[1], "%+.6f");
-            fmt_delta(d15, sizeof d15, r->b15[0], r->b15[1], "%+.4f");
-            fmt_delta(d8, sizeof d8, r->b8[0], r->b8[1], "%+.4f");
-            if (r->fails) row_flags(r, why, sizeof why);
+            row_text t;
+            row_text_of(r, false, &t);
             if (cols > 0) {
                 put_cell(out, en && en[i] ? en[i] : "?", wn_cols, false);
                 fprintf(out, "  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wv,
-                        ev && ev[i] ? ev[i] : "?", s0, s1, ds, da, d15, d8, state_name[r->state],
-                        why[0] ? " " : "", why);
+                        ev && ev[i] ? ev[i] : "?", t.s0, t.s1, t.ds, t.da, t.d15, t.d8,
+                        state_name[r->state], t.why[0] ? " " : "", t.why);
             } else {
                 fprintf(out, "%-*s  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wn,
-                        en && en[i] ? en[i] : "?", wv, ev && ev[i] ? ev[i] : "?", s0, s1, ds, da,
-                        d15, d8, state_name[r->state], why[0] ? " " : "", why);
+                        en && en[i] ? en[i] : "?", wv, ev && ev[i] ? ev[i] : "?", t.s0, t.s1,
+                        t.ds, t.da, t.d15, t.d8, state_name[r->state], t.why[0] ? " " : "",
+                        t.why);
             }
         }
     } else if (nshown && layout == 1 && cells) {
