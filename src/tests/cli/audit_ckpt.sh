@@ -6,32 +6,14 @@
 # almost every code (nonnearest_frac < 1 %), ModelOpt MXFP4 (ties toward zero) included; a
 # scale rule other than the declared one is named; a swapped nibble order is named, with both SQNRs,
 # and left out of the pool; the table lists the worst tensor first; bad input exits 3.
-set -u
-Q=testdata/quantized
-[ -d "$Q/source" ] || { echo "no $Q"; exit 77; }
-python3 -c 'import numpy' 2>/dev/null || { echo "numpy not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. src/tests/cli/lib/quantized.sh
 
 for fx in modelopt_nvfp4 ct_nvfp4 ct_mxfp4 gptoss_mxfp4 modelopt_mxfp4; do
     "$FP4DIAG" audit "$Q/source" "$Q/$fx" -o "$tmp/$fx.json" -q || fail "audit $fx exited $?"
     python3 - "$tmp/$fx.json" "$Q/source/model.safetensors" "$Q/expected/$fx.safetensors" <<'PY' || fail "audit $fx numbers"
-import json, struct, sys
+import json, sys
 import numpy as np
-def load(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n; out = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        raw = b[base + v["data_offsets"][0]: base + v["data_offsets"][1]]
-        if v["dtype"] == "BF16":
-            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            a = np.frombuffer(raw, "<f4")
-        out[k] = a.astype(np.float64).reshape(v["shape"])
-    return out
+from st_load import load
 r = json.load(open(sys.argv[1])); src = load(sys.argv[2]); dec = load(sys.argv[3])
 assert r["schema"] == "fp4diag.audit/1" and r["errors"] == [], r["errors"]
 assert len(r["tensors"]) == len(dec), [t["name"] for t in r["tensors"]]

@@ -3,31 +3,13 @@
 # values the export stores as ±0 over those values, equal to an independent count from the bf16
 # source and the writer's own decodes (testdata/quantized), and the pooled line over all; with 4
 # or more tensors the rows say they are ranked by the keep score; -v and -vv are accepted.
-set -u
-Q=testdata/quantized
-[ -d "$Q/source" ] || { echo "no $Q"; exit 77; }
-python3 -c 'import numpy' 2>/dev/null || { echo "numpy not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. src/tests/cli/lib/quantized.sh
 for fx in modelopt_nvfp4 ct_mxfp4; do
     "$FP4DIAG" audit "$Q/source" "$Q/$fx" -v >"$tmp/$fx.txt" || fail "audit -v $fx exited $?"
     python3 - "$tmp/$fx.txt" "$Q/source/model.safetensors" "$Q/expected/$fx.safetensors" <<'PY' || { cat "$tmp/$fx.txt"; fail "flushed share of $fx"; }
-import json, struct, sys
+import sys
 import numpy as np
-def load(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n; out = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        raw = b[base + v["data_offsets"][0]: base + v["data_offsets"][1]]
-        if v["dtype"] == "BF16":
-            a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            a = np.frombuffer(raw, "<f4")
-        out[k] = a.astype(np.float64).ravel()
-    return out
+from st_load import load
 lines = open(sys.argv[1]).read().splitlines()
 src = load(sys.argv[2]); dec = load(sys.argv[3])
 head = lines[0].split()

@@ -18,17 +18,10 @@ fail() { echo "FAIL: $*"; cat "$tmp/err" 2>/dev/null | head -20; exit 1; }
 "$FP4DIAG" audit "$D/source.safetensors" "$D/model.gguf" 'blk.0.ffn_*' -o "$tmp/a.json" -q \
     2>"$tmp/err" || fail "audit exited $?"
 python3 - "$tmp/a.json" "$D/source.safetensors" "$D/expected.safetensors" <<'PY' || fail "audit numbers"
-import json, struct, sys
+import json, sys
 import numpy as np
-def load(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n; out = {}
-    for k, v in h.items():
-        if k == "__metadata__": continue
-        raw = b[base + v["data_offsets"][0]: base + v["data_offsets"][1]]
-        out[k] = np.frombuffer(raw, "<f4").astype(np.float64).reshape(v["shape"])
-    return out
+sys.path.insert(0, "src/tests/cli/lib")
+from st_load import load
 r = json.load(open(sys.argv[1])); src = load(sys.argv[2]); dec = load(sys.argv[3])
 assert r["errors"] == [], r["errors"]
 names = sorted(t["name"] for t in r["tensors"])

@@ -7,11 +7,8 @@
 # of the JSON to 3 places); 40 one record per result (the name on its line, FIELD=VALUE under
 # it); stderr's notes and regression lines wrapped on a terminal; without a width the table as
 # it always was.
-set -u
-command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset COLUMNS
+. src/tests/cli/lib/term.sh
+need_script
 python3 - "$tmp" <<'PY' || exit 77
 import sys
 import numpy as np
@@ -24,18 +21,10 @@ for l in range(3):
 save_file(t, sys.argv[1] + "/m.safetensors")
 save_file({k: v for k, v in t.items() if ".2." not in k}, sys.argv[1] + "/less.safetensors")
 PY
-fail=0
 M=$tmp/m.safetensors
 "$FP4DIAG" sqnr "$M" --format e2m1 --scale nvfp4 -q -o "$tmp/a.json" || exit 1
 "$FP4DIAG" sqnr "$M" --format e2m1 --scale mxfp4 -q -o "$tmp/b.json" || exit 1
 "$FP4DIAG" sqnr "$tmp/less.safetensors" --format e2m1 --scale nvfp4 -q -o "$tmp/c.json" || exit 1
-maxlen() { # FILE: the longest line in characters (UTF-8), the exit message left out
-    python3 -c 'import sys; print(max((len(l) for l in open(sys.argv[1], encoding="utf-8").read().split("\n") if not l.startswith("fp4diag compare: ") or "note:" in l), default=0))' "$1"
-}
-fits() { # WHAT COLUMNS FILE
-    n=$(maxlen "$3")
-    if [ "$n" -gt "$2" ]; then echo "$1 COLUMNS=$2: longest line $n"; cat "$3"; fail=1; fi
-}
 for pair in "6 a.json b.json --ignore-key scale,block" "2 a.json c.json"; do
     set -- $pair
     rows=$1
@@ -44,7 +33,7 @@ for pair in "6 a.json b.json --ignore-key scale,block" "2 a.json c.json"; do
         # stdout and stderr a terminal
         script -qec "COLUMNS=$c LC_ALL=C.UTF-8 '$FP4DIAG' compare '$tmp/$1' '$tmp/$2' ${3:-} ${4:-}" /dev/null \
             </dev/null 2>&1 | tr -d '\r' >"$tmp/out"
-        fits "compare $pair" $c "$tmp/out"
+        fits "compare $pair" $c "$tmp/out" "fp4diag compare: "  # the exit message left out
         if [ $c -eq 40 ]; then
             grep -q '^  BASE=[-0-9.]* NEW=' "$tmp/out" || { echo "COLUMNS=40 $pair: no records"; cat "$tmp/out"; fail=1; }
         else

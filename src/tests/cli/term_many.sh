@@ -4,11 +4,8 @@
 # model's order) and says how many were left out and that -v shows them; -v prints every row
 # and the verdict under them; 24 tensors or fewer are all shown. No line longer than $COLUMNS
 # at 80 and 120 with long Hugging Face MoE names.
-set -u
-command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset COLUMNS
+. src/tests/cli/lib/term.sh
+need_script
 python3 - "$tmp" <<'PY' || exit 77
 import sys
 import numpy as np
@@ -23,8 +20,6 @@ save_file(t, sys.argv[1] + "/m.safetensors")
 save_file({k: v for k, v in list(t.items())[:24]}, sys.argv[1] + "/m24.safetensors")
 PY
 M=$tmp/m.safetensors
-fail=0
-pty() { script -qec "$1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
 rows() { grep -c '^model\.language_model\.layers\.[0-9]*\.block_sparse_moe\.experts\.[0-9]\.w1\.weight  *e2m1 ' "$tmp/tty"; }
 pty "'$FP4DIAG' sqnr '$M' 2>/dev/null"
 first=$(head -n 1 "$tmp/tty")

@@ -4,10 +4,7 @@
 # gemm operands with Hugging Face layer names),
 # COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
 # number, and without a width the output is as it always was (names and shards in full).
-set -u
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset COLUMNS
+. src/tests/cli/lib/term.sh
 python3 - "$tmp" <<'PY' || exit 77
 import json, os, sys
 import numpy as np
@@ -34,15 +31,7 @@ for l in range(2):
             g[f"model.language_model.layers.{l}.{mod}.{op}"] = rng.standard_normal(shape).astype(np.float32)
 save_file(g, os.path.join(sys.argv[1], "g.safetensors"))
 PY
-fail=0
 H=$tmp/hf
-maxlen() { # FILE: the longest line in characters (UTF-8)
-    python3 -c 'import sys; print(max((len(l) for l in open(sys.argv[1], encoding="utf-8").read().split("\n")), default=0))' "$1"
-}
-fits() { # WHAT COLUMNS FILE
-    n=$(maxlen "$3")
-    if [ "$n" -gt "$2" ]; then echo "$1 COLUMNS=$2: longest line $n"; cat "$3"; fail=1; fi
-}
 # ls: the empty columns left out, the shards shortened to what tells them apart, names elided
 # keeping the layer number
 for c in 80 120; do

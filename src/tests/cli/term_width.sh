@@ -5,10 +5,7 @@
 # under a UTF-8 locale and "..." otherwise, keeping the layer number (between two marks when
 # the end from it does not fit); no COLUMNS and a file for stderr: names in full; a pseudo-terminal of 90 columns (script, stty) is fitted
 # without COLUMNS.
-set -u
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-unset COLUMNS
+. src/tests/cli/lib/term.sh
 python3 - "$tmp/m.safetensors" <<'PY' || exit 77
 import sys
 import numpy as np
@@ -20,11 +17,7 @@ for l in (3, 31):
     d[f"model.layers.{l}.block_sparse_moe.experts.{l % 8}.w1.weight"] = rng.standard_normal((32, 64)).astype(np.float32)
 save_file(d, sys.argv[1])
 PY
-fail=0
 M=$tmp/m.safetensors
-maxlen() { # FILE: the longest line in characters (UTF-8)
-    python3 -c 'import sys; print(max((len(l) for l in open(sys.argv[1], encoding="utf-8").read().split("\n")), default=0))' "$1"
-}
 for cmd in sqnr bias buckets rht; do
     for fmt in e2m1,e1m2 nvfp4,mxfp4; do
         for c in 80 120; do
