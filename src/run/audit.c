@@ -359,8 +359,8 @@ static bool pair_gate_up(fp4_source *src, const fp4_qtensor *q, src_pair *p)
     return false;
 }
 
-static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, src_pair *p,
-                              char *why, size_t cap, int *transposed)
+static fp4_status pair_source(fp4_source *src, const char *quantized, const fp4_qtensor *q,
+                              src_pair *p, char *why, size_t cap, int *transposed)
 {
     why[0] = '\0';
     *transposed = 0;
@@ -402,8 +402,8 @@ static fp4_status pair_source(fp4_source *src, const fp4_qtensor *q, src_pair *p
         for (int i = 0; i < q->rank && kb < sizeof b; i++)
             kb += (size_t)snprintf(b + kb, sizeof b - kb, "%s%lld", i ? "x" : "",
                                    (long long)q->dims[i]);
-        snprintf(why, cap, "%s: shape %s in the source, %s in the quantized checkpoint%s",
-                 q->name, a, b,
+        snprintf(why, cap, "%s: %s: shape %s in the source, %s in the quantized checkpoint %s%s",
+                 fp4_source_file(src), q->name, a, b, quantized,
                  q->producer == FP4_QP_GPT_OSS ? " (nor its last two dims swapped, as "
                                                  "transformers stores gpt-oss experts)"
                                                : "");
@@ -889,7 +889,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             src_pair d;
             char why[512];
             int tr; /* the amax does not depend on the orientation */
-            st = pair_source(src, &qs.t[j], &d, why, sizeof why, &tr);
+            st = pair_source(src, quantized, &qs.t[j], &d, why, sizeof why, &tr);
             if (st == FP4_OK && !why[0]) st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
             pair_free(&d);
             if (st != FP4_OK) goto out;
@@ -912,7 +912,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         }
         src_pair d;
         int transposed = 0;
-        st = pair_source(src, q, &d, why, sizeof why, &transposed);
+        st = pair_source(src, quantized, q, &d, why, sizeof why, &transposed);
         if (st != FP4_OK) {
             pair_free(&d);
             goto out;

@@ -67,7 +67,7 @@ PY
 done
 # gpt-oss' square down_proj ([E, I, H] with I = H) stored untransposed: read as stored (the
 # orientation is decided against the export), the same numbers; a source of neither shape is an
-# errors entry saying both were tried
+# errors entry naming both files and the tensor, and saying both orientations were tried
 python3 - "$P/gptoss_source/model.safetensors" "$tmp/gsrc" <<'PY' || fail "making the gpt-oss variants"
 import json, os, struct, sys
 import numpy as np
@@ -112,7 +112,7 @@ for k in ("export", "requant", "scale_match_frac", "nonnearest"):
     assert a[D][k] == b[D][k], (k, a[D][k], b[D][k])
 PY
 "$FP4DIAG" audit "$tmp/gsrc/flat" "$P/gptoss_mxfp4" -q 2>"$tmp/e"; rc=$?
-[ "$rc" -eq 3 ] && grep -q 'gate_up_proj: shape 128x128 in the source, 2x128x64 in the quantized checkpoint (nor its last two dims swapped' "$tmp/e" \
+[ "$rc" -eq 3 ] && grep -qF "$tmp/gsrc/flat: model.layers.0.mlp.experts.gate_up_proj: shape 128x128 in the source, 2x128x64 in the quantized checkpoint $P/gptoss_mxfp4 (nor its last two dims swapped" "$tmp/e" \
     || { cat "$tmp/e"; fail "gpt-oss shape mismatch: exit $rc"; }
 
 # ModelOpt MIXED_PRECISION: each module's quant_algo and group_size (quantized_layers) checked
