@@ -37,10 +37,11 @@ static void num(cJSON *o, const char *key, double v)
 
 static double frac(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b : NAN; }
 
-/* One side (export, requant) against the source: SQNR, status, alpha, the code histogram and
- * its bucket use (bucket_ratio_15, bucket_ratio_8, max_frac). */
+/* One side (export, requant) against the source: SQNR, status, alpha, the non-amax SQNR and
+ * its status (sums na), the code histogram and its bucket use (bucket_ratio_15,
+ * bucket_ratio_8, max_frac). */
 static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s,
-                      const int64_t hist[16])
+                      const fp4_audit_sums *na, const int64_t hist[16])
 {
     cJSON *o = cJSON_AddObjectToObject(parent, key);
     if (!o) return;
@@ -48,6 +49,8 @@ static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s,
     num(o, "sqnr_db", fp4_audit_sqnr(s, &status));
     cJSON_AddStringToObject(o, "sqnr_status", status);
     num(o, "alpha", fp4_audit_alpha(s));
+    num(o, "sqnr_nonamax_db", fp4_audit_sqnr(na, &status));
+    cJSON_AddStringToObject(o, "sqnr_nonamax_status", status);
     cJSON *h = cJSON_AddArrayToObject(o, "histogram");
     for (int c = 0; h && c < 16; c++)
         cJSON_AddItemToArray(h, cJSON_CreateNumber((double)hist[c]));
@@ -57,16 +60,16 @@ static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s,
     num(o, "max_frac", b.max_frac);
 }
 
-cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums *ex,
-                                    const fp4_audit_sums *rq, const int64_t ex_hist[16],
+cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums ex[2],
+                                    const fp4_audit_sums rq[2], const int64_t ex_hist[16],
                                     const int64_t rq_hist[16], int64_t nonnearest,
                                     int64_t elements, int64_t scale_match, int64_t scale_bytes)
 {
     cJSON *po = cJSON_CreateObject();
     if (!po) return NULL;
     cJSON_AddNumberToObject(po, "tensors", tensors);
-    sums_json(po, "export", ex, ex_hist);
-    sums_json(po, "requant", rq, rq_hist);
+    sums_json(po, "export", &ex[0], &ex[1], ex_hist);
+    sums_json(po, "requant", &rq[0], &rq[1], rq_hist);
     num(po, "nonnearest_frac", frac(nonnearest, elements));
     num(po, "scale_match_frac", frac(scale_match, scale_bytes));
     return po;
@@ -106,6 +109,8 @@ static void add_shard(cJSON *root, const fp4_audit *a)
         cJSON_AddNumberToObject(o, "index", t->position);
         cJSON_AddItemToObject(o, "export", hex3(&t->export_));
         cJSON_AddItemToObject(o, "requant", hex3(&t->requant));
+        cJSON_AddItemToObject(o, "export_nonamax", hex3(&t->export_na));
+        cJSON_AddItemToObject(o, "requant_nonamax", hex3(&t->requant_na));
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
         cJSON_AddNumberToObject(o, "scale_match", (double)t->scale_match);
@@ -165,8 +170,8 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
             cJSON_AddStringToObject(qo, "layout", q->layout);
             cJSON_AddNumberToObject(qo, "block", q->block);
         }
-        sums_json(o, "export", &t->export_, t->histogram);
-        sums_json(o, "requant", &t->requant, t->rq_histogram);
+        sums_json(o, "export", &t->export_, &t->export_na, t->histogram);
+        sums_json(o, "requant", &t->requant, &t->requant_na, t->rq_histogram);
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
@@ -223,7 +228,9 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
     }
     int np = 0;
     for (int i = 0; i < a->n; i++) np += a->t[i].layout_fit == FP4_AUDIT_H_DECLARED;
-    cJSON *po = fp4_report_audit_pooled_json(np, &a->pooled_export, &a->pooled_requant,
+    const fp4_audit_sums pex[2] = {a->pooled_export, a->pooled_export_na};
+    const fp4_audit_sums prq[2] = {a->pooled_requant, a->pooled_requant_na};
+    cJSON *po = fp4_report_audit_pooled_json(np, pex, prq,
                                              a->pooled_histogram, a->pooled_rq_histogram,
                                              a->pooled_nonnearest, a->pooled_elements,
                                              a->pooled_scale_match, a->pooled_scale_bytes);

@@ -1057,6 +1057,16 @@ static int64_t count_of(const cJSON *o, const char *key)
     return (int64_t)v->valuedouble;
 }
 
+/* The non-amax SQNR and its status a side shows are the ones its exact non-amax sums give. */
+static bool audit_nonamax_ok(const cJSON *shown, const fp4_audit_sums *na)
+{
+    const char *status;
+    const double q = fp4_audit_sqnr(na, &status);
+    const cJSON *ss = get(shown, "sqnr_nonamax_status");
+    return num_matches(get(shown, "sqnr_nonamax_db"), q, 1e-13) && cJSON_IsString(ss) &&
+           !strcmp(ss->valuestring, status);
+}
+
 /* The SQNR and alpha a tensor (or hypothesis) shows are the ones its exact sums give. */
 static bool audit_shown_ok(const cJSON *shown, const fp4_audit_sums *s)
 {
@@ -1177,12 +1187,14 @@ static const char *audit_buckets_check(const cJSON *o, int side, int64_t element
  * block holding the elements, the layout verdict and the pool flag as the run decides them
  * (fp4_audit_sane from the SQNRs, the fitting hypothesis the sane one of the highest SQNR), the
  * per-tensor scale's match. NULL when all agree, else the field that does not. */
-static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_audit_sums *e,
-                                      const fp4_audit_sums *r, int64_t elements, int64_t nonnear,
+static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_audit_sums e[2],
+                                      const fp4_audit_sums r[2], int64_t elements, int64_t nonnear,
                                       int64_t match, int64_t bytes, int64_t eh[16], int64_t rh[16])
 {
-    if (!audit_shown_ok(get(o, "export"), e)) return "export";
-    if (!audit_shown_ok(get(o, "requant"), r)) return "requant";
+    if (!audit_shown_ok(get(o, "export"), &e[0])) return "export";
+    if (!audit_shown_ok(get(o, "requant"), &r[0])) return "requant";
+    if (!audit_nonamax_ok(get(o, "export"), &e[1])) return "export.sqnr_nonamax_db";
+    if (!audit_nonamax_ok(get(o, "requant"), &r[1])) return "requant.sqnr_nonamax_db";
     if (count_of(o, "elements") != elements) return "elements";
     if (count_of(o, "nonnearest") != nonnear || nonnear > elements) return "nonnearest";
     if (count_of(o, "scale_bytes") != bytes) return "scale_bytes";
@@ -1386,26 +1398,28 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
         goto out;
     }
     if ((st = names_once(p, tu, nt, eu, ne)) != FP4_OK) goto out;
-    fp4_audit_sums pe = {0}, pr = {0};
+    fp4_audit_sums pe[2] = {{0}}, pr[2] = {{0}};
     int64_t nn = 0, el = 0, sm = 0, sb = 0, peh[16] = {0}, prh[16] = {0};
     int np = 0;
     for (int i = 0; i < nt; i++) {
         const cJSON *x = tu[i].partial, *o = tu[i].obj;
         const cJSON *nm = get(o, "name");
-        fp4_audit_sums e, r;
+        fp4_audit_sums e[2], r[2];
         int64_t elements = count_of(x, "elements"), nonnear = count_of(x, "nonnearest");
         int64_t match = count_of(x, "scale_match"), bytes = count_of(x, "scale_bytes");
         const cJSON *pooled = get(x, "pooled");
         if (elements < 0 || nonnear < 0 || match < 0 || bytes < 0 || !cJSON_IsBool(pooled) ||
-            !audit_sums_of(get(x, "export"), elements, &e) ||
-            !audit_sums_of(get(x, "requant"), elements, &r)) {
+            !audit_sums_of(get(x, "export"), elements, &e[0]) ||
+            !audit_sums_of(get(x, "requant"), elements, &r[0]) ||
+            !audit_sums_of(get(x, "export_nonamax"), elements - bytes, &e[1]) ||
+            !audit_sums_of(get(x, "requant_nonamax"), elements - bytes, &r[1])) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: malformed exact partial sums",
                            p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?");
             goto out;
         }
         int64_t eh[16], rh[16];
         const char *field =
-            audit_tensor_check(o, x, &e, &r, elements, nonnear, match, bytes, eh, rh);
+            audit_tensor_check(o, x, e, r, elements, nonnear, match, bytes, eh, rh);
         if (field || !cJSON_IsString(nm) || !*nm->valuestring) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: the numbers shown are not what its exact sums "
                                           "give (\"%s\"; edited part?)",
@@ -1414,15 +1428,17 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
             goto out;
         }
         if (cJSON_IsTrue(pooled)) { /* as the run pools: in selection order */
-            pe.xx += e.xx, pe.ee += e.ee, pe.xq += e.xq, pe.n += e.n;
-            pr.xx += r.xx, pr.ee += r.ee, pr.xq += r.xq, pr.n += r.n;
+            for (int k = 0; k < 2; k++) {
+                pe[k].xx += e[k].xx, pe[k].ee += e[k].ee, pe[k].xq += e[k].xq, pe[k].n += e[k].n;
+                pr[k].xx += r[k].xx, pr[k].ee += r[k].ee, pr[k].xq += r[k].xq, pr[k].n += r[k].n;
+            }
             nn += nonnear, el += elements, sm += match, sb += bytes;
             for (int c = 0; c < 16; c++) peh[c] += eh[c], prh[c] += rh[c];
             np++;
         }
     }
     if ((st = audit_groups_check(p, tu, nt)) != FP4_OK) goto out;
-    cJSON *po = fp4_report_audit_pooled_json(np, &pe, &pr, peh, prh, nn, el, sm, sb);
+    cJSON *po = fp4_report_audit_pooled_json(np, pe, pr, peh, prh, nn, el, sm, sb);
     cJSON *ta = cJSON_CreateArray(), *ea = cJSON_CreateArray(), *av = cJSON_CreateArray();
     if (!po || !ta || !ea || !av) {
         cJSON_Delete(po), cJSON_Delete(ta), cJSON_Delete(ea), cJSON_Delete(av);

@@ -468,6 +468,30 @@ static void sums_add(fp4_audit_sums *s, const float *x, const float *q, int64_t 
     s->n += n;
 }
 
+/* sums_add over the non-amax entries of n / block blocks of `block` entries: each block's
+ * entries but the first attaining its amax over the finite |x| (index 0 in a block of zeros),
+ * as the recipe statistics' sqnr_nonamax (SPEC §5.1, engine_impl.h fp4_block_amax). */
+static void sums_add_nonamax(fp4_audit_sums *s, const float *x, const float *q, int64_t n,
+                             int block)
+{
+    for (int64_t b0 = 0; b0 + block <= n; b0 += block) {
+        float a = 0.0f;
+        int k = 0;
+        for (int j = 0; j < block; j++) {
+            const float v = fabsf(x[b0 + j]);
+            if (isfinite(v) && v > a) a = v, k = j;
+        }
+        for (int j = 0; j < block; j++) {
+            if (j == k) continue;
+            const double xd = x[b0 + j], qd = q[b0 + j], e = xd - qd;
+            s->xx += xd * xd;
+            s->ee += e * e;
+            s->xq += xd * qd;
+        }
+        s->n += block - 1;
+    }
+}
+
 static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
 {
     a->xx += b->xx;
@@ -683,6 +707,8 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         if (w.try_recip) sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, bu->rec, n);
         if (w.try_swz) sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, bu->swz, n);
         sums_add(&t->requant, x, bu->rq, n);
+        sums_add_nonamax(&t->export_na, x, dec, n, q->block);
+        sums_add_nonamax(&t->requant_na, x, bu->rq, n, q->block);
     }
     t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
     /* a declared rule that misses a byte: another MX rule that gives every one, named */
@@ -1013,6 +1039,8 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         if (t->layout_fit == FP4_AUDIT_H_DECLARED) { /* the pool: tensors read as declared */
             sums_merge(&a->pooled_export, &t->export_);
             sums_merge(&a->pooled_requant, &t->requant);
+            sums_merge(&a->pooled_export_na, &t->export_na);
+            sums_merge(&a->pooled_requant_na, &t->requant_na);
             a->pooled_nonnearest += t->nonnearest;
             a->pooled_elements += t->export_.n;
             a->pooled_scale_bytes += t->scale_bytes;

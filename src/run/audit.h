@@ -63,6 +63,9 @@ typedef struct fp4_audit_tensor {
     char *name;                 /* the logical name (owned) */
     fp4_qtensor q;              /* a copy; its owned strings are this entry's */
     fp4_audit_sums export_, requant;
+    fp4_audit_sums export_na, requant_na; /* the same over the non-amax entries: each block's
+                                             entries but the first attaining its finite
+                                             source amax (SPEC §5.1, §11) */
     fp4_audit_sums hyp[FP4_AUDIT_NH]; /* export under each hypothesis ([0] = export_) */
     bool hyp_tried[FP4_AUDIT_NH];
     int layout_fit;             /* hypothesis that fits: FP4_AUDIT_H_DECLARED when sane */
@@ -111,6 +114,7 @@ typedef struct fp4_audit {
     fp4_audit_tensor *t;        /* in QUANTIZED's listing order */
     int n;
     fp4_audit_sums pooled_export, pooled_requant;
+    fp4_audit_sums pooled_export_na, pooled_requant_na; /* non-amax */
     int64_t pooled_nonnearest, pooled_elements, pooled_scale_bytes, pooled_scale_match;
     int64_t pooled_histogram[16], pooled_rq_histogram[16]; /* export and requant codes */
     fp4_audit_error *errors;

@@ -113,6 +113,9 @@ edit '"requant.bucket_ratio_8"' 't["requant"]["bucket_ratio_8"] -= 0.01'
 edit '"requant.max_frac"' 't["requant"]["max_frac"] = 0.5'
 edit '"requant.histogram"' 't["requant"]["histogram"][7] += 1'
 edit '"export.bucket_ratio_15"' 'h = t["export"]["histogram"]; h[7] -= 1; h[6] += 1'
+# the non-amax SQNR and its status shown are what each side's exact non-amax sums give
+edit '"export.sqnr_nonamax_db"' 't["export"]["sqnr_nonamax_db"] += 0.5'
+edit '"requant.sqnr_nonamax_db"' 't["requant"]["sqnr_nonamax_status"] = "exact"'
 "$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" --shard 0/2 -q >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || fail "--shard without -o: exit $rc"
 exit 0

@@ -8,7 +8,7 @@
 # tensor's SQNR and alpha against the bf16 source in fp64, independently of fp4diag.
 # `fp4diag audit` must read every export bit for bit (against ModelOpt's decode as the source,
 # every tensor "exact"), and against the bf16 source give numpy's SQNR to 1e-6 dB and alpha to
-# 1e-12, reproduce every stored block-scale byte and per-tensor scale (scale_match_frac 1:
+# 1e-12 (and its non-amax SQNR, SPEC §11, to 1e-6 dB), reproduce every stored block-scale byte and per-tensor scale (scale_match_frac 1:
 # ModelOpt's exports are round-to-nearest, the RTN column's SQNR the export's), and find the
 # layout as declared. `sqnr` on an export alone analyses no scale as a weight: each quantized
 # module is one skipped "already quantized" entry, by default, with '*', and where a scale
@@ -77,13 +77,21 @@ for fx in ("modelopt_nvfp4", "modelopt_mixed", "modelopt_mxfp4"):
     os.makedirs(os.path.join(out, "dec_" + fx))
     save_file(dec, os.path.join(out, "dec_" + fx, "model.safetensors"))
     # fp64, numpy: the export (ModelOpt's decode) against the bf16 source
-    want, S = {}, np.zeros(3)
+    # and over the non-amax elements: each block's but the first attaining its amax
+    want, S = {}, np.zeros(5)
+    B = 32 if fx == "modelopt_mxfp4" else 16
     for k, q in dec.items():
         a, b = x[k].ravel(), q.numpy().astype(np.float64).ravel()
-        s = np.array([a @ a, (a - b) @ (a - b), a @ b])
-        want[k] = {"sqnr_db": 10 * np.log10(s[0] / s[1]), "alpha": s[2] / s[0]}
+        ab, bb = a.reshape(-1, B), b.reshape(-1, B)
+        keep = np.ones(ab.shape, bool)
+        keep[np.arange(len(ab)), np.argmax(np.abs(ab), axis=1)] = False
+        s = np.array([a @ a, (a - b) @ (a - b), a @ b, (ab[keep] ** 2).sum(),
+                      ((ab - bb)[keep] ** 2).sum()])
+        want[k] = {"sqnr_db": 10 * np.log10(s[0] / s[1]), "alpha": s[2] / s[0],
+                   "nonamax_db": 10 * np.log10(s[3] / s[4])}
         S += s
-    want["(pooled)"] = {"sqnr_db": 10 * np.log10(S[0] / S[1]), "alpha": S[2] / S[0]}
+    want["(pooled)"] = {"sqnr_db": 10 * np.log10(S[0] / S[1]), "alpha": S[2] / S[0],
+                        "nonamax_db": 10 * np.log10(S[3] / S[4])}
     json.dump(want, open(os.path.join(out, fx + ".want.json"), "w"))
 print(json.dumps(versions))
 PY
@@ -109,6 +117,7 @@ for t in sr["tensors"]:  # numpy's fp64 numbers; ModelOpt's scale rule and round
     w = want[t["name"]]
     assert abs(t["export"]["sqnr_db"] - w["sqnr_db"]) <= 1e-6, (t["name"], t["export"], w)
     assert abs(t["export"]["alpha"] - w["alpha"]) <= 1e-12, (t["name"], t["export"], w)
+    assert abs(t["export"]["sqnr_nonamax_db"] - w["nonamax_db"]) <= 1e-6, (t["name"], t["export"], w)
     assert t["scale_match_frac"] == 1, (t["name"], t["scale_byte_diff"])
     g = t["global_scale"]  # NVFP4's per-tensor scale (MXFP4 has none)
     assert g is None if fmt == "mxfp4" else g["match"] and (g["group"] is None or g["group_shared"] is True), (t["name"], g)
@@ -117,6 +126,7 @@ for t in sr["tensors"]:  # numpy's fp64 numbers; ModelOpt's scale rule and round
 p, w = sr["pooled"], want["(pooled)"]
 assert p["tensors"] == nq and p["scale_match_frac"] == 1, p
 assert abs(p["export"]["sqnr_db"] - w["sqnr_db"]) <= 1e-6 and abs(p["export"]["alpha"] - w["alpha"]) <= 1e-12, (p, w)
+assert abs(p["export"]["sqnr_nonamax_db"] - w["nonamax_db"]) <= 1e-6, (p, w)
 PY
     # the export alone: every quantized module one skipped entry, no scale analysed as a weight,
     # by default, with every tensor selected ('*') and with a scale tensor named
