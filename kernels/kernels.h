@@ -32,7 +32,11 @@ enum {
 
 /* The recipe statistics (SPEC §5.1, fp4k_stats): per-chunk fp64 sums, in this order (fp4_ssums'
  * layout: FP4K_NTSUMS doubles per chunk), each chunk's block sums added in block order. */
-enum { FP4K_T_X2NA = 0, FP4K_T_ERR2NA, FP4K_T_FOS, FP4K_NTSUMS };
+enum {
+    FP4K_T_X2NA = 0, FP4K_T_ERR2NA, FP4K_T_FOS,
+    FP4K_T_SP_FLUSH, FP4K_T_SP_SCALE, FP4K_T_SP_GRID, FP4K_T_SP_CROSS, /* the error split */
+    FP4K_NTSUMS
+};
 
 /* ... and its exact integer counters over all chunks of a launch (order-free). */
 enum {
@@ -41,6 +45,7 @@ enum {
     FP4K_SC_NONZERO,     /* st_nonzero */
     FP4K_SC_UNDERFLOWS,  /* underflows */
     FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4,
+    FP4K_SC_SPLIT_BLOCKS, /* split_blocks */
     FP4K_SC_HIST_BLOCKS, /* hist_blocks */
     FP4K_SC_MAXERR,      /* fp64 bits of max_abs_err (>= 0: orders as its bits) */
     FP4K_SC_SCALE0,      /* 256: scale_hist */
@@ -69,6 +74,8 @@ typedef struct fp4k_cfg {
     int64_t counted_len; /* entries per row that count in the metrics */
     float nv_m4;         /* nvfp4: S_enc * 0.25, Four over Six's scale to 4 (SPEC §5.1) */
     int fos;             /* fp4_fos_applies: fp4k_stats evaluates Four over Six */
+    int split;           /* fp4_split_applies: fp4k_stats evaluates the error split */
+    float tensor_amax;   /* the plan's tensor amax (the split's amax_s under tensor scales) */
 } fp4k_cfg;
 
 /* Whether the fused kernel handles cfg (block <= 256, rht_n <= 64 * block); the backend runs

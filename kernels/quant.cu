@@ -1058,6 +1058,26 @@ __device__ __forceinline__ float st_xq(const fp4c_grid *g, const KP &p, const fp
     return __uint_as_float(__float_as_uint(aq) | (__float_as_uint(x) & 0x80000000u));
 }
 
+/* The error split's x̃ (SPEC §5.1; stats.c split_rtne_body's fp64 lane arithmetic): |x| · rs
+ * clamped to g_max, its level by the midpoint chain in fp64 (ties to the even code), the level
+ * as the sum of the grid's fp32 steps in order, times ss, with x's sign. */
+__device__ __forceinline__ double st_xt(const fp4c_grid *g, float x, double rs, double ss)
+{
+    const double gm = (double)g->gmax;
+    const double ts = __dmul_rn((double)fp4c_absf(x), rs);
+    const double tc = ts < gm ? ts : gm;
+    double q = 0.0;
+#pragma unroll
+    for (int i = 0; i < 7; i++) {
+        const bool up = (i & 1) ? tc >= (double)g->mid[i] : tc > (double)g->mid[i];
+        const double st = (double)__fsub_rn(g->q[i + 1], g->q[i]);
+        q = i == 0 ? (up ? st : 0.0) : __dadd_rn(q, up ? st : 0.0);
+    }
+    const double a = __dmul_rn(q, ss);
+    return __longlong_as_double(__double_as_longlong(a) |
+                                (__float_as_int(x) < 0 ? (long long)0x8000000000000000ull : 0ll));
+}
+
 /* One warp's counts of key (>= 0; -1: none) into c[key], one atomic per distinct key. Every
  * lane of the warp calls it. */
 __device__ __forceinline__ void warp_bin_add(unsigned long long *c, int key)
@@ -1068,7 +1088,8 @@ __device__ __forceinline__ void warp_bin_add(unsigned long long *c, int key)
 }
 
 /* Thread per block, two chunks per CTA (ST_NT threads): the block's statistics as
- * engine/stats.c computes them (group_stats / stats_rtne_body / stats_sr, fos_group), each
+ * engine/stats.c computes them (group_stats / stats_rtne_body / stats_sr, fos_group,
+ * split_group), each
  * block sum from +0 in element order over its counted entries; then thread f of the CTA adds
  * field f % FP4K_NTSUMS of chunk f / FP4K_NTSUMS over its 64 blocks in block order (a block
  * without counted entries holds +0: the CPU skips it, the same sum). Integer counts, the
@@ -1093,7 +1114,8 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
     const int64_t ch = (int64_t)blockIdx.x * 2 + tid / CHUNK_BLOCKS;
     const int kb = tid % CHUNK_BLOCKS;
     double sx2 = 0.0, se2 = 0.0, fos = 0.0, mx = 0.0;
-    uint32_t n_blk = 0, n_cnt = 0, n_nz = 0, n_uf = 0, n_fos = 0, n_fos4 = 0;
+    double sp_fl = 0.0, sp_sc = 0.0, sp_gr = 0.0, sp_cr = 0.0;
+    uint32_t n_blk = 0, n_cnt = 0, n_nz = 0, n_uf = 0, n_fos = 0, n_fos4 = 0, n_sp = 0;
     int abin = -1, sbin = -1;
     const int64_t row = ch < p.nchunks ? ch / p.cpr : 0;
     const int64_t blk = (ch < p.nchunks ? ch - row * p.cpr : 0) * CHUNK_BLOCKS + kb;
@@ -1127,6 +1149,11 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
             const uint64_t idx0 =
                 (uint64_t)(p.row0 + row) * (uint64_t)p.c.padded_len + (uint64_t)col;
             double e6 = 0.0, e4 = 0.0;
+            /* the error split's unrounded scale s* = amax_s / g_max and its inverse (fp64) */
+            const float as = p.c.scale == 3 ? p.c.tensor_amax : amax_s;
+            const double gmd = (double)g->gmax;
+            const double sp_rs = as > 0.f ? gmd / (double)as : 0.0;
+            const double sp_ss = as > 0.f ? (double)as / gmd : 0.0;
             for (int j = 0; j < jn; j++) {
                 const float x = j < real ? src[j] : 0.f;
                 float aq;
@@ -1147,6 +1174,18 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
                     k = k < 1 ? 0 : (k > 127 ? 127 : k);
                     atomicAdd(&s_rh[k], 1u);
                 }
+                if (p.c.split) {
+                    /* flushed (x != 0, x̂ == 0): x²; the others their three terms */
+                    if (x != 0.f && aq == 0.f) {
+                        sp_fl = __dadd_rn(sp_fl, __dmul_rn(dx, dx));
+                    } else {
+                        const double xt = st_xt(g, x, sp_rs, sp_ss);
+                        const double a = __dsub_rn((double)xq, xt), b = __dsub_rn(xt, dx);
+                        sp_sc = __dadd_rn(sp_sc, __dmul_rn(a, a));
+                        sp_gr = __dadd_rn(sp_gr, __dmul_rn(b, b));
+                        sp_cr = __dadd_rn(sp_cr, __dmul_rn(a, b));
+                    }
+                }
                 if (p.c.fos) {
                     e6 = __dadd_rn(e6, dd);
                     float aq4;
@@ -1163,6 +1202,7 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
                 n_fos4 = four;
                 fos = four ? e4 : e6;
             }
+            n_sp = p.c.split ? 1u : 0u;
             /* fp4_amax_bin; the stored scale byte of a non-zero nvfp4 / mxfp4 block */
             abin = amax > 0.f ? 1 + (int)(__float_as_uint(amax) >> 22) : 0;
             if ((p.c.scale == 1 || p.c.scale == 2) && amax > 0.f) sbin = bp.sbyte;
@@ -1171,13 +1211,17 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
     s_sum[FP4K_T_X2NA * ST_NT + tid] = sx2;
     s_sum[FP4K_T_ERR2NA * ST_NT + tid] = se2;
     s_sum[FP4K_T_FOS * ST_NT + tid] = fos;
+    s_sum[FP4K_T_SP_FLUSH * ST_NT + tid] = sp_fl;
+    s_sum[FP4K_T_SP_SCALE * ST_NT + tid] = sp_sc;
+    s_sum[FP4K_T_SP_GRID * ST_NT + tid] = sp_gr;
+    s_sum[FP4K_T_SP_CROSS * ST_NT + tid] = sp_cr;
     warp_bin_add(sc + FP4K_SC_AMAX0, abin);
     warp_bin_add(sc + FP4K_SC_SCALE0, sbin);
-    const uint32_t cv[6] = {n_blk, n_cnt, n_nz, n_uf, n_fos, n_fos4};
-    const int ci[6] = {FP4K_SC_BLOCKS, FP4K_SC_COUNT, FP4K_SC_NONZERO, FP4K_SC_UNDERFLOWS,
-                       FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4};
+    const uint32_t cv[7] = {n_blk, n_cnt, n_nz, n_uf, n_fos, n_fos4, n_sp};
+    const int ci[7] = {FP4K_SC_BLOCKS, FP4K_SC_COUNT, FP4K_SC_NONZERO, FP4K_SC_UNDERFLOWS,
+                       FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4, FP4K_SC_SPLIT_BLOCKS};
 #pragma unroll
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
         if ((tid & 31) == 0 && v) {
             atomicAdd(&sc[ci[i]], (unsigned long long)v);

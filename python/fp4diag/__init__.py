@@ -71,7 +71,7 @@ library_path = _lib.path
 __version__ = version()
 
 # options that take no value (a flag when True)
-_FLAGS = {"weight_2d", "allow_external", "all_tensors", "all_weights"}
+_FLAGS = {"weight_2d", "allow_external", "all_tensors", "all_weights", "error_split"}
 # options that may be given more than once (a list gives one per item)
 _REPEAT = {"exclude"}
 

@@ -61,6 +61,7 @@ OPTION_SETS = [
     {"format": "e2m1,e1m2", "rounding": "sr", "seed": 7, "sr_bits": 8},
     {"format": "nvfp4", "axis": 0, "rht": True, "rht_size": 32, "rht_signs": "seed:3"},
     {"format": "nvfp4", "weight_2d": True, "threads": 1},
+    {"formats": ["e2m1", "int4"], "scale": "mxfp4", "error_split": True},
 ]
 
 
@@ -95,6 +96,17 @@ class AnalyzeNumpy(unittest.TestCase):
         for opts in OPTION_SETS:
             with self.subTest(opts=opts):
                 self.check_equal(self.x, "x32", **opts)
+
+    def test_error_split_opt_in(self):
+        # only asked for; the shares add to 1, and nothing else moves
+        on = self.check_equal(self.x, "xs", format="nvfp4", error_split=True)
+        off = fp4diag.analyze(self.x, name="xs", format="nvfp4")
+        es = on["results"][0]["error_split"]
+        self.assertAlmostEqual(es["flushed"] + es["scale"] + es["grid"] + es["cross"], 1.0,
+                               delta=1e-12)
+        self.assertNotIn("error_split", off["results"][0])
+        del on["results"][0]["error_split"]
+        self.assertEqual(on, off)
 
     def test_f16(self):
         for opts in OPTION_SETS[:3]:

@@ -27,6 +27,10 @@ _Static_assert(sizeof(fp4_fsums) == FP4K_NSUMS * sizeof(double), "FP4K_NSUMS");
 _Static_assert(offsetof(fp4_ssums, x2_na) == FP4K_T_X2NA * sizeof(double), "FP4K_T_X2NA");
 _Static_assert(offsetof(fp4_ssums, err2_na) == FP4K_T_ERR2NA * sizeof(double), "FP4K_T_ERR2NA");
 _Static_assert(offsetof(fp4_ssums, fos_err2) == FP4K_T_FOS * sizeof(double), "FP4K_T_FOS");
+_Static_assert(offsetof(fp4_ssums, sp_flush) == FP4K_T_SP_FLUSH * sizeof(double), "SP_FLUSH");
+_Static_assert(offsetof(fp4_ssums, sp_scale) == FP4K_T_SP_SCALE * sizeof(double), "SP_SCALE");
+_Static_assert(offsetof(fp4_ssums, sp_grid) == FP4K_T_SP_GRID * sizeof(double), "SP_GRID");
+_Static_assert(offsetof(fp4_ssums, sp_cross) == FP4K_T_SP_CROSS * sizeof(double), "SP_CROSS");
 _Static_assert(sizeof(fp4_ssums) == FP4K_NTSUMS * sizeof(double), "FP4K_NTSUMS");
 _Static_assert(FP4K_SC_AMAX0 - FP4K_SC_SCALE0 == 256, "scale_hist");
 _Static_assert(FP4K_SC_RERR0 - FP4K_SC_AMAX0 == FP4_AMAX_BINS, "FP4_AMAX_BINS");
@@ -160,6 +164,8 @@ void fp4_cuda_cfg_of(const fp4_qplan *p, struct fp4k_cfg *o)
     o->counted_len = p->counted_len;
     o->nv_m4 = p->nv_m4;
     o->fos = fp4_fos_applies(&p->cfg);
+    o->split = fp4_split_applies(&p->cfg);
+    o->tensor_amax = p->tensor_amax;
 }
 
 static void stage_free(cuda_be *cb)
@@ -728,6 +734,7 @@ static void device_stats_add(fp4_metrics *m, const uint64_t *k)
     m->underflows += k[FP4K_SC_UNDERFLOWS];
     m->fos_blocks += k[FP4K_SC_FOS_BLOCKS];
     m->fos_blocks4 += k[FP4K_SC_FOS_BLOCKS4];
+    m->split_blocks += k[FP4K_SC_SPLIT_BLOCKS];
     m->hist_blocks += k[FP4K_SC_HIST_BLOCKS];
     for (int i = 0; i < 256; i++) m->scale_hist[i] += k[FP4K_SC_SCALE0 + i];
     for (int i = 0; i < FP4_AMAX_BINS; i++) m->amax_hist[i] += k[FP4K_SC_AMAX0 + i];

@@ -13,7 +13,7 @@
 static const char *const api_options[] = {
     "format", "scale",   "block",  "axis",   "rounding",  "seed",           "rht",
     "rht-size", "rht-signs", "mx-rule", "weight-2d", "sr-bits", "threads", "device",
-    "mem-limit", "allow-external", NULL};
+    "mem-limit", "allow-external", "error-split", NULL};
 
 fp4d_status fp4d_config_parse_argv(int argc, const char *const *argv, fp4d_config **out)
 {

@@ -23,6 +23,7 @@ enum {
     OPT_RHT_SIGNS,
     OPT_MX_RULE,
     OPT_WEIGHT_2D,
+    OPT_ERROR_SPLIT,
     OPT_SR_BITS,
     OPT_THREADS,
     OPT_DEVICE,
@@ -51,6 +52,7 @@ static const struct option base_longopts[] = {
     {"rht-signs", required_argument, NULL, OPT_RHT_SIGNS},
     {"mx-rule", required_argument, NULL, OPT_MX_RULE},
     {"weight-2d", no_argument, NULL, OPT_WEIGHT_2D},
+    {"error-split", no_argument, NULL, OPT_ERROR_SPLIT},
     {"sr-bits", required_argument, NULL, OPT_SR_BITS},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -211,6 +213,7 @@ static fp4_status handle_base(fp4_options *opt, int c, const char *arg)
         return FP4_OK;
     case OPT_MX_RULE: return fp4_mx_rule_parse(arg, &o->mx_rule);
     case OPT_WEIGHT_2D: o->weight_2d = true; return FP4_OK;
+    case OPT_ERROR_SPLIT: o->error_split = true; return FP4_OK;
     case OPT_SR_BITS:
         if (parse_int("sr-bits", arg, 1, 24, &v) != FP4_OK || (v != 24 && v != 8))
             return fp4_error(FP4_ERR_USAGE, "--sr-bits: '%s' must be 24 or 8", arg);

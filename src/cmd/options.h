@@ -98,7 +98,8 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --mx-rule R         mxfp4 scale rule: floor (default) or rceil\n"                       \
     "  --weight-2d         nvfp4 only: one block scale per 16x16 tile\n"
 #define FP4_OPTHELP_LAYERS                                                                     \
-    "  --layers K          also report compound shrinkage over K layers\n"
+    "  --layers K          also report compound shrinkage over K layers\n"                     \
+    "  --error-split       also the error split (rtne): flushed, scale and grid rounding\n"
 #define FP4_OPTHELP_RUN                                                                        \
     "  --threads N         CPU threads (default 0 = all cores)\n"                              \
     "  --device D          cpu, cuda or auto (default auto)\n"                                 \

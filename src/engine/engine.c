@@ -209,6 +209,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     }
     const bool grouped = p->cfg.rounding == FP4_ROUND_RTNE && !deq && !codes &&
                          B <= GRP_MAX_BLOCK;
+    const int xs = fp4_row_extra_what(p);
     float *T = tamax + nblk, *W = T + (int64_t)GRP * B;
     const int64_t ngrp = (nblk + GRP - 1) / GRP;
     for (int r = 0; grouped && r < nr; r++) {
@@ -268,9 +269,9 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         if (!(kern->row && kern->row_stats))
             fp4_row_stats_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
                                   pr);
-        if (fp4_fos_applies(&p->cfg)) /* Four over Six (SPEC §5.1) */
-            fp4_row_fos_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
-                                pr);
+        if (xs) /* Four over Six, the error split (SPEC §5.1) */
+            fp4_row_extra_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
+                                  pr, xs);
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
@@ -294,9 +295,9 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     for (int r = 0; !grouped && r < nr; r++) {
         fp4_row_stats(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL,
                       (uint64_t)(grow + r) * (uint64_t)P, SW, partials + (int64_t)r * nchunk);
-        if (fp4_fos_applies(&p->cfg))
-            fp4_row_fos(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL, SW,
-                        partials + (int64_t)r * nchunk);
+        if (xs)
+            fp4_row_extra(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL, SW,
+                          partials + (int64_t)r * nchunk, xs);
     }
 }
 

@@ -502,18 +502,22 @@ void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row
                            const float *tamax, load_fn load, float *Tb, float *W,
                            fp4_metrics *pr);
 
-/* stats.c: the Four over Six statistics (SPEC §5.1; call only where fp4_fos_applies) of one
- * prepared row into its chunk partials pr (fos_blocks, fos_blocks4, fos_err2; each block's
- * two errors fp64 from +0.0 in element order, the chosen ones added in block order):
- *   fp4_row_fos_grouped: from the row's groups as the grouped kernel reads them (row: the
+/* stats.c: the statistics of SPEC §5.1 that run as their own pass after the row kernel, on
+ * the groups the kernel read: Four over Six (FP4_XS_FOS: fos_blocks, fos_blocks4, fos_err2;
+ * where fp4_fos_applies) and the error split (FP4_XS_SPLIT: split_*; where fp4_split_applies).
+ * fp4_row_extra_what: the set for p's config (0: none). One prepared row into its chunk
+ * partials pr; each block's sums fp64 from +0.0 in element order, added in block order:
+ *   fp4_row_extra_grouped: from the row's groups as the grouped kernel reads them (row: the
  *     cached groups, else loaded by `load` into Tb, W: scratch as fp4_row_stats_grouped);
- *   fp4_row_fos: from v itself (any block size), w: GRP * block floats of scratch.
- * The same bits on every variant (one lane loop compiled per instruction set, no
- * contraction). */
-void fp4_row_fos_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
-                         const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr);
-void fp4_row_fos(const fp4_qplan *p, const float *v, const float *tamax, float *w,
-                 fp4_metrics *pr);
+ *   fp4_row_extra: from v itself (any block size), w: GRP * block floats of scratch.
+ * The same bits on every variant (lane loops compiled per instruction set, no contraction). */
+enum { FP4_XS_FOS = 1, FP4_XS_SPLIT = 2 };
+int fp4_row_extra_what(const fp4_qplan *p);
+void fp4_row_extra_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
+                           const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr,
+                           int what);
+void fp4_row_extra(const fp4_qplan *p, const float *v, const float *tamax, float *w,
+                   fp4_metrics *pr, int what);
 
 /* One variant: the per-group body (group_quant), the group loader and the whole-row kernel
  * (or NULL: group by group). row_stats: the row kernel also computes the recipe statistics

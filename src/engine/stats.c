@@ -396,8 +396,155 @@ static void fos_group(const fp4_qplan *p, const float *T, const float *am, const
     m->fos_blocks4 += n4;
 }
 
-void fp4_row_fos_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
-                         const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr)
+/* ---- the error split (SPEC §5.1) --------------------------------------------------------------
+ * Per finite block with counted entries (RTNE), each entry's x̂ as the config gives it (the
+ * lane arithmetic of stats_rtne_body) and x̃: |x| · r* (fp64, r* = g_max / amax_s) clamped to
+ * g_max, rounded on the grid (RTNE, ties to the even code, fp64 compares with the grid's
+ * midpoints), times s* = amax_s / g_max (fp64), with x's sign; amax_s the amax the config's
+ * scale is computed from (the block's, the 16x16 tile's with weight_2d, the tensor's for
+ * tensor scales); r* = s* = 0 where amax_s is 0. Entries with x != 0 and x̂ == 0 add x² to
+ * the flushed sum, the others (x̂ − x̃)², (x̃ − x)² and (x̂ − x̃)(x̃ − x), fp64 from +0.0 in
+ * element order. */
+typedef struct split_lanes {
+    float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
+    double rs[GRP], ss[GRP];
+    int32_t cnt[GRP];
+} split_lanes;
+
+typedef struct split_out {
+    double fl[GRP], sc[GRP], gr[GRP], cr[GRP];
+} split_out;
+
+static inline FP4_ISA_INLINE int split_rtne_body(const fp4_qplan *p, const float *T,
+                                                 const split_lanes *ln, split_out *o)
+{
+    const int B = p->block;
+    const fp4c_grid *g = &p->grid;
+    v8f st[7], md[7];
+    v8d sd[7], mdd[7];
+    for (int i = 0; i < 7; i++) {
+        const float s = g->q[i + 1] - g->q[i], m = g->mid[i];
+        st[i] = (v8f){s, s, s, s, s, s, s, s};
+        md[i] = (v8f){m, m, m, m, m, m, m, m};
+        sd[i] = (v8d){0} + (double)s;
+        mdd[i] = (v8d){0} + (double)m;
+    }
+    const float gmax = g->gmax;
+    const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
+    const v8d gmd = (v8d){0} + (double)gmax;
+    v8f vmul, vdv, vd1, vd2;
+    v8d vrs, vss;
+    v8i vcnt;
+    memcpy(&vmul, ln->mul, sizeof vmul);
+    memcpy(&vdv, ln->dv, sizeof vdv);
+    memcpy(&vd1, ln->d1, sizeof vd1);
+    memcpy(&vd2, ln->d2, sizeof vd2);
+    memcpy(&vrs, ln->rs, sizeof vrs);
+    memcpy(&vss, ln->ss, sizeof vss);
+    memcpy(&vcnt, ln->cnt, sizeof vcnt);
+    const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
+    const v8l sgnd = (v8l){0} + (int64_t)0x8000000000000000ull;
+    const v8f zf = {0};
+    v8d fl = {0}, sc = {0}, gr = {0}, cr = {0};
+    for (int j = 0; j < B; j++) {
+        v8f x;
+        memcpy(&x, T + (int64_t)j * GRP, sizeof x);
+        const v8f ax = vf_bits((v8i)x & absm);
+        const v8f t = (ax * vmul) / vdv;
+        const v8i lt = t < gm;
+        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
+        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
+                      vf_bits((v8i)st[6] & p6);
+        const v8f aq = vf_bits((v8i)((q * vd1) * vd2) & absm);
+        const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
+        const v8i c = vcnt > j;
+        const v8i f = c & (ax != zf) & (aq == zf);
+        const v8l f64 = __builtin_convertvector(f, v8l), k64 = __builtin_convertvector(c & ~f, v8l);
+        const v8d dx = __builtin_convertvector(x, v8d), dq = __builtin_convertvector(xq, v8d);
+        const v8d dax = __builtin_convertvector(ax, v8d);
+        const v8d ts = dax * vrs;
+        const v8l lt2 = ts < gmd;
+        const v8d tcs = (v8d)(((v8l)ts & lt2) | ((v8l)gmd & ~lt2));
+        const v8l r0 = tcs > mdd[0], r1 = tcs >= mdd[1], r2 = tcs > mdd[2], r3 = tcs >= mdd[3],
+                  r4 = tcs > mdd[4], r5 = tcs >= mdd[5], r6 = tcs > mdd[6];
+        const v8d qs = vd_and(sd[0], r0) + vd_and(sd[1], r1) + vd_and(sd[2], r2) +
+                       vd_and(sd[3], r3) + vd_and(sd[4], r4) + vd_and(sd[5], r5) +
+                       vd_and(sd[6], r6);
+        const v8d xt = (v8d)((v8l)(qs * vss) | ((v8l)dx & sgnd));
+        const v8d a = dq - xt, b = xt - dx;
+        fl += vd_and(dx * dx, f64);
+        sc += vd_and(a * a, k64);
+        gr += vd_and(b * b, k64);
+        cr += vd_and(a * b, k64);
+    }
+    memcpy(o->fl, &fl, sizeof fl);
+    memcpy(o->sc, &sc, sizeof sc);
+    memcpy(o->gr, &gr, sizeof gr);
+    memcpy(o->cr, &cr, sizeof cr);
+    return 0;
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, split_rtne,
+                 (const fp4_qplan *p, const float *T, const split_lanes *ln, split_out *o),
+                 (p, T, ln, o))
+
+/* One group (as fos_group): the split's block sums into the chunk partial m in block order. */
+static void split_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
+                        int nb, const int *jnv, const float *tile, fp4_metrics *m)
+{
+    split_lanes ln;
+    double se[GRP];
+    int32_t jn[GRP], lv[GRP], uf[GRP];
+    uint8_t sb[GRP];
+    if (p->cfg.scale == FP4_SCALE_FP32)
+        group_params_fp32(p, am, bad, nb, jnv, ln.mul, ln.dv, ln.d1, ln.d2, se, jn, lv, uf, sb);
+    else
+        group_params(p, am, bad, tile, nb, jnv, ln.mul, ln.dv, ln.d1, ln.d2, se, jn, lv, uf, sb);
+    const double gmax = p->grid.gmax;
+    for (int b = 0; b < GRP; b++) {
+        const float as = p->cfg.scale == FP4_SCALE_TENSOR                       ? p->tensor_amax
+                         : p->cfg.scale == FP4_SCALE_NVFP4 && p->cfg.weight_2d ? tile[b]
+                                                                                : am[b];
+        const int ok = jn[b] > 0 && as > 0.0f;
+        ln.rs[b] = ok ? gmax / (double)as : 0.0;
+        ln.ss[b] = ok ? (double)as / gmax : 0.0;
+        ln.cnt[b] = jn[b] > 0 ? jn[b] : 0;
+    }
+    split_out o;
+    split_rtne(p, T, &ln, &o);
+    double fl = m->split_flush, sc = m->split_scale, gr = m->split_grid, cr = m->split_cross;
+    uint64_t n = 0;
+    for (int b = 0; b < GRP; b++) {
+        if (ln.cnt[b] <= 0) continue;
+        n++;
+        fl += o.fl[b];
+        sc += o.sc[b];
+        gr += o.gr[b];
+        cr += o.cr[b];
+    }
+    m->split_flush = fl, m->split_scale = sc, m->split_grid = gr, m->split_cross = cr;
+    m->split_blocks += n;
+}
+
+static void extra_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
+                        int nb, const int *jnv, const float *tile, fp4_metrics *m, int what)
+{
+    if (what & FP4_XS_FOS) fos_group(p, T, am, bad, nb, jnv, tile, m);
+    if (what & FP4_XS_SPLIT) split_group(p, T, am, bad, nb, jnv, tile, m);
+}
+
+int fp4_row_extra_what(const fp4_qplan *p)
+{
+    return (fp4_fos_applies(&p->cfg) ? FP4_XS_FOS : 0) |
+           (fp4_split_applies(&p->cfg) ? FP4_XS_SPLIT : 0);
+}
+
+void fp4_row_extra_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
+                           const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr,
+                           int what)
 {
     const int nblk = p->nblk;
     for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
@@ -406,13 +553,13 @@ void fp4_row_fos_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
         float amb[GRP];
         int32_t akb[GRP], badb[GRP];
         const grp_in gi = group_at(p, v, row, k0, nb, load, Tb, W, amb, akb, badb, jnv);
-        fos_group(p, gi.T, gi.am, gi.bad, nb, jnv, tamax ? tamax + k0 : NULL,
-                  &pr[k0 / FP4_CHUNK_BLOCKS]);
+        extra_group(p, gi.T, gi.am, gi.bad, nb, jnv, tamax ? tamax + k0 : NULL,
+                    &pr[k0 / FP4_CHUNK_BLOCKS], what);
     }
 }
 
-void fp4_row_fos(const fp4_qplan *p, const float *v, const float *tamax, float *w,
-                 fp4_metrics *pr)
+void fp4_row_extra(const fp4_qplan *p, const float *v, const float *tamax, float *w,
+                   fp4_metrics *pr, int what)
 {
     const int B = p->block, nblk = p->nblk;
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
@@ -430,6 +577,7 @@ void fp4_row_fos(const fp4_qplan *p, const float *v, const float *tamax, float *
         for (int j = 0; j < B; j++) /* lanes past nb: zeros */
             for (int b = 0; b < GRP; b++)
                 w[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)(k0 + b) * B + j] : 0.0f;
-        fos_group(p, w, am, bad, nb, jn, tamax ? tamax + k0 : NULL, &pr[k0 / FP4_CHUNK_BLOCKS]);
+        extra_group(p, w, am, bad, nb, jn, tamax ? tamax + k0 : NULL, &pr[k0 / FP4_CHUNK_BLOCKS],
+                    what);
     }
 }

@@ -41,6 +41,7 @@ void fp4_metrics_merge_counts(fp4_metrics *dst, const fp4_metrics *src)
     dst->underflows += src->underflows;
     dst->fos_blocks += src->fos_blocks;
     dst->fos_blocks4 += src->fos_blocks4;
+    dst->split_blocks += src->split_blocks;
     if (src->max_abs_err > dst->max_abs_err) dst->max_abs_err = src->max_abs_err;
     if (src->hist_blocks) { /* most partials hold none (a row's first chunk holds its row's) */
         dst->hist_blocks += src->hist_blocks;
@@ -74,6 +75,7 @@ void fp4_metrics_add_count_delta(fp4_metrics *dst, const fp4_metrics *after,
     D(underflows);
     D(fos_blocks);
     D(fos_blocks4);
+    D(split_blocks);
     D(hist_blocks);
     for (int i = 0; i < 256; i++) D(scale_hist[i]);
     for (int i = 0; i < FP4_AMAX_BINS; i++) D(amax_hist[i]);
@@ -177,6 +179,7 @@ void fp4_metrics_finish(fp4_metrics *m)
     m->fos_sqnr_db = NAN;
     if (m->fos_ok && m->sum_x2 > 0.0)
         m->fos_sqnr_db = m->fos_err2 == 0.0 ? INFINITY : 10.0 * log10(m->sum_x2 / m->fos_err2);
+    m->split_ok = m->split_blocks == m->blocks - m->nonfinite_blocks;
     const double cnt = (double)m->st_count, nz = (double)m->st_nonzero;
     m->underflows_pct = m->stats_ok && m->st_count ? 100.0 * (double)m->underflows / cnt : NAN;
     m->underflow_share = m->stats_ok && m->st_nonzero ? (double)m->underflows / nz : NAN;

@@ -119,6 +119,17 @@ typedef struct fp4_metrics {
     /* derived by fp4_metrics_finish (NaN where not computed, or Σx² = 0; +Inf: fos_err2 0) */
     double fos_sqnr_db;      /* 10 log10(sum_x2 / fos_err2) */
     int fos_ok;              /* 1: every finite block with counted entries was evaluated */
+    /* The error split (SPEC §5.1; RTNE only, fp4_split_applies): with x̃ the entry rounded on
+     * the grid at the unrounded scale s* = amax_s / g_max, over the counted entries of finite
+     * blocks, Σ(x̂ − x)² = split_flush + split_scale + split_grid + 2 · split_cross exactly in
+     * real arithmetic. Each a per-block fp64 sum from +0.0 in element order, added in block
+     * order (as sum_err2). Raw: */
+    uint64_t split_blocks;   /* blocks evaluated (compared with blocks - nonfinite_blocks) */
+    double split_flush;      /* Σ x² over the entries flushed to zero (x != 0, x̂ == 0) */
+    double split_scale;      /* Σ (x̂ − x̃)² over the others */
+    double split_grid;       /* Σ (x̃ − x)² over the others */
+    double split_cross;      /* Σ (x̂ − x̃)(x̃ − x) over the others */
+    int split_ok;            /* derived: every finite block with counted entries evaluated */
 
     /* Block-scale statistics (SPEC §5.1), exact counts over the finite blocks with counted
      * entries; kept in a row's first chunk partial (order-free). hist_blocks: the blocks
@@ -177,7 +188,7 @@ static inline void fp4_fsums_add(fp4_metrics *m, const fp4_fsums *s)
  * fp4_metrics_merge adds them in merge order. The field order is kernels.h's FP4K_T_* order
  * (static assertions in backend/cuda.c): fp4k_stats writes its chunk sums in that order. */
 typedef struct fp4_ssums {
-    double x2_na, err2_na, fos_err2;
+    double x2_na, err2_na, fos_err2, sp_flush, sp_scale, sp_grid, sp_cross;
 } fp4_ssums;
 
 static inline void fp4_ssums_of(const fp4_metrics *m, fp4_ssums *s)
@@ -185,6 +196,10 @@ static inline void fp4_ssums_of(const fp4_metrics *m, fp4_ssums *s)
     s->x2_na = m->sum_x2_na;
     s->err2_na = m->sum_err2_na;
     s->fos_err2 = m->fos_err2;
+    s->sp_flush = m->split_flush;
+    s->sp_scale = m->split_scale;
+    s->sp_grid = m->split_grid;
+    s->sp_cross = m->split_cross;
 }
 
 static inline void fp4_ssums_add(fp4_metrics *m, const fp4_ssums *s)
@@ -192,6 +207,10 @@ static inline void fp4_ssums_add(fp4_metrics *m, const fp4_ssums *s)
     m->sum_x2_na += s->x2_na;
     m->sum_err2_na += s->err2_na;
     m->fos_err2 += s->fos_err2;
+    m->split_flush += s->sp_flush;
+    m->split_scale += s->sp_scale;
+    m->split_grid += s->sp_grid;
+    m->split_cross += s->sp_cross;
 }
 
 /* dst += src for the integer counts and the amax only (order-free). */

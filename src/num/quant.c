@@ -55,6 +55,7 @@ void fp4_qconfig_default(fp4_qconfig *cfg)
     cfg->stream = 0;
     cfg->mx_rule = FP4_MX_FLOOR;
     cfg->weight_2d = false;
+    cfg->error_split = false;
     cfg->rht = NULL;
 }
 
@@ -125,3 +126,7 @@ bool fp4_fos_applies(const fp4_qconfig *cfg)
            cfg->format.max == 0 && cfg->rounding == FP4_ROUND_RTNE;
 }
 
+bool fp4_split_applies(const fp4_qconfig *cfg)
+{
+    return cfg->error_split && cfg->rounding == FP4_ROUND_RTNE;
+}

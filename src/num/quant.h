@@ -40,6 +40,8 @@ typedef struct fp4_qconfig {
     fp4_mx_rule mx_rule;
     bool weight_2d;          /* nvfp4 only: one scale per 16x16 tile (16 rows x 16 columns) */
     const fp4_rht_signs *rht; /* NULL: no RHT; else the run's sign vector, size rht->n */
+    bool error_split;        /* --error-split: also compute the error split (SPEC §5.1); off:
+                                no pass, no field (does not change any value) */
 } fp4_qconfig;
 
 /* Names as reports spell them: "fp32", "nvfp4", "mxfp4", "tensor"; "rtne", "sr";
@@ -75,6 +77,10 @@ bool fp4_needs_tensor_amax(const fp4_qconfig *cfg);
 /* Whether the Four over Six statistics (SPEC §5.1) apply to cfg: nvfp4 scales on the full
  * e2m1 grid (g_max 6) with RTNE; elsewhere they are null. */
 bool fp4_fos_applies(const fp4_qconfig *cfg);
+
+/* Whether the error split (SPEC §5.1) is computed for cfg: asked for (cfg->error_split) and
+ * RTNE (any grid and scale); asked for under SR it is null. */
+bool fp4_split_applies(const fp4_qconfig *cfg);
 
 #define FP4_CHUNK_BLOCKS FP4C_CHUNK_BLOCKS /* common.h: shared with the kernels */
 

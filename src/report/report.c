@@ -143,6 +143,22 @@ static void add_stats(cJSON *o, const fp4_qconfig *c, const fp4_metrics *m)
         }
     } else
         cJSON_AddNullToObject(o, "four_over_six");
+    /* the error split, only with --error-split: shares of E = F + S + G + 2C, which is
+     * Σ(x̂ − x)² up to fp64 rounding and, unlike the main pass's Σ(x̂ − x)², the same bits on
+     * every backend (RTNE; null for SR, not computed, or E 0 or not finite) */
+    const double se = m->split_flush + m->split_scale + m->split_grid + 2.0 * m->split_cross;
+    if (!c->error_split) {
+    } else if (ok && fp4_split_applies(c) && m->split_ok && se > 0.0 && isfinite(se)) {
+        cJSON *es = cJSON_AddObjectToObject(o, "error_split");
+        if (es) {
+            num(es, "scale", m->split_scale / se);
+            num(es, "flushed", m->split_flush / se);
+            num(es, "grid", m->split_grid / se);
+            num(es, "cross", 2.0 * m->split_cross / se);
+            num(es, "scale_net", (m->split_scale + 2.0 * m->split_cross) / se);
+        }
+    } else
+        cJSON_AddNullToObject(o, "error_split");
     const bool e4m3 = c->scale == FP4_SCALE_NVFP4, e8m0 = c->scale == FP4_SCALE_MXFP4;
     if (!ok || !(e4m3 || e8m0)) {
         cJSON_AddNullToObject(o, "scale_histogram");
@@ -288,6 +304,7 @@ static void add_config(cJSON *root, const fp4_run *run)
     else cJSON_AddNullToObject(c, "layers");
     cJSON_AddBoolToObject(c, "all_tensors", o->all_tensors);
     if (o->all_weights) cJSON_AddBoolToObject(c, "all_weights", true);
+    if (o->error_split) cJSON_AddBoolToObject(c, "error_split", true);
     cJSON *ex = cJSON_AddArrayToObject(c, "exclude");
     for (int i = 0; ex && i < o->nexclude; i++)
         cJSON_AddItemToArray(ex, cJSON_CreateString(o->exclude[i]));
@@ -597,6 +614,19 @@ cJSON *fp4_metrics_raw_json(const fp4_metrics *src)
         }
         if (fo) cJSON_AddItemToObject(fo, "err2", hexnum(m.fos_err2));
     }
+    /* the error split: [split_blocks] and [flush, scale, grid, cross] (hex); absent: none */
+    if (st && m.split_blocks) {
+        cJSON *so = cJSON_AddObjectToObject(st, "split");
+        cJSON *sn = so ? cJSON_AddArrayToObject(so, "counts") : NULL;
+        if (sn) {
+            char b[32];
+            snprintf(b, sizeof b, "%llu", (unsigned long long)m.split_blocks);
+            cJSON_AddItemToArray(sn, cJSON_CreateString(b));
+        }
+        cJSON *sv = so ? cJSON_AddArrayToObject(so, "sums") : NULL;
+        const double spv[4] = {m.split_flush, m.split_scale, m.split_grid, m.split_cross};
+        for (int i = 0; sv && i < 4; i++) cJSON_AddItemToArray(sv, hexnum(spv[i]));
+    }
     /* the block-scale histograms, sparse: [bin, count] for every non-zero bin */
     for (int h = 0; st && h < 3; h++) {
         const uint64_t *hv = h == 2 ? m.rerr_hist : h ? m.amax_hist : m.scale_hist;
@@ -770,6 +800,22 @@ bool fp4_metrics_raw_parse(const cJSON *o, fp4_metrics *m)
             *fv[i] = (uint64_t)u;
         }
         if (m->fos_blocks4 > m->fos_blocks) return false;
+    }
+    const cJSON *so = cJSON_GetObjectItemCaseSensitive(st, "split"); /* absent: none evaluated */
+    if (so) {
+        const cJSON *sn = cJSON_GetObjectItemCaseSensitive(so, "counts");
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(so, "sums");
+        if (cJSON_GetArraySize(sn) != 1 || cJSON_GetArraySize(sv) != 4) return false;
+        double *spv[4] = {&m->split_flush, &m->split_scale, &m->split_grid, &m->split_cross};
+        for (int i = 0; i < 4; i++)
+            if (!hex_parse(cJSON_GetArrayItem(sv, i), spv[i])) return false;
+        const cJSON *v = cJSON_GetArrayItem(sn, 0);
+        if (!cJSON_IsString(v) || v->valuestring[0] < '0' || v->valuestring[0] > '9') return false;
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(v->valuestring, &end, 10);
+        if (errno || *end) return false;
+        m->split_blocks = (uint64_t)u;
     }
     for (int h = 0; h < 3; h++) { /* absent in a state written before them: empty */
         uint64_t *hv = h == 2 ? m->rerr_hist : h ? m->amax_hist : m->scale_hist;

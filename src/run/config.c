@@ -140,6 +140,7 @@ fp4_status fp4_run_config_qconfigs(const fp4_run_config *o, fp4_qconfig *out, in
             c->mx_rule = o->mx_rule;
             c->weight_2d = o->weight_2d && c->scale == FP4_SCALE_NVFP4;
             c->rht = rot ? &o->signs : NULL;
+            c->error_split = o->error_split;
             fp4_status st = fp4_qconfig_check(c);
             if (st != FP4_OK) return st;
             n++;

@@ -65,6 +65,7 @@ typedef struct fp4_run_config {
                             * fp4_run_config_finish */
     fp4_mx_rule mx_rule;   /* --mx-rule floor|rceil */
     bool weight_2d;        /* --weight-2d (nvfp4 only) */
+    bool error_split;      /* --error-split: the error split of SPEC §5.1 (RTNE; its own pass) */
 
     /* --- resources --- */
     int threads;           /* --threads N (0 = all cores) */

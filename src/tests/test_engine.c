@@ -732,6 +732,118 @@ static void test_fos_variants_and_bounds(void **state)
     free(cfgs);
 }
 
+/* The error split (SPEC §5.1), known answers by hand: mxfp4 (floor rule), one block of 32 with
+ * amax 7: the stored scale is 2^(2-2) = 1, the unrounded one s* = 7/6. 7 saturates to 6 while
+ * x̃ = 6·s* = 7 (scale term 1, grid 0); 0.2 is flushed (0.04); 3 stays 3 while 3/s* = 2.57
+ * rounds to 3, x̃ = 3.5 (scale 0.25, grid 0.25, cross −0.25). Σ(x̂ − x)² = 1.04 = 0.04 +
+ * 1.25 + 0.25 + 2·(−0.25). Every CPU variant, both paths; SR: not evaluated. */
+static void test_split_known_answers(void **state)
+{
+    (void)state;
+    float x[64] = {0};
+    x[0] = 7.0f;
+    x[1] = 0.2f;
+    x[2] = -3.0f;
+    x[33] = INFINITY; /* the second block: non-finite, excluded */
+    float deq[64];
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_MXFP4;
+    c.block = 32;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    assert_false(fp4_split_applies(&c)); /* opt-in: not asked for, not computed */
+    const fp4_metrics m0 = stats_run(&c, x, 1, 64, NULL);
+    assert_int_equal(m0.split_blocks, 0);
+    assert_double_exact(m0.split_scale, 0.0);
+    c.error_split = true;
+    assert_true(fp4_split_applies(&c));
+    const double ss = 7.0 / 6.0, x3 = 3.0 * ss; /* s* and x̃ of 3, as the split computes them */
+    const double a7 = 6.0 - 6.0 * ss, b7 = 6.0 * ss - 7.0, a3 = 3.0 - x3, b3 = x3 - 3.0;
+    for (int v = 0; v < FP4_ISA_COUNT; v++) {
+        const fp4_engine *e = fp4_engine_get((fp4_isa)v);
+        if (!e) continue;
+        fp4_engine_use(e);
+        for (int path = 0; path < 2; path++) {
+            const fp4_metrics m = stats_run(&c, x, 1, 64, path ? deq : NULL);
+            assert_true(m.split_ok);
+            assert_int_equal(m.split_blocks, 1);
+            assert_double_exact(m.sum_err2, 1.0 + (double)0.2f * 0.2f);
+            assert_double_exact(m.split_flush, (double)0.2f * 0.2f);
+            assert_double_exact(m.split_scale, a7 * a7 + a3 * a3);
+            assert_double_exact(m.split_grid, b7 * b7 + b3 * b3);
+            assert_double_exact(m.split_cross, a7 * b7 + a3 * b3);
+            assert_true(fabs(m.split_scale - 1.25) < 1e-14 && fabs(m.split_grid - 0.25) < 1e-14 &&
+                        fabs(m.split_cross + 0.25) < 1e-14);
+        }
+    }
+    fp4_engine_use(NULL);
+    c.rounding = FP4_ROUND_SR;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    assert_false(fp4_split_applies(&c));
+    const fp4_metrics m = stats_run(&c, x, 1, 64, NULL);
+    assert_int_equal(m.split_blocks, 0);
+    assert_false(m.split_ok);
+}
+
+/* The error split on random rows, every RTNE config of every format (RHT, every scale and
+ * block): the parts sum to Σ(x̂ − x)² within 1e-12 relative; every CPU variant and the deq
+ * path give the generic variant's bits. */
+static void test_split_sums_and_variants(void **state)
+{
+    (void)state;
+    const int R = 19, L = 600;
+    float *x = malloc(sizeof(float) * R * L);
+    float *deq = malloc(sizeof(float) * R * (L + 2048));
+    fp4_qconfig *cfgs = malloc(sizeof *cfgs * MAXCFG);
+    assert_true(x && deq && cfgs);
+    fp4_rht_signs sg[5];
+    for (int i = 0; i < 5; i++) assert_int_equal(fp4_rht_signs_make("te", 16, &sg[i]), FP4_OK);
+    int checked = 0;
+    for (int f = 0; f < NFMT; f++) {
+        const fp4c_grid g = fp4c_grid_make((int)fmts[f].id, fmts[f].max);
+        fill_rows(&g, x, R, L);
+        const int n = make_cfgs(fmts[f], sg, cfgs);
+        for (int c0 = 0; c0 < n; c0++) {
+            fp4_qconfig c = cfgs[c0];
+            c.error_split = true;
+            char nm[96];
+            cfg_name(&c, nm, sizeof nm);
+            fp4_engine_use(fp4_engine_get(FP4_ISA_GENERIC));
+            const fp4_metrics ref = stats_run(&c, x, R, L, NULL);
+            if (!fp4_split_applies(&c)) { /* SR: not computed */
+                assert_int_equal(ref.split_blocks, 0);
+                fp4_engine_use(NULL);
+                continue;
+            }
+            assert_true(ref.split_ok);
+            const double tot = ref.split_flush + ref.split_scale + ref.split_grid +
+                               2.0 * ref.split_cross;
+            if (isfinite(ref.sum_err2) && /* not where x̂ overflows (an rceil scale 2^128) */
+                !(fabs(tot - ref.sum_err2) <= 1e-12 * ref.sum_err2))
+                fail_msg("%s: split sums to %.17g, err2 %.17g", nm, tot, ref.sum_err2);
+            for (int v = 0; v <= FP4_ISA_COUNT; v++) {
+                const fp4_engine *e = fp4_engine_get((fp4_isa)(v < FP4_ISA_COUNT ? v : 0));
+                if (!e) continue;
+                fp4_engine_use(e);
+                const fp4_metrics m = stats_run(&c, x, R, L, v < FP4_ISA_COUNT ? NULL : deq);
+                if (m.split_blocks != ref.split_blocks ||
+                    memcmp(&m.split_flush, &ref.split_flush, sizeof m.split_flush) ||
+                    memcmp(&m.split_scale, &ref.split_scale, sizeof m.split_scale) ||
+                    memcmp(&m.split_grid, &ref.split_grid, sizeof m.split_grid) ||
+                    memcmp(&m.split_cross, &ref.split_cross, sizeof m.split_cross))
+                    fail_msg("%s: variant %d (%s path): another split", nm, v,
+                             v < FP4_ISA_COUNT ? "grouped" : "deq");
+            }
+            fp4_engine_use(NULL);
+            checked++;
+        }
+    }
+    assert_true(checked >= NFMT * 10);
+    free(x);
+    free(deq);
+    free(cfgs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -745,6 +857,8 @@ int main(void)
         cmocka_unit_test(test_stats_match_reference_deq),
         cmocka_unit_test(test_fos_known_answers),
         cmocka_unit_test(test_fos_variants_and_bounds),
+        cmocka_unit_test(test_split_known_answers),
+        cmocka_unit_test(test_split_sums_and_variants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

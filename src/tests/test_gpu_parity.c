@@ -94,6 +94,7 @@ static int make_configs(fp4_qconfig *out, int cap)
                     c.seed = 1234567ull + (uint64_t)n;
                     c.stream = (uint32_t)rh;
                     c.rht = rh ? &sg[rh] : NULL;
+                    c.error_split = true; /* SPEC §5.1's opt-in split (RTNE), on both */
                     switch (sm) {
                     case 0: c.scale = FP4_SCALE_FP32; break;
                     case 1: c.scale = FP4_SCALE_FP32; c.block = 64; break;
@@ -137,15 +138,18 @@ static void compare_metrics(const fp4_metrics *c, const fp4_metrics *g, const ch
      * (each block's from +0 in element order, then chunk by chunk in block order), identical
      * bit for bit on every backend */
     EQ(st_blocks) EQ(st_count) EQ(st_nonzero) EQ(underflows) EQ(fos_blocks) EQ(fos_blocks4)
-    EQ(hist_blocks)
+    EQ(split_blocks) EQ(hist_blocks)
     for (int i = 0; i < 256; i++) EQ(scale_hist[i])
     for (int i = 0; i < FP4_AMAX_BINS; i++) EQ(amax_hist[i])
     for (int i = 0; i < FP4_RERR_BINS; i++) EQ(rerr_hist[i])
 #undef EQ
-    const double sb[4][2] = {{c->max_abs_err, g->max_abs_err}, {c->sum_x2_na, g->sum_x2_na},
-                             {c->sum_err2_na, g->sum_err2_na}, {c->fos_err2, g->fos_err2}};
-    static const char *const sn[4] = {"max_abs_err", "sum_x2_na", "sum_err2_na", "fos_err2"};
-    for (int i = 0; i < 4; i++)
+    const double sb[8][2] = {{c->max_abs_err, g->max_abs_err}, {c->sum_x2_na, g->sum_x2_na},
+                             {c->sum_err2_na, g->sum_err2_na}, {c->fos_err2, g->fos_err2},
+                             {c->split_flush, g->split_flush}, {c->split_scale, g->split_scale},
+                             {c->split_grid, g->split_grid}, {c->split_cross, g->split_cross}};
+    static const char *const sn[8] = {"max_abs_err", "sum_x2_na", "sum_err2_na", "fos_err2",
+                                      "split_flush", "split_scale", "split_grid", "split_cross"};
+    for (int i = 0; i < 8; i++)
         if (memcmp(&sb[i][0], &sb[i][1], sizeof(double)) != 0)
             fail_msg("%s: %s %a vs %a (not bit-identical)", what, sn[i], sb[i][0], sb[i][1]);
     if (c->tensor_amax != g->tensor_amax)
@@ -234,7 +238,12 @@ static void test_metrics_parity(void **state)
             if (mc[c].fos_blocks != (fp4_fos_applies(&cfgs[c]) ? fin : 0))
                 fail_msg("%s: Four over Six over %llu blocks", what,
                          (unsigned long long)mc[c].fos_blocks);
+            if (mc[c].split_blocks != (fp4_split_applies(&cfgs[c]) ? fin : 0))
+                fail_msg("%s: the error split over %llu blocks", what,
+                         (unsigned long long)mc[c].split_blocks);
             fp4_metrics_finish(&mg[c]);
+            if (fp4_split_applies(&cfgs[c]) && !mg[c].split_ok)
+                fail_msg("%s: gpu split_ok 0", what);
             if (!mg[c].stats_ok || mg[c].fos_ok != fp4_fos_applies(&cfgs[c]))
                 fail_msg("%s: gpu stats_ok %d, fos_ok %d", what, mg[c].stats_ok, mg[c].fos_ok);
         }

@@ -297,6 +297,23 @@ static void test_stats_merge_and_finish(void **state)
     f.fos_err2 = 0.0;
     fp4_metrics_finish(&f);
     assert_double_inf(f.fos_sqnr_db, 1);
+    /* the error split: block counts summed, its four sums through fp4_ssums */
+    f.split_blocks = 2, f2.split_blocks = 1;
+    f.split_flush = 1.0, f.split_scale = 2.0, f.split_grid = 3.0, f.split_cross = -0.5;
+    fp4_ssums_of(&f, &s);
+    fp4_metrics_init(&c);
+    fp4_ssums_add(&c, &s);
+    assert_double_exact(c.split_flush, 1.0);
+    assert_double_exact(c.split_scale, 2.0);
+    assert_double_exact(c.split_grid, 3.0);
+    assert_double_exact(c.split_cross, -0.5);
+    fp4_metrics_merge(&c, &f2);
+    assert_int_equal(c.split_blocks, 1);
+    fp4_metrics_finish(&f);
+    assert_false(f.split_ok); /* 2 of 3 finite blocks */
+    f.split_blocks = 3;
+    fp4_metrics_finish(&f);
+    assert_true(f.split_ok);
     f.blocks++; /* a block not evaluated (a backend without the pass) */
     fp4_metrics_finish(&f);
     assert_false(f.fos_ok);

@@ -116,6 +116,8 @@ static void test_raw_roundtrip(void **state)
     m.fos_blocks = 9007199254740997ull;
     m.fos_blocks4 = 3;
     m.fos_err2 = 1.0 / 7.0;
+    m.split_blocks = 11;
+    m.split_flush = 0.25, m.split_scale = 1.0 / 3.0, m.split_grid = 5e-324, m.split_cross = -0.125;
     cJSON *o = fp4_metrics_raw_json(&m);
     assert_non_null(o);
     char *t = cJSON_PrintUnformatted(o);
@@ -135,6 +137,14 @@ static void test_raw_roundtrip(void **state)
     assert_true(fp4_metrics_raw_parse(back, &r));
     assert_int_equal(r.fos_blocks, 0);
     assert_int_equal(r.fos_blocks4, 0);
+    /* the split: a sum missing refused; absent: none evaluated */
+    cJSON *sp = cJSON_GetObjectItem(cJSON_GetObjectItem(back, "stats"), "split");
+    assert_non_null(sp);
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItem(sp, "sums"), 3);
+    assert_false(fp4_metrics_raw_parse(back, &r));
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(back, "stats"), "split");
+    assert_true(fp4_metrics_raw_parse(back, &r));
+    assert_int_equal(r.split_blocks, 0);
     /* a state written before the statistics (no "stats"): parsed, statistics not computed */
     cJSON *st = cJSON_DetachItemFromObject(back, "stats");
     assert_non_null(st);

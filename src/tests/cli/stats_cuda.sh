@@ -5,7 +5,10 @@
 # Four over Six, per tensor and pooled, for nvfp4 (also --weight-2d, RHT 16 and 64), mxfp4
 # (both E8M0 rules), fp32 scales of 16 and 32 on e2m1 / e1m2 / int4, tensor scales and SR.
 # Four over Six's sqnr_db and gain_db also carry Σx² of the main pass, equal within 1e-12
-# relative across backends (SPEC §7); everything else must be equal. Skips without a GPU.
+# relative across backends (SPEC §7); everything else must be equal, the error split of
+# --error-split too (its shares divide the split's own sums, the same bits on both: every
+# scale mode, RHT 16/64/256, --weight-2d, e1m2/int4 grids; absent without the flag, null under
+# SR). Skips without a GPU.
 set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -25,13 +28,13 @@ while IFS='|' read -r args; do
             "$FP4DIAG" sqnr --device "$dev" $args -q "$f" -o "$tmp/$i-$(basename "$f")-$dev.json" </dev/null \
                 2>"$tmp/err" || fail "--device $dev $args $f: exit $?"
         done
-        python3 - "$tmp/$i-$(basename "$f")-cpu.json" "$tmp/$i-$(basename "$f")-cuda.json" <<'PY' ||
+        python3 - "$tmp/$i-$(basename "$f")-cpu.json" "$tmp/$i-$(basename "$f")-cuda.json" "$args" <<'PY' ||
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
 assert b["config"]["device"] == "cuda", b["config"]
 KEYS = ("stats_status", "underflows_pct", "underflow_share", "saturated_pct", "max_abs_err",
         "sqnr_nonamax_db", "sqnr_nonamax_status", "counts", "block_amax_percentiles",
-        "rel_err_percentiles", "scale_histogram")
+        "rel_err_percentiles", "scale_histogram", "error_split")
 def same(x, y, where):
     assert x["stats_status"] == "ok", (where, x["stats_status"])
     for k in KEYS:
@@ -52,6 +55,11 @@ for ta, tb in zip(a["tensors"], b["tensors"]):
 for x, y in zip(a["summary"]["results"], b["summary"]["results"]):
     same(x, y, "pooled"); n += 1
 assert n > 1, n
+want = "--error-split" in sys.argv[3]
+for r in [x for t in b["tensors"] for x in t["results"]] + b["summary"]["results"]:
+    assert ("error_split" in r) == want, ("error_split present", want)
+    if want and "--rounding sr" not in sys.argv[3]:
+        assert r["error_split"] is not None, ("error_split null", r["format"])
 PY
             fail "--device cuda $args $f: statistics differ from the CPU's"
     done
@@ -68,6 +76,15 @@ done <<'CFGS'
 --format e2m1,int4 --scale tensor
 --format e2m1,e1m2 --scale fp32 --rounding sr --seed 7
 --format e2m1 --scale nvfp4 --rounding sr --sr-bits 8 --seed 3
+--format e2m1 --scale nvfp4 --error-split
+--format e2m1 --scale nvfp4 --weight-2d --rht on --error-split
+--format e2m1 --scale nvfp4 --rht on --rht-size 64 --error-split
+--format e2m1 --scale mxfp4 --error-split
+--format e2m1 --scale mxfp4 --mx-rule rceil --rht on --rht-size 256 --error-split
+--format e2m1,e1m2,int4 --scale fp32 --rht both --error-split
+--format e2m1,e1m2,int4 --scale fp32 --block 64 --error-split
+--format e2m1,int4 --scale tensor --rht both --error-split
+--format e2m1,e1m2 --scale fp32 --rounding sr --seed 7 --error-split
 CFGS
 echo "ok: $i configs x 2 files, cpu == cuda"
 exit 0
