@@ -22,7 +22,7 @@
 
 /* --emit-exclude FORMAT:FILE checked before anything is read: a whole run (not --shard, not
  * under mpirun: a part has no verdict of its own), FILE neither -o nor stdout nor a file the
- * input reads (SPEC §9). */
+ * input reads, and writable as -o is (SPEC §9). */
 static fp4_status emit_check(const fp4_options *o, bool mpi)
 {
     const char *p = o->cfg.emit_exclude_path;
@@ -37,7 +37,8 @@ static fp4_status emit_check(const fp4_options *o, bool mpi)
         (exists && o->cfg.output && stat(o->cfg.output, &sx) == 0 && se.st_dev == sx.st_dev &&
          se.st_ino == sx.st_ino))
         return fp4_error(FP4_ERR_USAGE, "--emit-exclude %s is the report's -o", p);
-    if (!exists) return FP4_OK;
+    /* where it cannot be written (a directory, a missing or read-only directory), as -o */
+    if (!exists) return fp4_output_check("--emit-exclude", p, NULL, 0);
     char **files = NULL;
     int n = 0;
     fp4_status st = fp4_source_input_files(o->args[0], &files, &n);
@@ -46,7 +47,7 @@ static fp4_status emit_check(const fp4_options *o, bool mpi)
             st = fp4_error(FP4_ERR_USAGE, "--emit-exclude %s is %s, read as part of the input",
                            p, files[i]);
     fp4_source_files_free(files, n);
-    return st;
+    return st == FP4_OK ? fp4_output_check("--emit-exclude", p, NULL, 0) : st;
 }
 
 fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_mode default_rht,
@@ -116,7 +117,8 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
     if (st == FP4_OK) st = fp4_report_analysis(command, argc, argv, &run);
     if (st == FP4_OK && o.cfg.emit_exclude) {
         char *text = fp4_verdict_exclude_text(&run, o.cfg.emit_exclude);
-        st = text ? fp4_output_write(o.cfg.emit_exclude_path, text, strlen(text))
+        st = text ? fp4_output_write_as("--emit-exclude", o.cfg.emit_exclude_path, text,
+                                                strlen(text))
                   : FP4_ERR_INTERNAL;
         free(text);
     }

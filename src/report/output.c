@@ -31,6 +31,9 @@ static struct {
 
 static int announce_verbosity;
 
+/* The option the path was given with, as messages name it: "-o", "--emit-exclude". */
+static const char *opt_name = "-o";
+
 void fp4_output_set_verbosity(int verbosity) { announce_verbosity = verbosity; }
 
 /* "fp4diag: wrote PATH (N bytes)" on stderr (fp4_output_set_verbosity). */
@@ -72,16 +75,16 @@ static fp4_status dir_check(const char *display, const char *file, bool is_new)
     struct stat db;
     char *real = NULL;
     if (stat(dir, &db) != 0)
-        st = fp4_error(FP4_ERR_INPUT, "-o %s: directory %s: %s", display, dir,
+        st = fp4_error(FP4_ERR_INPUT, "%s %s: directory %s: %s", opt_name, display, dir,
                        errno == ENOENT ? "does not exist" : strerror(errno));
     else if (!S_ISDIR(db.st_mode))
-        st = fp4_error(FP4_ERR_INPUT, "-o %s: %s is not a directory", display, dir);
+        st = fp4_error(FP4_ERR_INPUT, "%s %s: %s is not a directory", opt_name, display, dir);
     else if (access(dir, W_OK | X_OK) != 0)
-        st = fp4_error(FP4_ERR_INPUT, "-o %s: cannot write in directory %s: %s", display, dir,
+        st = fp4_error(FP4_ERR_INPUT, "%s %s: cannot write in directory %s: %s", opt_name, display, dir,
                        strerror(errno));
     else if (is_new && (real = realpath(dir, NULL)) != NULL &&
              (under_proc(real) || !strcmp(real, "/dev")))
-        st = fp4_error(FP4_ERR_INPUT, "-o %s: %s is not a place for a new report file", display,
+        st = fp4_error(FP4_ERR_INPUT, "%s %s: %s is not a place for a new report file", opt_name, display,
                        real);
     free(real);
     free(dir);
@@ -95,14 +98,14 @@ static fp4_status open_direct(const char *path, bool fifo, int *fd)
     *fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (*fd < 0) {
         if (fifo && errno == ENXIO)
-            return fp4_error(FP4_ERR_INPUT, "-o %s: a FIFO with no reader (start the reader "
+            return fp4_error(FP4_ERR_INPUT, "%s %s: a FIFO with no reader (start the reader "
                                             "first, or write to a file)",
-                             path);
-        return fp4_error(FP4_ERR_INPUT, "-o %s: cannot open: %s", path, strerror(errno));
+                             opt_name, path);
+        return fp4_error(FP4_ERR_INPUT, "%s %s: cannot open: %s", opt_name, path, strerror(errno));
     }
     int fl = fcntl(*fd, F_GETFL);
     if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-        fp4_status st = fp4_error(FP4_ERR_INPUT, "-o %s: %s", path, strerror(errno));
+        fp4_status st = fp4_error(FP4_ERR_INPUT, "%s %s: %s", opt_name, path, strerror(errno));
         close(*fd);
         *fd = -1;
         return st;
@@ -123,22 +126,25 @@ static fp4_status not_an_input(const char *path, const struct stat *sb, const ch
         if (stat(files[k], &ib) != 0 || ib.st_dev != sb->st_dev || ib.st_ino != sb->st_ino)
             continue;
         if (k == 0)
-            st = fp4_error(FP4_ERR_USAGE, "-o %s is the input %s: the report would overwrite it; "
+            st = fp4_error(FP4_ERR_USAGE, "%s %s is the input %s: the report would overwrite it; "
                                           "choose another output file",
-                           path, input);
+                           opt_name, path, input);
         else
-            st = fp4_error(FP4_ERR_USAGE, "-o %s is %s, read as part of the input %s: the "
+            st = fp4_error(FP4_ERR_USAGE, "%s %s is %s, read as part of the input %s: the "
                                           "report would overwrite it; choose another output file",
-                           path, files[k], input);
+                           opt_name, path, files[k], input);
     }
     fp4_source_files_free(files, n);
     return st;
 }
 
-fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int ninputs)
+/* fp4_output_prepare and fp4_output_check: `keep` false checks only (a FIFO or device is not
+ * opened, nothing is kept, the prepared output is left alone). */
+static fp4_status prepare(const char *path, const char *const *inputs, int ninputs, bool keep)
 {
-    fp4_output_forget();
+    if (keep) fp4_output_forget();
     if (!path || !strcmp(path, "-")) return FP4_OK;
+    const bool is_o = !strcmp(opt_name, "-o");
     out_kind kind = OUT_NONE;
     char *target = NULL;
     mode_t mode = 0;
@@ -149,9 +155,9 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
         int err = errno;
         struct stat lb;
         if (err != ENOENT)
-            return fp4_error(FP4_ERR_INPUT, "-o %s: %s", path, strerror(err));
+            return fp4_error(FP4_ERR_INPUT, "%s %s: %s", opt_name, path, strerror(err));
         if (lstat(path, &lb) == 0)
-            return fp4_error(FP4_ERR_INPUT, "-o %s: dangling symbolic link", path);
+            return fp4_error(FP4_ERR_INPUT, "%s %s: dangling symbolic link", opt_name, path);
         FP4_TRY(dir_check(path, path, true));
         mode_t um = umask(0);
         umask(um);
@@ -163,20 +169,20 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
         for (int i = 0; i < ninputs; i++)
             if (inputs[i]) FP4_TRY(not_an_input(path, &sb, inputs[i]));
         if (S_ISDIR(sb.st_mode))
-            return fp4_error(FP4_ERR_INPUT, "-o %s: is a directory; give a file name "
-                                            "(-o %s/report.json)",
-                             path, path);
+            return fp4_error(FP4_ERR_INPUT, "%s %s: is a directory; give a file name%s%s%s",
+                             opt_name, path, is_o ? " (-o " : "", is_o ? path : "",
+                             is_o ? "/report.json)" : "");
         if (S_ISREG(sb.st_mode)) {
             target = realpath(path, NULL);
-            if (!target) return fp4_error(FP4_ERR_INPUT, "-o %s: %s", path, strerror(errno));
+            if (!target) return fp4_error(FP4_ERR_INPUT, "%s %s: %s", opt_name, path, strerror(errno));
             if (under_proc(target))
-                st = fp4_error(FP4_ERR_INPUT, "-o %s: %s is under /proc, not a place for a "
+                st = fp4_error(FP4_ERR_INPUT, "%s %s: %s is under /proc, not a place for a "
                                               "report",
-                               path, target);
+                               opt_name, path, target);
             else if (!(sb.st_mode & 0222) || access(path, W_OK) != 0)
-                st = fp4_error(FP4_ERR_INPUT, "-o %s: the file is read-only; not replaced "
+                st = fp4_error(FP4_ERR_INPUT, "%s %s: the file is read-only; not replaced "
                                               "(make it writable or choose another file)",
-                               path);
+                               opt_name, path);
             else st = dir_check(path, target, false);
             if (st != FP4_OK) {
                 free(target);
@@ -185,13 +191,18 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
             kind = OUT_REGULAR;
             mode = sb.st_mode & 07777;
         } else if (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode)) {
+            if (!keep) return FP4_OK; /* opened when written: a reader may come */
             FP4_TRY(open_direct(path, S_ISFIFO(sb.st_mode), &fd));
             kind = OUT_DIRECT;
         } else {
-            return fp4_error(FP4_ERR_USAGE, "-o %s: not a regular file, pipe or character "
+            return fp4_error(FP4_ERR_USAGE, "%s %s: not a regular file, pipe or character "
                                             "device",
-                             path);
+                             opt_name, path);
         }
+    }
+    if (!keep) {
+        free(target);
+        return FP4_OK;
     }
     prepared.path = strdup(path);
     if (!prepared.path) {
@@ -204,6 +215,21 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
     prepared.mode = mode;
     prepared.fd = fd;
     return FP4_OK;
+}
+
+fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int ninputs)
+{
+    opt_name = "-o";
+    return prepare(path, inputs, ninputs, true);
+}
+
+fp4_status fp4_output_check(const char *option, const char *path, const char *const *inputs,
+                            int ninputs)
+{
+    opt_name = option;
+    fp4_status st = prepare(path, inputs, ninputs, false);
+    opt_name = "-o";
+    return st;
 }
 
 static fp4_status write_all(int fd, const char *path, const char *text, size_t len)
@@ -257,7 +283,23 @@ static fp4_status write_replace(const char *target, const char *display, const c
     return st;
 }
 
+static fp4_status write_path(const char *path, const char *text, size_t len);
+
 fp4_status fp4_output_write(const char *path, const char *text, size_t len)
+{
+    return fp4_output_write_as("-o", path, text, len);
+}
+
+fp4_status fp4_output_write_as(const char *option, const char *path, const char *text,
+                               size_t len)
+{
+    opt_name = option;
+    fp4_status st = write_path(path, text, len);
+    opt_name = "-o";
+    return st;
+}
+
+static fp4_status write_path(const char *path, const char *text, size_t len)
 {
     if (!path || !strcmp(path, "-")) {
         size_t w = fwrite(text, 1, len, stdout);
@@ -267,7 +309,7 @@ fp4_status fp4_output_write(const char *path, const char *text, size_t len)
         return FP4_OK;
     }
     if (prepared.kind == OUT_NONE || strcmp(prepared.path, path))
-        FP4_TRY(fp4_output_prepare(path, NULL, 0));
+        FP4_TRY(prepare(path, NULL, 0, true));
     fp4_status st;
     if (prepared.kind == OUT_DIRECT) {
         st = write_all(prepared.fd, path, text, len);

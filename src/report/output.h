@@ -37,6 +37,16 @@ fp4_status fp4_output_prepare(const char *path, const char *const *inputs, int n
  * refusals of fp4_output_prepare; on error no temporary file is left behind. */
 fp4_status fp4_output_write(const char *path, const char *text, size_t len);
 
+/* The checks of fp4_output_prepare for a second output file given with `option` (as messages
+ * name it: "--emit-exclude"), before anything is read, keeping nothing: the prepared output
+ * is left alone, and a FIFO or character device is not opened (fp4_output_write_as opens it). */
+fp4_status fp4_output_check(const char *option, const char *path, const char *const *inputs,
+                            int ninputs);
+
+/* fp4_output_write for a file given with `option`: its messages name that option. */
+fp4_status fp4_output_write_as(const char *option, const char *path, const char *text,
+                               size_t len);
+
 /* The verbosity of the run (-q: -1, default 0, -v: 1+): with 1 or more, or 0 and stderr a
  * terminal, each fp4_output_write to a file (not stdout) says so on stderr in one line,
  * "fp4diag: wrote PATH (N bytes)"; -q never. Default 0. */

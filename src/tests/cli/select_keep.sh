@@ -100,4 +100,16 @@ cp "$M" "$tmp/in.safetensors"
 [ $? -eq 2 ] && cmp -s "$M" "$tmp/in.safetensors" || { echo "--emit-exclude onto the input: wanted exit 2, input intact"; fail=1; }
 "$FP4DIAG" sqnr "$M" -q -o "$tmp/b.json" --shard 0/2 --emit-exclude "modelopt:$tmp/x.json" 2>"$tmp/err"
 [ $? -eq 2 ] || { echo "--emit-exclude with --shard: wanted exit 2"; fail=1; }
+# FILE where no file can be written (a directory, a missing directory): refused before anything
+# is read (no report written), the message naming --emit-exclude, not -o
+mkdir "$tmp/dir"
+for bad in "$tmp/dir" "$tmp/nodir/x.json"; do
+    rm -f "$tmp/b.json"
+    "$FP4DIAG" sqnr "$M" -q -o "$tmp/b.json" --emit-exclude "modelopt:$bad" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne 3 ] || [ -e "$tmp/b.json" ] || ! grep -q "^fp4diag sqnr: --emit-exclude $bad: " "$tmp/err"; then
+        echo "--emit-exclude modelopt:$bad: wanted exit 3 before the run, naming --emit-exclude (exit $rc)"
+        cat "$tmp/err"; fail=1
+    fi
+done
 exit $fail
