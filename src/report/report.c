@@ -1372,7 +1372,7 @@ static void rank_column(char *buf, size_t n, const fp4_verdict_row *r, int by)
     case FP4_RANK_UNDERFLOW: v = r->underflows_pct, lab = "uflow%", fmt = "%7.3f"; break;
     case FP4_RANK_SQNR_NONAMAX: v = r->sqnr_na_db, lab = "nonamax", fmt = "%6.2f"; break;
     case FP4_RANK_MAXERR: v = r->maxerr_rel, lab = "maxerr", fmt = "%7.4f"; break;
-    case FP4_RANK_RELERR: v = r->rel_err_p99, lab = "p99", fmt = "%10.4g"; break;
+    case FP4_RANK_RELERR: v = r->rel_err_p99, lab = "p99", fmt = "%10.4f"; break;
     default: v = r->delta, lab = "delta", fmt = "%+.5f"; break;
     }
     char num_[24];

@@ -156,6 +156,11 @@ for rb in "underflow:uflow%" "sqnr-nonamax:nonamax" "maxerr:maxerr" "relerr:p99"
     [ "$n" -eq 10 ] || { echo "--rank-by ${rb%%:*}: $n rows end with ${rb#*:}, wanted 10"; cat "$tmp/tty"; fail=1; }
     long=$(awk 'length($0) > 100' "$tmp/tty" | head -n 2)
     [ -z "$long" ] || { echo "--rank-by ${rb%%:*} at 100 columns: lines too long:"; echo "$long"; fail=1; }
+    # the statistic in fixed notation, 4 decimals as maxerr (p99 was %g: "1", "0.01234")
+    if [ "${rb%%:*}" = relerr ] || [ "${rb%%:*}" = maxerr ]; then
+        n=$(grep -c "^  model\.layers\..* ${rb#*:}  *[0-9]*\.[0-9][0-9][0-9][0-9]$" "$tmp/tty")
+        [ "$n" -eq 10 ] || { echo "--rank-by ${rb%%:*}: $n rows with 4 decimals, wanted 10"; cat "$tmp/tty"; fail=1; }
+    fi
 done
 pty "COLUMNS=100 '$FP4DIAG' sqnr '$M' --rank-by sqnr-nonamax 2>/dev/null"
 grep -A1 '^  tensors, lowest non-amax SQNR' "$tmp/tty" | grep -q 'model\.layers\.3\.mlp\.up_proj\.weight\|model\.layers\.1\.mlp\.down_proj\.weight' ||
