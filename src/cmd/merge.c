@@ -24,10 +24,10 @@ const char fp4_usage_merge[] =
     "-o.\n"
     "\noptions:\n"
     "  -o FILE             write the merged report to FILE (default stdout; on a terminal\n"
-    "                      a merge of analysis parts prints its table there instead)\n"
+    "                      the merged run's table there instead: an audit's pooled line)\n"
     "  --json              the merged report on stdout even when it is a terminal\n"
     "  -q                  quiet: no table\n"
-    "  -v                  the table on stderr beside the JSON report (analysis)\n"
+    "  -v                  the table on stderr beside the JSON report\n"
     "  -h, --help          this help\n"
     "\nExit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given twice or\n"
     "missing (all named), or the merged report holds errors entries (as the run would exit).\n";
@@ -60,8 +60,8 @@ fp4_status cmd_merge(int argc, char **argv)
         st = fp4_report_file_read_budget(o.args[i], &budget, &texts[i]);
     fp4_merge_result res;
     memset(&res, 0, sizeof res);
-    /* terminal first, as every command: the merged analysis' table on a terminal in place of
-     * the JSON (gemm and audit merges have no table: their JSON is written) */
+    /* terminal first, as every command: on a terminal the merged run's table in place of the
+     * JSON (an audit merge: its pooled line; the per-tensor table is the run's own) */
     const bool tfirst = fp4_report_terminal_first(&o.cfg);
     if (st == FP4_OK)
         st = fp4_merge_reports((const char *const *)texts, (const char *const *)o.args, o.nargs,
@@ -69,11 +69,9 @@ fp4_status cmd_merge(int argc, char **argv)
                                tfirst ? stdout
                                       : fp4_report_table_stream(o.cfg.output, o.cfg.verbosity),
                                fp4_options_config_of_argv, &res);
-    const bool analysis = !strcmp(res.command, "sqnr") || !strcmp(res.command, "bias") ||
-                          !strcmp(res.command, "buckets") || !strcmp(res.command, "rht");
     if (st == FP4_OK && fp4_report_quiet_terminal(o.cfg.output, o.cfg.json, o.cfg.verbosity))
         fp4_report_quiet_note(); /* -q on a terminal: no JSON flood */
-    else if (st == FP4_OK && tfirst && analysis)
+    else if (st == FP4_OK && tfirst)
         st = fp4_report_terminal_note();
     else if (st == FP4_OK)
         st = fp4_output_write(o.cfg.output, res.text, strlen(res.text));

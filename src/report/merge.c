@@ -777,6 +777,8 @@ static bool same_double(double a, double b)
     return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
 }
 
+static double num_or_nan(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : NAN; }
+
 static const char *sqnr_status_str(fp4_sqnr_status s)
 {
     return s == FP4_SQNR_OK            ? "ok"
@@ -876,13 +878,37 @@ static fp4_status gemm_layer_from_json(const part *pt, const unit *u, const cJSO
             return fp4_error(FP4_ERR_INPUT, "%s: layer %s path %s: \"%s\" is not what its "
                                             "exact sums give (edited part?)",
                              pt->name, lname, pname, field);
+        /* what the table shows beside the sums: the operands (which tensor, transposed, their
+         * SQNR) and the alphas, as the part printed them (cJSON prints numbers that read back
+         * to the same double) */
+        r->alpha_a = num_or_nan(get(y, "alpha_a"));
+        r->alpha_b = num_or_nan(get(y, "alpha_b"));
+        r->alpha_product = num_or_nan(get(y, "alpha_product"));
+        for (int k = 0; k < 2; k++) {
+            const cJSON *op = cJSON_GetArrayItem(get(y, "operands"), k);
+            const cJSON *on = get(op, "name"), *os = get(op, "sqnr_status");
+            fp4_gemm_operand_result *o = &r->op[k];
+            o->role = k ? 'b' : 'a';
+            o->transposed = cJSON_IsTrue(get(op, "transposed"));
+            for (int t = FP4_GEMM_X; t <= FP4_GEMM_DY; t++)
+                if (cJSON_IsString(on) && !strcmp(on->valuestring, fp4_gemm_tensor_name(t)))
+                    o->tensor = (fp4_gemm_tensor)t;
+            o->m.sqnr_db = num_or_nan(get(op, "sqnr_db"));
+            o->m.sqnr_status = FP4_SQNR_OK;
+            for (int q = 0; q <= FP4_SQNR_NONFINITE; q++)
+                if (cJSON_IsString(os) &&
+                    !strcmp(os->valuestring, sqnr_status_str((fp4_sqnr_status)q)))
+                    o->m.sqnr_status = (fp4_sqnr_status)q;
+            o->m.alpha = num_or_nan(get(op, "alpha"));
+        }
     }
     if (!(L->name = strdup(lname))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     return FP4_OK;
 }
 
 
-static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_result *res)
+static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
+                             fp4_merge_result *res)
 {
     fp4_status st = FP4_OK;
     unit *lu = NULL, *eu = NULL;
@@ -1020,6 +1046,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, fp4_merge_resul
     }
     snprintf(res->command, sizeof res->command, "gemm");
     res->nunits = nl;
+    if (table) fp4_report_gemm_table(table, &run); /* the table the single run prints */
 out:
     for (int i = 0; layers && i < nl; i++) free(layers[i].name);
     free(layers);
@@ -1378,7 +1405,8 @@ static fp4_status audit_groups_check(const part *p, const unit *tu, int nt)
 /* Audit parts (SPEC §11): tensors and errors in selection order, the pooled line from the
  * parts' exact sums in that order (the single run's own arithmetic, so bit for bit), every
  * tensor's export and requant checked against its sums. */
-static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_result *res)
+static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
+                              fp4_merge_result *res)
 {
     fp4_status st = FP4_OK;
     unit *tu = NULL, *eu = NULL;
@@ -1479,6 +1507,26 @@ static fp4_status merge_audit(part *p, int n, const char *output, fp4_merge_resu
     }
     snprintf(res->command, sizeof res->command, "audit");
     res->nunits = p[0].selected;
+    if (table) { /* the pooled line of the merged audit (its per-tensor table: the run's own) */
+        const char *es, *rs;
+        double e = fp4_audit_sqnr(&pe[0], &es), r = fp4_audit_sqnr(&pr[0], &rs);
+        char et[24], rt[24];
+        snprintf(et, sizeof et, "%s", es);
+        if (!isnan(e)) snprintf(et, sizeof et, "%.2f dB", e);
+        snprintf(rt, sizeof rt, "%s", rs);
+        if (!isnan(r)) snprintf(rt, sizeof rt, "%.2f dB", r);
+        fprintf(table, "audit of %d quantized tensor%s merged from %d parts: %d audited, %d "
+                       "error%s\n",
+                p[0].selected, p[0].selected == 1 ? "" : "s", n, nt, ne, ne == 1 ? "" : "s");
+        if (np > 0)
+            fprintf(table, "pooled over %d tensor%s:\n  export SQNR %s (alpha %.5f), our "
+                           "requantization %s\n  non-nearest codes %.3f%%, scale bytes "
+                           "matching %.3f%%\n",
+                    np, np == 1 ? "" : "s", et, fp4_audit_alpha(&pe[0]), rt,
+                    100.0 * frac_of(nn, el), 100.0 * frac_of(sm, sb));
+        fputs("(the per-tensor table: the JSON report's \"tensors\", or the audit run whole)\n",
+              table);
+    }
 out:
     free(tu);
     free(eu);
@@ -1512,8 +1560,8 @@ fp4_status fp4_merge_reports(const char *const *texts, const char *const *names,
     }
     if (st == FP4_OK) st = check_parts(p, n, gemm);
     if (st == FP4_OK)
-        st = gemm    ? merge_gemm(p, n, output, res)
-             : audit ? merge_audit(p, n, output, res)
+        st = gemm    ? merge_gemm(p, n, output, table, res)
+             : audit ? merge_audit(p, n, output, table, res)
                      : merge_analysis(p, n, output, table, config_of, res);
     for (int i = 0; i < n; i++) cJSON_Delete(p[i].doc);
     free(p);

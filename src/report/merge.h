@@ -14,7 +14,7 @@
 /* What the merged report holds, for the caller's exit status and messages. */
 typedef struct fp4_merge_result {
     char *text;          /* the merged report, JSON + newline (malloc'd) */
-    char command[16];    /* "sqnr", "bias", "buckets", "rht" or "gemm" */
+    char command[16];    /* "sqnr", "bias", "buckets", "rht", "gemm" or "audit" */
     int nerrors;         /* entries of its "errors" */
     int nunits;          /* tensors (or layers) selected by the run */
     char first_error[512]; /* the message of its first "errors" entry ("" when none) */
@@ -45,7 +45,8 @@ typedef fp4_status (*fp4_merge_config_fn)(int argc, char **argv, fp4_run_config 
  * shard.fingerprint or whose input files' sizes or hashes differ from the first part's
  * (naming the file);
  * FP4_ERR_INTERNAL when out of memory. Free res->text in every case. With `table` not NULL,
- * the human table of the merged analysis report is printed there (gemm: none). config_of
+ * the human table of the merged report is printed there: an analysis' or gemm's as the run
+ * prints it, an audit's pooled line (its per-tensor table needs the run's own data). config_of
  * rebuilds an analysis run's config from its argv (FP4_ERR_INPUT "its argv does not parse
  * here" when it fails). */
 fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
