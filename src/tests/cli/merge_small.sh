@@ -20,6 +20,13 @@ done
 (cd two && "$FP4DIAG" merge ../p0.json ../p1.json -o r.json) || fail "merge"
 grep -v '"seconds"\|"time"' one/r.json >a; grep -v '"seconds"\|"time"' two/r.json >b
 cmp -s a b || { diff a b | head; fail "merged report differs"; }
+# a UTF-8 byte order mark before a part (a Windows editor's save) is accepted and ignored, as
+# RFC 8259 lets a parser do (SPEC §9): the same merged report
+printf '\357\273\277' >bom.json && cat p1.json >>bom.json
+mkdir three && (cd three && "$FP4DIAG" merge ../p0.json ../bom.json -o r.json) ||
+    fail "merge of a part with a BOM"
+grep -v '"seconds"\|"time"' three/r.json >c
+cmp -s b c || { diff b c | head; fail "a part with a BOM: merged report differs"; }
 head -c 200 p1.json >cut.json
 "$FP4DIAG" merge p0.json cut.json -o bad.json 2>err; rc=$?
 [ "$rc" -eq 3 ] || fail "cut part: exit $rc"
