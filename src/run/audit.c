@@ -760,7 +760,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     a->shard = shard;
     int *pos = NULL, *gowner = NULL;
     int64_t *gw = NULL;
-    bool *mine = NULL;
+    bool *mine = NULL, *need = NULL;
     double t0 = now_seconds();
     fp4_progress pm;
     bool progress_on = false;
@@ -906,26 +906,43 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         free(owner);
         if (st != FP4_OK) goto out;
     }
+    /* the members whose source amax this share's NVFP4 tensors need (a member with a problem
+     * still counts: the rule is about the source), each read once; metered as units of their
+     * own ahead of the tensors (on a large checkpoint this first pass reads a good part of the
+     * source) */
+    need = calloc((size_t)qs.n + 1, sizeof *need);
+    if (!need) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    int namax = 0, nmine = 0, k_unit = 0;
     for (int i = 0; i < qs.n; i++) {
+        nmine += mine[i];
         if (!mine[i] || qs.t[i].problem[0] || qs.t[i].format != FP4_QF_NVFP4) continue;
-        for (int j = 0; j < qs.n; j++) {
-            /* a member with a problem still counts: the rule is about the source */
-            if (amax[j] >= 0.0f || strcmp(keys[i], keys[j]) != 0)
-                continue;
-            src_pair d;
-            char why[512];
-            int tr; /* the amax does not depend on the orientation */
-            st = pair_source(src, quantized, &qs.t[j], &d, why, sizeof why, &tr);
-            if (st == FP4_OK && !why[0]) st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
-            pair_free(&d);
-            if (st != FP4_OK) goto out;
+        for (int j = 0; j < qs.n; j++)
+            if (!need[j] && !strcmp(keys[i], keys[j])) need[j] = true, namax++;
+    }
+    fp4_progress_start(&pm, audit_progress, namax + nmine, 0);
+    progress_on = true;
+    for (int j = 0; j < qs.n; j++) {
+        if (!need[j]) continue;
+        char label[1100];
+        snprintf(label, sizeof label, "%s (group amax)", qs.t[j].name);
+        fp4_progress_step(&pm, k_unit++, label, bytes_done);
+        src_pair d;
+        char why[512];
+        int tr; /* the amax does not depend on the orientation */
+        st = pair_source(src, quantized, &qs.t[j], &d, why, sizeof why, &tr);
+        if (st == FP4_OK && !why[0]) {
+            st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
+            for (int k = 0; k < d.n && k < 2; k++)
+                if (d.d[k].nelems > 0)
+                    bytes_done += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
         }
+        pair_free(&d);
+        if (st != FP4_OK) goto out;
     }
 
-    int nmine = 0, k_unit = 0;
-    for (int i = 0; i < qs.n; i++) nmine += mine[i];
-    fp4_progress_start(&pm, audit_progress, nmine, 0);
-    progress_on = true;
     for (int i = 0; i < qs.n; i++) {
         if (!mine[i]) continue;
         const fp4_qtensor *q = &qs.t[i];
@@ -1083,6 +1100,7 @@ out:
     free(sel);
     free(pos);
     free(mine);
+    free(need);
     free(gowner);
     free(gw);
     free(amax);

@@ -148,8 +148,10 @@ void fp4_audit_free(fp4_audit *a);
 
 /* The progress line of the next runs (base/progress.h, SPEC §9): verbosity as the commands
  * take it (-q: -1, default 0, -v: 1+); off until set (library callers see nothing). One unit
- * per quantized tensor this run (share) audits, with the source bytes read so far (no total:
- * the source's sizes are known as each tensor is paired) and the time left by tensors. */
+ * per source tensor whose amax an NVFP4 fused group's scale rule needs ("NAME (group amax)",
+ * the first pass), then one per quantized tensor this run (share) audits, with the source bytes
+ * read so far (no total: the source's sizes are known as each tensor is paired) and the time
+ * left by units. */
 void fp4_audit_set_progress(int verbosity);
 
 /* --- the rules, exposed for tests ---------------------------------------------------------- */

@@ -56,20 +56,24 @@ if [ -f "$G" ]; then
         echo "gemm TERM=dumb: no plain per-layer progress"; cat -v "$tmp/tty"; fail=1
     fi
 fi
-# audit: a line per quantized tensor, the source bytes read before it (no total), plain under
-# TERM=dumb, redrawn on a terminal; nothing with -q or off a terminal
+# audit: first the group-amax pass (a line per source tensor an NVFP4 group's scale rule
+# needs the amax of: on a large checkpoint it reads a good part of the source), then a line
+# per quantized tensor, the source bytes read before it (no total), plain under TERM=dumb,
+# redrawn on a terminal; nothing with -q or off a terminal
 S=testdata/quantized/source Q=testdata/quantized/modelopt_nvfp4
 if [ -d "$S" ] && [ -d "$Q" ]; then
     pty "TERM=dumb '$FP4DIAG' audit '$S' '$Q' -o '$tmp/a.json'"
-    if grep -q "$esc" "$tmp/tty" || [ "$(grep -c '^\[[1-4]/4\] ' "$tmp/tty")" -ne 4 ] ||
-        ! grep -q '^\[1/4\] 0 B model\.layers\.0\.self_attn\.q_proj\.weight$' "$tmp/tty" ||
-        ! grep -q '^\[4/4\] [0-9.]* KiB model\.layers\.0\.mlp\.down_proj\.weight$' "$tmp/tty"; then
-        echo "audit TERM=dumb: no plain per-tensor progress"; cat -v "$tmp/tty"; fail=1
+    if grep -q "$esc" "$tmp/tty" || [ "$(grep -c '^\[[1-8]/8\] ' "$tmp/tty")" -ne 8 ] ||
+        [ "$(grep -c '^\[[1-4]/8\] .* (group amax)$' "$tmp/tty")" -ne 4 ] ||
+        ! grep -q '^\[1/8\] 0 B model\.layers\.0\.self_attn\.q_proj\.weight (group amax)$' "$tmp/tty" ||
+        ! grep -q '^\[5/8\] [0-9.]* KiB model\.layers\.0\.self_attn\.q_proj\.weight$' "$tmp/tty" ||
+        ! grep -q '^\[8/8\] [0-9.]* KiB model\.layers\.0\.mlp\.down_proj\.weight$' "$tmp/tty"; then
+        echo "audit TERM=dumb: no plain progress of the amax pass and per tensor"; cat -v "$tmp/tty"; fail=1
     fi
     pty "TERM=xterm '$FP4DIAG' audit '$S' '$Q' -o '$tmp/a.json'"
-    grep -q "${esc}\[K\[1/4\] 0 B " "$tmp/tty" || { echo "audit TERM=xterm: no redrawn progress"; cat -v "$tmp/tty"; fail=1; }
+    grep -q "${esc}\[K\[1/8\] 0 B " "$tmp/tty" || { echo "audit TERM=xterm: no redrawn progress"; cat -v "$tmp/tty"; fail=1; }
     pty "TERM=dumb '$FP4DIAG' audit '$S' '$Q' -q -o '$tmp/a.json'"
-    grep -q '^\[1/4\]' "$tmp/tty" && { echo "audit -q: progress"; fail=1; }
+    grep -q '^\[1/8\]' "$tmp/tty" && { echo "audit -q: progress"; fail=1; }
     "$FP4DIAG" audit "$S" "$Q" -o "$tmp/a.json" >/dev/null 2>"$tmp/err"
     [ -s "$tmp/err" ] && { echo "audit off a terminal: stderr not empty"; cat "$tmp/err"; fail=1; }
 fi
