@@ -482,7 +482,9 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         db_text(r, sizeof r, &a->pooled_requant);
         char label[64];
         snprintf(label, sizeof label, "(pooled, %d tensor%s)", npool, npool == 1 ? "" : "s");
-        audit_put_name(out, label, w, false);
+        if (compact && (int)strlen(label) > w) /* a narrow name column: the row stays in line */
+            snprintf(label, sizeof label, "(pooled, %d)", npool);
+        audit_put_name(out, label, w, compact);
         if (compact) {
             pct_text(fl, sizeof fl, frac(pf, pnz), "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, "");

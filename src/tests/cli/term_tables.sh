@@ -78,6 +78,16 @@ if [ -d "$Q" ] && [ -d "$S" ]; then
         fits audit $c "$tmp/audit"
         grep -q '^format/producer: nvfp4 modelopt (every tensor)$' "$tmp/audit" || { echo "audit COLUMNS=$c: no format line"; cat "$tmp/audit"; fail=1; }
         [ "$(grep -c -e '…0…' -e '[….]0\.[a-z]' "$tmp/audit")" -eq 4 ] || { echo "audit COLUMNS=$c: a layer number lost"; cat "$tmp/audit"; fail=1; }
+        # the pooled row in line with the tensor rows: its export SQNR ends in the column theirs
+        # do (at 80 columns "(pooled, 4 tensors)" overflowed the name column and the row was
+        # reflowed at spaces, its numbers out of their columns)
+        python3 - "$tmp/audit" <<'PY' || { echo "audit COLUMNS=$c: the pooled row out of line"; cat "$tmp/audit"; fail=1; }
+import re, sys
+rows = [l for l in open(sys.argv[1], encoding="utf-8").read().split("\n")
+        if re.match(r"(…|model|\(pooled)", l)]
+ends = {m.end() for m in (re.search(r" \d+\.\d{3}(?= )", l) for l in rows) if m}
+sys.exit(0 if len(rows) == 5 and rows[-1].startswith("(pooled") and len(ends) == 1 else 1)
+PY
     done
     "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1
     head -n 1 "$tmp/audit" | grep -q '^tensor  *format/producer  *export dB  *alpha  *flushed%  *RTN dB  *alpha  *gain dB  *nonnear%  *scale same%$' ||
