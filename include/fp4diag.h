@@ -196,6 +196,15 @@ fp4d_status fp4d_report(const char *command, int argc, const char *const *argv, 
  * no-op. Symbol version FP4DIAG_0.1.1. */
 void fp4d_free(void *p);
 
+/* Whether 4-bit recipes keep the tensor `name` in high precision (SPEC §9 "Default
+ * selection": one rule table after NVIDIA ModelOpt's default disabled quantizers and
+ * llm-compressor's ignore list; "/" or "." separators, case-insensitive): 1 when a rule
+ * matches, with *kind ("output head", "MoE router", "embedding", "norm", "bias", ...) and
+ * *glob set to the first matching rule's (static strings; either pointer may be NULL); 0 for
+ * a tensor recipes quantize (*kind and *glob NULL); -1 for a NULL name. A module's weight is
+ * "MODULE.weight" ("lm_head.weight": 1, "output head"). Symbol version FP4DIAG_0.1.2. */
+int fp4d_recipe_keeps(const char *name, const char **kind, const char **glob);
+
 /* The tensor's entry of the report's "tensors" array (SPEC §9, schema fp4diag.report/1) as the
  * CLI writes it with -o, at top level: the same bytes as the entry in `fp4diag sqnr -o R FILE
  * TENSOR` under the same options, less the two tabs of indentation that nesting gives every

@@ -17,7 +17,7 @@ from collections import namedtuple as _namedtuple
 
 from . import _lib
 
-__all__ = ["analyze", "open", "report", "audit", "Input", "TensorInfo", "Error", "UsageError",
+__all__ = ["analyze", "open", "report", "audit", "recipe_keeps", "Input", "TensorInfo", "Error", "UsageError",
            "InputError", "DeviceError", "InternalError", "version", "library_path"]
 
 
@@ -413,6 +413,17 @@ def report(path, *select, command="sqnr", **options):
     are in the report's "errors" (where the CLI exits 3 after writing it); a file that cannot
     be read or a pattern that selects nothing raises InputError."""
     return _report(command, _options(options) + [_os.fspath(path)] + [str(s) for s in select])
+
+
+def recipe_keeps(name):
+    """The rule by which 4-bit recipes keep the tensor `name` in high precision, as (kind, glob)
+    (`recipe_keeps("lm_head.weight")` is ("output head", "*lm_head*")), or None for a tensor
+    recipes quantize ("model.layers.0.mlp.down_proj.weight"): the default selection of the CLI
+    (SPEC §9), from the library's own rule table. A module's weight is "MODULE.weight"."""
+    kind, glob = _lib.ctypes.c_char_p(), _lib.ctypes.c_char_p()
+    r = _lib.lib.fp4d_recipe_keeps(_lib.encode(name), _lib.ctypes.byref(kind),
+                                   _lib.ctypes.byref(glob))
+    return (_lib.decode(kind.value), _lib.decode(glob.value)) if r == 1 else None
 
 
 def audit(source, quantized, *select):

@@ -134,13 +134,15 @@ _sigs = {
     "fp4d_report": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int,
                                    ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_P)]),
     "fp4d_free": (None, [_P]),
+    "fp4d_recipe_keeps": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+                                         ctypes.POINTER(ctypes.c_char_p)]),
 }
 for _name, (_res, _args) in _sigs.items():
     try:
         _f = getattr(lib, _name)
     except AttributeError:
         raise ImportError("fp4diag: %s lacks %s: the Python package needs a library of symbol "
-                          "version FP4DIAG_0.1.1 or later" % (path, _name)) from None
+                          "version FP4DIAG_0.1.2 or later" % (path, _name)) from None
     _f.restype = _res
     _f.argtypes = _args
 

@@ -33,11 +33,13 @@ ROLES = ("x", "w", "dy")
 
 
 def _select(model, layers):
-    """[(name, module)] of the nn.Linear modules chosen by `layers`: None = every nn.Linear;
-    a string or a list of strings: exact module names or fnmatch patterns ("*.mlp.*")."""
+    """[(name, module)] of the nn.Linear modules chosen by `layers`: None = those whose weight
+    4-bit recipes quantize (fp4diag.recipe_keeps: the CLI's default selection, so lm_head,
+    MoE routers and gates are left out); a string or a list of strings: exact module names or
+    fnmatch patterns ("*.mlp.*"; "*" every nn.Linear)."""
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, _torch.nn.Linear)]
     if layers is None:
-        return found
+        return [(n, m) for n, m in found if _fp4.recipe_keeps(n + ".weight") is None]
     pats = [layers] if isinstance(layers, str) else list(layers)
     chosen = [(n, m) for n, m in found if any(n == p or fnmatch.fnmatchcase(n, p) for p in pats)]
     for p in pats:
@@ -50,7 +52,9 @@ class Monitor:
     """Hooks on the chosen nn.Linear layers of `model` that record X, W and dY every `every`
     steps (the steps whose count is a multiple of `every`, from `start`).
 
-    layers: None (every nn.Linear), or names / fnmatch patterns of modules.
+    layers: None (the nn.Linear layers 4-bit recipes quantize, as the CLI's default selection:
+    not lm_head, MoE routers and gates; fp4diag.recipe_keeps), or names / fnmatch patterns of
+    modules ("*": every nn.Linear).
     roles: which of "x", "w", "dy" to record.
     path: a JSON-lines file (appended to), or None; `records` keeps the last step's entries.
     tensorboard: a torch.utils.tensorboard SummaryWriter, or a log directory for a new one.

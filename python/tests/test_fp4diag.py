@@ -196,6 +196,17 @@ class AnalyzeNumpy(unittest.TestCase):
         self.assertEqual(fp4diag._te_stats(dict(r, counts=dict(r["counts"], elements=0)), 1.0),
                          {"underflows%": None, "mse": None})
 
+    def test_recipe_keeps_known_answers(self):
+        """The default selection's rule table through the library (SPEC §9)."""
+        self.assertEqual(fp4diag.recipe_keeps("lm_head.weight"), ("output head", "*lm_head*"))
+        self.assertEqual(fp4diag.recipe_keeps("/model/layers/3/mlp/gate/weight")[0],
+                         "MoE router")
+        self.assertEqual(fp4diag.recipe_keeps("model.embed_tokens.weight")[0], "embedding")
+        self.assertIsNone(fp4diag.recipe_keeps("model.layers.0.mlp.down_proj.weight"))
+        self.assertIsNone(fp4diag.recipe_keeps("blocks.0.fc1.weight"))
+        with self.assertRaises(ValueError):
+            fp4diag.recipe_keeps("lm_head\0.weight")
+
     @unittest.skipIf(ml_dtypes is None, "ml_dtypes is not installed: bfloat16 NumPy arrays "
                      "not tested (torch bf16 tensors are, where torch is)")
     def test_bf16_ml_dtypes(self):
@@ -698,6 +709,16 @@ class Torch(unittest.TestCase):
             self.assertEqual(e["layer"], "2")
         with self.assertRaises(ValueError):
             fmon.Monitor(model, layers=["nope"])
+        # by default the layers recipes quantize: no lm_head, no MoE router
+        lin = torch.nn.Linear
+        m = torch.nn.ModuleDict({"fc": lin(8, 8), "lm_head": lin(8, 8),
+                                 "mlp": torch.nn.ModuleDict({"gate": lin(8, 2),
+                                                             "up_proj": lin(8, 8)})})
+        with fmon.Monitor(m) as mon:
+            self.assertEqual([n for n, _ in mon.layers], ["fc", "mlp.up_proj"])
+        with fmon.Monitor(m, layers="*") as mon:
+            self.assertEqual([n for n, _ in mon.layers], ["fc", "lm_head", "mlp.gate",
+                                                         "mlp.up_proj"])
         with self.assertRaises(ValueError):
             fmon.Monitor(model, format="e9m9")
 

@@ -25,6 +25,7 @@
 #include "num/quant.h"
 #include "report/report.h"
 #include "run/driver.h"
+#include "run/recipe.h"
 
 _Static_assert((int)FP4D_OK == (int)FP4_OK && (int)FP4D_ERR_USAGE == (int)FP4_ERR_USAGE &&
                    (int)FP4D_ERR_INPUT == (int)FP4_ERR_INPUT &&
@@ -158,6 +159,14 @@ fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_
 }
 
 void fp4d_free(void *p) { free(p); }
+
+int fp4d_recipe_keeps(const char *name, const char **kind, const char **glob)
+{
+    const fp4_recipe_rule *r = name ? fp4_recipe_keeps(name) : NULL;
+    if (kind) *kind = r ? r->kind : NULL;
+    if (glob) *glob = r ? r->glob : NULL;
+    return !name ? -1 : r ? 1 : 0;
+}
 
 /* ------------------------------------------------------------------ analysis */
 

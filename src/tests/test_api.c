@@ -643,6 +643,28 @@ static void test_result_sums(void **state)
     fp4d_config_free(c);
 }
 
+/* fp4d_recipe_keeps: the default selection's rule table (SPEC §9), known answers */
+static void test_recipe_keeps(void **state)
+{
+    (void)state;
+    const char *kind = "x", *glob = "x";
+    assert_int_equal(fp4d_recipe_keeps("lm_head.weight", &kind, &glob), 1);
+    assert_string_equal(kind, "output head");
+    assert_string_equal(glob, "*lm_head*");
+    assert_int_equal(fp4d_recipe_keeps("/model/layers/3/mlp/gate/weight", &kind, NULL), 1);
+    assert_string_equal(kind, "MoE router");
+    assert_int_equal(fp4d_recipe_keeps("model.embed_tokens.weight", &kind, NULL), 1);
+    assert_string_equal(kind, "embedding");
+    assert_int_equal(fp4d_recipe_keeps("Model.Layers.0.Input_LayerNorm.weight", &kind, NULL), 1);
+    assert_string_equal(kind, "norm");
+    assert_int_equal(fp4d_recipe_keeps("model.layers.0.mlp.down_proj.weight", &kind, &glob), 0);
+    assert_null(kind);
+    assert_null(glob);
+    assert_int_equal(fp4d_recipe_keeps("model.layers.0.mlp.gate_proj.weight", NULL, NULL), 0);
+    assert_int_equal(fp4d_recipe_keeps(NULL, &kind, &glob), -1);
+    assert_null(kind);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,7 +675,7 @@ int main(void)
         cmocka_unit_test(test_memory_equals_file),
         cmocka_unit_test(test_memory_overflow), cmocka_unit_test(test_memory_strides_alias),
         cmocka_unit_test(test_read_f32),       cmocka_unit_test(test_report),
-        cmocka_unit_test(test_result_sums),
+        cmocka_unit_test(test_result_sums),    cmocka_unit_test(test_recipe_keeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
