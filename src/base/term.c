@@ -20,9 +20,10 @@ int fp4_term_width(FILE *out)
     }
     int fd = out ? fileno(out) : -1;
     struct winsize ws;
-    if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    if (fd < 0 || !isatty(fd)) return 0;
+    if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         return ws.ws_col < FP4_TERM_MIN_COLS ? FP4_TERM_MIN_COLS : ws.ws_col;
-    return 0;
+    return FP4_TERM_DEFAULT_COLS; /* a terminal that reports no size (mpirun's pty, script) */
 }
 
 static bool names_utf8(const char *v)

@@ -9,12 +9,14 @@
 #include <stdio.h>
 
 /* Narrowest width honoured: a $COLUMNS or terminal below it is taken as this. */
-enum { FP4_TERM_MIN_COLS = 40, FP4_TERM_MAX_COLS = 4096 };
+enum { FP4_TERM_MIN_COLS = 40, FP4_TERM_MAX_COLS = 4096, FP4_TERM_DEFAULT_COLS = 80 };
 
 /* The width, in columns, a table written to `out` must fit: $COLUMNS when it is a whole number
  * (clamped to [FP4_TERM_MIN_COLS, FP4_TERM_MAX_COLS]); else the terminal's width
- * (ioctl TIOCGWINSZ on fileno(out)) when `out` is a terminal that reports one; else 0: no
- * limit (a pipe or file gets names in full). */
+ * (ioctl TIOCGWINSZ on fileno(out)) when `out` is a terminal that reports one;
+ * FP4_TERM_DEFAULT_COLS when `out` is a terminal that reports no size (a pseudo-terminal made
+ * without one, as mpirun's or script's under a batch job); else 0: no limit (a pipe or file
+ * gets names in full). */
 int fp4_term_width(FILE *out);
 
 /* True when the locale's character set is UTF-8: the first of $LC_ALL, $LC_CTYPE, $LANG that is

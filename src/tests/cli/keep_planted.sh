@@ -57,7 +57,7 @@ with open(out + "/model.safetensors", "wb") as f:
 PY
 M=$tmp/model.safetensors
 fail=0
-pty() { script -qec "$1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
+pty() { script -qec "stty cols 250 rows 50 2>/dev/null; $1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
 for args in "" "--format e2m1 --scale nvfp4" "--format all --scale nvfp4"; do
     "$FP4DIAG" sqnr "$M" $args -q -o "$tmp/r.json" || { echo "sqnr $args: exit $?"; fail=1; continue; }
     python3 - "$tmp/r.json" "$args" <<'PY' || fail=1

@@ -20,7 +20,7 @@ save_file(t, sys.argv[1])
 PY
 M=$tmp/m.safetensors
 fail=0
-pty() { script -qec "$1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
+pty() { script -qec "stty cols 250 rows 50 2>/dev/null; $1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"; }
 esc=$(printf '\033')
 # each tensor is 16*64*4 = 4096 bytes: before tensor 30, 29 of 30 are done
 pty "TERM=dumb '$FP4DIAG' sqnr '$M' -o '$tmp/r.json'"

@@ -60,4 +60,14 @@ if command -v script >/dev/null 2>&1; then
         echo "a 90-column terminal: longest line $n"; cat "$tmp/tty2"; fail=1
     fi
 fi
+# a terminal that reports no size (stty cols 0: mpirun's pty, script's under a batch job), no
+# COLUMNS: the table fits 80 columns
+if command -v script >/dev/null 2>&1; then
+    LC_ALL=C.UTF-8 script -qec "stty cols 0 rows 0; '$FP4DIAG' sqnr '$M' 2>/dev/null" /dev/null >"$tmp/tty" 2>&1 </dev/null
+    tr -d '\r' <"$tmp/tty" >"$tmp/tty2"
+    n=$(maxlen "$tmp/tty2")
+    if [ "$n" -gt 80 ] || ! grep -q '^verdict' "$tmp/tty2"; then
+        echo "a terminal of no size: longest line $n, want <= 80"; cat "$tmp/tty2"; fail=1
+    fi
+fi
 exit $fail

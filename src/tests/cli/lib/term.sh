@@ -2,7 +2,8 @@
 # term_width.sh): a temp dir $tmp removed on exit, COLUMNS unset, fail=0 (a check sets fail=1
 # and the case goes on; it ends with `exit $fail`), and
 #   need_script             skip (77) without script(1), which pty needs
-#   pty CMD                 CMD (a shell command line) on a pseudo-terminal, its output in $tmp/tty
+#   pty CMD                 CMD (a shell command line) on a pseudo-terminal of 250 columns, its
+#                           output in $tmp/tty
 #   maxlen FILE [PREFIX]    the longest line in characters (UTF-8); with PREFIX, lines that start
 #                           with it are left out unless they hold "note:" (an exit message)
 #   fits WHAT COLUMNS FILE [PREFIX]   fail=1, saying so, when a line is longer than COLUMNS
@@ -14,8 +15,8 @@ fail=0
 need_script() {
     command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
 }
-pty() {
-    script -qec "$1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"
+pty() { # a terminal of 250 columns (one that reports no size is taken as 80, SPEC §9)
+    script -qec "stty cols 250 rows 50 2>/dev/null; $1" /dev/null </dev/null 2>&1 | tr -d '\r' >"$tmp/tty"
 }
 maxlen() {
     python3 -c 'import sys
