@@ -13,6 +13,13 @@
 #define READER_QUEUE 8
 #define READER_CACHE 4
 
+/* Slabs read straight into a tensor's kept rows are read several at a time, up to this many
+ * bytes per read (at least one slab): a slab of ~4 MiB of stored words is only 8 pieces of
+ * FP4_PARIO_PIECE, so a read of one slab could never take more than 8 of the read pool's
+ * threads (16 on the 16-core host), and each read is one fork and join of the pool. The
+ * slabs are still handed over one by one, the same bytes at the same places. */
+#define READER_GROUP_BYTES ((int64_t)32 << 20)
+
 size_t fp4_read_elem_size(int words) { return words ? 2 : sizeof(float); }
 
 static fp4_status read_slab(fp4_source *src, const fp4_tensor_desc *t, int dim, int64_t start,
@@ -234,6 +241,13 @@ static void *reader_main(void *arg)
         }
         const bool direct = P->keep && !P->need_transpose; /* slabs read straight into kept */
         const int64_t nslabs = (P->total + P->count_max - 1) / P->count_max;
+        /* direct slabs along dimension 0 lie one after another in the file's order and in
+         * kept: several are one read (READER_GROUP_BYTES) */
+        const int64_t slab_bytes = P->count_max * P->L.outer_stride * P->esz;
+        int64_t group = 1;
+        if (direct && P->L.slab_dim == 0 && !P->skip_zero && slab_bytes > 0)
+            group = READER_GROUP_BYTES / slab_bytes > 1 ? READER_GROUP_BYTES / slab_bytes : 1;
+        int64_t gend = 0; /* slabs before gend are read (by a group read) */
         bool failed = false;
         for (int pass = 0; pass < P->read_passes && !failed && !r->stop; pass++) {
             for (int64_t k = 0; k < nslabs && !r->stop;) {
@@ -264,6 +278,28 @@ static void *reader_main(void *arg)
                 }
                 if (direct) {
                     s.buf = m->kept + start * P->L.outer_stride * P->esz;
+                    if (group > 1 && k < gend) { /* read with its group's first slab */
+                        reader_push(r, &s);
+                        k = next;
+                        continue;
+                    }
+                    if (group > 1) { /* slabs k .. gend-1 in one read, into their places */
+                        gend = k + group < nslabs ? k + group : nslabs;
+                        const int64_t gcnt = (gend == nslabs ? P->total : gend * P->count_max) - start;
+                        pthread_mutex_unlock(&r->mu);
+                        fp4_error_clear();
+                        s.st = read_slab(r->src, t, P->L.slab_dim, start, gcnt, P->words, s.buf);
+                        if (s.st != FP4_OK) s.err = dup_error();
+                        pthread_mutex_lock(&r->mu);
+                        if (s.st != FP4_OK) {
+                            s.last = true;
+                            failed = true;
+                        }
+                        reader_push(r, &s);
+                        if (failed) break;
+                        k = next;
+                        continue;
+                    }
                 } else {
                     s.buf = reader_buffer(r, (P->buf_elems ? P->buf_elems : 1) * P->esz,
                                           &s.cap);

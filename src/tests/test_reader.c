@@ -2,7 +2,8 @@
  * are known (each element its flat index): every slab in order with its values, fp32 and stored
  * bf16 words, two read passes, kept rows read in place, an error-entry plan read not at all,
  * the next tensor read ahead while one is held, a budget far below a slab, a failing read
- * ending its tensor only, and a tensor given up half-way. */
+ * ending its tensor only (for kept rows, read several slabs at a time, at the group's first
+ * slab), and a tensor given up half-way. */
 #include "testutil.h"
 
 #include <math.h>
@@ -245,6 +246,35 @@ static void test_errors_and_skip(void **state)
     fp4_error_clear();
 }
 
+/* Kept rows read in place are read several slabs at a time (one read of up to 32 MiB, so
+ * that a read takes every thread of the read pool): the slabs still come one by one, each at
+ * its place with its values (test_kept_read_ahead_and_budget), and a read failing anywhere in
+ * a group ends the tensor at the group's first slab (rows 4..8 of a do not exist: slab 0 of 4
+ * rows, read alone, would have come first). */
+static void test_kept_group_read(void **state)
+{
+    fixture *fx = *state;
+    const fp4_tensor_desc *order[2] = {fx->by[0], fx->by[1]};
+    fp4_read_plan plans[2] = {plan_rows(fx->by[0], 4, 0, 1),
+                              plan_rows(fx->by[1], 1, FP4_WORDS_BF16, 1)};
+    plans[0].total = 9;
+    plans[0].keep = plans[1].keep = true;
+    fp4_reader *r = NULL;
+    assert_int_equal(fp4_reader_start(fx->src, NULL, order, plans, 2, (int64_t)1 << 30, &r),
+                     FP4_OK);
+    fp4_ready_slab s;
+    assert_int_not_equal(fp4_reader_next(r, 0, &s), FP4_OK);
+    assert_true(s.k == 0);
+    assert_true(s.last);
+    assert_non_null(strstr(fp4_last_error(), "t.safetensors"));
+    fp4_reader_release(r, &s);
+    fp4_reader_tensor_done(r, 0);
+    fp4_reader_passed(r, 0);
+    take_all(r, 1, &plans[1]); /* bf16 words, 3 slabs of one row in one read */
+    fp4_reader_join(r);
+    fp4_error_clear();
+}
+
 /* Out of order: the analysis asks for a tensor the reader is not at. */
 static void test_out_of_order(void **state)
 {
@@ -267,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_slabs_in_order),
         cmocka_unit_test(test_kept_read_ahead_and_budget),
         cmocka_unit_test(test_errors_and_skip),
+        cmocka_unit_test(test_kept_group_read),
         cmocka_unit_test(test_out_of_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
