@@ -99,6 +99,10 @@ typedef struct cuda_be {
      * the kept rows of the tensor analysed and of the one read ahead */
     cuda_reg reg[FP4_HOST_REGS];
     unsigned reg_clock;       /* registrations so far: the oldest range is replaced */
+    /* a tensor's fp32 rows on the device, widened once in its amax pass and quantized from
+     * there in its second pass (rows the caller keeps stable: a registered range) */
+    float *d_tensor;
+    int64_t tensor_cap;       /* floats */
 } cuda_be;
 
 typedef struct cuda_cfg {
@@ -129,6 +133,12 @@ typedef struct cuda_an {
      * zero rows add, measured once per tensor, and the counts the rows given that way add */
     fp4_metrics *zero16, *zero1, *zcnt;
     bool zero_moves;      /* zeros moved an fp64 sum (never expected): zero rows are fed */
+    /* the amax pass's slabs uploaded into cb->d_tensor: host bytes [dt_host, + dt_bytes) of
+     * words kind dt_w (0: fp32) are at d_tensor[0 ..); dt_off: no further slab goes there */
+    const unsigned char *dt_host;
+    int64_t dt_bytes;
+    int dt_w;
+    bool dt_off;
 } cuda_an;
 
 static fp4_status cuda_fail(cudaError_t e, const char *what)
@@ -299,6 +309,8 @@ static void cuda_close(fp4_backend *be)
                 if (cb->reg[i].p) cuda_host_unregister(be, cb->reg[i].p);
             stage_free(cb);
             keep_free(cb);
+            cudaFree(cb->d_tensor);
+            cudaGetLastError();
             fp4_trace("cuda: staging freed");
         }
         fp4_error(FP4_OK, "%s", kept);
@@ -357,6 +369,19 @@ static bool in_pinned(cuda_be *cb, const void *data, size_t bytes)
                       r->state > 0 ? "pinned" : "failed");
         }
         return r->state == 1;
+    }
+    return false;
+}
+
+/* Whether [data, data + bytes) lies in a registered range (pinned or not): memory the caller
+ * keeps unchanged while the analysis runs (fp4_backend_host_register). */
+static bool in_registered(const cuda_be *cb, const void *data, size_t bytes)
+{
+    const unsigned char *d = data;
+    for (int i = 0; i < FP4_HOST_REGS; i++) {
+        const cuda_reg *r = &cb->reg[i];
+        if (r->p && d >= r->p && bytes <= r->bytes && (size_t)(d - r->p) <= r->bytes - bytes)
+            return true;
     }
     return false;
 }
@@ -494,8 +519,10 @@ static fp4_status ensure_rows(fp4_analysis *an, int64_t nrows)
 }
 
 /* Stage rows (fp32, or 16-bit words of kind w > 0) into the current slot: a copy into its
- * pinned buffer, the H2D copy, and for words the widening on the device into d_in. */
-static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows, int *slot)
+ * pinned buffer, the H2D copy, and for words the widening on the device, into dst (NULL: the
+ * slot's d_in). */
+static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows, float *dst,
+                        int *slot)
 {
     cuda_an *ca = an->impl;
     cuda_be *cb = an->be->impl;
@@ -504,6 +531,7 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     ca->slot = (ca->slot + 1) % NSLOT;
     /* the slot's previous work must be done before its staging buffer is reused */
     CU(cudaEventSynchronize(ca->done[s]), "sync");
+    if (!dst) dst = cb->d_in[s];
     const int64_t n = nrows * an->row_len;
     const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
     /* from the caller's pinned, stable rows directly; else through the slot's staging */
@@ -515,14 +543,84 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     if (w) {
         CU(cudaMemcpyAsync(cb->d_words[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
            "H2D");
-        KU(fp4k_widen16(cb->d_words[s], w == FP4_WORDS_BF16, cb->d_in[s], n, ca->stream),
+        KU(fp4k_widen16(cb->d_words[s], w == FP4_WORDS_BF16, dst, n, ca->stream),
            "widen kernel");
     } else {
-        CU(cudaMemcpyAsync(cb->d_in[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
-           "H2D");
+        CU(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyHostToDevice, ca->stream), "H2D");
     }
     *slot = s;
     return FP4_OK;
+}
+
+/* Offsets into d_tensor are multiples of 64 floats (256 bytes, cudaMalloc's alignment), so
+ * that the kernels see rows aligned as in the staging buffers. */
+#define DT_ALIGN 64
+
+/* In the amax pass: where slab `data` (nrows rows, words kind w) goes on the device to stay
+ * for the second pass, or NULL (staged as before). The slabs of a registered range, in order
+ * from the first, fill d_tensor (made at the first slab, for the whole tensor); a slab that is
+ * not the next bytes of that range, or not aligned, ends it for this tensor. A failed device
+ * allocation only ends it too. */
+static float *tensor_dst(fp4_analysis *an, const void *data, int w, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    if (ca->dt_off) return NULL;
+    const int64_t esz = w ? 2 : (int64_t)sizeof(float);
+    const int64_t n = nrows * an->row_len, total = an->n_rows * an->row_len;
+    const unsigned char *d = data;
+    if (!ca->dt_host) {
+        if (!in_registered(cb, data, (size_t)(n * esz)) || total <= 0) {
+            ca->dt_off = true;
+            return NULL;
+        }
+        if (total > cb->tensor_cap) {
+            /* the previous tensor's kernels may still read it */
+            if (cudaStreamSynchronize(ca->stream) != cudaSuccess) {
+                cudaGetLastError();
+                ca->dt_off = true;
+                return NULL;
+            }
+            cudaFree(cb->d_tensor);
+            cb->d_tensor = NULL;
+            cb->tensor_cap = 0;
+            if (cudaMalloc((void **)&cb->d_tensor, (size_t)total * sizeof(float)) != cudaSuccess) {
+                cudaGetLastError(); /* no room on the device: staged as before */
+                cb->d_tensor = NULL;
+                ca->dt_off = true;
+                return NULL;
+            }
+            cb->tensor_cap = total;
+        }
+        ca->dt_host = d;
+        ca->dt_w = w;
+        ca->dt_bytes = 0;
+    }
+    const int64_t off = ca->dt_bytes / esz;
+    if (d != ca->dt_host + ca->dt_bytes || w != ca->dt_w || off % DT_ALIGN != 0 ||
+        off + n > total || !in_registered(cb, data, (size_t)(n * esz))) {
+        ca->dt_off = true;
+        return NULL;
+    }
+    ca->dt_bytes += n * esz;
+    return cb->d_tensor + off;
+}
+
+/* In the second pass: slab `data` on the device already (uploaded by the amax pass into
+ * d_tensor, from bytes the caller kept unchanged), or NULL. */
+static const float *tensor_src(fp4_analysis *an, const void *data, int w, int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    if (!ca->dt_host || w != ca->dt_w) return NULL;
+    const int64_t esz = w ? 2 : (int64_t)sizeof(float);
+    const int64_t bytes = nrows * an->row_len * esz;
+    const unsigned char *d = data;
+    if (d < ca->dt_host || d - ca->dt_host > ca->dt_bytes - bytes) return NULL;
+    const int64_t off = (int64_t)(d - ca->dt_host);
+    if (off % esz != 0 || (off / esz) % DT_ALIGN != 0) return NULL;
+    if (!in_registered(cb, data, (size_t)bytes)) return NULL;
+    return cb->d_tensor + off / esz;
 }
 
 static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
@@ -532,7 +630,9 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
     int s;
     if (nrows <= 0) return FP4_OK;
     FP4_TRY(make_ready(an));
-    FP4_TRY(stage(an, rows, w, nrows, &s));
+    float *dst = tensor_dst(an, rows, w, nrows);
+    FP4_TRY(stage(an, rows, w, nrows, dst, &s));
+    const float *din = dst ? dst : cb->d_in[s];
     for (int c = 0; c < an->ncfg; c++) {
         const fp4_qconfig *cfg = &an->cfgs[c];
         cuda_cfg *cc = &ca->c[c];
@@ -540,7 +640,7 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
         const int n = cfg->rht ? cfg->rht->n : 0;
         const int64_t P = n ? (an->row_len + n - 1) / n * n
                             : (an->row_len + 15) / 16 * 16;
-        KU(fp4k_amax(cb->d_in[s], nrows, an->row_len, P, n, cc->k->d_signs, cc->k->d_amax, ca->stream),
+        KU(fp4k_amax(din, nrows, an->row_len, P, n, cc->k->d_signs, cc->k->d_amax, ca->stream),
            "amax kernel");
     }
     CU(cudaEventRecord(ca->done[s], ca->stream), "event");
@@ -581,7 +681,8 @@ static fp4_status cuda_plan(fp4_analysis *an)
         fp4_cuda_cfg_of(&cc->plan, &cc->kc);
         cc->device = fp4k_cfg_supported(&cc->kc) != 0;
     }
-    fp4_trace("cuda: planned (amax read back)");
+    fp4_trace("cuda: planned (amax read back); %lld bytes of rows stay on the device",
+              (long long)ca->dt_bytes);
     ca->planned = true;
     return FP4_OK;
 }
@@ -627,7 +728,14 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
     }
     int s = ca->slot;
     FP4_TRY(drain(an, s)); /* the slot about to be reused: merge its partials first */
-    FP4_TRY(stage(an, data, w, nrows, &s));
+    const float *din = tensor_src(an, data, w, nrows);
+    if (din) { /* on the device since the amax pass: the slot for its partials only */
+        ca->slot = (s + 1) % NSLOT;
+        CU(cudaEventSynchronize(ca->done[s]), "sync");
+    } else {
+        FP4_TRY(stage(an, data, w, nrows, NULL, &s));
+        din = cb->d_in[s];
+    }
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
@@ -667,11 +775,11 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                 CU(cudaMalloc((void **)&ca->d_tile, (size_t)nt * sizeof(float)), "device alloc");
                 ca->tile_cap = nt;
             }
-            KU(fp4k_tile_amax(cb->d_in[s], nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
+            KU(fp4k_tile_amax(din, nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
                               cc->k->d_signs, ca->d_tile, ca->stream),
                "tile amax kernel");
         }
-        KU(fp4k_quantize(&cc->kc, cb->d_in[s], row0, nrows, cc->k->d_signs,
+        KU(fp4k_quantize(&cc->kc, din, row0, nrows, cc->k->d_signs,
                          cc->kc.weight_2d ? ca->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
                          NULL, ca->stream),
            "quantize kernel");
@@ -688,7 +796,7 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                 ca->rot_cap = nr;
             }
         }
-        KU(fp4k_stats(&cc->kc, cb->d_in[s], row0, nrows, cc->k->d_signs,
+        KU(fp4k_stats(&cc->kc, din, row0, nrows, cc->k->d_signs,
                       cc->kc.weight_2d ? ca->d_tile : NULL, cc->kc.rht_n ? ca->d_rot : NULL,
                       cc->k->d_spart[s], cc->k->d_scounts, ca->stream),
            "statistics kernel");

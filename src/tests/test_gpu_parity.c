@@ -443,6 +443,78 @@ static void test_words_parity(void **state)
     free(got);
 }
 
+/* Amax pass in slabs of a rows, second pass in slabs of b, of rows stored as fp32 (kind 0)
+ * or words. */
+static void run_split(fp4_backend *be, const fp4_qconfig *cfgs, int n, const void *rows,
+                      fp4_words kind, int64_t len, int64_t a, int64_t b, fp4_metrics *out)
+{
+    const size_t esz = kind ? 2 : sizeof(float);
+    const unsigned char *p = rows;
+    fp4_analysis *an;
+    assert_int_equal(fp4_analysis_begin(be, cfgs, n, R, len, &an), FP4_OK);
+    if (fp4_analysis_needs_amax(an))
+        for (int64_t r = 0; r < R; r += a) {
+            const int64_t m = r + a <= R ? a : R - r;
+            const void *at = p + (size_t)(r * len) * esz;
+            assert_int_equal(kind ? fp4_analysis_amax_words(an, at, kind, m)
+                                  : fp4_analysis_amax(an, at, m),
+                             FP4_OK);
+        }
+    for (int64_t r = 0; r < R; r += b) {
+        const int64_t m = r + b <= R ? b : R - r;
+        const void *at = p + (size_t)(r * len) * esz;
+        assert_int_equal(kind ? fp4_analysis_feed_words(an, at, kind, m)
+                              : fp4_analysis_feed(an, at, m),
+                         FP4_OK);
+    }
+    assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
+}
+
+/* Rows the caller registers (fp4_backend_host_register, as the driver does with a tensor's
+ * kept rows) are uploaded and widened once: the amax pass leaves them on the device and the
+ * second pass quantizes from there. Every sum and count the same bits as through staging,
+ * for bf16 and f16 words and fp32, every config, with second-pass slabs other than the
+ * first's (16 then 32 rows; 48 then 16; 32 then 16: the last slab of the amax pass, 16 rows,
+ * is the second pass's third). */
+static void test_kept_on_device(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+    static fp4_qconfig cfgs[512];
+    const int n = make_configs(cfgs, 512);
+    fill_words();
+    fp4_backend *gpu;
+    assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &gpu), FP4_OK);
+    fp4_metrics *ref = calloc((size_t)n, sizeof *ref), *got = calloc((size_t)n, sizeof *got);
+    assert_true(ref && got);
+    static const int64_t splits[][2] = {{16, 16}, {16, 32}, {48, 16}, {32, 16}};
+    for (int k = 0; k < 3; k++) {
+        const fp4_words kind = k == 0 ? FP4_WORDS_BF16 : k == 1 ? FP4_WORDS_F16 : (fp4_words)0;
+        void *rows = k == 0 ? (void *)wbf : k == 1 ? (void *)wf16 : (void *)data1;
+        const size_t bytes = (size_t)R * L1 * (kind ? 2 : sizeof(float));
+        run_split(gpu, cfgs, n, rows, kind, L1, 16, 16, ref); /* not registered: staged */
+        fp4_backend_host_register(gpu, rows, bytes);
+        for (size_t q = 0; q < sizeof splits / sizeof splits[0]; q++) {
+            run_split(gpu, cfgs, n, rows, kind, L1, splits[q][0], splits[q][1], got);
+            for (int c = 0; c < n; c++) {
+                char what[96];
+                snprintf(what, sizeof what, "%s kept, slabs %lld/%lld, config %d",
+                         k == 0 ? "bf16" : k == 1 ? "f16" : "fp32", (long long)splits[q][0],
+                         (long long)splits[q][1], c);
+                int ex = 0;
+                compare_metrics(&ref[c], &got[c], what, &ex);
+                if (!ex) fail_msg("%s: kept on the device vs staged: sums differ", what);
+            }
+        }
+        fp4_backend_host_unregister(gpu, rows);
+    }
+    print_message("[ INFO     ] kept rows on the device: %d configs x bf16, f16, fp32 x 4 slab "
+                  "splits == staged, bit for bit\n", n);
+    fp4_backend_close(gpu);
+    free(ref);
+    free(got);
+}
+
 /* The device widening: every bf16 and f16 pattern gives io/widen.c's bits (host order; and
  * big-endian words swapped by the host give the same), also at a length not a multiple of 8. */
 static void test_widen16_device(void **state)
@@ -605,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_metrics_parity),
         cmocka_unit_test(test_widen16_device),
         cmocka_unit_test(test_words_parity),
+        cmocka_unit_test(test_kept_on_device),
         cmocka_unit_test(test_zero_rows_parity),
     };
     return cmocka_run_group_tests_name("gpu_parity", tests, setup, NULL);
