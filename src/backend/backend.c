@@ -213,6 +213,8 @@ fp4_status fp4_analysis_feed_zero(fp4_analysis *an, int64_t nrows)
     return st;
 }
 
+bool fp4_backend_pins_host(const fp4_backend *be) { return be && be->ops->host_register; }
+
 void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes)
 {
     if (be && p && be->ops->host_register) be->ops->host_register(be, p, bytes);

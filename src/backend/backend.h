@@ -69,6 +69,8 @@ void fp4_analysis_abort(fp4_analysis *an);
  * registering a range again is a no-op. */
 #define FP4_HOST_REGS 2
 void fp4_backend_host_register(fp4_backend *be, void *p, size_t bytes);
+/* Whether registering does anything on this backend (CUDA: it pins). False for NULL. */
+bool fp4_backend_pins_host(const fp4_backend *be);
 void fp4_backend_host_unregister(fp4_backend *be, void *p);
 
 /* Stored 16-bit words in place of fp32 rows (host byte order; SPEC §8): IEEE f16 and bf16
