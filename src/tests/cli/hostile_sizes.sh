@@ -41,8 +41,13 @@ clean_fail "/big: the operands need" gemm $D "$g" /big
 clean_fail "/big: the operands need" gemm $D --x "$g:/big/x" --w "$g:/big/w" --path fprop
 if [ -z "${ASAN_OPTIONS:-}" ] && [ "$SLOW" != 1 ]; then # ASan and valgrind need the address space
     (ulimit -v 4000000 && exec "$FP4DIAG" gemm $D "$g" /big16) >"$tmp/out" 2>"$tmp/err"; rc=$?
-    [ "$rc" -eq 3 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "memory available" "$tmp/err" ||
-        fail "$D gemm on 16 GiB operands under ulimit -v: exit $rc, want 3 and one line"
+    if [ "$dev" = cuda ] && [ "$rc" -eq 4 ] && grep -q "no CUDA GPU/driver" "$tmp/err"; then
+        # the CUDA driver cannot start in 4 GB of address space: exit 4, one line, as without a GPU
+        echo "note: --device cuda under ulimit -v 4000000: CUDA cannot start (exit 4)"
+    else
+        [ "$rc" -eq 3 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "memory available" "$tmp/err" ||
+            fail "$D gemm on 16 GiB operands under ulimit -v: exit $rc, want 3 and one line"
+    fi
 fi
 big16_fail "/big16: the operands need" gemm $D "$g" /big16 /big
 
