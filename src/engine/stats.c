@@ -22,6 +22,26 @@ typedef struct st_lanes {
 
 typedef uint8_t v8b __attribute__((vector_size(8)));
 
+/* |x̂| of one lane vector of |x| = ax under RTNE, in ref.c's operations and order: t =
+ * (|x|·mul)/dv clamped to gmax, the level found by the grid's midpoints (st: the steps between
+ * levels, md: the midpoints; ties to even by > and >= in turn), then (q·d1)·d2. Shared by the
+ * statistics, Four over Six and error-split passes so that all three quantize as the engine does. */
+static inline FP4_ISA_INLINE void rtne_mag(v8f *aq, const v8f *ax, const v8f *vmul, const v8f *vdv,
+                                          const v8f *gm, const v8f st[7], const v8f md[7],
+                                          const v8f *vd1, const v8f *vd2)
+{
+    const v8i absm = (v8i){0} + 0x7FFFFFFF;
+    const v8f t = (*ax * *vmul) / *vdv;
+    const v8i lt = t < *gm;
+    const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)*gm & ~lt));
+    const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
+              p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
+    const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
+                  vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
+                  vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) + vf_bits((v8i)st[6] & p6);
+    *aq = vf_bits((v8i)((q * *vd1) * *vd2) & absm);
+}
+
 /* RTNE, GRP lanes in GCC vectors (the grouped kernel's arithmetic, engine_impl.h): each lane's
  * sums run over its block in element order, one independent chain per lane; a lane adds +0.0
  * for an entry it does not count, which leaves a sum that starts at +0.0 unchanged (x² and
@@ -63,16 +83,8 @@ static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float
         v8f x;
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
         const v8f ax = vf_bits((v8i)x & absm);
-        const v8f t = (ax * vmul) / vdv;
-        const v8i lt = t < gm;
-        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
-        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
-                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
-        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
-                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
-                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
-                      vf_bits((v8i)st[6] & p6);
-        const v8f aq = vf_bits((v8i)((q * vd1) * vd2) & absm);
+        v8f aq;
+        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2);
         const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
         const v8i c = vcnt > j;
         const v8i na = c & (vak != j);
@@ -330,16 +342,8 @@ static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *
         const v8l c64 = __builtin_convertvector(c, v8l);
         const v8d dx = __builtin_convertvector(x, v8d);
         for (int k = 0; k < 2; k++) {
-            const v8f t = (ax * vmul[k]) / vdv[k];
-            const v8i lt = t < gm;
-            const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
-            const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
-                      p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
-            const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
-                          vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
-                          vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
-                          vf_bits((v8i)st[6] & p6);
-            const v8f aq = vf_bits((v8i)((q * vd1[k]) * vd2[k]) & absm);
+            v8f aq;
+        rtne_mag(&aq, &ax, &vmul[k], &vdv[k], &gm, st, md, &vd1[k], &vd2[k]);
             const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
             const v8d d = __builtin_convertvector(xq, v8d) - dx;
             se[k] += vd_and(d * d, c64);
@@ -450,16 +454,8 @@ static inline FP4_ISA_INLINE int split_rtne_body(const fp4_qplan *p, const float
         v8f x;
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
         const v8f ax = vf_bits((v8i)x & absm);
-        const v8f t = (ax * vmul) / vdv;
-        const v8i lt = t < gm;
-        const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)gm & ~lt));
-        const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
-                  p4 = tc > md[4], p5 = tc >= md[5], p6 = tc > md[6];
-        const v8f q = vf_bits((v8i)st[0] & p0) + vf_bits((v8i)st[1] & p1) +
-                      vf_bits((v8i)st[2] & p2) + vf_bits((v8i)st[3] & p3) +
-                      vf_bits((v8i)st[4] & p4) + vf_bits((v8i)st[5] & p5) +
-                      vf_bits((v8i)st[6] & p6);
-        const v8f aq = vf_bits((v8i)((q * vd1) * vd2) & absm);
+        v8f aq;
+        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2);
         const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
         const v8i c = vcnt > j;
         const v8i f = c & (ax != zf) & (aq == zf);
