@@ -19,6 +19,8 @@ if ! command -v valgrind >/dev/null 2>&1; then
     exit 0
 fi
 tmp=$(mktemp -d) || exit 2
+FP4DIAG_PROGRESS_EVERY=86400 # no progress lines off a terminal in slow runs (src/tests/run_all.sh)
+export FP4DIAG_PROGRESS_EVERY
 trap 'rm -rf "$tmp"' EXIT
 # The wrapper stands in for the program: same arguments, same streams, same exit status unless
 # memcheck finds something. Two OpenMP threads, one OpenBLAS thread: valgrind serializes them.

@@ -44,6 +44,19 @@ fp4_status fp4_env_check(void)
             return env_bad("FP4DIAG_READ_THREADS", e, want);
         }
     }
+    e = getenv("FP4DIAG_PROGRESS_EVERY");
+    if (e && *e) { /* seconds: digits and at most one '.', no sign, exponent or space */
+        int digits = 0, dots = 0;
+        bool ok = true;
+        for (const char *p = e; ok && *p; p++) {
+            if (*p >= '0' && *p <= '9') digits++;
+            else if (*p == '.') dots++;
+            else ok = false;
+        }
+        if (!ok || digits == 0 || digits > 9 || dots > 1)
+            return env_bad("FP4DIAG_PROGRESS_EVERY", e,
+                           "want seconds, a decimal number of at most 9 digits (10, 0.5)");
+    }
     FP4_TRY(fp4_isa_init()); /* FP4DIAG_ISA: read once, for every dispatch (base/isa.c) */
     static const char *const trace_ok[] = {"", "0", "1", "2"};
     e = getenv("FP4DIAG_TRACE");

@@ -612,6 +612,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         if (st != FP4_OK) goto out;
     }
     fp4_progress_start(&pm, opt.cfg.verbosity, nmine, 0); /* the bytes come as they are read */
+    fp4_progress_share(&pm, opt.cfg.shard.index, opt.cfg.shard.count);
     for (int k = 0; k < nmine; k++) {
         const int i = mine[k];
         operand_src src[3] = {{NULL, NULL}, {NULL, NULL}, {NULL, NULL}};
@@ -659,7 +660,7 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         }
         if (st != FP4_OK) goto out;
     }
-    fp4_progress_end(&pm);
+    fp4_progress_finish(&pm, run.bytes_read);
     if (opt.cfg.shard.count > 0 &&
         (st = fp4_fingerprint_recheck(pfiles, 3, run.prints, run.nprints)) != FP4_OK)
         goto out;

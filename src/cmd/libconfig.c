@@ -70,6 +70,7 @@ fp4d_status fp4d_config_parse_argv(int argc, const char *const *argv, fp4d_confi
     st = fp4_options_check_effect(&o);
     if (st != FP4_OK) goto out;
     c->cfg = o.cfg;
+    c->cfg.verbosity = -1; /* a library prints nothing: no progress line on the caller's stderr */
     fp4_qconfig cfgs[2 * FP4_MAX_FORMATS];
     st = fp4_run_config_qconfigs(&c->cfg, cfgs, 2 * FP4_MAX_FORMATS, &c->ncfg);
 out:

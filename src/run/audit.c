@@ -923,6 +923,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if (!need[j] && !strcmp(keys[i], keys[j])) need[j] = true, namax++;
     }
     fp4_progress_start(&pm, audit_progress, namax + nmine, 0);
+    fp4_progress_share(&pm, shard.index, shard.count);
     progress_on = true;
     for (int j = 0; j < qs.n; j++) {
         if (!need[j]) continue;
@@ -1068,6 +1069,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             }
         }
     }
+    fp4_progress_finish(&pm, bytes_done);
     if (shard.count > 0) { /* the files read are those the fingerprint describes */
         const char *inputs[2] = {source, quantized};
         if ((st = fp4_fingerprint_recheck(inputs, 2, a->prints, a->nprints)) != FP4_OK) goto out;

@@ -762,6 +762,7 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         if (b > 0) total += b;
     }
     fp4_progress_start(&pm, run->config->verbosity, nseq, total);
+    fp4_progress_share(&pm, opt->shard.index, opt->shard.count);
     if (nseq > 0) {
         st = fp4_reader_start(src, be, order, plans, nseq, opt->mem_limit, &reader);
         if (st != FP4_OK) goto out;
@@ -799,7 +800,7 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     }
     fp4_reader_join(reader);
     reader = NULL;
-    fp4_progress_end(&pm);
+    fp4_progress_finish(&pm, done);
     if (opt->shard.count > 0 &&
         (st = fp4_fingerprint_recheck(&file, 1, run->prints, run->nprints)) != FP4_OK)
         goto out;

@@ -3,10 +3,14 @@
 # src/tests/cli/*.sh (each a shell script that exits 0 on pass, 77 on skip), and print one
 # closing line "N passed, N failed, N skipped" counting suites' tests and CLI cases.
 # Env: FP4DIAG (the binary), BUILD. COLUMNS is unset: no case depends on the terminal it runs
-# in (a case that wants a width sets it).
+# in (a case that wants a width sets it). FP4DIAG_PROGRESS_EVERY is a day: a case that compares
+# stderr must not see the progress lines a run off a terminal shows once it lasts 5 s, which a
+# sanitizer or valgrind build can (a case that tests them sets it).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 unset COLUMNS
+FP4DIAG_PROGRESS_EVERY=86400
+export FP4DIAG_PROGRESS_EVERY
 pass=0 fail=0 skip=0
 failed=""
 for t in "$@"; do

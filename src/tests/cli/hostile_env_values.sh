@@ -44,6 +44,11 @@ done
 for v in avx1024 "$(printf 'avx2\033]0;pwned\007')" GENERIC; do usage_fail FP4DIAG_ISA "$v"; done
 for v in 3 yes "$(printf '1\n2')"; do usage_fail FP4DIAG_TRACE "$v"; done
 for v in 2 no; do usage_fail FP4DIAG_CPU_WORDS "$v"; done
+for v in -1 1e3 soon . 1.2.3 " 5" 1234567890 "$(printf '5\033[2J')"; do usage_fail FP4DIAG_PROGRESS_EVERY "$v"; done
+for v in 0 0.5 10 .5; do
+    env FP4DIAG_PROGRESS_EVERY=$v "$FP4DIAG" ls "$tmp/big.safetensors" >/dev/null 2>"$tmp/err" ||
+        fail "FP4DIAG_PROGRESS_EVERY=$v: exit $?"
+done
 # the escaped form is shown
 env "FP4DIAG_ISA=$(printf 'x\033[31m')" "$FP4DIAG" ls "$tmp/big.safetensors" >/dev/null 2>"$tmp/err"
 grep -qiF 'x\x1b[31m' "$tmp/err" || fail "FP4DIAG_ISA: the value is not shown escaped"
@@ -51,6 +56,6 @@ grep -qiF 'x\x1b[31m' "$tmp/err" || fail "FP4DIAG_ISA: the value is not shown es
 FP4DIAG_ISA=bogus "$FP4DIAG" --version >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 2 ] || fail "--version under FP4DIAG_ISA=bogus: exit $rc, want 2"
 # empty values are unset ones
-FP4DIAG_READ_THREADS= FP4DIAG_ISA= FP4DIAG_TRACE= FP4DIAG_CPU_WORDS= "$FP4DIAG" ls \
+FP4DIAG_READ_THREADS= FP4DIAG_ISA= FP4DIAG_TRACE= FP4DIAG_CPU_WORDS= FP4DIAG_PROGRESS_EVERY= "$FP4DIAG" ls \
     "$tmp/big.safetensors" >/dev/null 2>"$tmp/err" || fail "empty FP4DIAG_* values: exit $?"
 exit 0

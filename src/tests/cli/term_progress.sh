@@ -2,8 +2,10 @@
 # term_progress.sh — the progress line (SPEC §9 "Terminal output"): [I/N] with the bytes done
 # of the total, before each tensor (gemm: each layer); redrawn with escapes on a terminal and
 # fitting $COLUMNS with a long name elided; one plain line per tensor, no escape, under
-# TERM=dumb; nothing with -q; off a terminal plain lines with -v only (stderr empty without).
-# Terminals are pseudo-terminals made by script(1).
+# TERM=dumb; nothing with -q; off a terminal a plain line per tensor with -v, and without -v
+# plain lines only once the run has lasted FP4DIAG_PROGRESS_EVERY seconds (default 5, then one
+# each 10 s), then a final line — a short run leaves stderr empty; a --shard run's lines open
+# with "shard I/N". Terminals are pseudo-terminals made by script(1).
 set -u
 command -v script >/dev/null 2>&1 || { echo "no script(1)"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -40,9 +42,24 @@ long=$(sed "s/${esc}\[K/\n/g" "$tmp/tty" | grep '^\[[0-9]*/30\]' | awk 'length($
 sed "s/${esc}\[K/\n/g" "$tmp/tty" | grep -q '^\[30/30\] .*w1\.weight$' || { echo "COLUMNS=60: the name's end not kept"; cat -v "$tmp/tty"; fail=1; }
 pty "TERM=xterm '$FP4DIAG' sqnr '$M' -q -o '$tmp/r.json'"
 [ -s "$tmp/tty" ] && { echo "-q: output on the terminal"; cat -v "$tmp/tty"; fail=1; }
-# off a terminal: nothing without -v; plain lines with it
+# off a terminal: nothing in a short run without -v; plain lines with it
+unset FP4DIAG_PROGRESS_EVERY
 "$FP4DIAG" sqnr "$M" -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
-[ -s "$tmp/err" ] && { echo "stderr a file: progress without -v"; cat "$tmp/err"; fail=1; }
+[ -s "$tmp/err" ] && { echo "stderr a file: progress in a short run without -v"; cat "$tmp/err"; fail=1; }
+# ... and once the run has lasted the interval (0 here: every tensor), plain lines and the final
+# line, in a pipe as in a file (an mpirun rank's stderr); -q: none
+FP4DIAG_PROGRESS_EVERY=0 "$FP4DIAG" sqnr "$M" -o "$tmp/r.json" 2>&1 >/dev/null | cat >"$tmp/err"
+if grep -q "$esc" "$tmp/err" || [ "$(grep -c '^\[[0-9]*/30\] ' "$tmp/err")" -ne 31 ] ||
+    ! grep -q '^\[1/30\] 0 B/120\.0 KiB model\.language_model\.layers\.0\.' "$tmp/err" ||
+    ! grep -q '^\[30/30\] 120\.0 KiB/120\.0 KiB done in [0-9]*:[0-9][0-9]' "$tmp/err"; then
+    echo "FP4DIAG_PROGRESS_EVERY=0, stderr a pipe: not 30 plain lines and the final line"; cat -v "$tmp/err"; fail=1
+fi
+FP4DIAG_PROGRESS_EVERY=0 "$FP4DIAG" sqnr "$M" -q -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
+[ -s "$tmp/err" ] && { echo "-q: progress off a terminal"; cat "$tmp/err"; fail=1; }
+FP4DIAG_PROGRESS_EVERY=0 "$FP4DIAG" sqnr "$M" --shard 1/3 -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
+if [ "$(grep -c '^shard 1/3 \[[0-9]*/10\] ' "$tmp/err")" -ne 11 ] || grep -v -q '^shard 1/3 ' "$tmp/err"; then
+    echo "--shard 1/3: not 10 lines and the final one, each opening with 'shard 1/3'"; cat "$tmp/err"; fail=1
+fi
 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err" >/dev/null
 if grep -q "$esc" "$tmp/err" || [ "$(grep -c '^\[[0-9]*/30\] ' "$tmp/err")" -ne 30 ]; then
     echo "-v, stderr a file: not 30 plain progress lines"; cat -v "$tmp/err"; fail=1
@@ -52,8 +69,14 @@ G=testdata/gpt_gemm_small.h5
 if [ -f "$G" ]; then
     pty "TERM=dumb '$FP4DIAG' gemm '$G' -o '$tmp/g.json'"
     n=$(grep -c '^\[[0-9]*/[0-9]*\] [0-9.]* [KMG]*i*B ' "$tmp/tty")
-    if [ "$n" -lt 2 ] || ! grep -q '^\[1/[0-9]*\] 0 B ' "$tmp/tty" || grep -q "$esc" "$tmp/tty"; then
+    if [ "$n" -lt 2 ] || ! grep -q '^\[1/[0-9]*\] 0 B read /' "$tmp/tty" || grep -q "$esc" "$tmp/tty"; then
         echo "gemm TERM=dumb: no plain per-layer progress"; cat -v "$tmp/tty"; fail=1
+    fi
+    # off a terminal (a pipe, as under mpirun): the layers, then the final line with the bytes read
+    FP4DIAG_PROGRESS_EVERY=0 "$FP4DIAG" gemm "$G" --shard 0/2 -o "$tmp/g.json" 2>&1 >/dev/null | cat >"$tmp/err"
+    if ! grep -q '^shard 0/2 \[1/1\] 0 B read /' "$tmp/err" ||
+        ! grep -q '^shard 0/2 \[1/1\] [0-9.]* [KM]iB read, done in ' "$tmp/err"; then
+        echo "gemm --shard 0/2 off a terminal: no layer line and final line"; cat "$tmp/err"; fail=1
     fi
 fi
 # audit: first the group-amax pass (a line per source tensor an NVFP4 group's scale rule
@@ -65,9 +88,9 @@ if [ -d "$S" ] && [ -d "$Q" ]; then
     pty "TERM=dumb '$FP4DIAG' audit '$S' '$Q' -o '$tmp/a.json'"
     if grep -q "$esc" "$tmp/tty" || [ "$(grep -c '^\[[1-8]/8\] ' "$tmp/tty")" -ne 8 ] ||
         [ "$(grep -c '^\[[1-4]/8\] .* (group amax)$' "$tmp/tty")" -ne 4 ] ||
-        ! grep -q '^\[1/8\] 0 B model\.layers\.0\.self_attn\.q_proj\.weight (group amax)$' "$tmp/tty" ||
-        ! grep -q '^\[5/8\] [0-9.]* KiB model\.layers\.0\.self_attn\.q_proj\.weight$' "$tmp/tty" ||
-        ! grep -q '^\[8/8\] [0-9.]* KiB model\.layers\.0\.mlp\.down_proj\.weight$' "$tmp/tty"; then
+        ! grep -q '^\[1/8\] 0 B read model\.layers\.0\.self_attn\.q_proj\.weight (group amax)$' "$tmp/tty" ||
+        ! grep -q '^\[5/8\] [0-9.]* KiB read model\.layers\.0\.self_attn\.q_proj\.weight$' "$tmp/tty" ||
+        ! grep -q '^\[8/8\] [0-9.]* KiB read model\.layers\.0\.mlp\.down_proj\.weight$' "$tmp/tty"; then
         echo "audit TERM=dumb: no plain progress of the amax pass and per tensor"; cat -v "$tmp/tty"; fail=1
     fi
     pty "TERM=xterm '$FP4DIAG' audit '$S' '$Q' -o '$tmp/a.json'"
