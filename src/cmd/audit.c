@@ -80,6 +80,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         {"verbose", no_argument, NULL, 'v'},
         {"shard", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
+        {"error-split", no_argument, NULL, 'E'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, quiet = false;
@@ -99,6 +100,12 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         case 's': FP4_TRY(fp4_shard_parse(optarg, &shard)); break;
         case 'v': break; /* as every command takes it: the table always lists every tensor */
         case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
+        case 'E': /* the analyses' option: say why it has no meaning here, not "unknown" */
+            return fp4_error(FP4_ERR_USAGE,
+                             "--error-split does not apply to audit: it splits the error of "
+                             "fp4diag's own round-to-nearest quantization (SPEC 5.1), not of "
+                             "a producer's codes; 'fp4diag sqnr SOURCE --format nvfp4 "
+                             "--error-split' gives it for the source");
         case ':':
             return fp4_error(FP4_ERR_USAGE, "option '%s' needs a value; see 'fp4diag audit --help'",
                              argv[optind - 1]);

@@ -2,7 +2,8 @@
 # usage_messages.sh — messages a first run meets name what fp4diag reads and accepts: a file
 # no format claims is "not an HDF5, safetensors or NumPy file"; an unknown --format lists the
 # nvfp4/mxfp4 names too; `fp4diag help --help` (and -h) prints the general help; a chunk over
-# --mem-limit is said to be over the half of it kept for decoding.
+# --mem-limit is said to be over the half of it kept for decoding; `audit --error-split` is
+# refused with the reason (the split is of fp4diag's own quantization), not as unknown.
 set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -25,5 +26,13 @@ if [ -f "$F" ]; then
     "$FP4DIAG" sqnr "$F" /blocks/0/fc1/weight --mem-limit 1K -q -o "$tmp/r.json" 2>"$tmp/err"
     grep -q "half of --mem-limit kept for decoding (512 bytes; the other half holds the slabs" \
         "$tmp/err" || { cat "$tmp/err"; fail "--mem-limit 1K: the halving not explained"; }
+fi
+S=testdata/quantized/source Q=testdata/quantized/modelopt_nvfp4
+if [ -d "$S" ] && [ -d "$Q" ]; then
+    "$FP4DIAG" audit "$S" "$Q" --error-split -q -o "$tmp/a.json" >/dev/null 2>"$tmp/err"; rc=$?
+    [ "$rc" -eq 2 ] || fail "audit --error-split: exit $rc"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -e "$tmp/a.json" ] || { cat "$tmp/err"; fail "audit --error-split: not one line, or a report"; }
+    grep -q "^fp4diag audit: --error-split does not apply to audit: .*own round-to-nearest.*sqnr SOURCE --format nvfp4 --error-split" \
+        "$tmp/err" || { cat "$tmp/err"; fail "audit --error-split: no reason"; }
 fi
 exit 0
