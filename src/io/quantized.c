@@ -1113,8 +1113,18 @@ int fp4_quant_fp8_role(const fp4_qset *qs, const char *name, char *buf, size_t n
     for (int i = 0; i < qs->nfp8; i++) {
         const fp4_fp8 *v = &qs->fp8[i];
         const bool w = strcmp(name, v->weight) == 0;
-        if (!w && strcmp(name, v->scale) != 0) continue;
         const char *p = qs->fp8_producer[0] ? qs->fp8_producer : "producer not declared";
+        /* the module's activation scale: <m>.input_scale beside <m>.weight (as an NVFP4
+         * module's is read into its logical tensor, it is never a stray scalar) */
+        const size_t mlen = strlen(v->weight) >= 7 ? strlen(v->weight) - 7 : 0;
+        if (!w && mlen > 0 && !strcmp(v->weight + mlen, ".weight") &&
+            !strncmp(name, v->weight, mlen) && !strcmp(name + mlen, ".input_scale")) {
+            if (buf)
+                say(buf, n, "the input (activation) scale of the FP8 %s .weight beside it (%s)",
+                    v->dtype, p);
+            return 3;
+        }
+        if (!w && strcmp(name, v->scale) != 0) continue;
         const char *leaf = strrchr(v->scale, '.'); /* weight_scale, weight_scale_inv */
         if (buf && w)
             say(buf, n, "FP8 %s weight (%s; %s in %s): quantized already, in 8 bits, not a "

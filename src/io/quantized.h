@@ -147,10 +147,12 @@ fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int
 fp4_status fp4_quant_patterns(const fp4_qset *qs, const char *const *patterns, int n,
                               const char ***out);
 
-/* The role of tensor `name` in an FP8 export of qs: 1 its weight, 2 its scale, 0 neither;
- * buf (when not 0) says what it is: "FP8 E4M3 weight (modelopt; per-tensor scale in
- * weight_scale): quantized already, in 8 bits, not a 4-bit format fp4diag measures", "the
- * scale of the FP8 E4M3 .weight beside it (modelopt; per-tensor scale)". */
+/* The role of tensor `name` in an FP8 export of qs: 1 its weight, 2 its scale, 3 its module's
+ * input (activation) scale `<m>.input_scale`, 0 none; buf (when not 0) says what it is: "FP8
+ * E4M3 weight (modelopt; per-tensor scale in weight_scale): quantized already, in 8 bits, not a
+ * 4-bit format fp4diag measures", "the scale of the FP8 E4M3 .weight beside it (modelopt;
+ * per-tensor scale)", "the input (activation) scale of the FP8 E4M3 .weight beside it
+ * (modelopt)". */
 int fp4_quant_fp8_role(const fp4_qset *qs, const char *name, char *buf, size_t n);
 
 /* The skip reason of a quantized tensor in the analysis commands:

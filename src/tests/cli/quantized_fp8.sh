@@ -4,7 +4,8 @@
 # float-quantized (per-channel weight_scale [out, 1]) and DeepSeek-style block scales
 # (weight_scale_inv): `ls` labels the weight and its scale as what they are, the analyses list
 # both as skipped with that reason (the scale never analysed as a weight, a scalar one
-# included), and an exact name still analyses the weight.
+# included; the module's input_scale named as its activation scale), and an exact name still
+# analyses the weight.
 set -u
 P=testdata/quantized/producer
 [ -d "$P/modelopt_mixed" ] || { echo "no $P"; exit 77; }
@@ -27,6 +28,10 @@ r = json.load(open(sys.argv[1])); m = sys.argv[2]
 sk = {s["name"]: s["reason"] for s in r["skipped"]}
 assert sk[m + ".weight"].startswith("FP8 E4M3 weight (modelopt; per-tensor scale in weight_scale)"), sk
 assert sk[m + ".weight_scale"].startswith("the scale of the FP8 E4M3 .weight"), sk
+# the FP8 module's activation scale is named as such, not a stray "rank 0 (scalar)" (an NVFP4
+# module's input_scale is read into its logical tensor and never listed alone)
+assert sk[m + ".input_scale"] == "the input (activation) scale of the FP8 E4M3 .weight beside it (modelopt)", sk
+assert not any(n.endswith(".input_scale") and not n.startswith(m) for n in sk), sk
 assert not any(t["name"].startswith(m) for t in r["tensors"]), [t["name"] for t in r["tensors"]]
 PY
 "$FP4DIAG" sqnr "$P/modelopt_mixed" "$M.weight" --json >"$tmp/x.json" 2>/dev/null || fail "exact name exited $?"
