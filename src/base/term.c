@@ -94,13 +94,47 @@ char *fp4_term_elide(const char *s, int cols)
         }
         const int digits = e - at, end = keep - markc - digits;
         if (end < 6) break;
-        size_t ml = strlen(mark), eb = char_offset(s, n - end), el = strlen(s + eb);
+        /* the most telling end: the module (q_proj) before a ".weight" that leaves no room
+         * for it, and no sliver of a component (the "n" of self_attn) at the cut */
+        size_t sl = strlen(s);
+        const char *last = strrchr(s + e, '.');
+        if (last && !strcmp(last, ".weight") && last > s + e) {
+            const char *mod = last - 1;
+            while (mod > s + e && *mod != '.') mod--;
+            bool drop = fp4_term_columns(mod + 1) > end;
+            /* a later index (experts.7) kept rather than ".weight" */
+            for (const char *c = last - 1; !drop && c > s + e; c--) {
+                if (c[-1] != '.' || !isdigit((unsigned char)*c)) continue;
+                const char *d = c;
+                while (isdigit((unsigned char)*d)) d++;
+                if (*d != '.') continue;
+                drop = fp4_term_columns(c) > end && fp4_term_columns(c) - 7 <= end;
+                break;
+            }
+            if (drop) sl = (size_t)(last - s);
+        }
+        const char *base = s + e + (s[e] == '.'); /* the part after the number */
+        char *src = strndup(base, sl - (size_t)(base - s));
+        if (!src) return NULL;
+        const int sn = fp4_term_columns(src);
+        size_t eb = char_offset(src, sn > end ? sn - end : 0);
+        const char *dot = eb > 0 && src[eb - 1] != '.' ? strchr(src + eb, '.') : NULL;
+        if (dot) { /* the cut inside a component: a sliver of under 4 columns goes */
+            int kept = 0;
+            for (const char *c = src + eb; c < dot; c++) kept += ((unsigned char)*c & 0xC0) != 0x80;
+            if (kept < 4 && fp4_term_columns(dot + 1) >= 6) eb = (size_t)(dot + 1 - src);
+        }
+        size_t ml = strlen(mark), el = strlen(src + eb);
         char *r = malloc(2 * ml + (size_t)digits + el + 1);
-        if (!r) return NULL;
+        if (!r) {
+            free(src);
+            return NULL;
+        }
         memcpy(r, mark, ml);
         memcpy(r + ml, s + at, (size_t)digits);
         memcpy(r + ml + digits, mark, ml);
-        memcpy(r + 2 * ml + digits, s + eb, el + 1);
+        memcpy(r + 2 * ml + digits, src + eb, el + 1);
+        free(src);
         return r;
     }
     size_t hb = char_offset(s, head), tb = char_offset(s, n - tail);
