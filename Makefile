@@ -1,5 +1,5 @@
 # fp4diag — the one build file. Targets: all lib check bench bench-e2e bench-ckpt bench-gpu regress mutate
-# demo install install-lib install-scripts clean.
+# demo install install-lib install-scripts wheel-aarch64 clean.
 #   CUDA=auto|0|1   auto: build kernels/ when nvcc is found (binary still runs without a GPU)
 #   MPI=auto|0|1    auto: the mpirun mode when pkg-config finds Open MPI (mpi-c, libopenmpi-dev)
 #                   (changing CUDA or MPI for one BUILD recompiles it whole: $(BUILD)/.build-kind)
@@ -97,10 +97,14 @@ all: $(BIN)
 # changes only when that does, and every object depends on it, so that a build with CUDA=0 and
 # a later one with CUDA=auto or 1 (or MPI) in the same BUILD recompiles everything instead of
 # linking objects made for the other setting.
+# Goals that build nothing in $(BUILD) (the aarch64 wheel has its own) leave the file alone.
 BUILD_KIND := cuda=$(USE_CUDA) mpi=$(USE_MPI)
 BUILD_STAMP := $(BUILD)/.build-kind
+NO_BUILD_GOALS := aarch64-sysroot wheel-aarch64 clean check-layers
+ifneq ($(if $(MAKECMDGOALS),$(filter-out $(NO_BUILD_GOALS),$(MAKECMDGOALS)),all),)
 ifneq ($(shell cat $(BUILD_STAMP) 2>/dev/null),$(BUILD_KIND))
   $(shell mkdir -p $(BUILD) && echo '$(BUILD_KIND)' > $(BUILD_STAMP))
+endif
 endif
 
 $(BIN): $(BUILD)/main.o $(BUILD)/libfp4.a
@@ -298,7 +302,7 @@ install-scripts:
 	done
 
 clean:
-	rm -rf build build-san build-fuzz build-aarch64 fp4diag
+	rm -rf build build-san build-fuzz build-aarch64 fp4diag dist
 
 .PHONY: all lib tests check demo bench bench-bundle bench-e2e bench-ckpt bench-gpu regress mutate install \
         install-lib install-scripts install-schemas clean
@@ -410,4 +414,34 @@ check-aarch64: $(BUILD)/bench_engine
 	    echo "[ AARCH64 OK ] $$isa: $$(wc -l < $(CROSS_BUILD)/$$isa.txt) shapes, the x86 hashes"; \
 	done
 
-.PHONY: check-san check-valgrind fuzz-ci fuzz check-aarch64
+# --- aarch64: the Python wheel cross-built against an arm64 sysroot -----------------------
+# wheel-aarch64: dist/fp4diag-VERSION-py3-none-linux_aarch64.whl (WHEEL_DIR=DIR elsewhere) on
+# this x86-64 machine. scripts/aarch64_sysroot.py unpacks Debian's own arm64 packages (the -dev
+# packages the library is built from, python3 and python3-numpy for the test) with everything
+# they depend on into $(CROSS_SYSROOT) (private apt state; nothing is installed on the machine;
+# it needs the network the first time); then `pip wheel .` runs the in-tree backend with the
+# cross compiler pointed at that sysroot, which builds the library into $(CROSS_BUILD)/lib
+# (CUDA=0, MPI=0) and tags the wheel linux_aarch64 from its ELF header. The make that pip runs
+# gets its variables from this environment only (MAKEFLAGS and the command line's variables
+# of this make are not passed on). src/tests/cli/python_wheel_aarch64.sh installs the wheel
+# in a fresh arm64 virtual environment under qemu-user and compares it with this CLI.
+CROSS_SYSROOT := $(CROSS_BUILD)/sysroot
+WHEEL_DIR ?= dist
+CROSS_SYSROOT_ABS = $(CURDIR)/$(CROSS_SYSROOT)
+CROSS_WHEEL_ENV = env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+    CC="$(CROSS_CC) --sysroot=$(CROSS_SYSROOT_ABS)" CUDA=0 MPI=0 SAN=0 \
+    DEVELOPER=$(DEVELOPER) BUILD=$(CROSS_BUILD)/lib PKG_CONFIG_SYSROOT_DIR=$(CROSS_SYSROOT_ABS) \
+    PKG_CONFIG_LIBDIR=$(CROSS_SYSROOT_ABS)/usr/lib/aarch64-linux-gnu/pkgconfig:$\
+$(CROSS_SYSROOT_ABS)/usr/share/pkgconfig
+
+aarch64-sysroot:
+	@python3 scripts/aarch64_sysroot.py $(CROSS_BUILD)
+
+wheel-aarch64: aarch64-sysroot
+	@command -v $(CROSS_CC) >/dev/null || { echo "wheel-aarch64: $(CROSS_CC) not found" \
+	    "(scripts/install-deps.sh installs gcc-aarch64-linux-gnu)" >&2; exit 1; }
+	@mkdir -p $(WHEEL_DIR)
+	$(CROSS_WHEEL_ENV) python3 -m pip wheel --no-index --no-deps --no-cache-dir \
+	    -w $(WHEEL_DIR) .
+
+.PHONY: check-san check-valgrind fuzz-ci fuzz check-aarch64 aarch64-sysroot wheel-aarch64

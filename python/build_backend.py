@@ -8,7 +8,8 @@ a make that runs pip passes its own through MAKEFLAGS. The wheel is tagged
 py3-none-linux_<arch> (ctypes: one wheel for every Python 3.9+ of a platform), <arch> read from
 the ELF header of the library it bundles (x86_64, aarch64), not from the interpreter running
 the build, so a cross-built library (CC=aarch64-linux-gnu-gcc with an aarch64 sysroot's
-pkg-config) is tagged for the machine it runs on. A linux_ tag, not manylinux: the library
+pkg-config: `make wheel-aarch64`) is tagged for the machine it runs on. A linux_ tag, not
+manylinux: the library
 links the system's HDF5, cJSON, OpenBLAS, libdeflate, zlib, xxhash and libgomp as the program
 does (scripts/install-deps.sh installs them), which no manylinux policy lists, and nothing
 vendors them into the wheel.
@@ -101,8 +102,9 @@ def _refuse_cross(env):
     up as one: pkg-config pointed at the target's libraries (PKG_CONFIG_LIBDIR and
     PKG_CONFIG_SYSROOT_DIR: a sysroot holding the target's HDF5, cJSON, OpenBLAS, libdeflate,
     zlib and xxhash with their headers), CUDA=0 (the kernels are built for the host) and a
-    BUILD directory of its own. RuntimeError naming what is missing and the way that works:
-    pip wheel on a machine of the target's architecture."""
+    BUILD directory of its own. RuntimeError naming what is missing and the ways that work:
+    `make wheel-aarch64` (which sets all of that up from Debian's arm64 packages), or pip wheel
+    on a machine of the target's architecture."""
     c = _cross(env)
     if not c:
         return
@@ -116,11 +118,13 @@ def _refuse_cross(env):
     if env.get("BUILD", "build") == "build":
         missing.append("BUILD=DIR (not the host's build/)")
     if missing:
+        make = ("`make wheel-aarch64` (which sets that up from Debian's arm64 packages), "
+                "or " if target == "aarch64" else "")
         raise RuntimeError(
             "fp4diag: CC=%s builds for %s on this %s machine: a cross-built wheel needs %s. "
-            "Build the %s wheel on a %s machine instead: scripts/install-deps.sh, then pip "
+            "Build the %s wheel with %son a %s machine: scripts/install-deps.sh, then pip "
             "wheel . (python/README.md, Packaging)"
-            % (env["CC"], target, host, "; ".join(missing), target, target))
+            % (env["CC"], target, host, "; ".join(missing), target, make, target))
 
 
 def _make_lib(root):

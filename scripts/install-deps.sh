@@ -3,7 +3,10 @@
 # normal user): the C libraries from Debian's packages and the Python packages for the plots.
 # valgrind, clang, libclang-rt-14-dev (libFuzzer) and libomp-dev serve `make check`s hostile-input
 # passes (check-valgrind, fuzz-ci); gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user
-# its aarch64 pass (check-aarch64: the CPU engine cross-built and run under qemu); libopenmpi-dev
+# its aarch64 passes (check-aarch64: the CPU engine cross-built and run under qemu; make
+# wheel-aarch64 and its test: the Python wheel cross-built against an arm64 sysroot that
+# scripts/aarch64_sysroot.py unpacks from Debian's arm64 packages into build-aarch64/, with apt's
+# own tools and a private apt state, installing nothing on this machine); libopenmpi-dev
 # and openmpi-bin the mpirun mode (MPI=auto) and its test; python3-venv the test that installs the
 # Python package (python/) in a fresh virtual environment.
 # Installs only what is missing; safe to run again.
