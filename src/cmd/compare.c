@@ -46,8 +46,10 @@ const char fp4_usage_compare[] =
     "  --json                  write the comparison as JSON (schema fp4diag.compare/1)\n"
     "  -o FILE                 write the JSON comparison to FILE (implies --json)\n"
     "  -q                      no table (regressions are still named on stderr)\n"
-    "  -v, -vv                 accepted for symmetry with the other commands (the table is\n"
-    "                          always printed unless -q)\n"
+    "  -v, -vv                 every row: a table of more than 24 results that differ\n"
+    "                          opens with the count and overall lines and shows 24 (the\n"
+    "                          regressed first, then the largest SQNR change) and the pooled\n"
+    "                          rows\n"
     "  -h, --help              this text\n"
     "\n"
     "A regression is: an SQNR drop, a bucket-ratio drop or a move of alpha away from 1\n"
@@ -205,6 +207,17 @@ static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
     return true;
 }
 
+/* The count line and the overall line of the table. */
+static void summary_lines(FILE *out, const fp4_compare_result *res)
+{
+    fprintf(out, "%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
+           "missing from NEW), %zu added\n",
+           res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
+           res->nmissing, res->nadded);
+    char line[512];
+    if (overall_line(res, line, sizeof line)) fprintf(out, "%s\n", line);
+}
+
 /* A line on stderr, wrapped at spaces to ecols (0: as it is). */
 static void err_line(int ecols, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void err_line(int ecols, const char *fmt, ...)
@@ -241,7 +254,7 @@ static int common_parts(const fp4_compare_result *res, int all, char *const *ev,
     const char *first = NULL;
     for (size_t i = 0; i < res->nrows; i++) {
         if (!all && res->rows[i].state == FP4_CMP_SAME) continue;
-        if (!ev[i]) return 0;
+        if (!ev[i]) continue; /* a row not shown (many rows: top_rows) */
         int k = 1;
         for (const char *c = ev[i]; *c; c++) k += *c == '/';
         if (k > CMP_PARTS || (np >= 0 && k != np)) return 0;
@@ -285,7 +298,44 @@ static void variant_parts(char *buf, size_t n, const char *v, int np, const bool
  * values, one space between columns, names elided keeping the layer number, at least 12
  * columns), else, narrower still, one record per result: the name on its own line and the
  * values as FIELD=VALUE under it. */
-static void print_table(const fp4_compare_result *res, int all)
+/* Many rows and no -v (nor --all): the rows worth the screen, as the analyses' tables do
+ * (SPEC 9): every pooled row, then FP4_TABLE_TOP_TENSORS of the others: the regressed and
+ * added ones first, each class by the largest |dSQNR| first, shown in the reports' order:
+ * show[i], of the rows in en. */
+typedef struct top_row {
+    size_t i;
+    int cls; /* 0 regressed or added, 1 the others */
+    double d;
+} top_row;
+
+static int top_cmp(const void *a, const void *b)
+{
+    const top_row *x = a, *y = b;
+    if (x->cls != y->cls) return x->cls - y->cls;
+    if (x->d != y->d) return x->d > y->d ? -1 : 1; /* NaN is -1: below every |d| */
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static void top_rows(const fp4_compare_result *res, char *const *en, bool *show)
+{
+    top_row *t = malloc((res->nrows ? res->nrows : 1) * sizeof *t);
+    size_t nt = 0;
+    for (size_t i = 0; i < res->nrows; i++) {
+        const fp4_compare_row *r = &res->rows[i];
+        show[i] = en[i] && (!t || (r->name && r->name[0] == '('));
+        if (!en[i] || show[i]) continue;
+        const double d = fabs(r->sqnr[1] - r->sqnr[0]);
+        t[nt++] = (top_row){i, r->state == FP4_CMP_REGRESSED || r->state == FP4_CMP_ADDED ? 0 : 1,
+                            isnan(d) ? -1 : d};
+    }
+    if (t) {
+        qsort(t, nt, sizeof *t, top_cmp);
+        for (size_t k = 0; k < nt && k < FP4_TABLE_TOP_TENSORS; k++) show[t[k].i] = true;
+    }
+    free(t);
+}
+
+static void print_table(const fp4_compare_result *res, int all, int verbosity)
 {
     const int cols = fp4_term_width(stdout);
     char *buf = NULL;
@@ -310,6 +360,27 @@ static void print_table(const fp4_compare_result *res, int all)
         nshown++;
     }
     if (wn > 48) wn = 48;
+    /* many rows: the summary first, the top rows, a line saying what was left out */
+    size_t nlisted = nshown, nall = 0;
+    bool *show = verbosity <= 0 && !all && nshown > FP4_TABLE_TOP_TENSORS + 0u && en && ev
+                     ? calloc(res->nrows, sizeof *show)
+                     : NULL;
+    if (show) {
+        top_rows(res, en, show);
+        nlisted = 0;
+        for (size_t i = 0; i < res->nrows; i++) {
+            if (!en[i]) continue;
+            if (res->rows[i].name && res->rows[i].name[0] != '(') nall++;
+            if (!show[i]) {
+                free(en[i]), free(ev[i]);
+                en[i] = ev[i] = NULL;
+                continue;
+            }
+            if (res->rows[i].name && res->rows[i].name[0] != '(') nlisted++;
+        }
+        summary_lines(out, res);
+        fputc('\n', out);
+    }
     int grid = !strcmp(res->command, "grid");
     const char *h_name = gemm ? "LAYER" : grid ? "FORMAT" : "TENSOR";
     const char *h_var = gemm ? "RECIPE/PATH" : "RESULT";
@@ -408,6 +479,7 @@ static void print_table(const fp4_compare_result *res, int all)
         for (size_t i = 0; i < res->nrows; i++) {
             const fp4_compare_row *r = &res->rows[i];
             if (!all && r->state == FP4_CMP_SAME) continue;
+            if (show && !show[i]) continue;
             row_text t;
             row_text_of(r, false, &t);
             if (cols > 0) {
@@ -477,12 +549,14 @@ static void print_table(const fp4_compare_result *res, int all)
     }
     free(en);
     free(ev);
-    fprintf(out, "%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
-           "missing from NEW), %zu added\n",
-           res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
-           res->nmissing, res->nadded);
-    char line[512];
-    if (overall_line(res, line, sizeof line)) fprintf(out, "%s\n", line);
+    if (show)
+        fprintf(out, "(rows of %zu of %zu results that differ: the regressed and added first, "
+                     "then the largest SQNR change, in the reports' order, and the pooled rows; "
+                     "-v shows all %zu, --json holds all%s)\n",
+                nlisted, nall, nall,
+                res->nregressed ? "; every regression is named on standard error" : "");
+    else summary_lines(out, res);
+    free(show);
     if (mem) {
         if (fclose(mem) == 0 && buf) fp4_term_write(stdout, buf, cols);
         free(buf);
@@ -687,7 +761,7 @@ fp4_status cmd_compare(int argc, char **argv)
     if (json)
         st = print_json(&res, &o, base, newp, all, output);
     else if (verbosity >= 0)
-        print_table(&res, all);
+        print_table(&res, all, verbosity);
     for (size_t i = 0; i < res.nrows; i++) {
         const fp4_compare_row *r = &res.rows[i];
         if (!r->fails) continue;

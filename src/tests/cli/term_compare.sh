@@ -6,7 +6,9 @@
 # the same on every row said once above it, names elided keeping the layer number, the values
 # of the JSON to 3 places); 40 one record per result (the name on its line, FIELD=VALUE under
 # it); stderr's notes and regression lines wrapped on a terminal; without a width the table as
-# it always was.
+# it always was. Many rows (56 tensors, more than 24): the count and overall lines first, then
+# 24 rows (the regressed first, the largest SQNR change first, in the reports' order) and the
+# pooled row, and a line saying how many were left out; -v every row.
 . src/tests/cli/lib/term.sh
 need_script
 python3 - "$tmp" <<'PY' || exit 77
@@ -70,4 +72,41 @@ grep -q '^model\.language_model\.layers\.2\.mlp\.down_proj\.weight  *e2m1/nvfp4/
     { echo "no width: a row not in full"; cat "$tmp/out"; fail=1; }
 [ "$(grep -c -v -e '^regression: ' -e '^fp4diag compare: ' "$tmp/err")" -eq 0 ] ||
     { echo "no width: stderr's lines wrapped"; cat "$tmp/err"; fail=1; }
+# many rows: the answer first, 24 rows, the pooled one, the line that says so; -v all 56
+python3 - "$tmp" <<'PY' || exit 77
+import sys
+import numpy as np
+from safetensors.numpy import save_file
+rng = np.random.default_rng(7)
+t = {f"model.layers.{l}.{m}.weight": rng.standard_normal((32, 64)).astype(np.float32)
+     for l in range(8) for m in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                 "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")}
+save_file(t, sys.argv[1] + "/m56.safetensors")
+PY
+"$FP4DIAG" sqnr "$tmp/m56.safetensors" --format nvfp4 -q -o "$tmp/n.json" || exit 1
+"$FP4DIAG" sqnr "$tmp/m56.safetensors" --format mxfp4 -q -o "$tmp/x.json" || exit 1
+for c in 80 0; do
+    if [ $c -gt 0 ]; then COLUMNS=$c LC_ALL=C.UTF-8 "$FP4DIAG" compare "$tmp/n.json" "$tmp/x.json" --ignore-key scale,block >"$tmp/out" 2>/dev/null
+    else "$FP4DIAG" compare "$tmp/n.json" "$tmp/x.json" --ignore-key scale,block >"$tmp/out" 2>/dev/null; fi
+    python3 - "$tmp/out" "$tmp/x.json" "$tmp/n.json" "$c" <<'PY' || { echo "compare, many rows, COLUMNS=$c"; cat "$tmp/out"; fail=1; }
+import json, re, sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+assert lines[0].startswith("sqnr reports: 57 results:"), lines[0]
+assert any(l.startswith("overall: BASE is better") for l in lines[:5]), lines[:5]
+rows = [l for l in lines if re.match(r"(model|mod…|model…|…)[^ ]*\d.* REGRESSED", l)]
+assert len(rows) == 24, len(rows)
+assert sum(l.startswith("(summary)") for l in lines) == 1
+assert any(l.startswith("(rows of 24 of 56 results that differ") for l in lines), lines[-4:]
+# the 24 with the largest SQNR drop (all regressed), in the reports' order
+sq = lambda p: {t["name"]: t["results"][0]["sqnr_db"] for t in json.load(open(p))["tensors"]}
+x, n = sq(sys.argv[2]), sq(sys.argv[3])
+top = sorted(x, key=lambda k: -abs(x[k] - n[k]))[:24]
+order = [k for k in n if k in top]
+want = [x[k] - n[k] for k in order]
+got = [float(r.split()[3 if sys.argv[4] != "0" else 4]) for r in rows]  # dSQNR, 3 or 4 places
+assert all(abs(g - w) < 6e-4 for g, w in zip(got, want)), (got, want)
+PY
+done
+COLUMNS=80 "$FP4DIAG" compare "$tmp/n.json" "$tmp/x.json" --ignore-key scale,block -v >"$tmp/out" 2>/dev/null
+[ "$(grep -c ' REGRESSED' "$tmp/out")" -eq 57 ] || { echo "compare -v: not every row"; cat "$tmp/out"; fail=1; }
 exit $fail
