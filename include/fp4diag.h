@@ -146,7 +146,8 @@ fp4d_status fp4d_analyze(fp4d_input *in, const char *tensor, const fp4d_config *
 typedef enum fp4d_dtype { FP4D_F32 = 1, FP4D_F16 = 2, FP4D_BF16 = 3 } fp4d_dtype;
 
 /* Where caller memory lives. FP4D_MEM_CUDA: a CUDA device pointer (only in a library built
- * with CUDA; otherwise FP4D_ERR_DEVICE); it is copied to the host before the analysis. */
+ * with CUDA; otherwise FP4D_ERR_DEVICE), analysed on its GPU where it lies (fp4d_analyze_cuda;
+ * under --device cpu copied to the host first). */
 typedef enum fp4d_memory { FP4D_MEM_HOST = 0, FP4D_MEM_CUDA = 1 } fp4d_memory;
 
 /* A tensor in the caller's memory. Elements are in host byte order (IEEE binary32, binary16,
@@ -176,6 +177,28 @@ typedef struct fp4d_tensor_view {
  * element is read as the view addresses it. */
 fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config *cfg,
                                 fp4d_result **out);
+
+/* Analyse a tensor in CUDA device memory (view->memory FP4D_MEM_CUDA: a device or managed
+ * pointer, any GPU; shape, strides and checks as fp4d_analyze_memory) where it lies, with
+ * every operation on the GPU ordered on `stream` (a cudaStream_t passed as void *; NULL = the
+ * legacy default stream): it reads the tensor after the work queued there before the call,
+ * with no synchronisation of the device or of other streams; the call returns (blocking the
+ * host) once its own results are back, and the memory may be changed from then on. The
+ * numbers are the CPU's for the same values, bit for bit (SPEC §7, §12). Rows along the block
+ * axis in C order are read in place (16-byte aligned fp32) or widened from where they lie
+ * (f16, bf16); a strided view, another --axis or an unaligned pointer is gathered into rows
+ * by a kernel on `stream`, slab by slab (about 8 MiB of device memory per slab, kept). Nothing
+ * is copied to the host, except for a configuration the kernels do not cover (--block 2 or
+ * over 256, an RHT size outside 16..256): the host
+ * reference quantizes its rows, copied slab by slab. Under --device cpu the tensor is copied
+ * to the host on `stream` and analysed there. The device's CUDA objects (stream, buffers)
+ * are made at the first call and kept for the next ones (one GPU at a time; the current
+ * device of the calling thread is left as it was). FP4D_ERR_USAGE as fp4d_analyze_memory,
+ * and for host memory or a pointer that is not CUDA memory; FP4D_ERR_DEVICE when the library
+ * lacks CUDA, or a CUDA call fails (then with its message, and the kept objects are made
+ * again at the next call). Symbol version FP4DIAG_0.1.3. */
+fp4d_status fp4d_analyze_cuda(const fp4d_tensor_view *view, const fp4d_config *cfg,
+                              void *stream, fp4d_result **out);
 
 void fp4d_result_free(fp4d_result *r);
 

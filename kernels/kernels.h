@@ -120,6 +120,16 @@ int fp4k_tile_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t pad
  * and has every other bit set). Both pointers 16-byte aligned (cudaErrorInvalidValue else). */
 int fp4k_widen16(const void *words, int bf16, float *out, int64_t n, void *stream);
 
+/* A tensor in device memory, any strides (in elements, any sign), gathered into its canonical
+ * rows along `axis` (run/driver.h fp4_layout_of: rows of dims[axis] elements, numbered by the
+ * other dimensions in row-major order; rank 0: one row of one element): rows row0 ..
+ * row0 + nrows of it, element words of esz bytes (4: fp32, 2: f16/bf16) copied as they are
+ * to out (row-major, nrows x dims[axis] words). rank <= FP4K_MAX_RANK; data need not be
+ * aligned (byte reads then). */
+#define FP4K_MAX_RANK 8
+int fp4k_gather(const void *data, int esz, int rank, const int64_t *dims, const int64_t *strides,
+                int axis, int64_t row0, int64_t nrows, void *out, void *stream);
+
 /* C (m x n, row-major) = A (m x k, row-major) * B (n x k, row-major)^T in fp64, cuBLAS dgemm.
  * handle: a cublasHandle_t made by fp4k_blas_create, which loads cuBLAS (dlopen of
  * libcublas.so.<major>) at its first call and returns -1 with fp4k_blas_last_error() set when

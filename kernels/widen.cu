@@ -4,6 +4,7 @@
  * setting can touch the f16 subnormals. */
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -81,4 +82,88 @@ extern "C" int fp4k_widen16(const void *words, int bf16, float *out, int64_t n, 
     else
         widen16_kernel<false><<<(unsigned)blocks, threads, 0, st>>>((const uint16_t *)words, out, n);
     return (int)cudaGetLastError();
+}
+
+/* ---- strided device tensors gathered into rows (fp4k_gather) ----------------------------- */
+namespace {
+
+struct GatherP {
+    int rank, axis;
+    int64_t dims[FP4K_MAX_RANK], strides[FP4K_MAX_RANK];
+    int64_t row_len;
+};
+
+/* out[i] = the element of canonical row row0 + i / row_len, index i % row_len along the axis;
+ * the other dimensions in row-major order number the rows (driver.h fp4_layout_of). W: the
+ * element's bytes (4 or 2), read as one word when ALIGNED, else byte by byte. */
+template <typename T, bool ALIGNED>
+__global__ void gather_kernel(const unsigned char *__restrict__ base, GatherP p, int64_t row0,
+                              int64_t n, T *__restrict__ out)
+{
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        int64_t r = row0 + i / p.row_len;
+        int64_t off = (i % p.row_len) * p.strides[p.axis];
+        for (int d = p.rank - 1; d >= 0; d--) {
+            if (d == p.axis) continue;
+            const int64_t q = r % p.dims[d];
+            r /= p.dims[d];
+            off += q * p.strides[d];
+        }
+        const unsigned char *src = base + off * (int64_t)sizeof(T);
+        if (ALIGNED) {
+            out[i] = *(const T *)src;
+        } else {
+            T v;
+            unsigned char *b = (unsigned char *)&v;
+            for (int k = 0; k < (int)sizeof(T); k++) b[k] = src[k];
+            out[i] = v;
+        }
+    }
+}
+
+template <typename T>
+int gather_launch(const void *data, const GatherP &p, int64_t row0, int64_t n, void *out,
+                  cudaStream_t st)
+{
+    const int threads = 256;
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks > 4096) blocks = 4096;
+    const bool al = ((uintptr_t)data % sizeof(T)) == 0;
+    if (al)
+        gather_kernel<T, true><<<(unsigned)blocks, threads, 0, st>>>(
+            (const unsigned char *)data, p, row0, n, (T *)out);
+    else
+        gather_kernel<T, false><<<(unsigned)blocks, threads, 0, st>>>(
+            (const unsigned char *)data, p, row0, n, (T *)out);
+    return (int)cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" int fp4k_gather(const void *data, int esz, int rank, const int64_t *dims,
+                           const int64_t *strides, int axis, int64_t row0, int64_t nrows,
+                           void *out, void *stream)
+{
+    GatherP p;
+    memset(&p, 0, sizeof p);
+    if ((esz != 2 && esz != 4) || rank < 0 || rank > FP4K_MAX_RANK || (rank && (axis < 0 || axis >= rank)))
+        return (int)cudaErrorInvalidValue;
+    if (rank == 0) { /* one element: one row of one */
+        p.rank = 1;
+        p.dims[0] = 1;
+    } else {
+        p.rank = rank;
+        p.axis = axis;
+        for (int d = 0; d < rank; d++) {
+            p.dims[d] = dims[d];
+            p.strides[d] = strides[d];
+        }
+    }
+    p.row_len = p.dims[p.axis];
+    const int64_t n = nrows * p.row_len;
+    if (n <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    return esz == 4 ? gather_launch<uint32_t>(data, p, row0, n, out, st)
+                    : gather_launch<uint16_t>(data, p, row0, n, out, st);
 }

@@ -149,10 +149,13 @@ def _te_stats(result, sum_err2):
 
 
 def _view(x, name):
-    """(TensorView, keep-alive objects) of a NumPy array or a torch tensor."""
+    """(TensorView, keep-alive objects, stream) of a NumPy array or a torch tensor: stream
+    None for host memory, else the cudaStream_t (an int; 0 the legacy default stream) the
+    analysis is ordered on (fp4d_analyze_cuda)."""
     keep = [x]
     mod = type(x).__module__ or ""
     memory = _lib.MEM_HOST
+    stream = None
     if mod.startswith("torch"):
         import torch
 
@@ -163,7 +166,11 @@ def _view(x, name):
                              % (name, x.dtype))
         if x.device.type == "cuda":
             memory = _lib.MEM_CUDA
-            torch.cuda.current_stream(x.device).synchronize()
+            cur = torch.cuda.current_stream(x.device)
+            if _lib.analyze_cuda is not None:  # read on the caller's stream, after its work
+                stream = cur.cuda_stream
+            else:  # an older library copies it on the legacy stream
+                cur.synchronize()
         elif x.device.type != "cpu":
             raise UsageError("memory: %s: a tensor on %s (CPU or CUDA only)"
                              % (name, x.device))
@@ -201,7 +208,7 @@ def _view(x, name):
     cname = _lib.encode(name)
     keep += [cshape, cstrides, cname]
     v = _lib.TensorView(cname, data, dt, rank, cshape, cstrides, memory)
-    return v, keep
+    return v, keep, stream
 
 
 _DL_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
@@ -212,26 +219,40 @@ _DL_DTYPES = {(_lib.DL_FLOAT, 32): _lib.F32, (_lib.DL_FLOAT, 16): _lib.F16,
               (_lib.DL_BFLOAT, 16): _lib.BF16}
 
 
+_DL_CUDA_MANAGED = 13
+
+
 def _dl_device_error(name, dtype, dev_id):
     where = "%s:%d" % (_DL_DEVICES.get(dtype, "device type %d" % dtype), dev_id)
-    return UsageError("memory: %s: a DLPack tensor on %s: only host (CPU) memory is read "
+    return UsageError("memory: %s: a DLPack tensor on %s: only host (CPU) memory%s is read "
                       "through DLPack; copy it to the host first (a torch CUDA tensor is "
-                      "taken as it is)" % (name, where))
+                      "taken as it is)"
+                      % (name, where, " and CUDA memory" if _lib.cuda_built() else ""))
+
+
+def _dl_cuda(dtype):
+    return dtype in (_lib.DL_CUDA, _DL_CUDA_MANAGED) and _lib.cuda_built()
 
 
 def _dlpack_view(x, name):
-    """(TensorView, keep-alive objects) of an object with __dlpack__ on the CPU: the
-    producer's memory read in place (its strides, offset and dtype), never copied. The
-    capsule is not consumed: kept alive during the call, its destructor frees the tensor."""
+    """(TensorView, keep-alive objects, stream) of an object with __dlpack__ on the CPU or a
+    CUDA device: the producer's memory read in place (its strides, offset and dtype), never
+    copied. The capsule is not consumed: kept alive during the call, its destructor frees the
+    tensor. A CUDA tensor is asked for on the legacy default stream (DLPack's stream=1: the
+    producer orders its pending work before it there, without synchronising the host) and
+    analysed on that stream."""
+    cuda = False
     if hasattr(x, "__dlpack_device__"):
         dtype, dev_id = (int(v) for v in x.__dlpack_device__())
-        if dtype != _lib.DL_CPU:
+        cuda = _dl_cuda(dtype)
+        if dtype != _lib.DL_CPU and not cuda:
             raise _dl_device_error(name, dtype, dev_id)
+    kw = {"stream": 1} if cuda else {}
     try:
         try:
-            cap = x.__dlpack__(max_version=(1, 0))
+            cap = x.__dlpack__(max_version=(1, 0), **kw)
         except TypeError:  # a producer of DLPack < 1.0 takes no max_version
-            cap = x.__dlpack__()
+            cap = x.__dlpack__(**kw)
     except (BufferError, RuntimeError, TypeError, ValueError) as e:
         raise UsageError("memory: %s: its __dlpack__() failed: %s" % (name, e)) from None
     if _lib.capsule_is_valid(cap, b"dltensor_versioned"):
@@ -247,7 +268,8 @@ def _dlpack_view(x, name):
     else:
         raise UsageError("memory: %s: __dlpack__() gave %r, not a DLPack capsule"
                          % (name, type(cap).__name__))
-    if t.device.device_type != _lib.DL_CPU:
+    on_cuda = _dl_cuda(t.device.device_type)
+    if t.device.device_type != _lib.DL_CPU and not (on_cuda and cuda):
         raise _dl_device_error(name, t.device.device_type, t.device.device_id)
     code, bits, lanes = t.dtype.code, t.dtype.bits, t.dtype.lanes
     dt = _DL_DTYPES.get((code, bits)) if lanes == 1 else None
@@ -273,17 +295,26 @@ def _dlpack_view(x, name):
     cshape = (_lib.ctypes.c_int64 * max(rank, 1))(*shape)
     cstrides = (_lib.ctypes.c_int64 * max(rank, 1))(*strides)
     cname = _lib.encode(name)
-    v = _lib.TensorView(cname, data, dt, rank, cshape, cstrides, _lib.MEM_HOST)
-    return v, [x, cap, cshape, cstrides, cname]
+    v = _lib.TensorView(cname, data, dt, rank, cshape, cstrides,
+                        _lib.MEM_CUDA if on_cuda else _lib.MEM_HOST)
+    return v, [x, cap, cshape, cstrides, cname], (0 if on_cuda else None)
 
 
-def _analyze(x, name, options, sums=None):
-    cfg = _Config(options)
-    view, keep = _view(x, name)
+def _analyze(x, name, options, sums=None, cfg=None):
+    """x analysed under `options` (or the parsed _Config cfg, made once by a caller that
+    analyses many tensors). A CUDA tensor: on its GPU where it lies, on `stream` (no host
+    copy, no synchronisation but of the call's own results)."""
+    if cfg is None:
+        cfg = _Config(options)
+    view, keep, stream = _view(x, name)
     res = _lib.ctypes.c_void_p()
     with _lib.lock:
-        _check(_lib.lib.fp4d_analyze_memory(_lib.ctypes.byref(view), cfg.handle,
-                                            _lib.ctypes.byref(res)))
+        if stream is not None:
+            _check(_lib.analyze_cuda(_lib.ctypes.byref(view), cfg.handle, stream or None,
+                                     _lib.ctypes.byref(res)))
+        else:
+            _check(_lib.lib.fp4d_analyze_memory(_lib.ctypes.byref(view), cfg.handle,
+                                                _lib.ctypes.byref(res)))
     del keep
     return _result_dict(res, sums)
 
@@ -295,10 +326,13 @@ def analyze(x, name="tensor", **options):
 
     x: a NumPy array (float32, float16, ml_dtypes.bfloat16; any strides), a torch tensor
     (float32, float16, bfloat16; CPU, or CUDA in a library built with CUDA), or any other
-    object with __dlpack__ on the CPU (float32, float16, bfloat16; DLPack 1.x or older),
-    read in place through its strides: no copy. Other dtypes raise ValueError: convert them
-    first (.astype(numpy.float32)) knowing the values change; so do DLPack tensors on a
-    device other than the CPU (copy them to the host).
+    object with __dlpack__ on the CPU or a CUDA device (float32, float16, bfloat16; DLPack
+    1.x or older), read in place through its strides: no copy. A CUDA tensor is analysed on
+    its GPU by the CUDA kernels, ordered on torch's current stream (DLPack: the legacy
+    default stream, asked of the producer): no synchronisation, no copy to the host
+    (fp4d_analyze_cuda); the call returns once its results are back. Other dtypes raise
+    ValueError: convert them first (.astype(numpy.float32)) knowing the values change; so do
+    DLPack tensors on another device (copy them to the host).
     """
     return _analyze(x, name, options)
 

@@ -137,6 +137,36 @@ _sigs = {
     "fp4d_recipe_keeps": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
                                          ctypes.POINTER(ctypes.c_char_p)]),
 }
+_cuda_built = None
+
+
+def cuda_built():
+    """Whether the library analyses CUDA memory (fp4d_analyze_cuda, built with CUDA): asked
+    once, with an empty view (no GPU work)."""
+    global _cuda_built
+    if _cuda_built is None:
+        _cuda_built = False
+        if analyze_cuda is not None:
+            cfg, res = _P(), _P()
+            shape = (ctypes.c_int64 * 1)(0)
+            v = TensorView(b"probe", None, F32, 1, shape, None, MEM_CUDA)
+            with lock:
+                if lib.fp4d_config_parse_argv(0, None, ctypes.byref(cfg)) == 0:
+                    st = analyze_cuda(ctypes.byref(v), cfg, None, ctypes.byref(res))
+                    msg = lib.fp4d_last_error() or b""
+                    lib.fp4d_result_free(res)
+                    lib.fp4d_config_free(cfg)
+                    _cuda_built = not (st == 4 and b"without CUDA" in msg)
+    return _cuda_built
+
+
+# FP4DIAG_0.1.3: a CUDA tensor analysed where it lies, on the caller's stream (None with an
+# older library: CUDA tensors then go through fp4d_analyze_memory after a synchronisation)
+analyze_cuda = getattr(lib, "fp4d_analyze_cuda", None)
+if analyze_cuda is not None:
+    analyze_cuda.restype = ctypes.c_int
+    analyze_cuda.argtypes = [ctypes.POINTER(TensorView), _P, _P, ctypes.POINTER(_P)]
+
 for _name, (_res, _args) in _sigs.items():
     try:
         _f = getattr(lib, _name)

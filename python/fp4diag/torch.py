@@ -16,9 +16,12 @@ fp4diag.report/1: name, shape, dtype, axis, results [...]) with three more keys:
 monitor's step count when it was recorded), "layer" (the module's name) and "role" ("x", "w" or
 "dy"); its name is "LAYER.ROLE". Each of its "results" also has Transformer Engine's
 "underflows%" and "mse" (fp4diag._te_stats: TE's names and definitions). Numbers are written in full precision (Python's repr). The
-tensors are analysed where they are recorded, on the host (a CUDA tensor is copied to the host
-by the library, or by .cpu() when it was built without CUDA); the cost is measured in
-README.md. Tensors of another dtype than float32/float16/bfloat16 are analysed as float32.
+tensors are analysed where they are recorded: a CUDA tensor on its GPU by the CUDA kernels,
+ordered on torch's current stream, with no synchronisation of the training loop and no copy
+to the host (fp4d_analyze_cuda; with a library built without CUDA, copied by .cpu()); a CPU
+tensor on the host. The options are parsed once, and the library keeps its CUDA buffers from
+call to call; the cost is measured in README.md. Tensors of another dtype than
+float32/float16/bfloat16 are analysed as float32.
 """
 import fnmatch
 import json
@@ -73,7 +76,7 @@ class Monitor:
         if bad:
             raise ValueError("fp4diag.torch: unknown role %r (x, w, dy)" % bad[0])
         self.options = dict({"format": "nvfp4", "rht": "both", "threads": 1}, **options)
-        _fp4._Config(self.options)  # a bad option fails now, not in a hook
+        self._cfg = _fp4._Config(self.options)  # parsed once; a bad option fails now
         self.every, self.roles, self.count = every, tuple(roles), start
         self.records = []
         self._file = open(path, "a") if path else None
@@ -114,12 +117,12 @@ class Monitor:
             t = t.float()
         name, sums = "%s.%s" % (layer, role), []
         try:
-            e = _fp4._analyze(t, name, self.options, sums)
+            e = _fp4._analyze(t, name, self.options, sums, self._cfg)
         except _fp4.DeviceError:  # a CUDA tensor, a library built without CUDA
             if not t.is_cuda:
                 raise
             sums = []
-            e = _fp4._analyze(t.cpu(), name, self.options, sums)
+            e = _fp4._analyze(t.cpu(), name, self.options, sums, self._cfg)
         for r, (_, err2) in zip(e["results"], sums):
             r.update(_fp4._te_stats(r, err2))
         e["step"], e["layer"], e["role"] = self.count, layer, role

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 
@@ -317,7 +318,7 @@ class DLPack(unittest.TestCase):
                         continue
                     self.same(p, a, format="nvfp4", rht="both")
                     self.assertEqual("max_version" in p.calls[-1], not legacy and NUMPY_DLPACK_1)
-                    view, keep = fp4diag._view(Producer(a), "d")
+                    view, keep, _ = fp4diag._view(Producer(a), "d")
                     self.assertEqual(view.data, a.ctypes.data if a.size else None)
                     self.assertEqual([view.strides[i] for i in range(a.ndim)],
                                      [s // a.itemsize for s in a.strides])
@@ -337,7 +338,7 @@ class DLPack(unittest.TestCase):
         for versioned in (True, False):
             with self.subTest(versioned=versioned):
                 p = Synthetic(base, 4 * 96 * 5, (20, 96), versioned=versioned)
-                view, keep = fp4diag._view(p, "o")
+                view, keep, _ = fp4diag._view(p, "o")
                 self.assertEqual(view.data, base.ctypes.data + 4 * 96 * 5)
                 self.assertEqual(list(view.strides[:2]), [96, 1])
                 del keep
@@ -403,7 +404,7 @@ class DLPack(unittest.TestCase):
             with self.subTest(shape=tuple(u.shape), stride=u.stride(), dtype=u.dtype):
                 for legacy in (False, True):
                     self.same(Producer(u, legacy=legacy), u, format="nvfp4,e1m2")
-                view, keep = fp4diag._view(Producer(u), "d")
+                view, keep, _ = fp4diag._view(Producer(u), "d")
                 self.assertEqual(view.data, u.data_ptr())
                 self.assertEqual([view.strides[i] for i in range(u.dim())], list(u.stride()))
                 self.assertEqual(view.dtype, {torch.bfloat16: 3, torch.float32: 1,
@@ -513,10 +514,58 @@ class TorchCuda(unittest.TestCase):
                              fp4diag.analyze(t.detach().cpu(), name=e["name"], format="nvfp4",
                                              rht="both", device="cpu"))
 
-    def test_dlpack_cuda_producer_refused(self):
-        with self.assertRaises(ValueError) as cm:
-            fp4diag.analyze(Producer(self.x), name="g")
-        self.assertIn("memory: g: a DLPack tensor on cuda:", str(cm.exception))
+    def test_dlpack_cuda_producer(self):
+        """A DLPack producer's CUDA tensor (kDLCUDA): asked for on the legacy default stream
+        (stream=1) and analysed on the GPU, with the CPU's numbers."""
+        for u in (self.x, self.x.float().t()[1::3]):
+            p = Producer(u)
+            self.assertEqual(fp4diag.analyze(p, name="g", format="nvfp4", rht="both"),
+                             fp4diag.analyze(u.cpu(), name="g", format="nvfp4", rht="both",
+                                             device="cpu"))
+            self.assertEqual(p.calls[-1].get("stream"), 1)
+
+    def test_caller_stream_no_sync_no_host_copy(self):
+        """A tensor written on a non-default stream just before the call, with no
+        synchronisation by the caller: analyze() orders its reads after that write on the
+        current stream (the GPU sleeps first, so a read on another stream, or before the copy,
+        would see the zeros), synchronises nothing (the torch calls that would are made to fail
+        during it) and copies nothing to the host (.cpu() fails too)."""
+        y = self.x.float().repeat(4, 4)
+        want = fp4diag.analyze(y.cpu(), name="s", format="nvfp4", rht="both", device="cpu")
+        for dt in (torch.float32, torch.bfloat16):
+            buf = torch.zeros(y.shape, dtype=dt, device="cuda")
+            src = y.to(dt)
+            torch.cuda.synchronize()
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the copy
+                buf.copy_(src)
+                fail = mock.Mock(side_effect=AssertionError("synchronised or copied"))
+                with mock.patch.object(torch.cuda.Stream, "synchronize", fail), \
+                        mock.patch("torch.cuda.synchronize", fail), \
+                        mock.patch.object(torch.Tensor, "cpu", fail):
+                    got = fp4diag.analyze(buf, name="s", format="nvfp4", rht="both")
+            s.synchronize()
+            self.assertEqual(got, fp4diag.analyze(src.cpu(), name="s", format="nvfp4",
+                                                  rht="both", device="cpu"))
+            if dt == torch.float32:
+                self.assertEqual(got, want)
+
+    def test_in_place_trace(self):
+        """The library's trace says the tensor was analysed where it lies, 0 bytes copied to
+        the host (the host reference's copy of a config the kernels lack is counted there)."""
+        code = ("import torch, fp4diag\n"
+                "x = torch.randn(64, 96, device='cuda').t()\n"
+                "fp4diag.analyze(x, name='t', format='nvfp4', rht='both')\n"
+                "fp4diag.analyze(x, name='u', format='e2m1', block=512)\n")
+        env = dict(os.environ, FP4DIAG_TRACE="1")
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True)
+        self.assertIn("device tensor t analysed in place; 0 bytes copied to the host", r.stderr)
+        self.assertIn("rows gathered", r.stderr)
+        # block 512: the host reference's config, its rows copied (96 x 64 fp32)
+        self.assertIn("device tensor u analysed in place; %d bytes copied" % (96 * 64 * 4),
+                      r.stderr)
 
 
 class WheelTag(unittest.TestCase):

@@ -16,6 +16,8 @@
 #include "base/status.h"
 #include "base/version.h"
 #include "api/impl.h"
+#include "backend/backend.h"
+#include "base/trace.h"
 #include "io/chunked.h"
 #include "io/memsrc.h"
 #include "io/pario.h"
@@ -235,19 +237,16 @@ fp4d_status fp4d_analyze(fp4d_input *in, const char *tensor, const fp4d_config *
 #ifdef FP4_HAVE_CUDA
 /* The bytes [lo, hi) element offsets around a strided device tensor, copied to the host:
  * *host is malloc'd, *origin points at element 0 within it. */
-static fp4_status from_device(const void *data, int64_t lo, int64_t hi, size_t w, void **host,
-                              const void **origin)
+static fp4_status from_device(const void *data, int64_t lo, int64_t hi, size_t w,
+                              cudaStream_t stream, void **host, const void **origin)
 {
-    struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, data) != cudaSuccess || a.type != cudaMemoryTypeDevice) {
-        cudaGetLastError();
-        return fp4_error(FP4_ERR_USAGE, "memory: the data pointer is not CUDA device memory");
-    }
     size_t bytes = (size_t)(hi - lo) * w;
     unsigned char *h = malloc(bytes ? bytes : 1);
     if (!h) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    cudaError_t e = cudaMemcpy(h, (const unsigned char *)data + lo * (int64_t)w, bytes,
-                               cudaMemcpyDeviceToHost);
+    /* on the caller's stream, after its work (to pageable memory: done when it returns) */
+    cudaError_t e = cudaMemcpyAsync(h, (const unsigned char *)data + lo * (int64_t)w, bytes,
+                                    cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) {
         free(h);
         return fp4_error(FP4_ERR_DEVICE, "memory: cudaMemcpy: %s", cudaGetErrorString(e));
@@ -256,16 +255,119 @@ static fp4_status from_device(const void *data, int64_t lo, int64_t hi, size_t w
     *origin = h - lo * (int64_t)w;
     return FP4_OK;
 }
+
+/* The GPU of a device pointer (cudaMemoryTypeDevice or Managed), else FP4_ERR_USAGE. */
+static fp4_status device_of(const char *name, const void *data, int *gpu)
+{
+    struct cudaPointerAttributes a;
+    if (!data) return cudaGetDevice(gpu) == cudaSuccess ? FP4_OK
+                                                        : fp4_error(FP4_ERR_DEVICE,
+                                                                    "memory: %s: no CUDA device",
+                                                                    name);
+    if (cudaPointerGetAttributes(&a, data) != cudaSuccess ||
+        (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)) {
+        cudaGetLastError();
+        return fp4_error(FP4_ERR_USAGE, "memory: %s: the data pointer is not CUDA device memory",
+                         name);
+    }
+    *gpu = a.device;
+    return FP4_OK;
+}
+
+/* The CUDA backend device tensors are analysed by, kept from call to call with its stream,
+ * staging and per-configuration buffers (made once: cudaMalloc, cudaHostAlloc and cudaFree
+ * synchronise the device, and CUDA's start costs milliseconds), for the GPU of the last
+ * tensor. Analyses are one at a time per process (fp4diag.h), so one is enough. */
+static fp4_backend *g_dev_be;
+static int g_dev_gpu = -1;
+
+static fp4_status device_backend(int gpu, fp4_backend **out)
+{
+    if (g_dev_be && g_dev_gpu == gpu) {
+        *out = g_dev_be;
+        return FP4_OK;
+    }
+    fp4_backend_close(g_dev_be);
+    g_dev_be = NULL;
+    g_dev_gpu = -1;
+    const int was = fp4_cuda_backend_get_device();
+    fp4_cuda_backend_set_device(gpu);
+    fp4_status st = fp4_backend_open(FP4_DEVICE_CUDA, 1, &g_dev_be);
+    fp4_cuda_backend_set_device(was);
+    if (st != FP4_OK) return st;
+    g_dev_gpu = gpu;
+    fp4_trace("api: CUDA backend for device tensors opened on GPU %d", gpu);
+    *out = g_dev_be;
+    return FP4_OK;
+}
 #endif
 
-fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config *cfg,
+/* A device tensor where it lies, on `stream`: the run of fp4_run_analysis_device, made a
+ * result as analyse makes one. */
+static fp4_status analyse_device(const fp4d_tensor_view *view, fp4_stored stored,
+                                 const fp4d_config *cfg, void *stream, fp4d_result **out)
+{
+#ifdef FP4_HAVE_CUDA
+    const char *name = view->name ? view->name : "tensor";
+    int gpu = 0, was = -1;
+    FP4_TRY(device_of(name, view->data, &gpu));
+    if (cudaGetDevice(&was) != cudaSuccess) {
+        cudaGetLastError();
+        was = -1;
+    }
+    fp4_backend *be = NULL;
+    fp4_status st = device_backend(gpu, &be);
+    fp4_source *src = NULL;
+    if (st == FP4_OK)
+        st = fp4_source_open_memory("memory", name, stored, view->rank, view->shape,
+                                    view->strides, view->data, &src);
+    fp4d_result *r = NULL;
+    if (st == FP4_OK && !(r = calloc(1, sizeof *r)))
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    int64_t host_bytes = 0;
+    if (st == FP4_OK) {
+        r->cfg = cfg->cfg; /* the copy's qconfigs point at its own RHT signs */
+        st = fp4_run_analysis_device(&r->cfg, src, be, view->data, view->strides, stream,
+                                     &host_bytes, &r->run);
+    }
+    if (st == FP4_OK && r->run.nerrors > 0)
+        st = fp4_error(r->run.errors[0].status, "%s", r->run.errors[0].message);
+    if (st == FP4_OK && !(r->json = fp4_report_tensor_json(&r->run, 0)))
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    fp4_trace("api: device tensor %s analysed in place; %lld bytes copied to the host", name,
+              (long long)host_bytes);
+    fp4_source_close(src);
+    if (was >= 0) cudaSetDevice(was); /* the caller's current GPU, as it was */
+    if (st == FP4_ERR_DEVICE) { /* a failed CUDA call: the next call starts afresh */
+        fp4_backend_close(g_dev_be);
+        g_dev_be = NULL;
+        g_dev_gpu = -1;
+    }
+    if (st != FP4_OK) {
+        fp4d_result_free(r);
+        return st;
+    }
+    *out = r;
+    return FP4_OK;
+#else
+    (void)stored;
+    (void)cfg;
+    (void)stream;
+    (void)out;
+    return fp4_error(FP4_ERR_DEVICE, "memory: %s: this library was built without CUDA",
+                     view->name ? view->name : "tensor");
+#endif
+}
+
+static fp4d_status analyze_view(const char *fn, const fp4d_tensor_view *view,
+                                const fp4d_config *cfg, bool on_stream, void *stream,
                                 fp4d_result **out)
 {
     fp4_error_clear();
-    if (!out) return ret(fp4_error(FP4_ERR_USAGE, "fp4d_analyze_memory: out is NULL"));
+    if (!out) return ret(fp4_error(FP4_ERR_USAGE, "%s: out is NULL", fn));
     *out = NULL;
     if (!view || !cfg)
-        return ret(fp4_error(FP4_ERR_USAGE, "fp4d_analyze_memory: %s is NULL",
+        return ret(fp4_error(FP4_ERR_USAGE, "%s: %s is NULL", fn,
                              !view ? "the view" : "the config"));
     const char *name = view->name ? view->name : "tensor";
     fp4_stored stored = view->dtype == FP4D_F32    ? FP4_STORED_F32
@@ -278,12 +380,18 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
     if (view->memory != FP4D_MEM_HOST && view->memory != FP4D_MEM_CUDA)
         return ret(fp4_error(FP4_ERR_USAGE, "memory: %s: unknown memory kind %d", name,
                              (int)view->memory));
+    if (on_stream && view->memory != FP4D_MEM_CUDA)
+        return ret(fp4_error(FP4_ERR_USAGE, "memory: %s: %s takes CUDA device memory "
+                                            "(FP4D_MEM_CUDA)", name, fn));
     /* shape and strides checked before any offset is computed (device copy included) */
     fp4_status vs = fp4_memory_view_check("memory", name, stored, view->rank, view->shape,
                                           view->strides, view->data, NULL);
     if (vs != FP4_OK) return ret(vs);
     const void *data = view->data;
     void *host = NULL;
+    /* on the GPU where it lies, unless the configuration asks for the CPU */
+    if (view->memory == FP4D_MEM_CUDA && cfg->cfg.device != FP4_DEVICE_CPU)
+        return ret(analyse_device(view, stored, cfg, stream, out));
     if (view->memory == FP4D_MEM_CUDA) {
 #ifdef FP4_HAVE_CUDA
         /* the span of element offsets the view reaches (strides may be negative) */
@@ -297,8 +405,11 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
             step *= n > 0 ? n : 1;
         }
         if (!empty && data) {
-            fp4_status st = from_device(data, lo, hi, (size_t)fp4_stored_size(stored), &host,
-                                        &data);
+            int gpu = 0;
+            fp4_status st = device_of(name, data, &gpu);
+            if (st == FP4_OK)
+                st = from_device(data, lo, hi, (size_t)fp4_stored_size(stored),
+                                 (cudaStream_t)stream, &host, &data);
             if (st != FP4_OK) return ret(st);
         }
 #else
@@ -319,6 +430,18 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
     fp4_source_close(src);
     free(host);
     return ret(st);
+}
+
+fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config *cfg,
+                                fp4d_result **out)
+{
+    return analyze_view("fp4d_analyze_memory", view, cfg, false, NULL, out);
+}
+
+fp4d_status fp4d_analyze_cuda(const fp4d_tensor_view *view, const fp4d_config *cfg,
+                              void *stream, fp4d_result **out)
+{
+    return analyze_view("fp4d_analyze_cuda", view, cfg, true, stream, out);
 }
 
 int fp4d_result_count(const fp4d_result *r) { return r ? r->run.ncfg : 0; }

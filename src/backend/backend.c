@@ -263,6 +263,22 @@ fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_word
     return pass_rows(an, false, words, (int)w, nrows);
 }
 
+fp4_status fp4_analysis_device(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes)
+{
+    if (host_bytes) *host_bytes = 0;
+    if (!an->be->ops->device)
+        return fp4_error(FP4_ERR_DEVICE, "the %s backend does not read device memory",
+                         an->be->ops->name);
+    if (an->rows_amax != 0 || an->rows_fed != 0)
+        return fp4_error(FP4_ERR_USAGE, "analysis: a device tensor after rows were fed");
+    FP4_TRY(an->be->ops->device(an, v, host_bytes));
+    if (an->rows_fed != an->n_rows)
+        return fp4_error(FP4_ERR_INTERNAL, "analysis: %lld of %lld device rows fed",
+                         (long long)an->rows_fed, (long long)an->n_rows);
+    trace_progress(an, false, an->n_rows);
+    return FP4_OK;
+}
+
 fp4_status fp4_analysis_end(fp4_analysis *an, fp4_metrics *out)
 {
     fp4_status st;

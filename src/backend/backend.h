@@ -25,6 +25,8 @@ void fp4_backend_close(fp4_backend *be);
 /* The GPU a CUDA backend opened later runs on (default 0; under mpirun world.c gives each rank
  * its local rank modulo the GPUs). No CUDA call; a no-op in a build without CUDA. */
 void fp4_cuda_backend_set_device(int dev);
+/* The GPU set by fp4_cuda_backend_set_device (0 by default). */
+int fp4_cuda_backend_get_device(void);
 
 /* The CPUs this process may run on (its affinity mask; at least 1). */
 int fp4_cpu_count(void);
@@ -90,5 +92,28 @@ fp4_status fp4_analysis_amax_words(fp4_analysis *an, const void *words, fp4_word
                                    int64_t nrows);
 fp4_status fp4_analysis_feed_words(fp4_analysis *an, const void *words, fp4_words w,
                                    int64_t nrows);
+
+/* A tensor in device memory (CUDA), analysed where it lies: `data` a device pointer of the GPU
+ * the backend runs on, elements of kind w (0: fp32, else an fp4_words kind), dims and strides
+ * (in elements, any sign; a view that reaches only valid memory: io/memsrc.h's checks) of a
+ * tensor of rank <= 8, rows along `axis` as fp4_layout_of (run/driver.h) makes them (the
+ * analysis was begun with that n_rows and row_len). All the backend's device work for it is
+ * ordered on `stream` (a cudaStream_t; NULL the legacy default stream), after what the caller
+ * queued there; nothing is copied to the host but the configurations the kernels do not
+ * cover (then each slab of rows, as the host reference needs them). */
+typedef struct fp4_device_view {
+    const void *data;
+    int w;
+    int rank, axis;
+    int64_t dims[8], strides[8];
+    void *stream;
+} fp4_device_view;
+
+/* Both passes of an analysis (fp4_analysis_begin, nothing fed yet) over the whole tensor of
+ * v: then fp4_analysis_end. FP4_ERR_DEVICE on a backend that cannot read device memory (the
+ * CPU's) or when a CUDA call fails; the results are those of feeding the same values from
+ * the host, bit for bit. *host_bytes (may be NULL): the bytes copied to the host for
+ * configurations the kernels lack (0 when they cover every one). */
+fp4_status fp4_analysis_device(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes);
 
 #endif

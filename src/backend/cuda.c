@@ -103,6 +103,12 @@ typedef struct cuda_be {
      * there in its second pass (rows the caller keeps stable: a registered range) */
     float *d_tensor;
     int64_t tensor_cap;       /* floats */
+    /* the analyses' scratch, kept from tensor to tensor (a cudaFree synchronises the device):
+     * weight_2d's tile amax, and RHT configs' rotated rows for fp4k_stats */
+    float *d_tile;
+    int64_t tile_cap;
+    float *d_rot;
+    int64_t rot_cap;          /* floats */
 } cuda_be;
 
 typedef struct cuda_cfg {
@@ -121,10 +127,6 @@ typedef struct cuda_an {
     cudaStream_t stream;  /* the backend's (borrowed) */
     cudaEvent_t done[NSLOT]; /* the backend's (borrowed) */
     bool pending[NSLOT];
-    float *d_tile;
-    int64_t tile_cap;
-    float *d_rot;         /* RHT configs: the rotated rows for fp4k_stats */
-    int64_t rot_cap;      /* floats */
     int slot;
     bool planned;
     float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
@@ -139,6 +141,13 @@ typedef struct cuda_an {
     int64_t dt_bytes;
     int dt_w;
     bool dt_off;
+    /* a device tensor (fp4_analysis_device): its view, the first row of the slab the next
+     * pass call takes, whether its rows lie in C order at data (read in place, else gathered),
+     * and the bytes copied to the host for the host reference's configs */
+    const fp4_device_view *dv;
+    int64_t dv_row0;
+    bool dv_rows;
+    int64_t host_bytes;
 } cuda_an;
 
 static fp4_status cuda_fail(cudaError_t e, const char *what)
@@ -310,6 +319,8 @@ static void cuda_close(fp4_backend *be)
             stage_free(cb);
             keep_free(cb);
             cudaFree(cb->d_tensor);
+            cudaFree(cb->d_tile);
+            cudaFree(cb->d_rot);
             cudaGetLastError();
             fp4_trace("cuda: staging freed");
         }
@@ -406,9 +417,7 @@ static void cuda_abort(fp4_analysis *an)
         return;
     }
     /* the next analysis reuses the stream and the buffers: nothing of this one in flight */
-    if (ca->stream) cudaStreamSynchronize(ca->stream);
-    if (ca->d_tile) cudaFree(ca->d_tile);
-    if (ca->d_rot) cudaFree(ca->d_rot);
+    cudaStreamSynchronize(ca->stream); /* NULL: the legacy default stream */
     free(ca->c);
     free(ca);
     an->impl = NULL;
@@ -464,7 +473,8 @@ static fp4_status make_ready(fp4_analysis *an)
         cb->keep = k;
         cb->nkeep = an->ncfg;
     }
-    ca->stream = cb->stream;
+    /* a device tensor: every call on the caller's stream (NULL: the legacy default stream) */
+    ca->stream = ca->dv ? (cudaStream_t)ca->dv->stream : cb->stream;
     for (int s = 0; s < NSLOT; s++) ca->done[s] = cb->done[s];
     ca->ready = true; /* from here cuda_abort waits for the stream */
     for (int c = 0; c < an->ncfg; c++) {
@@ -490,9 +500,10 @@ static fp4_status make_ready(fp4_analysis *an)
                    "malloc");
                 k->signs_cap = cfg->rht->n;
             }
-            /* in stream order: the previous tensor's kernels (done: cuda_abort waited) */
-            CU(cudaMemcpy(k->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
-                          cudaMemcpyHostToDevice),
+            /* in stream order (the previous tensor's kernels are done: cuda_abort waited);
+             * from pageable memory, staged by CUDA before the call returns */
+            CU(cudaMemcpyAsync(k->d_signs, cfg->rht->s, (size_t)cfg->rht->n * sizeof(float),
+                               cudaMemcpyHostToDevice, ca->stream),
                "signs");
         }
     }
@@ -518,11 +529,40 @@ static fp4_status ensure_rows(fp4_analysis *an, int64_t nrows)
     return FP4_OK;
 }
 
+/* A device tensor's slab (rows dv_row0 .. + nrows) as fp32 rows on the device for slot s:
+ * read in place (fp32 rows in C order, 16-byte aligned), else gathered by a kernel into the
+ * slot's buffers (words: into d_words, widened into d_in), on the caller's stream. */
+static fp4_status stage_device(fp4_analysis *an, int w, int64_t nrows, int s, const float **din)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    const fp4_device_view *v = ca->dv;
+    const int64_t n = nrows * an->row_len, esz = w ? 2 : 4;
+    const unsigned char *at =
+        ca->dv_rows ? (const unsigned char *)v->data + ca->dv_row0 * an->row_len * esz : NULL;
+    void *to = w ? (void *)cb->d_words[s] : (void *)cb->d_in[s];
+    if (at && ((uintptr_t)at & 15) == 0) {
+        if (!w) {
+            *din = (const float *)(const void *)at;
+            return FP4_OK;
+        }
+        to = (void *)(uintptr_t)at; /* widened from where it lies */
+    } else {
+        KU(fp4k_gather(v->data, (int)esz, v->rank, v->dims, v->strides, v->axis, ca->dv_row0,
+                       nrows, to, ca->stream),
+           "gather kernel");
+    }
+    if (w)
+        KU(fp4k_widen16(to, w == FP4_WORDS_BF16, cb->d_in[s], n, ca->stream), "widen kernel");
+    *din = cb->d_in[s];
+    return FP4_OK;
+}
+
 /* Stage rows (fp32, or 16-bit words of kind w > 0) into the current slot: a copy into its
  * pinned buffer, the H2D copy, and for words the widening on the device, into dst (NULL: the
- * slot's d_in). */
+ * slot's d_in); *din the fp32 rows on the device. A device tensor's rows: stage_device. */
 static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows, float *dst,
-                        int *slot)
+                        int *slot, const float **din)
 {
     cuda_an *ca = an->impl;
     cuda_be *cb = an->be->impl;
@@ -531,7 +571,10 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     ca->slot = (ca->slot + 1) % NSLOT;
     /* the slot's previous work must be done before its staging buffer is reused */
     CU(cudaEventSynchronize(ca->done[s]), "sync");
+    *slot = s;
+    if (ca->dv) return stage_device(an, w, nrows, s, din);
     if (!dst) dst = cb->d_in[s];
+    *din = dst;
     const int64_t n = nrows * an->row_len;
     const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
     /* from the caller's pinned, stable rows directly; else through the slot's staging */
@@ -548,7 +591,6 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     } else {
         CU(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyHostToDevice, ca->stream), "H2D");
     }
-    *slot = s;
     return FP4_OK;
 }
 
@@ -565,7 +607,7 @@ static float *tensor_dst(fp4_analysis *an, const void *data, int w, int64_t nrow
 {
     cuda_an *ca = an->impl;
     cuda_be *cb = an->be->impl;
-    if (ca->dt_off) return NULL;
+    if (ca->dt_off || ca->dv) return NULL;
     const int64_t esz = w ? 2 : (int64_t)sizeof(float);
     const int64_t n = nrows * an->row_len, total = an->n_rows * an->row_len;
     const unsigned char *d = data;
@@ -612,7 +654,7 @@ static const float *tensor_src(fp4_analysis *an, const void *data, int w, int64_
 {
     cuda_an *ca = an->impl;
     cuda_be *cb = an->be->impl;
-    if (!ca->dt_host || w != ca->dt_w) return NULL;
+    if (ca->dv || !ca->dt_host || w != ca->dt_w) return NULL;
     const int64_t esz = w ? 2 : (int64_t)sizeof(float);
     const int64_t bytes = nrows * an->row_len * esz;
     const unsigned char *d = data;
@@ -626,13 +668,12 @@ static const float *tensor_src(fp4_analysis *an, const void *data, int w, int64_
 static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nrows)
 {
     cuda_an *ca = an->impl;
-    cuda_be *cb = an->be->impl;
     int s;
     if (nrows <= 0) return FP4_OK;
     FP4_TRY(make_ready(an));
     float *dst = tensor_dst(an, rows, w, nrows);
-    FP4_TRY(stage(an, rows, w, nrows, dst, &s));
-    const float *din = dst ? dst : cb->d_in[s];
+    const float *din = NULL;
+    FP4_TRY(stage(an, rows, w, nrows, dst, &s, &din));
     for (int c = 0; c < an->ncfg; c++) {
         const fp4_qconfig *cfg = &an->cfgs[c];
         cuda_cfg *cc = &ca->c[c];
@@ -674,9 +715,12 @@ static fp4_status cuda_plan(fp4_analysis *an)
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         float amax = 0.0f;
-        if (fp4_needs_tensor_amax(&an->cfgs[c]))
-            CU(cudaMemcpy(&amax, ca->c[cc->amax_src].k->d_amax, sizeof amax, cudaMemcpyDeviceToHost),
+        if (fp4_needs_tensor_amax(&an->cfgs[c])) {
+            CU(cudaMemcpyAsync(&amax, ca->c[cc->amax_src].k->d_amax, sizeof amax,
+                               cudaMemcpyDeviceToHost, ca->stream),
                "D2H amax");
+            CU(cudaStreamSynchronize(ca->stream), "sync");
+        }
         FP4_TRY(fp4_qplan_make(&an->cfgs[c], amax, an->row_len, &cc->plan));
         fp4_cuda_cfg_of(&cc->plan, &cc->kc);
         cc->device = fp4k_cfg_supported(&cc->kc) != 0;
@@ -710,6 +754,38 @@ static fp4_status host_rows(fp4_analysis *an, const void *data, int w, int64_t n
     return FP4_OK;
 }
 
+/* A device tensor's slab for the configs the kernels do not cover (the host reference): its
+ * fp32 rows copied to the host (the one host copy of a device tensor, counted), in slab
+ * order. None: nothing copied. */
+static fp4_status device_host_configs(fp4_analysis *an, const float *din, int64_t row0,
+                                      int64_t nrows)
+{
+    cuda_an *ca = an->impl;
+    bool any = false;
+    for (int c = 0; c < an->ncfg; c++) any = any || !ca->c[c].device;
+    if (!any) return FP4_OK;
+    const int64_t n = nrows * an->row_len;
+    if (n > ca->wide_cap) {
+        free(ca->h_wide);
+        ca->wide_cap = 0;
+        ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
+        if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+        ca->wide_cap = n;
+    }
+    CU(cudaMemcpyAsync(ca->h_wide, din, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost,
+                       ca->stream),
+       "D2H rows");
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    ca->host_bytes += n * (int64_t)sizeof(float);
+    for (int c = 0; c < an->ncfg; c++) {
+        cuda_cfg *cc = &ca->c[c];
+        if (cc->device) continue;
+        FP4_TRY(fp4_quantize_rows(&an->cfgs[c], cc->plan.tensor_amax, ca->h_wide, row0, nrows,
+                                  an->row_len, NULL, &cc->acc));
+    }
+    return FP4_OK;
+}
+
 static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nrows)
 {
     cuda_an *ca = an->impl;
@@ -717,8 +793,9 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
     if (!ca->planned) FP4_TRY(cuda_plan(an));
     if (nrows <= 0) return FP4_OK;
     const int64_t row0 = an->rows_fed;
-    /* configs the kernel does not cover: the host reference, in slab order */
-    for (int c = 0; c < an->ncfg; c++) {
+    /* configs the kernel does not cover: the host reference, in slab order (a device
+     * tensor's: after its rows are on the device, below) */
+    for (int c = 0; c < an->ncfg && !ca->dv; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (cc->device) continue;
         const float *rows = NULL;
@@ -733,9 +810,9 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
         ca->slot = (s + 1) % NSLOT;
         CU(cudaEventSynchronize(ca->done[s]), "sync");
     } else {
-        FP4_TRY(stage(an, data, w, nrows, NULL, &s));
-        din = cb->d_in[s];
+        FP4_TRY(stage(an, data, w, nrows, NULL, &s, &din));
     }
+    if (ca->dv) FP4_TRY(device_host_configs(an, din, row0, nrows));
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
@@ -768,36 +845,36 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
         }
         if (cc->kc.weight_2d) {
             const int64_t nt = (nrows + 15) / 16 * (cc->kc.padded_len / 16);
-            if (nt > ca->tile_cap) {
+            if (nt > cb->tile_cap) {
                 CU(cudaStreamSynchronize(ca->stream), "sync");
-                cudaFree(ca->d_tile);
-                ca->d_tile = NULL;
-                CU(cudaMalloc((void **)&ca->d_tile, (size_t)nt * sizeof(float)), "device alloc");
-                ca->tile_cap = nt;
+                cudaFree(cb->d_tile);
+                cb->d_tile = NULL;
+                CU(cudaMalloc((void **)&cb->d_tile, (size_t)nt * sizeof(float)), "device alloc");
+                cb->tile_cap = nt;
             }
             KU(fp4k_tile_amax(din, nrows, an->row_len, cc->kc.padded_len, cc->kc.rht_n,
-                              cc->k->d_signs, ca->d_tile, ca->stream),
+                              cc->k->d_signs, cb->d_tile, ca->stream),
                "tile amax kernel");
         }
         KU(fp4k_quantize(&cc->kc, din, row0, nrows, cc->k->d_signs,
-                         cc->kc.weight_2d ? ca->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
+                         cc->kc.weight_2d ? cb->d_tile : NULL, cc->k->d_part[s], cc->k->d_counts, NULL,
                          NULL, ca->stream),
            "quantize kernel");
         /* the recipe statistics (SPEC §5.1): a second pass over the slab, the CPU's bits; with
          * RHT over the rows rotated into d_rot (one buffer: the stream orders its users) */
         if (cc->kc.rht_n) {
             const int64_t nr = nrows * cc->kc.padded_len;
-            if (nr > ca->rot_cap) {
+            if (nr > cb->rot_cap) {
                 CU(cudaStreamSynchronize(ca->stream), "sync");
-                cudaFree(ca->d_rot);
-                ca->d_rot = NULL;
-                ca->rot_cap = 0;
-                CU(cudaMalloc((void **)&ca->d_rot, (size_t)nr * sizeof(float)), "device alloc");
-                ca->rot_cap = nr;
+                cudaFree(cb->d_rot);
+                cb->d_rot = NULL;
+                cb->rot_cap = 0;
+                CU(cudaMalloc((void **)&cb->d_rot, (size_t)nr * sizeof(float)), "device alloc");
+                cb->rot_cap = nr;
             }
         }
         KU(fp4k_stats(&cc->kc, din, row0, nrows, cc->k->d_signs,
-                      cc->kc.weight_2d ? ca->d_tile : NULL, cc->kc.rht_n ? ca->d_rot : NULL,
+                      cc->kc.weight_2d ? cb->d_tile : NULL, cc->kc.rht_n ? cb->d_rot : NULL,
                       cc->k->d_spart[s], cc->k->d_scounts, ca->stream),
            "statistics kernel");
         CU(cudaMemcpyAsync(cc->k->h_part[s], cc->k->d_part[s],
@@ -853,11 +930,16 @@ static void device_stats_add(fp4_metrics *m, const uint64_t *k)
 }
 
 /* The device counts of a config: the kernel's and the statistics kernel's, added to m. */
-static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *amax_bits)
+static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *amax_bits,
+                                     cudaStream_t stream)
 {
     uint64_t k[FP4K_NCOUNTS], sk[FP4K_NSCOUNTS];
-    CU(cudaMemcpy(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost), "D2H counts");
-    CU(cudaMemcpy(sk, cc->k->d_scounts, sizeof sk, cudaMemcpyDeviceToHost), "D2H counts");
+    /* on the analysis's stream (no legacy-stream copy: it would wait for other streams) */
+    CU(cudaMemcpyAsync(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost, stream),
+       "D2H counts");
+    CU(cudaMemcpyAsync(sk, cc->k->d_scounts, sizeof sk, cudaMemcpyDeviceToHost, stream),
+       "D2H counts");
+    CU(cudaStreamSynchronize(stream), "sync");
     device_counts_add(m, k);
     device_stats_add(m, sk);
     if (amax_bits) *amax_bits = (uint32_t)k[FP4K_C_AMAX];
@@ -888,7 +970,7 @@ static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4
             fp4_metrics_merge_counts(&m[c], &cc->acc);
             continue;
         }
-        FP4_TRY(device_counts_read(cc, &m[c], NULL));
+        FP4_TRY(device_counts_read(cc, &m[c], NULL, ca->stream));
     }
     return FP4_OK;
 }
@@ -1018,7 +1100,7 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
         if (!cc->device) continue;
         fp4_metrics *m = &out[c];
         uint32_t ab = 0;
-        FP4_TRY(device_counts_read(cc, m, &ab));
+        FP4_TRY(device_counts_read(cc, m, &ab, ca->stream));
         m->elements += (uint64_t)(an->n_rows * an->row_len);
         m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
         float a;
@@ -1028,6 +1110,55 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
             m->tensor_amax = cc->plan.tensor_amax;
     }
     return FP4_OK;
+}
+
+/* Whether a device view's canonical rows (fp4_layout_of) lie in C order at its data: the
+ * other dimensions, then the axis, with C-order strides (a dimension of 1 takes any). */
+static bool device_rows_in_order(const fp4_device_view *v)
+{
+    if (v->rank == 0) return true;
+    int order[8], k = 0;
+    for (int d = 0; d < v->rank; d++)
+        if (d != v->axis) order[k++] = d;
+    order[k++] = v->axis;
+    int64_t step = 1;
+    for (int j = k - 1; j >= 0; j--) {
+        const int d = order[j];
+        if (v->dims[d] != 1 && v->strides[d] != step) return false;
+        step *= v->dims[d];
+    }
+    return true;
+}
+
+/* fp4_analysis_device: the amax pass, then the feed, over slabs of the staging slots' size
+ * (whole groups of 16 rows), each read in place or gathered on the device. */
+static fp4_status cuda_device(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    ca->dv = v;
+    ca->dv_rows = device_rows_in_order(v);
+    FP4_TRY(make_ready(an));
+    fp4_trace("cuda: device tensor, %lld x %lld, rows %s", (long long)an->n_rows,
+              (long long)an->row_len, ca->dv_rows ? "in place" : "gathered");
+    const int w = v->w;
+    int64_t per = an->row_len > 0 ? cb->cap / an->row_len : an->n_rows;
+    per = per < 16 ? 16 : per / 16 * 16;
+    fp4_status st = FP4_OK;
+    for (int pass = an->needs_amax ? 0 : 1; pass < 2 && st == FP4_OK; pass++) {
+        for (int64_t r = 0; r < an->n_rows && st == FP4_OK; r += per) {
+            const int64_t k = an->n_rows - r < per ? an->n_rows - r : per;
+            ca->dv_row0 = r;
+            st = pass == 0 ? amax_any(an, NULL, w, k) : feed_any(an, NULL, w, k);
+            if (st != FP4_OK) break;
+            if (pass == 0) an->rows_amax += k;
+            else an->rows_fed += k;
+        }
+    }
+    /* feed_any plans at its first slab: an empty tensor is planned here */
+    if (st == FP4_OK && !ca->planned) st = cuda_plan(an);
+    if (host_bytes) *host_bytes = ca->host_bytes;
+    return st;
 }
 
 static const fp4_backend_ops cuda_ops = {
@@ -1042,11 +1173,14 @@ static const fp4_backend_ops cuda_ops = {
     .takes_words = cuda_takes_words,
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
+    .device = cuda_device,
 };
 
 static int g_cuda_dev; /* fp4_cuda_backend_set_device */
 
 void fp4_cuda_backend_set_device(int dev) { g_cuda_dev = dev >= 0 ? dev : 0; }
+
+int fp4_cuda_backend_get_device(void) { return g_cuda_dev; }
 
 fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 {
@@ -1089,4 +1223,5 @@ fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 #else
 /* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
 void fp4_cuda_backend_set_device(int dev) { (void)dev; }
+int fp4_cuda_backend_get_device(void) { return 0; }
 #endif

@@ -33,6 +33,9 @@ typedef struct fp4_backend_ops {
     /* Optional: fp4_backend_host_register / _unregister. */
     void (*host_register)(fp4_backend *be, void *p, size_t bytes);
     void (*host_unregister)(fp4_backend *be, void *p);
+    /* Optional: fp4_analysis_device (both passes over a device tensor; sets rows_amax and
+     * rows_fed); without, FP4_ERR_DEVICE */
+    fp4_status (*device)(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes);
     void (*abort)(fp4_analysis *an);                       /* free an->impl */
 } fp4_backend_ops;
 

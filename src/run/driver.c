@@ -821,6 +821,98 @@ out:
     return st;
 }
 
+fp4_status fp4_run_analysis_device(const fp4_run_config *opt, fp4_source *src, fp4_backend *be,
+                                   const void *data, const int64_t *strides, void *stream,
+                                   int64_t *host_bytes, fp4_run *run)
+{
+    memset(run, 0, sizeof *run);
+    if (host_bytes) *host_bytes = 0;
+    run->config = opt;
+    const double t0 = now_seconds();
+    const char *file = fp4_source_file(src);
+    fp4_tensor_desc *infos = NULL;
+    int ninfos = 0;
+    fp4_qconfig *cfgs_t = NULL;
+    fp4_analysis *an = NULL;
+    const int cap = 2 * FP4_MAX_FORMATS;
+    run->file = xstrdup(file);
+    run->cfgs = calloc((size_t)cap, sizeof *run->cfgs);
+    cfgs_t = calloc((size_t)cap, sizeof *cfgs_t);
+    fp4_status st = FP4_OK;
+    if (!run->file || !run->cfgs || !cfgs_t) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = fp4_run_config_qconfigs(opt, run->cfgs, cap, &run->ncfg)) != FP4_OK) goto out;
+    snprintf(run->device, sizeof run->device, "%s", fp4_backend_name(be));
+    if ((st = fp4_source_select(src, NULL, 0, &infos, &ninfos)) != FP4_OK) goto out;
+    run->datasets = calloc(1, sizeof *run->datasets);
+    run->tensors = calloc(1, sizeof *run->tensors);
+    if (ninfos != 1 || !run->datasets || !run->tensors ||
+        !(run->datasets[0] = xstrdup(infos[0].name))) {
+        st = fp4_error(FP4_ERR_INTERNAL, ninfos != 1 ? "device source of %d tensors"
+                                                     : "out of memory", ninfos);
+        goto out;
+    }
+    run->ndatasets = 1;
+    const fp4_tensor_desc *info = &infos[0];
+    const int rank = info->rank;
+    int axis = rank == 0 ? 0 : opt->axis < 0 ? opt->axis + rank : opt->axis;
+    if (rank > 0 && (axis < 0 || axis >= rank)) { /* as plan_tensor: the tensor's error */
+        fp4_error(FP4_ERR_INPUT, "%s: %s: --axis %d out of range for rank %d", file,
+                  info->name, opt->axis, rank);
+        st = add_error(run, 0, info->name, FP4_ERR_INPUT, fp4_last_error());
+        if (st == FP4_OK) st = fp4_run_pool(run);
+        goto out;
+    }
+    fp4_layout L;
+    fp4_layout_of(info->dims, rank, axis, &L);
+    fp4_device_view v = {.data = data, .rank = rank, .axis = axis, .stream = stream};
+    v.w = info->stored == FP4_STORED_BF16 ? FP4_WORDS_BF16
+          : info->stored == FP4_STORED_F16 ? FP4_WORDS_F16
+                                           : 0;
+    int64_t step = 1; /* C-order strides (within int64: the view was checked) */
+    for (int d = rank - 1; d >= 0; d--) {
+        v.dims[d] = info->dims[d];
+        v.strides[d] = strides ? strides[d] : step;
+        step *= info->dims[d] ? info->dims[d] : 1;
+    }
+    for (int c = 0; c < run->ncfg; c++) {
+        cfgs_t[c] = run->cfgs[c];
+        cfgs_t[c].stream = 0; /* the tensor's index in the selection, as the driver's */
+    }
+    fp4_tensor_result *tr = &run->tensors[0];
+    tr->axis = axis;
+    tr->n_rows = L.n_rows;
+    tr->row_len = L.row_len;
+    if (!(tr->metrics = calloc((size_t)run->ncfg, sizeof *tr->metrics))) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    st = fp4_analysis_begin(be, cfgs_t, run->ncfg, L.n_rows, L.row_len, &an);
+    if (st == FP4_OK) st = fp4_analysis_device(an, &v, host_bytes);
+    if (st == FP4_OK) {
+        st = fp4_analysis_end(an, tr->metrics);
+        an = NULL;
+    }
+    if (st != FP4_OK) {
+        free(tr->metrics);
+        tr->metrics = NULL;
+        goto out;
+    }
+    tr->index = 0;
+    tr->info = infos[0];
+    memset(&infos[0], 0, sizeof infos[0]);
+    run->ntensors = 1;
+    st = fp4_run_pool(run);
+out:
+    if (an) fp4_analysis_abort(an);
+    if (infos) fp4_tensor_desc_free_list(infos, ninfos);
+    free(cfgs_t);
+    run->seconds = now_seconds() - t0;
+    return st;
+}
+
 void fp4_run_free(fp4_run *run)
 {
     if (!run) return;

@@ -111,6 +111,18 @@ fp4_status fp4_run_analysis_source(const fp4_run_config *config, fp4_source *src
                                    const char *const *patterns, int npatterns, fp4_run *run);
 void fp4_run_free(fp4_run *run);
 
+/* The same for the one tensor of `src`, a source over device memory (io/memsrc.h opened on a
+ * device pointer: only described, never read) of stored kind F32, F16 or BF16 whose elements
+ * are at data + sum(i_d * strides[d]) (strides in elements; NULL: C order), analysed where it
+ * lies by `be` (a CUDA backend: fp4_analysis_device) with every device call ordered on
+ * `stream` (a cudaStream_t; NULL the legacy default stream). The run is the one
+ * fp4_run_analysis_source makes of the same values in host memory, bit for bit (a bad --axis
+ * is its error entry). *host_bytes (may be NULL): the bytes copied to the host for the
+ * configurations the kernels lack. `be` is borrowed (kept open by the caller). */
+fp4_status fp4_run_analysis_device(const fp4_run_config *config, fp4_source *src, fp4_backend *be,
+                                   const void *data, const int64_t *strides, void *stream,
+                                   int64_t *host_bytes, fp4_run *run);
+
 /* The rotated-minus-plain deltas of two finished metrics (SPEC §5 "RHT comparison"). */
 void fp4_rht_delta_compute(const fp4_metrics *plain, const fp4_metrics *rotated,
                            fp4_rht_delta *d);
