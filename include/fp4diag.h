@@ -14,9 +14,10 @@
  * the same thread. Out-parameters are set only on success (pointers to NULL otherwise).
  *
  * Threads: an analysis runs on worker threads of its own (the configuration's `--threads`).
- * Run one analysis (fp4d_analyze, fp4d_analyze_memory) at a time per process: the readers'
- * thread counts, their memory bound and --allow-external are process-wide settings that each
- * analysis sets. fp4d_config_parse is not reentrant either (getopt). The other calls may be
+ * Run one analysis (fp4d_analyze, fp4d_analyze_memory, fp4d_analyze_cuda) at a time per
+ * process: the readers' thread counts, their memory bound and --allow-external are
+ * process-wide settings that each analysis sets (and fp4d_analyze_cuda keeps one CUDA
+ * backend). fp4d_config_parse is not reentrant either (getopt). The other calls may be
  * made from any thread, one call at a time per handle; results and configs are immutable.
  *
  * Typical use:
@@ -189,9 +190,9 @@ fp4d_status fp4d_analyze_memory(const fp4d_tensor_view *view, const fp4d_config 
  * (f16, bf16); a strided view, another --axis or an unaligned pointer is gathered into rows
  * by a kernel on `stream`, slab by slab (about 8 MiB of device memory per slab, kept). Nothing
  * is copied to the host, except for a configuration the kernels do not cover (--block 2 or
- * over 256, an RHT size outside 16..256): the host
- * reference quantizes its rows, copied slab by slab. Under --device cpu the tensor is copied
- * to the host on `stream` and analysed there. The device's CUDA objects (stream, buffers)
+ * over 256, an RHT size outside 16..256): the host reference quantizes its rows, copied slab
+ * by slab. Under --device cpu the tensor is copied to the host on `stream` and analysed
+ * there. SPEC §12. The device's CUDA objects (stream, buffers)
  * are made at the first call and kept for the next ones (one GPU at a time; the current
  * device of the calling thread is left as it was). FP4D_ERR_USAGE as fp4d_analyze_memory,
  * and for host memory or a pointer that is not CUDA memory; FP4D_ERR_DEVICE when the library
