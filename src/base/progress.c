@@ -144,8 +144,7 @@ void fp4_progress_step(fp4_progress *p, int i, const char *name, int64_t done)
     }
     char *esc = fp4_text_escape(name ? name : "", FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
     char line[1024];
-    const bool redraw = p->mode == FP4_PROGRESS_REDRAW;
-    int width = redraw ? fp4_term_width(stderr) : 0;
+    int width = fp4_term_width(p->out); /* plain lines too: $COLUMNS or the terminal's */
     if (width > 0 && p->shares > 0) { /* the share's "shard I/N " takes its columns */
         char share[48];
         width -= snprintf(share, sizeof share, "shard %d/%d ", p->share, p->shares);

@@ -1,7 +1,8 @@
 /* progress.h — the progress line of long commands on stderr (SPEC §9 "Terminal output"):
  * units done of N (tensors; gemm: layers), the bytes done of the total, the rate and the time
  * left, then the unit's name. Redrawn in place on a terminal; one plain line per unit under
- * TERM=dumb (or no TERM) and, with -v, when stderr is not a terminal; off a terminal without
+ * TERM=dumb (or no TERM) and, with -v, when stderr is not a terminal (each fitting $COLUMNS
+ * or the terminal's width when there is one); off a terminal without
  * -v, plain lines only once the run has lasted a while, then at most one per interval, and a
  * final line; nothing with -q. */
 #ifndef FP4_PROGRESS_H

@@ -1185,6 +1185,26 @@ static int table_cols;
  * least "format") and the number columns as wide as their values; 0 for the full layout. */
 static int compact_lw;
 
+/* Narrower still (the names would get under 12 columns): one record per tensor, its name on
+ * a line of its own (elided to the width) and under it one line per config, "LABEL KEY=VALUE
+ * ...", wrapped at spaces (SPEC 9). rec_last: the name of the record being written. */
+static bool record_layout;
+static char *rec_last;
+
+/* In the record layout: the name line when `name` starts a new record. */
+static void record_name(FILE *out, const char *name)
+{
+    if (rec_last && !strcmp(rec_last, name)) return;
+    free(rec_last);
+    rec_last = strdup(name);
+    char *shown = fp4_text_escape(name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+    const char *s = shown ? shown : name;
+    char *el = text_columns(s) > table_cols ? fp4_term_elide(s, table_cols) : NULL;
+    fprintf(out, "%s\n", el ? el : s);
+    free(el);
+    free(shown);
+}
+
 /* The name column of a row with `fixed` columns besides the name: w, narrowed to what the
  * table's width leaves (never below 12 columns; a row that still does not fit is wrapped by
  * fp4_term_write). */
@@ -1233,6 +1253,14 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
     if (m->nan || m->inf)
         snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
                  (unsigned long long)m->nan, (unsigned long long)m->inf);
+    if (record_layout) {
+        const bool bias = !strcmp(command, "bias"), buckets = !strcmp(command, "buckets");
+        record_name(out, name);
+        fprintf(out, "  %s SQNR_dB=%s alpha=%s B15=%s %s=%s %s=%s%s\n", lab, sq, a, b15,
+                bias ? "delta" : buckets ? "B8" : "NMSE", x1,
+                bias ? "mean_err(t)" : buckets ? "saturated" : "elements", x2, nf);
+        return;
+    }
     put_name(out, name, w);
     if (compact_lw > 0)
         fprintf(out, " %-*s %7s %8s %6s %9s %11s%s\n", compact_lw, lab, sq, a, b15, x1, x2, nf);
@@ -1252,6 +1280,12 @@ static void table_delta_row(FILE *out, const char *name, const fp4_qconfig *c,
     fmt_num(ds, sizeof ds, d.sqnr_ok ? d.delta_sqnr_db : NAN, "%+.3f");
     fmt_num(da, sizeof da, d.delta_alpha, "%+.5f");
     fmt_num(db, sizeof db, d.delta_bucket_ratio_15, "%+.4f");
+    if (record_layout) {
+        record_name(out, name);
+        fprintf(out, "  %s SQNR=%s SQNR+rht=%s dSQNR=%s d_alpha=%s dB15=%s\n", f, sp, sr, ds,
+                da, db);
+        return;
+    }
     put_name(out, name, w);
     fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, f, sp, sr, ds, da, db);
 }
@@ -1272,6 +1306,11 @@ static void table_compound_row(FILE *out, const fp4_run *run, int c, int w)
     cfg_label(lab, sizeof lab, &run->cfgs[c]);
     fmt_num(a, sizeof a, prod, "%.5f");
     fmt_num(b, sizeof b, expo, "%.5f");
+    if (record_layout) {
+        fprintf(out, "  %s compound over K=%d layers: prod(1-delta)=%s exp(-sum delta)=%s\n",
+                lab, k, a, b);
+        return;
+    }
     put_name(out, "  (compound)", w);
     fprintf(out, " %-*s K=%d layers: prod(1-delta) %s, exp(-sum delta) %s\n",
             compact_lw > 0 ? compact_lw : 12, lab, k, a, b);
@@ -1692,7 +1731,11 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
             if ((int)strlen(lab) > compact_lw) compact_lw = (int)strlen(lab);
         }
     }
-    int w = fit_name(nw, rht ? 49 + (label_scales ? 12 : 8) : compact_lw ? 47 + compact_lw : 65);
+    const int fixed = rht ? 49 + (label_scales ? 12 : 8) : compact_lw ? 47 + compact_lw : 65;
+    int w = fit_name(nw, fixed);
+    record_layout = table_cols > 0 && table_cols - fixed < 12 && w < nw;
+    free(rec_last);
+    rec_last = NULL;
     /* many tensors and no -v: the verdict first, then the rows of the tensors kept in high
      * precision and of those first in its ranking, FP4_TABLE_TOP_TENSORS in all (more when
      * more are kept; in model order), and a line saying how many were left out */
@@ -1721,9 +1764,11 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
     if (quant_only) {
         /* nothing: the already-quantized lines below */
     } else if (rht) {
-        put_name(out, "tensor", w);
-        fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
-                "SQNR+rht", "dSQNR", "d_alpha", "dB15");
+        if (!record_layout) {
+            put_name(out, "tensor", w);
+            fprintf(out, " %-*s %9s %9s %8s %9s %8s\n", label_scales ? 12 : 8, "format", "SQNR",
+                    "SQNR+rht", "dSQNR", "d_alpha", "dB15");
+        }
         for (int t = 0; t < run->ntensors; t++)
             for (int p = 0; p < run->npairs && (!top || top[t]); p++) {
                 int a = run->pairs[p].plain, b = run->pairs[p].rotated;
@@ -1739,13 +1784,15 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
                          : !strcmp(command, "buckets") ? "B8" : "NMSE";
         const char *x2 = !strcmp(command, "bias") ? "mean_err(t)"
                          : !strcmp(command, "buckets") ? "saturated" : "elements";
-        put_name(out, "tensor", w);
-        if (compact_lw > 0)
-            fprintf(out, " %-*s %7s %8s %6s %9s %11s\n", compact_lw, "format", "SQNR_dB",
-                    "alpha", "B15", x1, x2);
-        else
-            fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha", "B15",
-                    x1, x2);
+        if (!record_layout) {
+            put_name(out, "tensor", w);
+            if (compact_lw > 0)
+                fprintf(out, " %-*s %7s %8s %6s %9s %11s\n", compact_lw, "format", "SQNR_dB",
+                        "alpha", "B15", x1, x2);
+            else
+                fprintf(out, " %-12s %9s %9s %7s %11s %11s\n", "format", "SQNR_dB", "alpha",
+                        "B15", x1, x2);
+        }
         for (int t = 0; t < run->ntensors; t++)
             for (int c = 0; c < run->ncfg && (!top || top[t]); c++)
                 table_row(out, command, run->tensors[t].info.name, &run->cfgs[c],
@@ -1838,6 +1885,9 @@ static void table_text(FILE *out, const char *command, const fp4_run *run)
         free(m);
     }
     if (!quant_only) verdict_summary(out, run);
+    record_layout = false;
+    free(rec_last);
+    rec_last = NULL;
 }
 
 void fp4_report_table(FILE *out, const char *command, const fp4_run *run)

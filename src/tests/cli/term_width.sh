@@ -4,7 +4,9 @@
 # every analysis command, one scale and mixed scales; names are elided in the middle with "…"
 # under a UTF-8 locale and "..." otherwise, keeping the layer number (between two marks when
 # the end from it does not fit); no COLUMNS and a file for stderr: names in full; a pseudo-terminal of 90 columns (script, stty) is fitted
-# without COLUMNS.
+# without COLUMNS. At 40 columns (the names would get under 12) one record per tensor: the
+# name on a line of its own (elided to the width, layer and expert kept), under it a line per
+# config of KEY=VALUE words wrapped at spaces; the progress lines of -v fit too.
 . src/tests/cli/lib/term.sh
 python3 - "$tmp/m.safetensors" <<'PY' || exit 77
 import sys
@@ -29,6 +31,17 @@ for cmd in sqnr bias buckets rht; do
             fi
         done
     done
+done
+for cmd in sqnr bias buckets rht; do
+    COLUMNS=40 LC_ALL=C.UTF-8 "$FP4DIAG" $cmd "$M" --format nvfp4,mxfp4 -v -o "$tmp/r.json" 2>"$tmp/err" ||
+        { echo "$cmd COLUMNS=40: exit $?"; fail=1; }
+    fits "$cmd" 40 "$tmp/err" "fp4diag: wrote "
+    case $cmd in rht) v='SQNR=[0-9.]* ' ;; *) v='SQNR_dB=[0-9.]*$' ;; esac
+    if grep -q '^tensor ' "$tmp/err" || ! grep -q "^  e2m1/nvfp4 $v" "$tmp/err" ||
+        ! grep -q '^[a-z.]*…31[.…][a-z_.]*experts\.7\.w1\.weight$' "$tmp/err" ||
+        ! grep -q '^(pooled)$' "$tmp/err"; then
+        echo "$cmd COLUMNS=40: not one record per tensor"; cat "$tmp/err"; fail=1
+    fi
 done
 # the sqnr table at 80 columns: the MoE name elided with "…" (UTF-8) or "..." (C locale)
 COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" sqnr "$M" -v -o "$tmp/r.json" 2>"$tmp/err"
