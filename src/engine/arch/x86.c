@@ -518,9 +518,12 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
     return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
 }
 
+/* the row's relative-error bin bytes (a multiple of GRP: the kernel adds GRP at a time) */
+#define AVX2_RERR_KB 4096
+_Static_assert(AVX2_RERR_KB % GRP == 0 && AVX2_RERR_KB <= 4 * 65535, "fp4_rerr_count_bulk");
 FP4_AVX2 static inline __attribute__((always_inline)) void
-group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, const int kind,
-                const int unit)
+group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, uint8_t *kb,
+                int *nkp, const int kind, const int unit)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -554,8 +557,7 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, co
     const __m256 zero_f = _mm256_setzero_ps(), onef_r = _mm256_set1_ps(1.0f);
     const __m256i rbias = _mm256_set1_epi32(FP4_RERR_BIAS), rtop = _mm256_set1_epi32(FP4_RERR_BINS - 1),
                   r128 = _mm256_set1_epi32(128);
-    uint8_t kb[GRP * 64]; /* relative-error bins, counted in bulk (fp4_rerr_count) */
-    int nk = 0;
+    int nk = *nkp; /* kb: the row's relative-error bins, counted in bulk (fp4_rerr_count) */
     uint8_t cm[GRP_MAX_BLOCK + 4], lm[GRP_MAX_BLOCK + 4], negb[GRP_MAX_BLOCK + 4];
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
@@ -615,7 +617,7 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, co
                                                 _mm256_extracti128_si256(rk, 1));
             _mm_storel_epi64((__m128i *)(void *)(kb + nk), _mm_packus_epi16(w16, w16));
             nk += GRP;
-            if (nk == (int)sizeof kb) nk = fp4_rerr_count(rh, kb, nk);
+            if (nk == AVX2_RERR_KB) nk = fp4_rerr_count_bulk(rh, kb, nk);
         }
         cm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(c));
         lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
@@ -736,7 +738,7 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, co
     _mm256_storeu_pd(a->sxq2 + 4, sxq2_1);
     _mm256_storeu_pd(a->serr, serr_0);
     _mm256_storeu_pd(a->serr + 4, serr_1);
-    fp4_rerr_count(rh, kb, nk);
+    *nkp = nk;
     _mm256_storeu_pd(so->sx2, sx2n_0);
     _mm256_storeu_pd(so->sx2 + 4, sx2n_1);
     _mm256_storeu_pd(so->se2, se2n_0);
@@ -767,20 +769,23 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
     const int B = p->block, nblk = p->nblk;
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
     int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
+    uint8_t kb[AVX2_RERR_KB]; /* the row's relative-error bins, counted when full and at the end */
+    int nk = 0;
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
         ROW_GROUP_SETUP(load_avx2, group_params_avx2);
         grp_acc a;
         st_acc so;
         if (unit)
             group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
-                            pr->rerr_hist, kind, 1);
+                            pr->rerr_hist, kb, &nk, kind, 1);
         else
             group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
-                            pr->rerr_hist, kind, 0);
+                            pr->rerr_hist, kb, &nk, kind, 0);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
         fp4_stats_group_merge(p, gi.am, sb, jn, &so, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
     }
+    fp4_rerr_count_bulk(pr->rerr_hist, kb, nk);
 }
 
 FP4_AVX2 static void row_avx2(ROW_ARGS)
