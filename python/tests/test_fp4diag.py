@@ -368,10 +368,20 @@ class DLPack(unittest.TestCase):
                     self.assertIn("memory: bad: DLPack dtype %s is not" % what, str(cm.exception))
                 else:  # NumPy before 2.1 exports no bool
                     self.assertIn("memory: bad: its __dlpack__() failed: ", str(cm.exception))
-        with self.assertRaises(ValueError) as cm:  # a device tensor is refused before export
-            fp4diag.analyze(Producer(self.x, device=(2, 1)), name="g")
-        self.assertIn("memory: g: a DLPack tensor on cuda:1", str(cm.exception))
-        self.assertEqual(Producer(self.x, device=(2, 1)).calls, [])
+        p = Producer(self.x, device=(2, 1))  # says cuda:1, holds host memory
+        with self.assertRaises(ValueError) as cm:
+            fp4diag.analyze(p, name="g")
+        if fp4diag._lib.cuda_built():  # asked for on the legacy stream: NumPy refuses
+            self.assertIn("memory: g: its __dlpack__() failed", str(cm.exception))
+            self.assertEqual([c.get("stream") for c in p.calls], [1] * len(p.calls))
+        else:  # a library without CUDA: refused before export
+            self.assertIn("memory: g: a DLPack tensor on cuda:1", str(cm.exception))
+            self.assertEqual(p.calls, [])
+        p = Producer(self.x, device=(4, 0))  # OpenCL: refused before export everywhere
+        with self.assertRaises(ValueError) as cm:
+            fp4diag.analyze(p, name="g")
+        self.assertIn("memory: g: a DLPack tensor on opencl:0", str(cm.exception))
+        self.assertEqual(p.calls, [])
         with self.assertRaises(ValueError) as cm:
             fp4diag.analyze(Producer(np.zeros([1] * 9, np.float32)), name="r")
         self.assertIn("rank 9", str(cm.exception))
