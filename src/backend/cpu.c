@@ -8,6 +8,7 @@
 
 #include "backend/impl.h"
 #include "base/isa.h"
+#include "base/trace.h"
 #include "io/widen.h"
 
 /* rows per work batch: bounds the per-chunk partials kept before the ordered merge (4M
@@ -78,6 +79,10 @@ typedef struct cpu_an {
     int64_t batch_rows;
     fp4_metrics *zero16, *zero1; /* [ncfg] the counts 16 / 1 rows of zeros add (cpu_feed_zero) */
     bool zero_moves;    /* zeros moved an fp64 sum (never expected): zero rows are fed */
+    /* FP4DIAG_TRACE (seconds; 0 when off): wall time of the amax and quantization passes'
+     * parallel loops, the threads' busy time in them (summed over threads), and the serial
+     * merge of each batch's sums */
+    double t_amax, t_feed, t_busy, t_merge;
 } cpu_an;
 
 /* Free the kept buffers (the arrays of pointers stay). */
@@ -266,6 +271,7 @@ static fp4_status cpu_amax_any(fp4_analysis *an, const void *rows, int w, int64_
     if (w) FP4_TRY(wide_room(an, L <= CPU_AMAX_PIECE ? R * L : CPU_AMAX_PIECE));
     for (int i = 0; i < T * nown; i++) ca->amax_loc[i] = 0.0f;
     const fp4_stored ws = words_stored((fp4_words)w);
+    const double ta = fp4_trace_clock();
 /* a small slab: no team to wake */
 #pragma omp parallel for schedule(dynamic, 4) num_threads(T) if (npieces > 1 && nrows * L > 65536)
     for (int64_t q = 0; q < npieces; q++) {
@@ -304,6 +310,7 @@ static fp4_status cpu_amax_any(fp4_analysis *an, const void *rows, int w, int64_
             if (a > loc[k]) loc[k] = a;
         }
     }
+    ca->t_amax += fp4_trace_clock() - ta;
     for (int k = 0; k < nown; k++)
         for (int t = 0; t < T; t++) {
             const float a = ca->amax_loc[(size_t)t * (size_t)nown + (size_t)k];
@@ -438,9 +445,11 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
     for (int64_t b0 = 0; b0 < nrows; b0 += ca->batch_rows) {
         const int64_t bn = nrows - b0 < ca->batch_rows ? nrows - b0 : ca->batch_rows;
         const int64_t ngroups = (bn + 15) / 16;
+        const double tf = fp4_trace_clock();
 /* one group: no team to wake (a per-tensor cost for many small tensors) */
 #pragma omp parallel for schedule(dynamic, 1) num_threads(T) if (ngroups > 1)
         for (int64_t g = 0; g < ngroups; g++) {
+            const double tg = fp4_trace_clock();
             const int t = omp_get_thread_num();
             fp4_grpcache *const gct = ca->use_gc ? ca->gc[t] : NULL;
             const int64_t r0 = g * 16; /* within the batch */
@@ -489,7 +498,14 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
                     }
                 }
             }
+            if (tg > 0.0) {
+                const double d = fp4_trace_clock() - tg;
+#pragma omp atomic
+                ca->t_busy += d;
+            }
         }
+        const double tm = fp4_trace_clock();
+        ca->t_feed += tm - tf;
         for (int c = 0; c < n; c++) {
             const int64_t k = bn * ca->plans[c].nchunk;
             for (int64_t i = 0; i < k; i++) {
@@ -497,6 +513,7 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
                 fp4_ssums_add(&ca->acc[c], &ca->sums[c][i].s);
             }
         }
+        ca->t_merge += fp4_trace_clock() - tm;
     }
     return FP4_OK;
 }
@@ -612,6 +629,10 @@ static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
         if (fp4_needs_tensor_amax(&an->cfgs[c]) && ca->amax[c] > out[c].tensor_amax)
             out[c].tensor_amax = ca->amax[c];
     }
+    fp4_trace("cpu: amax loops %.4f s, quantization loops %.4f s (threads busy %.2f of %d), "
+              "serial merge %.4f s, batch %lld rows",
+              ca->t_amax, ca->t_feed, ca->t_feed > 0 ? ca->t_busy / ca->t_feed : 0.0, T,
+              ca->t_merge, (long long)ca->batch_rows);
     return FP4_OK;
 }
 

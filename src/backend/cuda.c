@@ -148,6 +148,11 @@ typedef struct cuda_an {
     int64_t dv_row0;
     bool dv_rows;
     int64_t host_bytes;
+    /* FP4DIAG_TRACE (seconds; 0 when off): the host's copies into staging, its waits on the
+     * GPU (events, stream), pinning, the merge of partials; bytes staged and bytes uploaded
+     * from pinned rows */
+    double t_stage, t_sync, t_pin, t_merge;
+    int64_t b_staged, b_direct;
 } cuda_an;
 
 static fp4_status cuda_fail(cudaError_t e, const char *what)
@@ -227,6 +232,10 @@ static fp4_status no_device_error(cudaError_t e)
                      cudaGetErrorString(e));
 }
 
+static bool g_context_made; /* fp4_cuda_context_made */
+
+bool fp4_cuda_context_made(void) { return __atomic_load_n(&g_context_made, __ATOMIC_ACQUIRE); }
+
 /* The start-up thread: the context (the 0.2-0.5 s of a first CUDA call) and the staging
  * buffers, while the caller opens its input and reads the first slab. */
 static void *cuda_init_main(void *arg)
@@ -251,6 +260,7 @@ static void *cuda_init_main(void *arg)
         cb->init_what = "context";
         e = cudaFree(0);
         fp4_trace("cuda: context made");
+        if (e == cudaSuccess) __atomic_store_n(&g_context_made, true, __ATOMIC_RELEASE);
     }
     if (e == cudaSuccess) e = stage_alloc(cb, STAGE_INIT_ELEMS, &cb->init_what);
     fp4_trace("cuda: staging allocated");
@@ -570,7 +580,10 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     const int s = ca->slot;
     ca->slot = (ca->slot + 1) % NSLOT;
     /* the slot's previous work must be done before its staging buffer is reused */
+    const double t0 = fp4_trace_clock();
     CU(cudaEventSynchronize(ca->done[s]), "sync");
+    const double t1 = fp4_trace_clock();
+    ca->t_sync += t1 - t0;
     *slot = s;
     if (ca->dv) return stage_device(an, w, nrows, s, din);
     if (!dst) dst = cb->d_in[s];
@@ -579,9 +592,16 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     const size_t bytes = (size_t)n * (w ? 2 : sizeof(float));
     /* from the caller's pinned, stable rows directly; else through the slot's staging */
     const void *from = data;
-    if (!in_pinned(cb, data, bytes)) {
+    const bool pinned = in_pinned(cb, data, bytes);
+    const double t2 = fp4_trace_clock();
+    ca->t_pin += t2 - t1;
+    if (!pinned) {
         memcpy(cb->h_stage[s], data, bytes);
         from = cb->h_stage[s];
+        ca->t_stage += fp4_trace_clock() - t2;
+        ca->b_staged += (int64_t)bytes;
+    } else {
+        ca->b_direct += (int64_t)bytes;
     }
     if (w) {
         CU(cudaMemcpyAsync(cb->d_words[s], from, bytes, cudaMemcpyHostToDevice, ca->stream),
@@ -693,7 +713,10 @@ static fp4_status drain(fp4_analysis *an, int s)
 {
     cuda_an *ca = an->impl;
     if (!ca->pending[s]) return FP4_OK;
+    const double t0 = fp4_trace_clock();
     CU(cudaEventSynchronize(ca->done[s]), "sync");
+    const double t1 = fp4_trace_clock();
+    ca->t_sync += t1 - t0;
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
@@ -704,6 +727,7 @@ static fp4_status drain(fp4_analysis *an, int s)
         }
     }
     ca->pending[s] = false;
+    ca->t_merge += fp4_trace_clock() - t1;
     return FP4_OK;
 }
 
@@ -711,7 +735,9 @@ static fp4_status cuda_plan(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
     FP4_TRY(make_ready(an));
+    const double t0 = fp4_trace_clock();
     CU(cudaStreamSynchronize(ca->stream), "sync");
+    ca->t_sync += fp4_trace_clock() - t0;
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         float amax = 0.0f;
@@ -808,7 +834,9 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
     const float *din = tensor_src(an, data, w, nrows);
     if (din) { /* on the device since the amax pass: the slot for its partials only */
         ca->slot = (s + 1) % NSLOT;
+        const double t0 = fp4_trace_clock();
         CU(cudaEventSynchronize(ca->done[s]), "sync");
+        ca->t_sync += fp4_trace_clock() - t0;
     } else {
         FP4_TRY(stage(an, data, w, nrows, NULL, &s, &din));
     }
@@ -1109,6 +1137,10 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
         if (fp4_needs_tensor_amax(&an->cfgs[c]) && cc->plan.tensor_amax > m->tensor_amax)
             m->tensor_amax = cc->plan.tensor_amax;
     }
+    fp4_trace("cuda: host waited on the GPU %.4f s, copied into staging %.4f s (%lld bytes; "
+              "%lld uploaded from pinned rows), pinned %.4f s, merged partials %.4f s",
+              ca->t_sync, ca->t_stage, (long long)ca->b_staged, (long long)ca->b_direct,
+              ca->t_pin, ca->t_merge);
     return FP4_OK;
 }
 
@@ -1224,4 +1256,5 @@ fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 /* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
 void fp4_cuda_backend_set_device(int dev) { (void)dev; }
 int fp4_cuda_backend_get_device(void) { return 0; }
+bool fp4_cuda_context_made(void) { return false; }
 #endif

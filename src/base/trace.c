@@ -31,6 +31,14 @@ void fp4_trace_start(void)
     g_t0_set = 1;
 }
 
+double fp4_trace_clock(void)
+{
+    if (!fp4_trace_on()) return 0.0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - g_t0.tv_sec) + 1e-9 * (double)(now.tv_nsec - g_t0.tv_nsec);
+}
+
 void fp4_trace(const char *fmt, ...)
 {
     if (!fp4_trace_on()) return;

@@ -14,6 +14,11 @@ bool fp4_trace_on(void);
  * constructor runs, main.c); without it, the first trace call's time. */
 void fp4_trace_start(void);
 
+/* Seconds since the trace's start (fp4_trace_start) when the trace is on, else 0 (one
+ * branch): for per-phase durations summed where a phase recurs (reads, waits, merges), printed
+ * by a later fp4_trace line. */
+double fp4_trace_clock(void);
+
 /* One line "fp4diag trace +S.SSSSSS s [TID] TEXT" on stderr when the trace is on: S seconds
  * since fp4_trace_start, TID the calling thread (the process id for the main thread). */
 void fp4_trace(const char *fmt, ...)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/trace.h"
+
 /* Slab buffers of its own the reader may hold ready ahead of the analysis (each also within
  * --mem-limit; slabs read into a tensor's kept rows and runs of never-written zeros take no
  * buffer and are not bounded by it), and slab buffers kept for reuse. */
@@ -55,6 +57,10 @@ struct fp4_reader {
     fp4_backend *be;   /* NULL: no buffer is registered */
     int64_t kept_all;  /* > 0: bytes of every kept buffer (the largest tensor's kept rows) */
     bool stop;
+    /* FP4DIAG_TRACE (seconds; 0 when off): the reader's reads and its waits for room or for
+     * the analysis (reader thread), the analysis' waits for slabs (analysis thread, under mu;
+     * wait_seq: per tensor, reset by fp4_reader_passed) */
+    double t_read, t_room, t_wait, t_wait_seq;
 };
 
 /* Whether b is one of the registered buffers. */
@@ -115,6 +121,7 @@ static bool queue_room(fp4_reader *r, bool owned)
  * taken; false when stopped. */
 static bool reader_reserve(fp4_reader *r, int64_t bytes, int slot)
 {
+    const double t0 = fp4_trace_clock();
     while (!r->stop &&
            ((slot && !queue_room(r, slot == SLOT_OWNED)) || !reader_may_take(r, bytes))) {
         r->blocked = true;
@@ -122,6 +129,7 @@ static bool reader_reserve(fp4_reader *r, int64_t bytes, int slot)
         pthread_cond_wait(&r->cv, &r->mu);
     }
     r->blocked = false;
+    r->t_room += fp4_trace_clock() - t0;
     if (r->stop) return false;
     r->inuse += bytes;
     return true;
@@ -216,6 +224,7 @@ static void *reader_main(void *arg)
         const fp4_read_plan *P = &r->plans[seq];
         const fp4_tensor_desc *t = r->infos[seq];
         if (P->err != FP4_OK || !P->reads) continue;
+        const double tr0 = r->t_read, tm0 = r->t_room, tt0 = fp4_trace_clock();
         fp4_ready_slab fail = {.seq = seq, .last = true, .st = FP4_ERR_INPUT};
         /* the tensor's own buffers first */
         const int64_t kept_n = P->keep ? t->nelems * P->esz : 0; /* bytes */
@@ -225,7 +234,9 @@ static void *reader_main(void *arg)
             /* one tensor ahead at most: the next tensor's rows are read while the current
              * one is analysed, into a buffer of their own (later ones would only take more
              * fresh pages, and memory, without starting sooner) */
+            const double t0 = fp4_trace_clock();
             while (!r->stop && seq > r->ndone + 1) pthread_cond_wait(&r->cv, &r->mu);
+            r->t_room += fp4_trace_clock() - t0;
             if (r->stop) break;
             if (kept_n)
                 m->kept = reader_buffer(r, kept_n > r->kept_all ? kept_n : r->kept_all,
@@ -291,7 +302,9 @@ static void *reader_main(void *arg)
                         const int64_t gcnt = (gend == nslabs ? P->total : gend * P->count_max) - start;
                         pthread_mutex_unlock(&r->mu);
                         fp4_error_clear();
+                        const double t0 = fp4_trace_clock();
                         s.st = read_slab(r->src, t, P->L.slab_dim, start, gcnt, P->words, s.buf);
+                        r->t_read += fp4_trace_clock() - t0;
                         if (s.st != FP4_OK) s.err = dup_error();
                         pthread_mutex_lock(&r->mu);
                         if (s.st != FP4_OK) {
@@ -318,7 +331,9 @@ static void *reader_main(void *arg)
                 if (s.st == FP4_OK) {
                     pthread_mutex_unlock(&r->mu);
                     fp4_error_clear();
+                    const double t0 = fp4_trace_clock();
                     s.st = read_slab(r->src, t, P->L.slab_dim, start, cnt, P->words, s.buf);
+                    r->t_read += fp4_trace_clock() - t0;
                     if (s.st != FP4_OK) s.err = dup_error();
                     pthread_mutex_lock(&r->mu);
                 }
@@ -331,6 +346,13 @@ static void *reader_main(void *arg)
                 if (failed) break;
                 k = next;
             }
+        }
+        if (fp4_trace_on()) {
+            const double rd = r->t_read - tr0;
+            const double b = (double)t->nelems * (double)P->esz * P->read_passes;
+            fp4_trace("reader: tensor %d read: %.0f bytes, %.4f s in reads (%.2f GB/s), "
+                      "%.4f s waiting for room, %.4f s in all", seq + 1, b, rd,
+                      rd > 0 ? b / rd * 1e-9 : 0.0, r->t_room - tm0, fp4_trace_clock() - tt0);
         }
     }
     pthread_mutex_unlock(&r->mu);
@@ -392,6 +414,7 @@ fp4_status fp4_reader_next(fp4_reader *r, int seq, fp4_ready_slab *s)
     pthread_mutex_lock(&r->mu);
     r->waiting = true;
     pthread_cond_broadcast(&r->cv);
+    const double t0 = r->qn == 0 ? fp4_trace_clock() : 0.0;
     while (r->qn == 0) {
         /* the reader waits for memory registered buffers hold idle: free them here (the
          * backend's calls stay on this thread) */
@@ -407,6 +430,11 @@ fp4_status fp4_reader_next(fp4_reader *r, int seq, fp4_ready_slab *s)
                 pthread_cond_broadcast(&r->cv);
             }
         pthread_cond_wait(&r->cv, &r->mu);
+    }
+    if (t0 > 0.0) {
+        const double w = fp4_trace_clock() - t0;
+        r->t_wait += w;
+        r->t_wait_seq += w;
     }
     r->waiting = false;
     *s = r->q[r->qhead];
@@ -445,8 +473,11 @@ void fp4_reader_passed(fp4_reader *r, int seq)
 {
     pthread_mutex_lock(&r->mu);
     r->ndone = seq + 1;
+    const double w = r->t_wait_seq;
+    r->t_wait_seq = 0.0;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    fp4_trace("reader: the analysis waited %.4f s for tensor %d's slabs", w, seq + 1);
 }
 
 /* Give a tensor's own buffers back once its analysis is over. */
@@ -486,6 +517,8 @@ void fp4_reader_join(fp4_reader *r)
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->th, NULL);
+    fp4_trace("reader: totals: %.4f s in reads, %.4f s waiting for room or the analysis; "
+              "the analysis waited %.4f s for slabs", r->t_read, r->t_room, r->t_wait);
     for (int i = 0; i < FP4_HOST_REGS; i++) unpin(r, r->pinned[i]);
     while (r->qn > 0) {
         fp4_ready_slab *s = &r->q[r->qhead];
