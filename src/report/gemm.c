@@ -564,19 +564,24 @@ static void gemm_table_text(FILE *out, const fp4_gemm_run *run)
      * row does not fit, the compact layout (narrow number columns) and the name narrowed to
      * what the numbers leave (at least 12), elided in the middle */
     int nw = gemm_name_cols(run, NULL, run->nlayers, 12);
-    bool compact = false;
+    bool compact = false, record = false;
     if (gemm_cols > 0 && nw + 70 > gemm_cols) {
         compact = true;
         int room = gemm_cols - 53;
+        /* narrower still (a width of 40): one record per layer, its name on a line of its
+         * own and a line of KEY=VALUE words per path under it (SPEC 9) */
+        record = room < 12 && nw > room;
         if (room < 12) room = 12;
         if (nw > room) nw = room;
     }
     /* layer path operands SQNR eta aA*aB A-dB B-dB; compact: 5 8 7 7 7 6 6 */
     const int wp = compact ? 5 : 6, wo = compact ? 8 : 12, wn = compact ? 7 : 9,
               wd = compact ? 6 : 9;
-    gemm_put_name(out, "layer", nw, true);
-    fprintf(out, " %-*s %-*s %*s %*s %*s %*s %*s\n", wp, "path", wo, "operands", wn, "SQNR dB",
-            wn, "eta", wn, "aA*aB", wd, "A dB", wd, "B dB");
+    if (!record) {
+        gemm_put_name(out, "layer", nw, true);
+        fprintf(out, " %-*s %-*s %*s %*s %*s %*s %*s\n", wp, "path", wo, "operands", wn,
+                "SQNR dB", wn, "eta", wn, "aA*aB", wd, "A dB", wd, "B dB");
+    }
     for (int i = 0; i < run->nlayers; i++) {
         const fp4_gemm_layer *L = &run->layers[i];
         for (int p = 0; p < FP4_GEMM_NPATHS; p++) {
@@ -589,6 +594,15 @@ static void gemm_table_text(FILE *out, const fp4_gemm_run *run)
             fmt_db(s, sizeof s, r->sqnr_db, r->sqnr_status);
             fmt_db(sa, sizeof sa, r->op[0].m.sqnr_db, r->op[0].m.sqnr_status);
             fmt_db(sb, sizeof sb, r->op[1].m.sqnr_db, r->op[1].m.sqnr_status);
+            if (record) {
+                if (p == 0 || !(L->paths & ((1u << p) - 1))) { /* the layer's first path */
+                    gemm_put_name(out, L->name, gemm_cols, false);
+                    fputc('\n', out);
+                }
+                fprintf(out, "  %s %s SQNR_dB=%s eta=%.5f aA*aB=%.5f A_dB=%s B_dB=%s\n",
+                        fp4_gemm_path_name(r->path), ops, s, r->eta, r->alpha_product, sa, sb);
+                continue;
+            }
             gemm_put_name(out, L->name, nw, true);
             fprintf(out, " %-*s %-*s %*s %*.5f %*.5f %*s %*s\n", wp, fp4_gemm_path_name(r->path),
                     wo, ops, wn, s, wn, r->eta, wn, r->alpha_product, wd, sa, wd, sb);
@@ -603,9 +617,15 @@ static void gemm_table_text(FILE *out, const fp4_gemm_run *run)
                 continue;
             char s[16];
             fmt_db(s, sizeof s, pool.sqnr_db, pool.sqnr_status);
-            gemm_put_name(out, "pooled", nw, true);
-            fprintf(out, " %-*s %-*s %*s %*.5f", wp, fp4_gemm_path_name((fp4_gemm_path)p), wo, "",
-                    wn, s, wn, pool.eta);
+            if (record) {
+                if (p == 0 || !(run->paths & ((1u << p) - 1))) fputs("pooled\n", out);
+                fprintf(out, "  %s SQNR_dB=%s eta=%.5f", fp4_gemm_path_name((fp4_gemm_path)p), s,
+                        pool.eta);
+            } else {
+                gemm_put_name(out, "pooled", nw, true);
+                fprintf(out, " %-*s %-*s %*s %*.5f", wp, fp4_gemm_path_name((fp4_gemm_path)p),
+                        wo, "", wn, s, wn, pool.eta);
+            }
             if (run->config->layers > 0) /* the compounds, as the JSON has them: --layers only;
                                           * under a width on a line of their own */
                 fprintf(out, "%s(over %d layers: prod eta %.5f, exp(-sum delta) %.5f)",

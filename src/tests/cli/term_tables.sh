@@ -3,7 +3,8 @@
 # (SPEC §9 "Terminal output"): on a sharded Hugging Face checkpoint with long MoE names (and
 # gemm operands with Hugging Face layer names),
 # COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
-# number, and without a width the output is as it always was (names and shards in full).
+# number, and without a width the output is as it always was (names and shards in full); gemm at
+# 40 columns one record per layer.
 . src/tests/cli/lib/term.sh
 python3 - "$tmp" <<'PY' || exit 77
 import json, os, sys
@@ -66,6 +67,14 @@ for c in 80 120; do
         { echo "gemm COLUMNS=$c: a layer number lost"; cat "$tmp/gemm"; fail=1; }
 done
 grep -q '^  (over 2 layers: prod eta' "$tmp/gemm" || { echo "gemm: no compound line"; cat "$tmp/gemm"; fail=1; }
+# gemm at 40 columns: one record per layer (its name on its own line, a KEY=VALUE line per path)
+COLUMNS=40 LC_ALL=C.UTF-8 "$FP4DIAG" gemm "$G" -v -o "$tmp/g.json" 2>"$tmp/gemm" || { echo "gemm 40 exited $?"; fail=1; }
+fits "gemm" 40 "$tmp/gemm" "fp4diag: wrote "
+if grep -q '^layer ' "$tmp/gemm" || [ "$(grep -c '^  fprop x\.w SQNR_dB=[0-9.]* eta=' "$tmp/gemm")" -ne 4 ] ||
+    [ "$(grep -c '^[a-z_.]*…[01][.…][a-z_.]*\(q_proj\|down_proj\)$' "$tmp/gemm")" -ne 4 ] ||
+    ! grep -q '^pooled$' "$tmp/gemm"; then
+    echo "gemm COLUMNS=40: not one record per layer"; cat "$tmp/gemm"; fail=1
+fi
 "$FP4DIAG" gemm "$G" -v -o "$tmp/g.json" 2>"$tmp/gemm"
 # no width: every row's path starts in the same column, after the longest name in full
 [ "$(grep -E '^model\.language_model\.layers\.[01]\.[a-z_.]+ +(fprop|dgrad|wgrad) ' "$tmp/gemm" |
