@@ -2030,19 +2030,32 @@ char *fp4_report_grid_json(int argc, char **argv, const fp4_format *formats, int
 
 static void grid_table(FILE *out, const fp4_format *formats, int nformats)
 {
+    /* under a width of less than the 61 columns of a row: without the left and right
+     * distances, which the bin holds (SPEC 9), 38 columns */
+    const int cols = fp4_term_width(out);
+    const bool narrow = cols > 0 && cols < 61;
     for (int i = 0; i < nformats; i++) {
         char name[32];
         format_name(formats[i], name, sizeof name);
         fp4_level_geom g[8];
         int nl = fp4_level_geometry(formats[i], g);
-        fprintf(out, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
-                "bin", "bias");
-        for (int k = 0; k < nl && k < 8; k++)
-            fprintf(out, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
-                    g[k].left, g[k].right, k % 2 == 0 ? '[' : '(', g[k].q - g[k].left,
-                    g[k].q + g[k].right, k % 2 == 0 || k == nl - 1 ? ']' : ')',
-                    g[k].analytic_bias);
+        if (narrow)
+            fprintf(out, "%s\n  %4s %6s %15s %8s\n", name, "code", "q", "bin", "bias");
+        else
+            fprintf(out, "%s\n  %4s %8s %8s %8s %17s %9s\n", name, "code", "q", "left", "right",
+                    "bin", "bias");
+        for (int k = 0; k < nl && k < 8; k++) {
+            const char lo = k % 2 == 0 ? '[' : '(', hi = k % 2 == 0 || k == nl - 1 ? ']' : ')';
+            if (narrow)
+                fprintf(out, "  %4d %6.4g %c%6.4g,%6.4g%c %+8.4g\n", k, g[k].q, lo,
+                        g[k].q - g[k].left, g[k].q + g[k].right, hi, g[k].analytic_bias);
+            else
+                fprintf(out, "  %4d %8.4g %8.4g %8.4g %c%7.4g,%7.4g%c %+9.4g\n", k, g[k].q,
+                        g[k].left, g[k].right, lo, g[k].q - g[k].left, g[k].q + g[k].right, hi,
+                        g[k].analytic_bias);
+        }
     }
+    if (narrow) fprintf(out, "(the left and right distances are in\n  the bins and the JSON)\n");
 }
 
 fp4_status fp4_report_grid(int argc, char **argv, const fp4_format *formats, int nformats,

@@ -4,7 +4,7 @@
 # gemm operands with Hugging Face layer names),
 # COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
 # number, and without a width the output is as it always was (names and shards in full); gemm at
-# 40 columns one record per layer.
+# 40 columns one record per layer; grid at 40 without the left/right columns.
 . src/tests/cli/lib/term.sh
 python3 - "$tmp" <<'PY' || exit 77
 import json, os, sys
@@ -67,6 +67,12 @@ for c in 80 120; do
         { echo "gemm COLUMNS=$c: a layer number lost"; cat "$tmp/gemm"; fail=1; }
 done
 grep -q '^  (over 2 layers: prod eta' "$tmp/gemm" || { echo "gemm: no compound line"; cat "$tmp/gemm"; fail=1; }
+# grid at 40 columns: the left/right distances left out (the bins hold them), 38 columns
+COLUMNS=40 "$FP4DIAG" grid -v -o "$tmp/gr.json" 2>"$tmp/grid" || { echo "grid 40 exited $?"; fail=1; }
+fits "grid" 40 "$tmp/grid" "fp4diag: wrote "
+grep -q '^     7      6 (     5,     6\]     +0\.5$' "$tmp/grid" || { echo "grid COLUMNS=40: e2m1 top level"; cat "$tmp/grid"; fail=1; }
+COLUMNS=80 "$FP4DIAG" grid -v -o "$tmp/gr.json" 2>"$tmp/grid"
+grep -q '^  code  *q  *left  *right  *bin  *bias$' "$tmp/grid" || { echo "grid COLUMNS=80: not the full table"; cat "$tmp/grid"; fail=1; }
 # gemm at 40 columns: one record per layer (its name on its own line, a KEY=VALUE line per path)
 COLUMNS=40 LC_ALL=C.UTF-8 "$FP4DIAG" gemm "$G" -v -o "$tmp/g.json" 2>"$tmp/gemm" || { echo "gemm 40 exited $?"; fail=1; }
 fits "gemm" 40 "$tmp/gemm" "fp4diag: wrote "
