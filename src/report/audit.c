@@ -409,7 +409,7 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
      * columns, number columns as narrow as their values, the format/producer column left out
      * when every tensor has the same one: it is said on a line above the table) and the names
      * narrowed to what is left (at least 12), elided in the middle */
-    bool compact = false, fpcol = true;
+    bool compact = false, fpcol = true, record = false;
     int fw = 24;
     if (cols > 0 && w + 107 > cols) {
         compact = true;
@@ -427,11 +427,19 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
             fprintf(out, "format/producer: %s %s (every tensor)\n", fp4_qformat_name(ord[0]->q.format),
                     fp4_qproducer_name(ord[0]->q.producer));
         int room = cols - 62 - (fpcol ? fw + 1 : 0);
+        /* narrower still (a width of 40): one record per tensor, its name on a line of its
+         * own and its values as KEY=VALUE words under it, wrapped at spaces (SPEC 9) */
+        record = room < 12 && w > room;
         if (room < 12) room = 12;
         if (w > room) w = room;
     }
-    audit_put_name(out, "tensor", w, false);
-    if (compact) {
+    if (record) {
+        /* no header: every value is named */
+    } else {
+        audit_put_name(out, "tensor", w, false);
+    }
+    if (record) {
+    } else if (compact) {
         if (fpcol) fprintf(out, " %-*s", fw, "format");
         fprintf(out, " %6s %7s %6s %6s %7s %6s %8s %8s\n", "export", "alpha", "flush%", "RTN",
                 "alpha", "gain", "nonnear%", "same%");
@@ -450,8 +458,25 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                  fp4_qproducer_name(t->q.producer));
         char gain[16] = "-";
         if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
-        audit_put_name(out, t->name, w, compact);
         const bool keep = rows[i].score > FP4_KEEP_Z;
+        if (record) {
+            char *sh = fp4_text_escape(t->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            const char *nm = sh ? sh : t->name;
+            char *el = fp4_term_columns(nm) > cols ? fp4_term_elide(nm, cols) : NULL;
+            fputs(el ? el : nm, out);
+            free(el);
+            free(sh);
+            pct_text(fl, sizeof fl, rows[i].f, "%.2f");
+            fprintf(out, "\n %s%s export=%s alpha=%.5f flush%%=%s RTN=%s RTN_alpha=%.5f gain=%s "
+                         "nonnear%%=%.4f same%%=%.4f%s\n",
+                    fpcol ? " " : "", fpcol ? fp : "", e, fp4_audit_alpha(&t->export_), fl, r,
+                    fp4_audit_alpha(&t->requant), gain,
+                    100.0 * frac(t->nonnearest, t->export_.n),
+                    100.0 * frac(t->scale_match, t->scale_bytes),
+                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : keep ? " KEEP" : "");
+            continue;
+        }
+        audit_put_name(out, t->name, w, compact);
         if (compact) {
             pct_text(fl, sizeof fl, rows[i].f, "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, fp);
@@ -482,10 +507,21 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         db_text(r, sizeof r, &a->pooled_requant);
         char label[64];
         snprintf(label, sizeof label, "(pooled, %d tensor%s)", npool, npool == 1 ? "" : "s");
-        if (compact && (int)strlen(label) > w) /* a narrow name column: the row stays in line */
+        if (compact && !record && (int)strlen(label) > w) /* a narrow name column: in line */
             snprintf(label, sizeof label, "(pooled, %d)", npool);
-        audit_put_name(out, label, w, compact);
-        if (compact) {
+        if (record) {
+            pct_text(fl, sizeof fl, frac(pf, pnz), "%.2f");
+            fprintf(out, "%s\n  export=%s alpha=%.5f flush%%=%s RTN=%s RTN_alpha=%.5f "
+                         "nonnear%%=%.4f same%%=%.4f\n",
+                    label, e, fp4_audit_alpha(&a->pooled_export), fl, r,
+                    fp4_audit_alpha(&a->pooled_requant),
+                    100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
+                    100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        } else {
+            audit_put_name(out, label, w, compact);
+        }
+        if (record) {
+        } else if (compact) {
             pct_text(fl, sizeof fl, frac(pf, pnz), "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, "");
             fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f\n", e,

@@ -4,7 +4,8 @@
 # gemm operands with Hugging Face layer names),
 # COLUMNS=80 and 120 give no line longer than COLUMNS (characters), names keep their layer
 # number, and without a width the output is as it always was (names and shards in full); gemm at
-# 40 columns one record per layer; grid at 40 without the left/right columns.
+# 40 columns one record per layer (audit per tensor); grid at 40 without the left/right
+# columns.
 . src/tests/cli/lib/term.sh
 python3 - "$tmp" <<'PY' || exit 77
 import json, os, sys
@@ -104,6 +105,13 @@ ends = {m.end() for m in (re.search(r" \d+\.\d{3}(?= )", l) for l in rows) if m}
 sys.exit(0 if len(rows) == 5 and rows[-1].startswith("(pooled") and len(ends) == 1 else 1)
 PY
     done
+    # 40 columns: one record per tensor, the name whole on its line, KEY=VALUE words under it
+    COLUMNS=40 LC_ALL=C.UTF-8 "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1 || { echo "audit 40 exited $?"; fail=1; }
+    fits audit 40 "$tmp/audit"
+    if grep -q '^tensor ' "$tmp/audit" || [ "$(grep -c '^  export=[0-9.]* alpha=[0-9.]*$' "$tmp/audit")" -ne 5 ] ||
+        ! grep -q '^model\.layers\.0\.self_attn\.q_proj\.weight$' "$tmp/audit" || ! grep -q '^(pooled, 4 tensors)$' "$tmp/audit"; then
+        echo "audit COLUMNS=40: not one record per tensor"; cat "$tmp/audit"; fail=1
+    fi
     "$FP4DIAG" audit "$S" "$Q" >"$tmp/audit" 2>&1
     head -n 1 "$tmp/audit" | grep -q '^tensor  *format/producer  *export dB  *alpha  *flushed%  *RTN dB  *alpha  *gain dB  *nonnear%  *scale same%$' ||
         { echo "audit, no width: header"; cat "$tmp/audit"; fail=1; }
