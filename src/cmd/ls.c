@@ -218,6 +218,7 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
     bool chunks = true, filters = true, stored = true;
     size_t ppre = 0, psuf = 0; /* the shard names shortened (ls_part_trim) */
     int g = 2, ws = 10;         /* the space between columns; the stored column's width */
+    bool record = false;
     if (cols > 0) {
         chunks = any_chunks;
         filters = any_filters;
@@ -242,7 +243,37 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
         if (LS_TOTAL > cols && parts && w[7] > 12) w[7] = ls_max(12, w[7] - (LS_TOTAL - cols));
         if (LS_TOTAL > cols) g = 1;
         if (LS_TOTAL > cols && w[0] > 12) w[0] = ls_max(12, w[0] - (LS_TOTAL - cols));
+        /* narrower still (a width of 40): one record per tensor (SPEC 9) */
+        record = LS_TOTAL > cols;
 #undef LS_TOTAL
+    }
+    if (record) {
+        for (int i = 0; i < n; i++) {
+            const fp4_tensor_desc *d = &ds[i];
+            const ls_row *r = &rows[i];
+            char *e = fp4_term_columns(r->name) > cols ? fp4_term_elide(r->name, cols) : NULL;
+            fprintf(out, "%s\n  shape=%s dtype=%s", e ? e : r->name, r->shape, r->dtype);
+            free(e);
+            if (chunks) fprintf(out, " chunks=%s", r->chunks);
+            if (filters) fprintf(out, " filters=%s", d->codec[0] ? d->codec : "-");
+            /* "8.0KiB": one word, so that a wrap never parts the number from its unit */
+            const char *num = r->size, *unit = strchr(num, ' ');
+            fprintf(out, " size=%.*s%s", unit ? (int)(unit - num) : (int)strlen(num), num,
+                    unit ? unit + 1 : "");
+            num = r->stored, unit = strchr(num, ' ');
+            if (stored)
+                fprintf(out, " stored=%.*s%s", unit ? (int)(unit - num) : (int)strlen(num), num,
+                        unit ? unit + 1 : "");
+            if (parts && d->part[0]) /* shortened to what tells the shards apart */
+                fprintf(out, " %s=%.*s",
+                        strcmp(fp4_source_format(src)->name, "npy") ? "shard" : "member",
+                        (int)(strlen(d->part) - ppre - psuf), d->part + ppre);
+            fputc('\n', out);
+            if (r->note[0]) fprintf(out, "    note: %s\n", r->note);
+        }
+        for (int i = 0; i < n; i++) free(rows[i].name);
+        free(rows);
+        return FP4_OK;
     }
     /* under a width a note goes on its own line below its row: "    note: ..." */
     const bool note_col = notes && cols <= 0;

@@ -41,6 +41,15 @@ for c in 80 120; do
     fits ls $c "$tmp/ls"
     [ "$(grep -c ' 0000[12]-of-00002$' "$tmp/ls")" -eq 8 ] || { echo "ls COLUMNS=$c: shards not shortened"; cat "$tmp/ls"; fail=1; }
 done
+# 40 columns: one record per tensor, the name on its own line (layer and expert kept), its
+# fields as KEY=VALUE words under it, the shard shortened to what tells them apart
+COLUMNS=40 LC_ALL=C.UTF-8 "$FP4DIAG" ls "$H" >"$tmp/ls" 2>&1 || { echo "ls 40 exited $?"; fail=1; }
+fits ls 40 "$tmp/ls"
+if grep -q '^name ' "$tmp/ls" || [ "$(grep -c '^  shape=32x64 dtype=f32 size=8\.0KiB$' "$tmp/ls")" -ne 8 ] ||
+    [ "$(grep -c '^    shard=0000[12]-of-00002$' "$tmp/ls")" -ne 8 ] ||
+    ! grep -q '^[a-z.]*…3[.…][a-z_.]*experts\.1\.w1\.weight$' "$tmp/ls"; then
+    echo "ls COLUMNS=40: not one record per tensor"; cat "$tmp/ls"; fail=1
+fi
 COLUMNS=80 LC_ALL=C.UTF-8 "$FP4DIAG" ls "$H" >"$tmp/ls"
 [ "$(grep -c -e '…[0-3]…' -e '[….][0-3]\.block' "$tmp/ls")" -eq 8 ] || { echo "ls COLUMNS=80: a layer number lost"; cat "$tmp/ls"; fail=1; }
 if head -n 1 "$tmp/ls" | grep -q -e chunks -e filters; then echo "ls COLUMNS=80: empty columns shown"; fail=1; fi
