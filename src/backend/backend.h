@@ -28,12 +28,6 @@ void fp4_cuda_backend_set_device(int dev);
 /* The GPU set by fp4_cuda_backend_set_device (0 by default). */
 int fp4_cuda_backend_get_device(void);
 
-/* Whether this process made a CUDA context (a CUDA backend started). Its teardown when the
- * process exits (the CUDA runtime's atexit work: the context, pinned memory, the driver)
- * took 0.1-0.15 s on the H200 host after every result was written; fp4diag's main then leaves
- * with _exit once its output is flushed, and the kernel frees what the process held. */
-bool fp4_cuda_context_made(void);
-
 /* The CPUs this process may run on (its affinity mask; at least 1). */
 int fp4_cpu_count(void);
 

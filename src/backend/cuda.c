@@ -232,10 +232,6 @@ static fp4_status no_device_error(cudaError_t e)
                      cudaGetErrorString(e));
 }
 
-static bool g_context_made; /* fp4_cuda_context_made */
-
-bool fp4_cuda_context_made(void) { return __atomic_load_n(&g_context_made, __ATOMIC_ACQUIRE); }
-
 /* The start-up thread: the context (the 0.2-0.5 s of a first CUDA call) and the staging
  * buffers, while the caller opens its input and reads the first slab. */
 static void *cuda_init_main(void *arg)
@@ -260,7 +256,6 @@ static void *cuda_init_main(void *arg)
         cb->init_what = "context";
         e = cudaFree(0);
         fp4_trace("cuda: context made");
-        if (e == cudaSuccess) __atomic_store_n(&g_context_made, true, __ATOMIC_RELEASE);
     }
     if (e == cudaSuccess) e = stage_alloc(cb, STAGE_INIT_ELEMS, &cb->init_what);
     fp4_trace("cuda: staging allocated");
@@ -1256,5 +1251,4 @@ fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 /* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
 void fp4_cuda_backend_set_device(int dev) { (void)dev; }
 int fp4_cuda_backend_get_device(void) { return 0; }
-bool fp4_cuda_context_made(void) { return false; }
 #endif
