@@ -39,6 +39,7 @@ _Static_assert(FP4K_NSCOUNTS - FP4K_SC_RERR0 == FP4_RERR_BINS, "FP4_RERR_BINS");
 #ifdef FP4_HAVE_CUDA
 
 #include <cuda_runtime_api.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,6 +564,26 @@ static fp4_status stage_device(fp4_analysis *an, int w, int64_t nrows, int s, co
     return FP4_OK;
 }
 
+/* Copies into the pinned staging buffers on several threads, in pieces of this size: one
+ * thread's memcpy ran at ~3 GB/s on the H100 host (27 of the 28 ms of an 86 MiB bf16 tensor
+ * staged), 16 threads copied 1.12 GB in 0.036 s (31 GB/s). At most 16 threads (the OpenMP
+ * limit, --threads). */
+#define STAGE_COPY_PIECE ((size_t)1 << 20)
+
+static void stage_copy(void *dst, const void *src, size_t bytes)
+{
+    const int64_t n = (int64_t)((bytes + STAGE_COPY_PIECE - 1) / STAGE_COPY_PIECE);
+    int nt = omp_get_max_threads();
+    nt = nt < 16 ? nt : 16;
+    nt = (int64_t)nt < n ? nt : (int)n;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t i = 0; i < n; i++) {
+        const size_t off = (size_t)i * STAGE_COPY_PIECE;
+        const size_t len = bytes - off < STAGE_COPY_PIECE ? bytes - off : STAGE_COPY_PIECE;
+        memcpy((unsigned char *)dst + off, (const unsigned char *)src + off, len);
+    }
+}
+
 /* Stage rows (fp32, or 16-bit words of kind w > 0) into the current slot: a copy into its
  * pinned buffer, the H2D copy, and for words the widening on the device, into dst (NULL: the
  * slot's d_in); *din the fp32 rows on the device. A device tensor's rows: stage_device. */
@@ -591,7 +612,7 @@ static fp4_status stage(fp4_analysis *an, const void *data, int w, int64_t nrows
     const double t2 = fp4_trace_clock();
     ca->t_pin += t2 - t1;
     if (!pinned) {
-        memcpy(cb->h_stage[s], data, bytes);
+        stage_copy(cb->h_stage[s], data, bytes);
         from = cb->h_stage[s];
         ca->t_stage += fp4_trace_clock() - t2;
         ca->b_staged += (int64_t)bytes;
