@@ -130,6 +130,27 @@ int fp4k_widen16(const void *words, int bf16, float *out, int64_t n, void *strea
 int fp4k_gather(const void *data, int esz, int rank, const int64_t *dims, const int64_t *strides,
                 int axis, int64_t row0, int64_t nrows, void *out, void *stream);
 
+/* Already-quantized exports (SPEC §11, audit --device cuda), from their stored bytes: `dec`
+ * points to fp4c_qdec structs in device memory (base/common.h), packed and scales to the
+ * whole tensor's stored bytes on the device (GGUF: both the one tensor's bytes), global is the
+ * per-tensor scale, K the elements per row (dec->K, known to the host). fp4k_qdecode writes logical rows [row0, row0 + nrows) decoded, row-major,
+ * to out (nrows x K floats): fp4c_qdec_value's bits, those of io/quantized.c
+ * fp4_quant_decode. */
+int fp4k_qdecode(const fp4c_qdec *dec, int64_t K, const uint8_t *packed, const uint8_t *scales,
+                 float global, int64_t row0, int64_t nrows, float *out, void *stream);
+
+/* The audit's export sums of rows [row0, row0 + nrows) against the source values x (nrows x K
+ * floats, row-major), decoded on the fly: per segment (FP4C_AUDIT_SEG elements of a row, in
+ * (row, segment) order) FP4C_AS_N doubles to seg, each from +0 in element order (common.h
+ * FP4C_AS_*). dec[0] is the declared decode (FP4C_AS_DECL, _SWAP, _NA; block amax over the
+ * finite |x| as run/audit.c), dec[1] the other global-scale direction (FP4C_AS_RECIP) and
+ * dec[2] the other scale layout (FP4C_AS_SWZ), each taken only when its use_* is non-zero
+ * (else those sums are 0). */
+int fp4k_audit_sums(const fp4c_qdec *dec, int64_t K, int use_recip, int use_swz,
+                    const uint8_t *packed,
+                    const uint8_t *scales, float global, int64_t row0, int64_t nrows,
+                    const float *x, double *seg, void *stream);
+
 /* C (m x n, row-major) = A (m x k, row-major) * B (n x k, row-major)^T in fp64, cuBLAS dgemm.
  * handle: a cublasHandle_t made by fp4k_blas_create, which loads cuBLAS (dlopen of
  * libcublas.so.<major>) at its first call and returns -1 with fp4k_blas_last_error() set when

@@ -300,3 +300,13 @@ void fp4_analysis_abort(fp4_analysis *an)
     an->be->ops->abort(an);
     free(an);
 }
+
+bool fp4_backend_audits(const fp4_backend *be) { return be && be->ops->audit_sums; }
+
+fp4_status fp4_backend_audit_sums(fp4_backend *be, const fp4_audit_slab *slab)
+{
+    if (!fp4_backend_audits(be))
+        return fp4_error(FP4_ERR_USAGE, "the %s backend does not audit on its device",
+                         fp4_backend_name(be));
+    return be->ops->audit_sums(be, slab);
+}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/common.h"
 #include "num/metrics.h"
 #include "num/quant.h"
 #include "base/status.h"
@@ -115,5 +116,30 @@ typedef struct fp4_device_view {
  * the host, bit for bit. *host_bytes (may be NULL): the bytes copied to the host for
  * configurations the kernels lack (0 when they cover every one). */
 fp4_status fp4_analysis_device(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes);
+
+/* ---- an already-quantized export's sums on the device (SPEC §11: audit --device) ----------
+ * One slab of a tensor of an export: its stored bytes, its decodes (base/common.h fp4c_qdec)
+ * and the source values of its rows; the backend decodes every element as fp4c_qdec_value
+ * does and returns the audit's per-segment fp64 sums (common.h FP4C_AS_*, the order
+ * run/audit.c takes them on the CPU), so the report is the same bit for bit. */
+typedef struct fp4_audit_slab {
+    const fp4c_qdec *dec[3];  /* declared; the other global-scale direction and the other
+                                 scale layout (NULL: not tried, their sums 0) */
+    int64_t tensor;           /* the caller's number of the tensor: the stored bytes are
+                                 uploaded when it changes, kept for the next slabs */
+    const uint8_t *packed, *scales; /* the whole tensor's stored bytes (host) */
+    int64_t packed_bytes, scale_bytes;
+    float global;             /* the per-tensor scale (1 for MXFP4) */
+    int64_t row0, nrows;      /* the slab's logical rows */
+    const float *x;           /* nrows x K source values, row-major */
+    double *seg;              /* out: FP4C_AS_N doubles per segment of FP4C_AUDIT_SEG
+                                 elements of a row, in (row, segment) order */
+} fp4_audit_slab;
+
+/* Whether `be` computes fp4_backend_audit_sums (CUDA); false for the CPU backend and NULL. */
+bool fp4_backend_audits(const fp4_backend *be);
+/* The sums of one slab (see fp4_audit_slab). FP4_ERR_USAGE on a backend that does not
+ * audit; FP4_ERR_DEVICE on a CUDA failure; FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_backend_audit_sums(fp4_backend *be, const fp4_audit_slab *slab);
 
 #endif

@@ -110,6 +110,16 @@ typedef struct cuda_be {
     int64_t tile_cap;
     float *d_rot;
     int64_t rot_cap;          /* floats */
+    /* the audit (fp4_backend_audit_sums): the tensor's stored bytes, uploaded once per
+     * tensor; its decodes; a slab's source values and per-segment sums */
+    uint8_t *a_packed, *a_scales;
+    int64_t a_packed_cap, a_scales_cap, a_tensor;
+    bool a_loaded;
+    fp4c_qdec *a_dec;         /* 3 */
+    float *a_x;
+    int64_t a_x_cap;          /* floats */
+    double *a_seg;
+    int64_t a_seg_cap;        /* doubles */
 } cuda_be;
 
 typedef struct cuda_cfg {
@@ -327,6 +337,11 @@ static void cuda_close(fp4_backend *be)
             cudaFree(cb->d_tensor);
             cudaFree(cb->d_tile);
             cudaFree(cb->d_rot);
+            cudaFree(cb->a_packed);
+            cudaFree(cb->a_scales);
+            cudaFree(cb->a_dec);
+            cudaFree(cb->a_x);
+            cudaFree(cb->a_seg);
             cudaGetLastError();
             fp4_trace("cuda: staging freed");
         }
@@ -453,25 +468,31 @@ static fp4_status cuda_begin(fp4_analysis *an)
     return FP4_OK;
 }
 
+/* The backend's stream and events, made once (after cuda_ready). */
+static fp4_status objs_make(cuda_be *cb)
+{
+    if (cb->objs) return FP4_OK;
+    CU(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream");
+    int s = 0;
+    cudaError_t e = cudaSuccess;
+    for (; s < NSLOT && e == cudaSuccess; s++)
+        e = cudaEventCreateWithFlags(&cb->done[s], cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        for (int k = 0; k < s - 1; k++) cudaEventDestroy(cb->done[k]);
+        cudaStreamDestroy(cb->stream);
+        return cuda_fail(e, "event");
+    }
+    cb->objs = true;
+    return FP4_OK;
+}
+
 static fp4_status make_ready(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
     if (ca->ready) return FP4_OK;
     cuda_be *cb = an->be->impl;
     FP4_TRY(cuda_ready(cb));
-    if (!cb->objs) { /* the backend's stream and events, made once */
-        CU(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream");
-        int s = 0;
-        cudaError_t e = cudaSuccess;
-        for (; s < NSLOT && e == cudaSuccess; s++)
-            e = cudaEventCreateWithFlags(&cb->done[s], cudaEventDisableTiming);
-        if (e != cudaSuccess) {
-            for (int k = 0; k < s - 1; k++) cudaEventDestroy(cb->done[k]);
-            cudaStreamDestroy(cb->stream);
-            return cuda_fail(e, "event");
-        }
-        cb->objs = true;
-    }
+    FP4_TRY(objs_make(cb));
     if (cb->nkeep < an->ncfg) {
         cuda_keep *k = realloc(cb->keep, (size_t)an->ncfg * sizeof *k);
         if (!k) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
@@ -1209,6 +1230,62 @@ static fp4_status cuda_device(fp4_analysis *an, const fp4_device_view *v, int64_
     return st;
 }
 
+/* A device buffer of at least `need` bytes (its contents not kept when it grows). */
+static fp4_status grow(void **p, int64_t *cap, int64_t need, const char *what)
+{
+    if (*cap >= need) return FP4_OK;
+    cudaFree(*p);
+    *p = NULL;
+    *cap = 0;
+    CU(cudaMalloc(p, (size_t)need), what);
+    *cap = need;
+    return FP4_OK;
+}
+
+/* fp4_backend_audit_sums: the stored bytes once per tensor, the slab's source values up, the
+ * per-segment sums down; one slab at a time on the backend's stream. */
+static fp4_status cuda_audit_sums(fp4_backend *be, const fp4_audit_slab *sl)
+{
+    cuda_be *cb = be->impl;
+    FP4_TRY(cuda_ready(cb));
+    FP4_TRY(objs_make(cb));
+    const fp4c_qdec *d = sl->dec[0];
+    const int64_t K = d->K, nseg = sl->nrows * ((K + FP4C_AUDIT_SEG - 1) / FP4C_AUDIT_SEG);
+    if (!cb->a_loaded || cb->a_tensor != sl->tensor) {
+        cb->a_loaded = false;
+        FP4_TRY(grow((void **)&cb->a_packed, &cb->a_packed_cap, sl->packed_bytes + 16,
+                     "audit: packed bytes"));
+        FP4_TRY(grow((void **)&cb->a_scales, &cb->a_scales_cap, sl->scale_bytes + 16,
+                     "audit: scale bytes"));
+        CU(cudaMemcpyAsync(cb->a_packed, sl->packed, (size_t)sl->packed_bytes,
+                           cudaMemcpyHostToDevice, cb->stream), "audit: upload packed bytes");
+        CU(cudaMemcpyAsync(cb->a_scales, sl->scales, (size_t)sl->scale_bytes,
+                           cudaMemcpyHostToDevice, cb->stream), "audit: upload scale bytes");
+        cb->a_tensor = sl->tensor;
+        cb->a_loaded = true;
+    }
+    if (!cb->a_dec) CU(cudaMalloc((void **)&cb->a_dec, 3 * sizeof *cb->a_dec), "audit: decodes");
+    /* the synchronous copies below keep the host structs alive until they are read */
+    for (int h = 0; h < 3; h++)
+        if (sl->dec[h])
+            CU(cudaMemcpyAsync(cb->a_dec + h, sl->dec[h], sizeof *cb->a_dec,
+                               cudaMemcpyHostToDevice, cb->stream), "audit: upload decodes");
+    FP4_TRY(grow((void **)&cb->a_x, &cb->a_x_cap, sl->nrows * K * (int64_t)sizeof(float),
+                 "audit: source values"));
+    FP4_TRY(grow((void **)&cb->a_seg, &cb->a_seg_cap,
+                 nseg * FP4C_AS_N * (int64_t)sizeof(double), "audit: sums"));
+    CU(cudaMemcpyAsync(cb->a_x, sl->x, (size_t)(sl->nrows * K) * sizeof(float),
+                       cudaMemcpyHostToDevice, cb->stream), "audit: upload source values");
+    KU(fp4k_audit_sums(cb->a_dec, K, sl->dec[1] != NULL, sl->dec[2] != NULL, cb->a_packed,
+                       cb->a_scales, sl->global, sl->row0, sl->nrows, cb->a_x, cb->a_seg,
+                       cb->stream),
+       "audit: sums kernel");
+    CU(cudaMemcpyAsync(sl->seg, cb->a_seg, (size_t)(nseg * FP4C_AS_N) * sizeof(double),
+                       cudaMemcpyDeviceToHost, cb->stream), "audit: download sums");
+    CU(cudaStreamSynchronize(cb->stream), "audit: sync");
+    return FP4_OK;
+}
+
 static const fp4_backend_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
@@ -1222,6 +1299,7 @@ static const fp4_backend_ops cuda_ops = {
     .host_register = cuda_host_register,
     .host_unregister = cuda_host_unregister,
     .device = cuda_device,
+    .audit_sums = cuda_audit_sums,
 };
 
 static int g_cuda_dev; /* fp4_cuda_backend_set_device */

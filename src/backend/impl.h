@@ -37,6 +37,8 @@ typedef struct fp4_backend_ops {
      * rows_fed); without, FP4_ERR_DEVICE */
     fp4_status (*device)(fp4_analysis *an, const fp4_device_view *v, int64_t *host_bytes);
     void (*abort)(fp4_analysis *an);                       /* free an->impl */
+    /* Optional: fp4_backend_audit_sums (backend.h); absent on a backend that does not audit */
+    fp4_status (*audit_sums)(fp4_backend *be, const fp4_audit_slab *slab);
 } fp4_backend_ops;
 
 struct fp4_backend {

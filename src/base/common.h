@@ -378,4 +378,106 @@ FP4_HD void fp4c_fwht_f64(double *d, int n)
             }
 }
 
+/* ---- decoding a stored NVFP4/MXFP4 export (SPEC §10, §11; io/quantized.c) ------------------
+ * One element of an already-quantized tensor from its stored bytes, the same on the host and
+ * the device: the byte-to-scale and code-to-value tables come from io/quantized.c
+ * (fp4_quant_qdec, the producers' own decoders), the one or two fp32 operations after them
+ * are written with the round-to-nearest intrinsics on the device, so no contraction or
+ * approximate division can enter. */
+#define FP4C_QOP_MUL 0  /* v = value[c] * (scale[b] * global)   ModelOpt NVFP4 */
+#define FP4C_QOP_DIV 1  /* v = value[c] * (scale[b] / global)   compressed-tensors NVFP4 */
+#define FP4C_QOP_NONE 2 /* v = value[c] * scale[b]              MXFP4, GGUF MXFP4 */
+#define FP4C_QOP_POST 3 /* v = (value[c] * scale[b]) * global   GGUF NVFP4 (then its sidecar) */
+#define FP4C_QL_FLAT 0    /* codes: nibble pairs (low = even); scales [rows][scale_cols] */
+#define FP4C_QL_SWZ 1     /* codes as flat; scales in the cuBLAS 128x4 tile layout */
+#define FP4C_QL_GGUF_MX 2 /* ggml type 39 blocks: e, qs[16]; j low, j + 16 high */
+#define FP4C_QL_GGUF_NV 3 /* ggml type 40 blocks: d[4], qs[32]; sub-block s in qs[8s..] */
+
+typedef struct fp4c_qdec {
+    float scale[256]; /* the decoded block-scale byte before the per-tensor scale */
+    float value[16];  /* the decoded 4-bit code (ModelOpt NVFP4, GGUF: code 8 is +0) */
+    int op;           /* FP4C_QOP_* */
+    int layout;       /* FP4C_QL_* */
+    int block;        /* elements per block scale (16, 32) */
+    int pad_;
+    int64_t K;          /* elements per logical row */
+    int64_t scale_cols; /* block scales per row as stored */
+} fp4c_qdec;
+
+#ifdef __CUDA_ARCH__
+#define FP4C_FMUL(a, b) __fmul_rn((a), (b))
+#define FP4C_FDIV(a, b) __fdiv_rn((a), (b))
+#define FP4C_DMUL(a, b) __dmul_rn((a), (b))
+#define FP4C_DADD(a, b) __dadd_rn((a), (b))
+#define FP4C_DSUB(a, b) __dsub_rn((a), (b))
+#else
+#define FP4C_FMUL(a, b) ((a) * (b))
+#define FP4C_FDIV(a, b) ((a) / (b))
+#define FP4C_DMUL(a, b) ((a) * (b))
+#define FP4C_DADD(a, b) ((a) + (b))
+#define FP4C_DSUB(a, b) ((a) - (b))
+#endif
+
+/* Where the block scale of logical row r, block c lies in the stored scale bytes (GGUF: in the
+ * one tensor's bytes), as io/quantized.c fp4_quant_scale_index. */
+FP4_HD int64_t fp4c_qdec_scale_index(const fp4c_qdec *d, int64_t r, int64_t c)
+{
+    if (d->layout == FP4C_QL_FLAT) return r * d->scale_cols + c;
+    if (d->layout == FP4C_QL_GGUF_MX) return (r * d->scale_cols + c) * 17;
+    if (d->layout == FP4C_QL_GGUF_NV) {
+        const int64_t g = r * d->scale_cols + c;
+        return (g / 4) * 36 + g % 4;
+    }
+    const int64_t nC = d->scale_cols / 4, r1 = r / 128, r0 = r % 128, c1 = c / 4, c0 = c % 4;
+    return ((r1 * nC + c1) * 32 + (r0 % 32)) * 16 + (r0 / 32) * 4 + c0;
+}
+
+/* The 4-bit code of element k of logical row r (io/quantized.c fp4_quant_code). */
+FP4_HD unsigned fp4c_qdec_code(const fp4c_qdec *d, const uint8_t *packed, int64_t r, int64_t k)
+{
+    if (d->layout == FP4C_QL_FLAT || d->layout == FP4C_QL_SWZ)
+        return (packed[r * (d->K / 2) + k / 2] >> ((k & 1) * 4)) & 15u;
+    const int64_t g = r * d->scale_cols + k / d->block, j = k % d->block;
+    if (d->layout == FP4C_QL_GGUF_MX)
+        return (packed[g * 17 + 1 + j % 16] >> (j < 16 ? 0 : 4)) & 15u;
+    return (packed[(g / 4) * 36 + 4 + (g % 4) * 8 + j % 8] >> (j < 8 ? 0 : 4)) & 15u;
+}
+
+/* The decoded fp32 value of element k of logical row r: fp4_quant_decode's bits (SPEC §10). */
+FP4_HD float fp4c_qdec_value(const fp4c_qdec *d, const uint8_t *packed, const uint8_t *scales,
+                             float global, int64_t r, int64_t k)
+{
+    const float s = d->scale[scales[fp4c_qdec_scale_index(d, r, k / d->block)]];
+    const float v = d->value[fp4c_qdec_code(d, packed, r, k)];
+    switch (d->op) {
+    case FP4C_QOP_MUL: return FP4C_FMUL(v, FP4C_FMUL(s, global));
+    case FP4C_QOP_DIV: return FP4C_FMUL(v, FP4C_FDIV(s, global));
+    case FP4C_QOP_POST: return FP4C_FMUL(FP4C_FMUL(v, s), global);
+    default: return FP4C_FMUL(v, s);
+    }
+}
+
+/* The audit's fp64 sums (SPEC §11), taken per segment: FP4C_AUDIT_SEG consecutive elements of
+ * one row (its last segment shorter), each segment's sums from +0 in element order, then the
+ * segments added in (row, segment) order by the caller, on the CPU and the GPU alike. Per
+ * segment FP4C_AS_N doubles: for each measure xx = sum x^2, ee = sum (x - q)^2, xq = sum x q. */
+#define FP4C_AUDIT_SEG 256
+enum {
+    FP4C_AS_DECL = 0,   /* the export as declared */
+    FP4C_AS_SWAP = 3,   /* the declared decode, elements 2j and 2j+1 exchanged */
+    FP4C_AS_RECIP = 6,  /* the other direction of the global scale */
+    FP4C_AS_SWZ = 9,    /* the other scale layout */
+    FP4C_AS_NA = 12,    /* the declared decode over each block's non-amax entries */
+    FP4C_AS_N = 15
+};
+
+/* Add x against q into s[0..3) (xx, ee, xq), as every audit sum does. */
+FP4_HD void fp4c_audit_acc(double *s, float x, float q)
+{
+    const double xd = x, qd = q, e = FP4C_DSUB(xd, qd);
+    s[0] = FP4C_DADD(s[0], FP4C_DMUL(xd, xd));
+    s[1] = FP4C_DADD(s[1], FP4C_DMUL(e, e));
+    s[2] = FP4C_DADD(s[2], FP4C_DMUL(xd, qd));
+}
+
 #endif

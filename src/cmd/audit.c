@@ -16,7 +16,8 @@
 #include "run/audit.h"
 
 const char fp4_usage_audit[] =
-    "usage: fp4diag audit [-o FILE] [--json] [-q] [-v] [--shard I/N] SOURCE QUANTIZED [SELECT...]\n"
+    "usage: fp4diag audit [-o FILE] [--json] [-q] [-v] [--shard I/N] [--device D] SOURCE\n"
+    "                     QUANTIZED [SELECT...]\n"
     "\n"
     "Audit an already-quantized checkpoint (NVFP4/MXFP4 exported by ModelOpt,\n"
     "compressed-tensors / llm-compressor, or laid out as gpt-oss) against the high-precision\n"
@@ -50,14 +51,19 @@ const char fp4_usage_audit[] =
     "  --shard I/N  audit share I of N of the selection (whole fused groups, balanced by\n"
     "            elements) and write a partial report (-o or --json); 'fp4diag merge'\n"
     "            puts the N parts together into the report of one run\n"
+    "  --device D  cpu, cuda or auto (default auto: cuda when a GPU is present): with cuda\n"
+    "            the export's stored bytes are decoded on the GPU and their sums taken there,\n"
+    "            in the CPU's order; every number of the report is the same on either\n"
     "  -h, --help  this text\n"
     "\n"
     "Threads: each slab of a tensor is read, decoded and requantized on up to min(CPUs,\n"
-    "OMP_NUM_THREADS, 16) threads (FP4DIAG_READ_THREADS sets the number); the fp64 sums stay\n"
-    "element by element in row-major order, so every number is the same for any count.\n"
+    "OMP_NUM_THREADS, 16) threads (FP4DIAG_READ_THREADS sets the number); the fp64 sums are\n"
+    "taken per 256 elements of a row and added in row order, so every number is the same\n"
+    "for any count, and on either device.\n"
     "\n"
     "Exit status: 0 ok, 2 usage, 3 a file unreadable, no quantized tensor, a pattern that\n"
-    "selects none, or any errors entry (the report is written first).\n";
+    "selects none, or any errors entry (the report is written first); 4 --device cuda\n"
+    "without a usable GPU, or a CUDA failure.\n";
 
 static fp4_status audit_main(int argc, char **argv, char **orig);
 
@@ -79,6 +85,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         {"quiet", no_argument, NULL, 'q'},
         {"verbose", no_argument, NULL, 'v'},
         {"shard", required_argument, NULL, 's'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {"error-split", no_argument, NULL, 'E'},
         {NULL, 0, NULL, 0},
@@ -86,6 +93,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
     bool json = false, quiet = false;
     const char *output = NULL;
     fp4_shard shard = {0, 0};
+    fp4_device device = FP4_DEVICE_AUTO;
     optind = 1;
     opterr = 0;
     int c;
@@ -98,6 +106,15 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
             fp4_output_set_verbosity(-1); /* no "wrote FILE" line */
             break;
         case 's': FP4_TRY(fp4_shard_parse(optarg, &shard)); break;
+        case 'D':
+            if (!strcmp(optarg, "cpu")) device = FP4_DEVICE_CPU;
+            else if (!strcmp(optarg, "cuda")) device = FP4_DEVICE_CUDA;
+            else if (!strcmp(optarg, "auto")) device = FP4_DEVICE_AUTO;
+            else
+                return fp4_error(FP4_ERR_USAGE, "--device: '%s' is not cpu, cuda or auto; see "
+                                                "'fp4diag audit --help'",
+                                 optarg);
+            break;
         case 'v': break; /* as every command takes it: the table always lists every tensor */
         case 'h': fputs(fp4_usage_audit, stdout); return FP4_OK;
         case 'E': /* the analyses' option: say why it has no meaning here, not "unknown" */
@@ -128,6 +145,7 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
      * threads (OMP_NUM_THREADS, the CPUs, FP4DIAG_READ_THREADS; the numbers are the same) */
     fp4_pario_set_threads(omp_get_max_threads());
     fp4_audit_set_progress(quiet ? -1 : 0);
+    fp4_audit_set_device(device);
     fp4_status st = fp4_audit_run_shard(source, quantized,
                                         (const char *const *)argv + optind + 2,
                                         argc - optind - 2, shard, &a);

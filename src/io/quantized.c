@@ -1281,8 +1281,43 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
     }
 }
 
+void fp4_quant_qdec(const fp4_qtensor *q, fp4c_qdec *d)
+{
+    memset(d, 0, sizeof *d);
+    d->block = q->block;
+    d->K = q->dims[q->rank - 1];
+    d->scale_cols = q->scale_cols;
+    if (q->scale_layout == FP4_QS_GGUF) {
+        const bool mx = q->format == FP4_QF_MXFP4;
+        d->layout = mx ? FP4C_QL_GGUF_MX : FP4C_QL_GGUF_NV;
+        d->op = mx ? FP4C_QOP_NONE : FP4C_QOP_POST;
+        for (unsigned c = 0; c < 16; c++) d->value[c] = kvalue(c);
+        for (int b = 0; b < 256; b++) /* decode_gguf's d: both products exact */
+            d->scale[b] = mx ? e8m0_half((uint8_t)b) : ue4m3_value((uint8_t)b) * 0.5f;
+        return;
+    }
+    d->layout = q->scale_layout == FP4_QS_SWIZZLED ? FP4C_QL_SWZ : FP4C_QL_FLAT;
+    for (unsigned c = 0; c < 16; c++) d->value[c] = fp4_e2m1_value(c);
+    if (q->format == FP4_QF_NVFP4) {
+        d->op = q->producer == FP4_QP_COMPRESSED_TENSORS ? FP4C_QOP_DIV : FP4C_QOP_MUL;
+        if (q->producer == FP4_QP_MODELOPT) d->value[8] = 0.0f; /* as fp4_quant_decode */
+        for (int b = 0; b < 256; b++) d->scale[b] = fp4_f8e4m3_to_f32((uint8_t)b);
+    } else {
+        d->op = FP4C_QOP_NONE;
+        for (int b = 0; b < 256; b++) d->scale[b] = fp4_quant_block_scale(q, (uint8_t)b, 1.0f);
+    }
+}
+
 fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
                            const uint8_t **scales, float *global_out)
+{
+    int64_t np, ns;
+    return fp4_quant_bytes_n(src, q, packed, &np, scales, &ns, global_out);
+}
+
+fp4_status fp4_quant_bytes_n(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
+                             int64_t *packed_bytes, const uint8_t **scales,
+                             int64_t *scale_bytes, float *global_out)
 {
     const char *file = fp4_source_file(src);
     if (q->problem[0]) return fp4_error(FP4_ERR_INPUT, "%s: %s: %s", file, q->name, q->problem);
@@ -1317,6 +1352,8 @@ fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t 
     }
     *packed = pb;
     *scales = sb;
+    *packed_bytes = want_p;
+    *scale_bytes = want_s;
     *global_out = global;
 out:
     fp4_tensor_desc_free(&p);

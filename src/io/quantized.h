@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/common.h"
 #include "base/status.h"
 #include "io/source.h"
 
@@ -230,6 +231,18 @@ float fp4_quant_block_scale(const fp4_qtensor *q, uint8_t b, float global);
  * E4M3 byte 0x7F/0xFF decodes as NaN. No error: the caller checked the shapes (fp4_quant_scan). */
 void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t *scales,
                       float global, int64_t row0, int64_t nrows, float *out);
+
+/* q's decode as base/common.h fp4c_qdec holds it (the tables of its producer's own decoder,
+ * the operation with the per-tensor scale, the layout of codes and scales): fp4c_qdec_value
+ * then gives fp4_quant_decode's bits for every element, on the host and the device (SPEC §11,
+ * audit --device cuda). */
+void fp4_quant_qdec(const fp4_qtensor *q, fp4c_qdec *out);
+
+/* fp4_quant_bytes, and the sizes of the packed and the block-scale bytes (the same bytes and
+ * size for GGUF, whose blocks hold both). */
+fp4_status fp4_quant_bytes_n(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
+                             int64_t *packed_bytes, const uint8_t **scales,
+                             int64_t *scale_bytes, float *global);
 
 /* The stored bytes of q's members inside src's mapping (valid until the source closes): the
  * packed codes (rows * K/2 bytes), the block-scale bytes as stored (flat or swizzled) and the

@@ -457,39 +457,54 @@ static fp4_status source_amax(fp4_source *src, const src_pair *d, const fp4_qten
     return FP4_OK;
 }
 
-static void sums_add(fp4_audit_sums *s, const float *x, const float *q, int64_t n)
+/* The fp64 sums of one segment (common.h: FP4C_AUDIT_SEG entries of a row, from +0) added to
+ * the tensor's, segments in (row, segment) order: the GPU's per-segment sums merge the same
+ * way (fp4_backend_audit_sums), so the two give the same bits. */
+static void seg_add(fp4_audit_sums *s, const double *p)
 {
-    for (int64_t i = 0; i < n; i++) {
-        const double xd = x[i], qd = q[i], e = xd - qd;
-        s->xx += xd * xd;
-        s->ee += e * e;
-        s->xq += xd * qd;
-    }
-    s->n += n;
+    s->xx += p[0];
+    s->ee += p[1];
+    s->xq += p[2];
 }
 
-/* sums_add over the non-amax entries of n / block blocks of `block` entries: each block's
- * entries but the first attaining its amax over the finite |x| (index 0 in a block of zeros),
- * as the recipe statistics' sqnr_nonamax (SPEC §5.1, engine_impl.h fp4_block_amax). */
-static void sums_add_nonamax(fp4_audit_sums *s, const float *x, const float *q, int64_t n,
-                             int block)
+/* The sums of nr rows of K entries of x against q, q's entry k of a row read at k ^ flip
+ * (flip 1: the nibble order swapped, elements 2j and 2j+1 exchanged; K is even). */
+static void sums_add(fp4_audit_sums *s, const float *x, const float *q, int64_t nr, int64_t K,
+                     int flip)
 {
-    for (int64_t b0 = 0; b0 + block <= n; b0 += block) {
-        float a = 0.0f;
-        int k = 0;
-        for (int j = 0; j < block; j++) {
-            const float v = fabsf(x[b0 + j]);
-            if (isfinite(v) && v > a) a = v, k = j;
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t k0 = 0; k0 < K; k0 += FP4C_AUDIT_SEG) {
+            const int64_t k1 = k0 + FP4C_AUDIT_SEG < K ? k0 + FP4C_AUDIT_SEG : K;
+            double p[3] = {0.0, 0.0, 0.0};
+            for (int64_t k = k0; k < k1; k++) fp4c_audit_acc(p, x[r * K + k], q[r * K + (k ^ flip)]);
+            seg_add(s, p);
         }
-        for (int j = 0; j < block; j++) {
-            if (j == k) continue;
-            const double xd = x[b0 + j], qd = q[b0 + j], e = xd - qd;
-            s->xx += xd * xd;
-            s->ee += e * e;
-            s->xq += xd * qd;
+    s->n += nr * K;
+}
+
+/* sums_add over the non-amax entries of each block of `block` entries: each block's entries
+ * but the first attaining its amax over the finite |x| (index 0 in a block of zeros), as the
+ * recipe statistics' sqnr_nonamax (SPEC §5.1, engine_impl.h fp4_block_amax). */
+static void sums_add_nonamax(fp4_audit_sums *s, const float *x, const float *q, int64_t nr,
+                             int64_t K, int block)
+{
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t k0 = 0; k0 < K; k0 += FP4C_AUDIT_SEG) {
+            const int64_t k1 = k0 + FP4C_AUDIT_SEG < K ? k0 + FP4C_AUDIT_SEG : K;
+            double p[3] = {0.0, 0.0, 0.0};
+            for (int64_t b0 = r * K + k0; b0 + block <= r * K + k1; b0 += block) {
+                float a = 0.0f;
+                int k = 0;
+                for (int j = 0; j < block; j++) {
+                    const float v = fabsf(x[b0 + j]);
+                    if (isfinite(v) && v > a) a = v, k = j;
+                }
+                for (int j = 0; j < block; j++)
+                    if (j != k) fp4c_audit_acc(p, x[b0 + j], q[b0 + j]);
+                s->n += block - 1;
+            }
+            seg_add(s, p);
         }
-        s->n += block - 1;
-    }
 }
 
 static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
@@ -531,10 +546,10 @@ static void slab_piece(void *ctx, int64_t k)
     const int64_t K = w->K, off = a * K;
     piece_counts *c = &w->pc[k];
     memset(c, 0, sizeof *c);
-    fp4_quant_decode(q, w->packed, w->scales, w->global, w->r0 + a, nr, w->dec + off);
-    if (w->try_recip)
+    if (w->dec) fp4_quant_decode(q, w->packed, w->scales, w->global, w->r0 + a, nr, w->dec + off);
+    if (w->try_recip && w->rec)
         fp4_quant_decode(w->recip, w->packed, w->scales, w->global, w->r0 + a, nr, w->rec + off);
-    if (w->try_swz)
+    if (w->try_swz && w->swz)
         fp4_quant_decode(w->other, w->packed, w->scales, w->global, w->r0 + a, nr, w->swz + off);
     /* codes, scales and the requantization, block by block */
     for (int64_t r = a; r < a + nr; r++) {
@@ -604,22 +619,12 @@ static void counts_merge(fp4_audit_tensor *t, const piece_counts *c)
     t->e4m3_nan += c->e4m3_nan;
 }
 
-/* sums_add of the decode with elements 2j and 2j+1 exchanged (the nibble order swapped) */
-static void sums_add_swapped(fp4_audit_sums *s, const float *x, const float *dec, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) {
-        const double xd = x[i], qd = dec[i ^ 1], e = xd - qd;
-        s->xx += xd * xd;
-        s->ee += e * e;
-        s->xq += xd * qd;
-    }
-    s->n += n;
-}
-
 /* The buffers of a slab (maxel floats each): the source, the export as declared, the other
  * global-scale direction, the other scale layout, our requantization. */
 typedef struct audit_bufs {
     float *x, *dec, *rec, *swz, *rq;
+    fp4_backend *be;  /* a backend that audits (fp4_backend_audits) or NULL: the CPU */
+    int64_t tensor;   /* the tensor's number in the run (fp4_audit_slab.tensor) */
 } audit_bufs;
 
 /* Pieces of at least this many elements (a piece is whole rows). */
@@ -633,7 +638,8 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     float *x = bu->x, *dec = bu->dec;
     const uint8_t *packed = NULL, *scales = NULL;
     float global = 1.0f;
-    FP4_TRY(fp4_quant_bytes(qsrc, q, &packed, &scales, &global));
+    int64_t np = 0, ns = 0;
+    FP4_TRY(fp4_quant_bytes_n(qsrc, q, &packed, &np, &scales, &ns, &global));
     const bool nv = q->format == FP4_QF_NVFP4;
     const float grule = nv ? fp4_audit_global_rule(q->producer, group_amax) : 1.0f;
     t->global_stored = global;
@@ -672,18 +678,40 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         size_t l = strlen(t->q.layout);
         snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source transposed");
     }
+    /* on a device (bu->be): the decodes and their sums there, from the stored bytes */
+    fp4c_qdec qd[3];
+    double *seg = NULL;
+    const int64_t seg_row = (K + FP4C_AUDIT_SEG - 1) / FP4C_AUDIT_SEG;
+    if (bu->be) {
+        fp4_quant_qdec(q, &qd[0]);
+        fp4_quant_qdec(&recip, &qd[1]);
+        fp4_quant_qdec(&other, &qd[2]);
+        const int64_t maxr = q->rank == 1 ? 1 : count * rows_per;
+        seg = malloc((size_t)(maxr * seg_row * FP4C_AS_N) * sizeof *seg);
+        if (!seg) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
     slab_work w = {.q = q, .recip = &recip, .other = &other, .packed = packed,
                    .scales = scales, .global = global, .grule = grule, .nv = nv,
                    .gguf = gguf, .try_recip = t->hyp_tried[FP4_AUDIT_H_RECIPROCAL],
                    .try_swz = t->hyp_tried[FP4_AUDIT_H_SWIZZLE], .K = K, .nb = nb, .x = x,
-                   .dec = dec, .rec = bu->rec, .swz = bu->swz, .rq = bu->rq};
+                   .dec = bu->be ? NULL : dec, .rec = bu->be ? NULL : bu->rec,
+                   .swz = bu->be ? NULL : bu->swz, .rq = bu->rq};
+    fp4_status st = FP4_OK;
     for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
         const int64_t c = q->dims[0] - s0 < count ? q->dims[0] - s0 : count;
         const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
         const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
         const int64_t n = nr * K;
-        FP4_TRY(pair_read(src, d, s0, c, x));
+        if ((st = pair_read(src, d, s0, c, x)) != FP4_OK) break;
         if (t->source_transposed) transpose_slabs(x, bu->rq, c, rows_per, K);
+        if (bu->be) {
+            const fp4_audit_slab sl = {
+                .dec = {&qd[0], w.try_recip ? &qd[1] : NULL, w.try_swz ? &qd[2] : NULL},
+                .tensor = bu->tensor, .packed = packed, .scales = scales,
+                .packed_bytes = np, .scale_bytes = ns, .global = global, .row0 = r0,
+                .nrows = nr, .x = x, .seg = seg};
+            if ((st = fp4_backend_audit_sums(bu->be, &sl)) != FP4_OK) break;
+        }
         /* the pieces on the read pool's threads (their decodes and counts), then the sums */
         const int nth = fp4_pario_threads(n * (int64_t)sizeof(float));
         int64_t per = (AUDIT_PIECE_ELEMS + K - 1) / K;
@@ -691,7 +719,10 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         if (per < 1) per = 1;
         const int64_t npieces = (nr + per - 1) / per;
         piece_counts *pc = malloc((size_t)npieces * sizeof *pc);
-        if (!pc) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        if (!pc) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            break;
+        }
         w.r0 = r0;
         w.nr = nr;
         w.rows_per_piece = per;
@@ -702,14 +733,32 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
             for (int64_t k = 0; k < npieces; k++) slab_piece(&w, k);
         for (int64_t k = 0; k < npieces; k++) counts_merge(t, &pc[k]);
         free(pc);
-        sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, n);
-        sums_add_swapped(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, dec, n);
-        if (w.try_recip) sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, bu->rec, n);
-        if (w.try_swz) sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, bu->swz, n);
-        sums_add(&t->requant, x, bu->rq, n);
-        sums_add_nonamax(&t->export_na, x, dec, n, q->block);
-        sums_add_nonamax(&t->requant_na, x, bu->rq, n, q->block);
+        if (bu->be) { /* the device's per-segment sums, in the CPU's order */
+            for (int64_t g = 0; g < nr * seg_row; g++) {
+                const double *p = seg + g * FP4C_AS_N;
+                seg_add(&t->hyp[FP4_AUDIT_H_DECLARED], p + FP4C_AS_DECL);
+                seg_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], p + FP4C_AS_SWAP);
+                if (w.try_recip) seg_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], p + FP4C_AS_RECIP);
+                if (w.try_swz) seg_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], p + FP4C_AS_SWZ);
+                seg_add(&t->export_na, p + FP4C_AS_NA);
+            }
+            t->hyp[FP4_AUDIT_H_DECLARED].n += n;
+            t->hyp[FP4_AUDIT_H_NIBBLE_SWAP].n += n;
+            if (w.try_recip) t->hyp[FP4_AUDIT_H_RECIPROCAL].n += n;
+            if (w.try_swz) t->hyp[FP4_AUDIT_H_SWIZZLE].n += n;
+            t->export_na.n += n / q->block * (q->block - 1);
+        } else {
+            sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, nr, K, 0);
+            sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, dec, nr, K, 1);
+            if (w.try_recip) sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, bu->rec, nr, K, 0);
+            if (w.try_swz) sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, bu->swz, nr, K, 0);
+            sums_add_nonamax(&t->export_na, x, dec, nr, K, q->block);
+        }
+        sums_add(&t->requant, x, bu->rq, nr, K, 0);
+        sums_add_nonamax(&t->requant_na, x, bu->rq, nr, K, q->block);
     }
+    free(seg);
+    if (st != FP4_OK) return st;
     t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
     /* a declared rule that misses a byte: another MX rule that gives every one, named */
     t->scale_rule_fit = -1;
@@ -745,6 +794,10 @@ static int audit_progress = -1; /* fp4_audit_set_progress: off for library calle
 
 void fp4_audit_set_progress(int verbosity) { audit_progress = verbosity; }
 
+static fp4_device audit_device = FP4_DEVICE_CPU; /* fp4_audit_set_device */
+
+void fp4_audit_set_device(fp4_device dev) { audit_device = dev; }
+
 fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
                          int npatterns, fp4_audit *a)
 {
@@ -766,6 +819,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     bool progress_on = false;
     int64_t bytes_done = 0;
     fp4_source *src = NULL, *qsrc = NULL;
+    fp4_backend *be = NULL;
     fp4_qset qs = {0};
     bool *sel = NULL;
     float *amax = NULL, *x = NULL, *dec = NULL, *alt = NULL, *rec = NULL, *swz = NULL;
@@ -780,6 +834,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         st = fp4_fingerprint_inputs(inputs, 2, &a->prints, &a->nprints);
         if (st != FP4_OK && shard.count > 0) goto out;
         if (st != FP4_OK) fp4_error_clear(), st = FP4_OK;
+    }
+    if (audit_device != FP4_DEVICE_CPU) { /* CUDA asked and absent: the run's error */
+        if ((st = fp4_backend_open(audit_device, 1, &be)) != FP4_OK) goto out;
+        if (!fp4_backend_audits(be)) { /* auto without a GPU: the CPU */
+            fp4_backend_close(be);
+            be = NULL;
+        }
     }
     st = fp4_source_open(quantized, &qsrc);
     if (st == FP4_OK) st = fp4_source_open(source, &src);
@@ -999,10 +1060,10 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         a->n++;
         for (int k = 0; k < d.n && k < 2; k++)
             if (d.d[k].nelems > 0) bytes_done += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
-        const audit_bufs bu = {x, dec, rec, swz, alt};
+        const audit_bufs bu = {x, dec, rec, swz, alt, be, a->n};
         fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, &bu);
         pair_free(&d);
-        if (ts == FP4_ERR_INTERNAL) {
+        if (ts == FP4_ERR_INTERNAL || ts == FP4_ERR_DEVICE) { /* the run's, not the tensor's */
             st = ts;
             goto out;
         }
@@ -1114,6 +1175,7 @@ out:
     fp4_qset_free(&qs);
     fp4_source_close(src);
     fp4_source_close(qsrc);
+    if (be) fp4_backend_close(be);
     return st;
 }
 

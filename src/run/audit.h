@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "base/status.h"
 #include "io/fingerprint.h"
 #include "io/quantized.h"
@@ -153,6 +154,12 @@ void fp4_audit_free(fp4_audit *a);
  * read so far (no total: the source's sizes are known as each tensor is paired) and the time
  * left by units. */
 void fp4_audit_set_progress(int verbosity);
+
+/* The device of the next runs (SPEC §11, --device): FP4_DEVICE_CPU (the default), CUDA or
+ * AUTO (CUDA when a GPU is present). With CUDA the export's decodes and their fp64 sums run
+ * on the GPU from the stored bytes (backend.h fp4_backend_audit_sums); every number of the
+ * report is the same bit for bit. A run asked for CUDA without one fails with FP4_ERR_DEVICE. */
+void fp4_audit_set_device(fp4_device dev);
 
 /* --- the rules, exposed for tests ---------------------------------------------------------- */
 
