@@ -493,7 +493,11 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
 /* ---- avx2: whole rows --------------------------------------------------------------------
  * row_avx512's structure for AVX2 (8 lanes of fp32, the fp64 sums as two 4-lane halves): per
  * group of GRP blocks the grouped-row cache's copy (or a load), the block parameters, one
- * pass over the elements for the five sums, a count pass over the stored indices by byte
+ * pass over the elements in fp32 (index, x̂, masks, counts, relative-error bins; x̂, q and the
+ * masks stored), one pass per half of the lanes for the fp64 sums (the five and the
+ * statistics' three: 8 accumulators, which stay in the 16 ymm registers; in the element loop
+ * all of them went to the stack, a load and a store per element row), a count pass over the
+ * stored indices by byte
  * compares (histogram and level counts as popcounts, exact), a second pass for the eight
  * level sums (one compare of the stored index per level), then the block-order merge
  * (group_merge). The same
@@ -504,15 +508,7 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
  *    multiply-add: fma(+0, +0, s) = s), the identity on a sum that starts at +0.0;
  *  - dx², dq·dx and dq² are exact in fp64, so fma(dx, dx, s) rounds once as s + dx·dx does;
  *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left out.
- * E: GRP · B doubles, IX: GRP · B' int32, B' = B rounded up to 4. */
-FP4_AVX2 static inline __attribute__((always_inline)) __m128 lo_ps(__m256 v)
-{
-    return _mm256_castps256_ps128(v);
-}
-FP4_AVX2 static inline __attribute__((always_inline)) __m128 hi_ps(__m256 v)
-{
-    return _mm256_extractf128_ps(v, 1);
-}
+ * E: GRP · B doubles, IX: GRP · B' int32, B' = B rounded up to 4; after them XQ, QV, CM, NAM. */
 FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, int h)
 {
     return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
@@ -559,6 +555,12 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
                   r128 = _mm256_set1_epi32(128);
     int nk = *nkp; /* kb: the row's relative-error bins, counted in bulk (fp4_rerr_count) */
     uint8_t cm[GRP_MAX_BLOCK + 4], lm[GRP_MAX_BLOCK + 4], negb[GRP_MAX_BLOCK + 4];
+    /* per element row, for the fp64 passes: x̂, q, the counted and the statistics lane masks
+     * (GRP · B each, after IX in the scratch: fp4_qplan_scratch_floats) */
+    float *const XQ = (float *)(void *)(IX + (int64_t)GRP * ((B + 7) & ~7));
+    float *const QV = XQ + (int64_t)GRP * B;
+    int32_t *const CM = (int32_t *)(void *)(QV + (int64_t)GRP * B);
+    int32_t *const NAM = CM + (int64_t)GRP * B;
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
@@ -623,40 +625,49 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
         lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
         negb[j] = (uint8_t)_mm256_movemask_ps(x);
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
-#define AVX2_HALF(h, H, sx2, se2, sxqx, sxq2, serr, vse, vrs, sx2n, se2n, mx)                   \
-    do {                                                                                        \
-        const __m256d dx = _mm256_cvtps_pd(H(x)), dq = _mm256_cvtps_pd(H(xq));                  \
-        const __m256d c64 = _mm256_castsi256_pd(ext64(c, h));                                   \
-        const __m256d l64 = _mm256_castsi256_pd(ext64(l, h));                                   \
-        const __m256d dxc = _mm256_and_pd(dx, c64), dqc = _mm256_and_pd(dq, c64);               \
-        const __m256d d = _mm256_sub_pd(dqc, dxc);                                              \
-        sx2 = _mm256_fmadd_pd(dxc, dxc, sx2);                                                   \
-        se2 = _mm256_add_pd(se2, _mm256_mul_pd(d, d));                                          \
-        sxqx = _mm256_fmadd_pd(dqc, dxc, sxqx);                                                 \
-        sxq2 = _mm256_fmadd_pd(dqc, dqc, sxq2);                                                 \
-        const __m256d dax = _mm256_and_pd(dx, absm64); /* = (double)|x| */                      \
-        const __m256d q0 = _mm256_mul_pd(dax, vrs);                                             \
-        const __m256d r = _mm256_fnmadd_pd(q0, vse, dax);                                       \
-        const __m256d qt = _mm256_fmadd_pd(r, vrs, q0);                                         \
-        const __m256d el = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(H(q)), qt), l64);       \
-        serr = _mm256_add_pd(serr, el);                                                         \
-        _mm256_storeu_pd(E + (int64_t)j * GRP + 4 * (h), el);                                   \
-        /* statistics (stats.c's sums): dx² exact, so the fused add rounds as s + dx·dx; a   \
-         * lane outside na adds +0.0; |d| of a counted entry (+0 elsewhere: d = 0 − 0), never \
-         * NaN, so the max of the doubles is the max of their bits */                          \
-        const __m256d na64 = _mm256_castsi256_pd(ext64(na, h));                                 \
-        const __m256d dxn = _mm256_and_pd(dx, na64), dn = _mm256_and_pd(d, na64);              \
-        sx2n = _mm256_fmadd_pd(dxn, dxn, sx2n);                                                 \
-        se2n = _mm256_add_pd(se2n, _mm256_mul_pd(dn, dn));                                      \
-        mx = _mm256_max_pd(mx, _mm256_and_pd(d, absm64));                                       \
-    } while (0)
-        AVX2_HALF(0, lo_ps, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0, sx2n_0, se2n_0,
-                  mx_0);
-        AVX2_HALF(1, hi_ps, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1, sx2n_1, se2n_1,
-                  mx_1);
-#undef AVX2_HALF
+        _mm256_storeu_ps(XQ + (int64_t)j * GRP, xq);
+        _mm256_storeu_ps(QV + (int64_t)j * GRP, q);
+        _mm256_storeu_si256((__m256i *)(void *)(CM + (int64_t)j * GRP), c);
+        _mm256_storeu_si256((__m256i *)(void *)(NAM + (int64_t)j * GRP), na);
         jv = _mm256_add_epi32(jv, one32);
     }
+    /* The fp64 sums, one half of the lanes at a time (its 8 sums in registers), j in order:
+     * the same operations on the same values as in the element loop */
+#define AVX2_HALF(h, sx2, se2, sxqx, sxq2, serr, vse, vrs, sx2n, se2n, mx)                      \
+    do {                                                                                        \
+        const __m256d live64 = _mm256_castsi256_pd(ext64(vlive, h));                            \
+        for (int j = 0; j < B; j++) {                                                           \
+            const int64_t o = (int64_t)j * GRP + 4 * (h);                                       \
+            const __m256d dx = _mm256_cvtps_pd(_mm_loadu_ps(T + o));                            \
+            const __m256d dq = _mm256_cvtps_pd(_mm_loadu_ps(XQ + o));                           \
+            const __m256d c64 = _mm256_castsi256_pd(                                            \
+                _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(CM + o)))); \
+            const __m256d na64 = _mm256_castsi256_pd(                                           \
+                _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(const void *)(NAM + o)))); \
+            const __m256d l64 = _mm256_and_pd(na64, live64); /* l = c & live & !amax */         \
+            const __m256d dxc = _mm256_and_pd(dx, c64), dqc = _mm256_and_pd(dq, c64);           \
+            const __m256d d = _mm256_sub_pd(dqc, dxc);                                          \
+            sx2 = _mm256_fmadd_pd(dxc, dxc, sx2);                                               \
+            se2 = _mm256_add_pd(se2, _mm256_mul_pd(d, d));                                      \
+            sxqx = _mm256_fmadd_pd(dqc, dxc, sxqx);                                             \
+            sxq2 = _mm256_fmadd_pd(dqc, dqc, sxq2);                                             \
+            const __m256d dax = _mm256_and_pd(dx, absm64); /* = (double)|x| */                  \
+            const __m256d q0 = _mm256_mul_pd(dax, vrs);                                         \
+            const __m256d r = _mm256_fnmadd_pd(q0, vse, dax);                                   \
+            const __m256d qt = _mm256_fmadd_pd(r, vrs, q0);                                     \
+            const __m256d el =                                                                  \
+                _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(QV + o)), qt), l64);   \
+            serr = _mm256_add_pd(serr, el);                                                     \
+            _mm256_storeu_pd(E + o, el);                                                        \
+            const __m256d dxn = _mm256_and_pd(dx, na64), dn = _mm256_and_pd(d, na64);           \
+            sx2n = _mm256_fmadd_pd(dxn, dxn, sx2n);                                             \
+            se2n = _mm256_add_pd(se2n, _mm256_mul_pd(dn, dn));                                  \
+            mx = _mm256_max_pd(mx, _mm256_and_pd(d, absm64));                                   \
+        }                                                                                       \
+    } while (0)
+    AVX2_HALF(0, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0, sx2n_0, se2n_0, mx_0);
+    AVX2_HALF(1, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1, sx2n_1, se2n_1, mx_1);
+#undef AVX2_HALF
     /* Counts and level masks, 4 elements at a time: the indices of elements j0..j0+3 packed as
      * bytes [j][lane] (32 bytes), one byte compare per level; bit 8j + b of a mask is lane b
      * of element j0 + j, as in the stored cm / lm / negb bytes. */
