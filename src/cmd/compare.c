@@ -275,17 +275,20 @@ static int common_parts(const fp4_compare_result *res, int all, char *const *ev,
     return np < 0 ? 0 : np;
 }
 
-/* v with the parts marked in `drop` left out (keep=false) or replaced by '?' (keep=true). */
-static void variant_parts(char *buf, size_t n, const char *v, int np, const bool drop[CMP_PARTS],
-                          bool keep)
+/* v's parts: those not in `common` (a row's RESULT cell: what tells it from the others,
+ * e.g. the format), or, for the line above the table (header), the common ones with '?' for
+ * the others. */
+static void variant_parts(char *buf, size_t n, const char *v, int np, const bool common[CMP_PARTS],
+                          bool header)
 {
     size_t len = 0;
     buf[0] = '\0';
     for (int j = 0; j < np && len < n; j++) {
         size_t l = strcspn(v, "/");
-        if (!drop[j] || keep) {
-            int k = drop[j] ? snprintf(buf + len, n - len, "%s%.*s", len ? "/" : "", (int)l, v)
-                            : snprintf(buf + len, n - len, "%s?", len ? "/" : "");
+        if (header || !common[j]) {
+            int k = header && !common[j]
+                        ? snprintf(buf + len, n - len, "%s?", len ? "/" : "")
+                        : snprintf(buf + len, n - len, "%s%.*s", len ? "/" : "", (int)l, v);
             if (k > 0) len += (size_t)k;
         }
         v += l + (v[l] == '/');
@@ -459,11 +462,9 @@ static void print_table(const fp4_compare_result *res, int all, int verbosity)
         if (layout == 2) short_verdict = false;
         if (np) {
             char t[256];
-            bool keep[CMP_PARTS];
-            for (int j = 0; j < np; j++) keep[j] = common[j];
             for (size_t i = 0; i < res->nrows; i++)
                 if (ev[i] && en[i]) {
-                    variant_parts(t, sizeof t, ev[i], np, keep, true);
+                    variant_parts(t, sizeof t, ev[i], np, common, true);
                     break;
                 }
             if (all_common) fprintf(out, "every %s is %s\n", gemm ? "recipe/path" : "result", t);

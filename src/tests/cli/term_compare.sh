@@ -109,4 +109,15 @@ PY
 done
 COLUMNS=80 "$FP4DIAG" compare "$tmp/n.json" "$tmp/x.json" --ignore-key scale,block -v >"$tmp/out" 2>/dev/null
 [ "$(grep -c ' REGRESSED' "$tmp/out")" -eq 57 ] || { echo "compare -v: not every row"; cat "$tmp/out"; fail=1; }
+# a part that differs stays in the RESULT column (the format: e2m1 and int4 results of one
+# tensor), at every compact width
+for c in 80 120; do
+    script -qec "COLUMNS=$c LC_ALL=C.UTF-8 '$FP4DIAG' compare '$PWD/testdata/reports/sample_sqnr.json' '$PWD/testdata/reports/sample_sqnr_drop.json' --all" /dev/null \
+        </dev/null 2>/dev/null | tr -d '\r' >"$tmp/out"
+    grep -q '^every result is ?/fp32/16/rht=off/rtne, ? in the RESULT column$' "$tmp/out" &&
+        [ "$(grep -c ' e2m1  *[-0-9.]*  *[-0-9.]* ' "$tmp/out")" -ge 8 ] &&
+        [ "$(grep -c ' int4  *[-0-9.]*  *[-0-9.]* ' "$tmp/out")" -ge 8 ] &&
+        [ "$(grep -c ' ?  *[-0-9.]*  *[-0-9.]* ' "$tmp/out")" -eq 0 ] ||
+        { echo "COLUMNS=$c: the format left out of the RESULT column"; cat "$tmp/out"; fail=1; }
+done
 exit $fail
