@@ -58,6 +58,16 @@ fp4_status cmd_merge(int argc, char **argv)
     int64_t budget = FP4_REPORT_PARSE_MAX;
     for (int i = 0; st == FP4_OK && i < o.nargs; i++)
         st = fp4_report_file_read_budget(o.args[i], &budget, &texts[i]);
+    /* nor one of the files the parts' run read (their provenance), as audit -o refuses them */
+    if (st == FP4_OK && o.cfg.output && strcmp(o.cfg.output, "-")) {
+        char **files = NULL;
+        int nfiles = 0;
+        st = fp4_merge_input_files((const char *const *)texts, o.nargs, &files, &nfiles);
+        if (st == FP4_OK)
+            st = fp4_output_check("-o", o.cfg.output, (const char *const *)files, nfiles);
+        for (int i = 0; i < nfiles; i++) free(files[i]);
+        free(files);
+    }
     fp4_merge_result res;
     memset(&res, 0, sizeof res);
     /* terminal first, as every command: on a terminal the merged run's table in place of the

@@ -43,6 +43,24 @@ static int int_of(const cJSON *v, int max)
     return (int)v->valuedouble;
 }
 
+/* What a JSON value holds, for a message: a number as written (99, 4611686018427387904, 2.5),
+ * anything else as JSON ("2", null), cut to fit buf. */
+static void value_text(const cJSON *v, char *buf, size_t size)
+{
+    if (cJSON_IsNumber(v)) {
+        const double x = v->valuedouble;
+        if (x == floor(x) && fabs(x) < 1e21) snprintf(buf, size, "%.0f", x);
+        else {
+            snprintf(buf, size, "%.15g", x);
+            if (strtod(buf, NULL) != x) snprintf(buf, size, "%.17g", x);
+        }
+        return;
+    }
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(buf, size, "%s", t ? t : "(a value)");
+    cJSON_free(t);
+}
+
 static int get_int(const cJSON *o, const char *k, int dflt)
 {
     int v = int_of(get(o, k), 1 << 30);
@@ -384,7 +402,9 @@ static fp4_status check_parts(part *p, int n, bool gemm)
         {
             int u = int_of(a, S > 0 ? S - 1 : 0);
             if (u < 0 || u >= S || owner[u] >= 0) {
-                st = fp4_error(FP4_ERR_INPUT, "%s: shard.assigned holds %d, %s", p[i].name, u,
+                char held[64];
+                value_text(a, held, sizeof held);
+                st = fp4_error(FP4_ERR_INPUT, "%s: shard.assigned holds %s, %s", p[i].name, held,
                                u < 0 || u >= S ? "outside the selection" : "also in another part");
                 break;
             }
@@ -1536,6 +1556,60 @@ out:
 }
 
 /* --------------------------------------------------------------- entry */
+
+static bool file_add(char ***v, int *n, int *cap, const char *path)
+{
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        char **nv = realloc(*v, (size_t)nc * sizeof *nv);
+        if (!nv) return false;
+        *v = nv, *cap = nc;
+    }
+    if (!((*v)[*n] = strdup(path))) return false;
+    (*n)++;
+    return true;
+}
+
+/* The "file" strings of the entries of array `a`. */
+static bool files_of(const cJSON *a, char ***v, int *n, int *cap)
+{
+    const cJSON *e;
+    if (!cJSON_IsArray(a)) return true;
+    cJSON_ArrayForEach(e, a)
+    {
+        const cJSON *f = get(e, "file");
+        if (cJSON_IsString(f) && f->valuestring[0] && !file_add(v, n, cap, f->valuestring))
+            return false;
+    }
+    return true;
+}
+
+fp4_status fp4_merge_input_files(const char *const *texts, int n, char ***files, int *nfiles)
+{
+    char **v = NULL;
+    int k = 0, cap = 0;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *doc = texts[i] ? cJSON_Parse(texts[i]) : NULL;
+        if (!doc) continue;
+        static const char *const keys[] = {"file", "source", "quantized"}; /* input paths */
+        for (size_t j = 0; ok && j < sizeof keys / sizeof *keys; j++) {
+            const cJSON *f = get(get(doc, "input"), keys[j]);
+            if (cJSON_IsString(f) && f->valuestring[0]) ok = file_add(&v, &k, &cap, f->valuestring);
+        }
+        ok = ok && files_of(get(get(doc, "provenance"), "inputs"), &v, &k, &cap) &&
+             files_of(get(get(doc, "shard"), "fingerprint"), &v, &k, &cap);
+        cJSON_Delete(doc);
+    }
+    if (!ok) {
+        for (int j = 0; j < k; j++) free(v[j]);
+        free(v);
+        *files = NULL, *nfiles = 0;
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    *files = v, *nfiles = k;
+    return FP4_OK;
+}
 
 fp4_status fp4_merge_reports(const char *const *texts, const char *const *names, int n,
                              const char *output, FILE *table, fp4_merge_config_fn config_of,

@@ -53,4 +53,12 @@ fp4_status fp4_merge_reports(const char *const *texts, const char *const *names,
                              const char *output, FILE *table, fp4_merge_config_fn config_of,
                              fp4_merge_result *res);
 
+/* The input files the parts' provenance names, for the -o check (SPEC §9: never a write over
+ * an input): every "file" of each part's provenance.inputs and shard.fingerprint, and the
+ * paths of its "input" (file; an audit's source and quantized), as written (a
+ * relative path is the run's, read here from the current directory). A part that is not JSON
+ * names nothing (the merge says why). *files is malloc'd with malloc'd paths, duplicates kept;
+ * free each and the array. FP4_ERR_INTERNAL when out of memory. */
+fp4_status fp4_merge_input_files(const char *const *texts, int n, char ***files, int *nfiles);
+
 #endif
