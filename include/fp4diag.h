@@ -126,6 +126,8 @@ fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out);
  * types and integers rounded to nearest fp32, as the analysis widens them). n must equal its
  * nelems (FP4D_ERR_USAGE "FILE: NAME: has N elements, the buffer M"). FP4D_ERR_INPUT as
  * fp4_analyze for a missing name, a group or the tensor's read error (its `problem`).
+ * FP4D_ERR_USAGE for a member of an already-quantized export (packed 4-bit codes, block,
+ * tensor or input scales; an FP8 weight or its scales): stored bytes, not values.
  * Symbol version FP4DIAG_0.1.1. */
 fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n);
 

@@ -385,7 +385,10 @@ class Input:
 
     def read(self, name):
         """The tensor's values as a float32 NumPy array of its shape: what an analysis of it
-        quantizes (f16, bf16, f32 exactly; wider types rounded to nearest float32)."""
+        quantizes (f16, bf16, f32 exactly; wider types rounded to nearest float32). A member of
+        an already-quantized export (packed 4-bit codes, block, tensor or input scales; an FP8
+        weight or its scales) raises ValueError: its stored bytes are not values
+        (`fp4diag audit` decodes them)."""
         import numpy as np
 
         t = self.info(name)

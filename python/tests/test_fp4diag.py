@@ -681,6 +681,29 @@ class Inputs(unittest.TestCase):
         with self.assertRaises(ValueError):
             f.read(H5_TENSOR)  # closed
 
+    def test_read_refuses_quantized_members(self):
+        # an export's packed codes (u8), block scales (f8_e4m3), tensor and input scales (f32)
+        # and an FP8 weight are stored bytes, not a tensor's values: read raises, naming them
+        pq = os.path.join(QDIR, "producer")
+        cases = (("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight", "packed 4-bit"),
+                 ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale", "block"),
+                 ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale_2", "tensor"),
+                 ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.input_scale", "input"),
+                 ("modelopt_mixed", "model.layers.0.mlp.down_proj.weight", "FP8 E4M3 weight"),
+                 ("modelopt_mixed", "model.layers.0.mlp.down_proj.weight_scale", "FP8 E4M3"))
+        for d, name, what in cases:
+            with self.subTest(d=d, name=name), fp4diag.open(os.path.join(pq, d)) as f:
+                with self.assertRaises(ValueError) as cm:
+                    f.read(name)
+                msg = str(cm.exception)
+                self.assertIn(name, msg)
+                self.assertIn(what, msg)
+                self.assertIn("fp4diag audit", msg)
+        with fp4diag.open(os.path.join(pq, "modelopt_nvfp4")) as f:
+            v = f.read("model.norm.weight")  # a high-precision tensor beside them still reads
+            self.assertEqual(v.shape, (64,))
+            self.assertEqual(v.dtype, np.float32)
+
     def test_report_is_the_cli_report(self):
         for opts, sel in (({}, []), ({"format": "nvfp4", "rht": "both", "exclude": ["*fc2*"]},
                                      ["/blocks/0"]), ({"all_tensors": True, "format": "e2m1"},

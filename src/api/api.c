@@ -21,6 +21,7 @@
 #include "io/chunked.h"
 #include "io/memsrc.h"
 #include "io/pario.h"
+#include "io/quantized.h"
 #include "io/source.h"
 #include "num/format.h"
 #include "num/metrics.h"
@@ -40,6 +41,8 @@ struct fp4d_input {
     fp4_source *src;
     fp4_tensor_desc *list;
     int n;
+    fp4_qset qs;  /* the source's already-quantized tensors (io/quantized.h), once scanned */
+    bool scanned;
 };
 
 struct fp4d_result {
@@ -111,6 +114,7 @@ void fp4d_close(fp4d_input *in)
 {
     if (!in) return;
     if (in->list) fp4_tensor_desc_free_list(in->list, in->n);
+    if (in->scanned) fp4_qset_free(&in->qs);
     if (in->src) fp4_source_close(in->src);
     free(in);
 }
@@ -139,6 +143,37 @@ fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out)
     return FP4D_OK;
 }
 
+/* A member of an already-quantized tensor (packed codes, block scales, tensor or input
+ * scale; an FP8 weight or its scales: SPEC §10) is stored bytes, not the values of a tensor:
+ * read as numbers they would be codes. FP4_ERR_USAGE naming it and what it is. */
+static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d)
+{
+    if (!in->scanned) {
+        fp4_status st = fp4_quant_scan(in->src, &in->qs);
+        if (st != FP4_OK) return st;
+        in->scanned = true;
+    }
+    const char *file = fp4_source_file(in->src), *name = d->name ? d->name : "";
+    const int i = fp4_qset_find(&in->qs, name);
+    if (i >= 0) {
+        const fp4_qtensor *q = &in->qs.t[i];
+        const char *role = !strcmp(name, q->packed) ? "the packed 4-bit codes"
+                           : !strcmp(name, q->scale) ? "the block scales"
+                           : q->global && !strcmp(name, q->global) ? "the tensor scale"
+                                                                    : "the input scale";
+        return fp4_error(FP4_ERR_USAGE,
+                         "%s: %s: %s of the already-quantized %s tensor %s (%s), stored bytes "
+                         "not values: `fp4diag audit SOURCE QUANTIZED` decodes it",
+                         file, name, role, q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4",
+                         q->name, fp4_qproducer_name(q->producer));
+    }
+    char why[320];
+    if (fp4_quant_fp8_role(&in->qs, name, why, sizeof why))
+        return fp4_error(FP4_ERR_USAGE, "%s: %s: %s; not read as values (`fp4diag audit` "
+                                        "covers NVFP4/MXFP4 exports)", file, name, why);
+    return FP4_OK;
+}
+
 fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n)
 {
     fp4_error_clear();
@@ -148,6 +183,7 @@ fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_
     fp4_tensor_desc d;
     memset(&d, 0, sizeof d);
     fp4_status st = fp4_source_describe(in->src, tensor, &d);
+    if (st == FP4_OK) st = refuse_quantized(in, &d);
     if (st == FP4_OK && d.nelems != n)
         st = fp4_error(FP4_ERR_USAGE, "%s: %s: has %lld elements, the buffer %lld",
                        fp4_source_file(in->src), d.name ? d.name : tensor,

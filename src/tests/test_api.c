@@ -143,6 +143,19 @@ static void test_analyze_errors(void **state)
     assert_non_null(strstr(fp4d_last_error(), "model.layers.0.self_attn.q_proj.weight: already "
                                               "quantized (NVFP4, modelopt): audit needs the "
                                               "source"));
+    /* nor read as values: its packed codes are bytes 0..255, its scales E4M3 codes */
+    float buf[1024];
+    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight", buf, 1024),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: the packed 4-bit codes of the "
+                                              "already-quantized NVFP4 tensor"));
+    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight_scale", buf, 128),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "the block scales"));
+    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight_scale_2", buf, 1),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "the tensor scale"));
+    assert_int_equal(fp4d_read_f32(in, "model.norm.weight", buf, 64), FP4D_OK);
     fp4d_config_free(c);
     fp4d_close(in);
 }
