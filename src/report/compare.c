@@ -619,10 +619,14 @@ static void row_judge(fp4_compare_row *r, const fp4_compare_opts *o)
 static void overall(fp4_compare_result *out, const fp4_compare_opts *o)
 {
     double sum = 0, psum = 0;
+    /* audit reports: the export rows only (the requant rows are fp4diag's own rounding of the
+     * same source, the same in both reports when only the checkpoint changed) */
+    const bool audit = !strcmp(out->command, "audit");
     out->dsqnr_mean = out->dsqnr_min = out->dsqnr_max = out->dsqnr_pooled = NAN;
     for (size_t i = 0; i < out->nrows; i++) {
         const fp4_compare_row *r = &out->rows[i];
         if (r->state == FP4_CMP_ADDED || (r->fails & FP4_CMP_FAIL_MISSING)) continue;
+        if (audit && (!r->variant || strcmp(r->variant, "export"))) continue;
         if (isnan(r->sqnr[0]) || isnan(r->sqnr[1])) continue;
         const double d = r->sqnr[1] - r->sqnr[0];
         if (r->name[0] == '(') {
