@@ -794,6 +794,18 @@ static fp4_status cuda_plan(fp4_analysis *an)
     return FP4_OK;
 }
 
+/* ca->h_wide holding at least n floats (grown, never shrunk; its old contents dropped). */
+static fp4_status wide_reserve(cuda_an *ca, int64_t n)
+{
+    if (n <= ca->wide_cap) return FP4_OK;
+    free(ca->h_wide);
+    ca->wide_cap = 0;
+    ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    ca->wide_cap = n;
+    return FP4_OK;
+}
+
 /* fp32 rows of a words slab on the host (the host-reference configs need them). */
 static fp4_status host_rows(fp4_analysis *an, const void *data, int w, int64_t nrows,
                             const float **rows)
@@ -804,13 +816,8 @@ static fp4_status host_rows(fp4_analysis *an, const void *data, int w, int64_t n
         return FP4_OK;
     }
     const int64_t n = nrows * an->row_len;
-    if (n > ca->wide_cap) {
-        free(ca->h_wide);
-        ca->wide_cap = 0;
-        ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
-        if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
-        ca->wide_cap = n;
-    }
+    fp4_status st = wide_reserve(ca, n);
+    if (st != FP4_OK) return st;
     fp4_widen(w == FP4_WORDS_BF16 ? FP4_STORED_BF16 : FP4_STORED_F16, false, data, ca->h_wide,
               (size_t)n);
     *rows = ca->h_wide;
@@ -828,13 +835,8 @@ static fp4_status device_host_configs(fp4_analysis *an, const float *din, int64_
     for (int c = 0; c < an->ncfg; c++) any = any || !ca->c[c].device;
     if (!any) return FP4_OK;
     const int64_t n = nrows * an->row_len;
-    if (n > ca->wide_cap) {
-        free(ca->h_wide);
-        ca->wide_cap = 0;
-        ca->h_wide = malloc((size_t)(n ? n : 1) * sizeof(float));
-        if (!ca->h_wide) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
-        ca->wide_cap = n;
-    }
+    fp4_status st = wide_reserve(ca, n);
+    if (st != FP4_OK) return st;
     CU(cudaMemcpyAsync(ca->h_wide, din, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost,
                        ca->stream),
        "D2H rows");
