@@ -1079,6 +1079,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
+        float in_scale; /* not in the decode; a NaN, Inf, 0 or negative one: a broken export */
+        if ((st = fp4_quant_input_scale(qsrc, q, &in_scale)) != FP4_OK) {
+            if (st != FP4_ERR_INPUT) goto out;
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, fp4_last_error(), pos[i])) != FP4_OK)
+                goto out;
+            continue;
+        }
         src_pair d;
         int transposed = 0;
         st = pair_source(src, quantized, q, &d, why, sizeof why, &transposed);

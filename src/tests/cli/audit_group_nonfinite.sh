@@ -10,8 +10,8 @@
 #     the count, not "no layout makes the export sane";
 #   - an E4M3 NaN block-scale byte: an errors entry naming the export and the byte, the other
 #     members of its group unchanged;
-#   - weight_scale_2 / weight_global_scale NaN, Inf, 0 or negative: an errors entry naming the
-#     file, the tensor and the member; the others run.
+#   - weight_scale_2 / weight_global_scale / input_scale / input_global_scale NaN, Inf, 0 or
+#     negative: an errors entry naming the file, the tensor and the member; the others run.
 set -u
 P=testdata/quantized/producer
 [ -d "$P/source" ] || { echo "no $P"; exit 77; }
@@ -64,11 +64,14 @@ nonfinite("onan", O)
 f = copy("modelopt_nvfp4", "e4nan"); t, m = load(f); t[V + "_scale"][2][3] = 0x7F; save(f, t, m)
 # bad per-tensor scalars
 for v in ("nan", "inf", "0", "-1"):
-    for member in ("weight_scale_2",):
+    for member in ("weight_scale_2", "input_scale"):
         f = copy("modelopt_nvfp4", "mo_%s_%s" % (member, v)); t, m = load(f)
         t[A + ".o_proj." + member][2][:] = struct.pack("<f", float(v)); save(f, t, m)
 f = copy("ct_nvfp4", "ct_gs_nan"); t, m = load(f)
 t[O + "_global_scale"][2][:] = struct.pack("<f", float("nan")); save(f, t, m)
+f = copy("ct_nvfp4", "ct_in_nan"); t, m = load(f)
+t[A + ".o_proj.input_global_scale"] = ["F32", [1], bytearray(struct.pack("<f", float("nan")))]
+save(f, t, m)
 PY
 
 "$FP4DIAG" audit "$P/source" "$P/modelopt_nvfp4" -q -o "$tmp/ok.json" || fail "intact export exited $?"
@@ -172,6 +175,8 @@ PY
 }
 for v in nan inf 0 -1; do
     check_scalar "mo_weight_scale_2_$v" weight_scale_2 "$v"
+    check_scalar "mo_input_scale_$v" input_scale "$v"
 done
 check_scalar ct_gs_nan weight_global_scale nan
+check_scalar ct_in_nan input_global_scale nan
 echo "audit_group_nonfinite: ok"
