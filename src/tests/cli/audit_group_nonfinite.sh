@@ -11,7 +11,9 @@
 #   - an E4M3 NaN block-scale byte: an errors entry naming the export and the byte, the other
 #     members of its group unchanged;
 #   - weight_scale_2 / weight_global_scale / input_scale / input_global_scale NaN, Inf, 0 or
-#     negative: an errors entry naming the file, the tensor and the member; the others run.
+#     negative: an errors entry naming the file, the tensor and the member; the others run;
+#   - a malformed member with rows longer than the run's slab: its group amax read stays in a
+#     buffer of its own size (no overrun).
 set -u
 P=testdata/quantized/producer
 [ -d "$P/source" ] || { echo "no $P"; exit 77; }
@@ -179,4 +181,49 @@ for v in nan inf 0 -1; do
 done
 check_scalar ct_gs_nan weight_global_scale nan
 check_scalar ct_in_nan input_global_scale nan
+
+# 7. a malformed member whose rows are longer than the run's slab (2^22 floats): its source
+#    amax is read into a buffer of its own size (this overran the run's buffer: a crash)
+python3 - "$tmp/big" <<'PY' || fail "making the long-row checkpoint"
+import json, os, struct, sys
+import numpy as np
+T = sys.argv[1]
+def save(path, t):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    h, off, blobs = {}, 0, []
+    for k in sorted(t):
+        d, s, raw = t[k]
+        h[k] = {"dtype": d, "shape": s, "data_offsets": [off, off + len(raw)]}
+        off += len(raw); blobs.append(raw)
+    hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
+def bf16(a): return (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
+rng = np.random.default_rng(1)
+K, A = 1 << 23, "model.layers.0.self_attn."
+save(T + "/src/model.safetensors",
+     {A + "q_proj.weight": ["BF16", [1, K], bf16(rng.standard_normal(K) * 0.05)],
+      A + "k_proj.weight": ["BF16", [64, 64], bf16(rng.standard_normal(4096) * 0.05)]})
+g = struct.pack("<f", 1e-4)
+save(T + "/q/model.safetensors",  # q_proj's block scales one byte short: a problem of its own
+     {A + "q_proj.weight": ["U8", [1, K // 2], bytes(K // 2)],
+      A + "q_proj.weight_scale": ["F8_E4M3", [1, K // 16 - 1], bytes(K // 16 - 1)],
+      A + "q_proj.weight_scale_2": ["F32", [], g],
+      A + "k_proj.weight": ["U8", [64, 32], bytes(64 * 32)],
+      A + "k_proj.weight_scale": ["F8_E4M3", [64, 4], bytes([0x38]) * 256],
+      A + "k_proj.weight_scale_2": ["F32", [], g]})
+json.dump({"producer": {"name": "modelopt"},
+           "quantization": {"quant_algo": "NVFP4", "group_size": 16}},
+          open(T + "/q/hf_quant_config.json", "w"))
+PY
+"$FP4DIAG" audit "$tmp/big/src" "$tmp/big/q" -q -o "$tmp/big.json" 2>/dev/null; rc=$?
+[ "$rc" -eq 3 ] || fail "long rows: exit $rc"
+python3 - "$tmp/big.json" "$tmp/big/q" <<'PY' || fail "long rows: errors"
+import json, sys
+r = json.load(open(sys.argv[1]))
+e = {x["tensor"]: x["message"] for x in r["errors"]}
+q = "model.layers.0.self_attn.q_proj.weight"
+assert e[q] == ("%s: %s: weight_scale is 1x524287, expected 1x524288 (one E4M3 scale per 16 of "
+                "8388608 inputs)" % (sys.argv[2], q)), e
+PY
 echo "audit_group_nonfinite: ok"
