@@ -67,6 +67,7 @@ static int name_ix_cmp(const void *a, const void *b)
 }
 
 typedef struct scan_ctx {
+    fp4_source *src;
     fp4_tensor_desc *all;
     int n;
     name_ix *sorted;
@@ -303,6 +304,50 @@ static void check_scale_names(const scan_ctx *c, fp4_qtensor *q, const char *mod
     }
 }
 
+/* compressed-tensors' <m>.weight_shape (the unpacked shape, i64 or i32 [rank]), when there
+ * is one: it must be the shape the packed codes hold (their last dim x 2; the block scales
+ * were checked against that). Not a member: listed as the tensor it is. */
+static void check_weight_shape(const scan_ctx *c, fp4_qtensor *q, const fp4_tensor_desc *p,
+                               const char *module)
+{
+    char nm[FP4_NAME_MAX_Q], a[96], b[96], pk[96];
+    say(nm, sizeof nm, "%s.weight_shape", module);
+    const fp4_tensor_desc *d = find_desc(c, nm, NULL);
+    if (!d || q->problem[0] || q->rank < 1) return;
+    const bool i64 = is_dtype(d, "i64"), i32 = is_dtype(d, "i32");
+    dims_text(b, sizeof b, q->rank, q->dims);
+    dims_text(pk, sizeof pk, p->rank, p->dims);
+    if ((!i64 && !i32) || d->rank != 1 || d->dims[0] != q->rank) {
+        dims_text(a, sizeof a, d->rank, d->dims);
+        problem(q, "%s is %s %s, expected i64 [%d] (the shape %s that %s, u8 %s, holds)", nm,
+                d->dtype, a, q->rank, b, p->name, pk);
+        return;
+    }
+    const uint8_t *by = fp4_source_bytes(c->src, d);
+    if (!by || d->stored_bytes != d->dims[0] * (i64 ? 8 : 4)) {
+        problem(q, "%s: its bytes cannot be read", nm);
+        return;
+    }
+    int64_t v[FP4_MAX_RANK];
+    bool same = true;
+    for (int i = 0; i < q->rank; i++) {
+        if (i64) {
+            memcpy(&v[i], by + 8 * i, 8); /* little-endian, as every host we build on */
+        } else {
+            int32_t w;
+            memcpy(&w, by + 4 * i, 4);
+            v[i] = w;
+        }
+        same = same && v[i] == q->dims[i];
+    }
+    if (same) return;
+    size_t k = 0;
+    a[0] = '\0';
+    for (int i = 0; i < q->rank && k < sizeof a; i++)
+        k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? "x" : "", (long long)v[i]);
+    problem(q, "%s is %s, but %s (u8 %s, two codes a byte) holds %s", nm, a, p->name, pk, b);
+}
+
 /* ModelOpt (<m>.weight) and compressed-tensors (<m>.weight_packed) groups. */
 static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_tensor_desc *p,
                                fp4_qproducer prod, const char *module)
@@ -350,6 +395,7 @@ static fp4_status group_linear(scan_ctx *c, fp4_qset *qs, int *cap, const fp4_te
             return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
     check_packed(q, p, s);
+    if (prod == FP4_QP_COMPRESSED_TENSORS) check_weight_shape(c, q, p, module);
     check_scale_names(c, q, module);
     if (!s)
         problem(q, "%s missing (the block scales of %s)", short_role(nm[0]), p->name);
@@ -437,7 +483,10 @@ typedef struct decl {
     int nlayers;
     char **layer;           /* module names */
     char **layer_algo;      /* "NVFP4", "FP8", ... ("" when missing) */
-    int *layer_group;       /* group_size, 0 when absent */
+    const cJSON **layer_group; /* its group_size as written (in doc), NULL when absent */
+    cJSON *doc;             /* the parsed file, kept for the checks against the tensors */
+    const cJSON *q;         /* its quantization object (in doc) */
+    char qkey[24];          /* that object's key: "quantization", "quantization_config" */
 } decl;
 
 static void decl_free(decl *d)
@@ -451,6 +500,7 @@ static void decl_free(decl *d)
     free(d->layer);
     free(d->layer_algo);
     free(d->layer_group);
+    cJSON_Delete(d->doc);
     memset(d, 0, sizeof *d);
 }
 
@@ -597,9 +647,7 @@ static void decl_layers(decl *d, const cJSON *obj)
         }
         d->layer[d->nlayers] = name;
         d->layer_algo[d->nlayers] = a;
-        d->layer_group[d->nlayers] =
-            cJSON_IsNumber(g) && g->valuedouble > 0 && g->valuedouble < 1e6 ? (int)g->valuedouble
-                                                                            : 0;
+        d->layer_group[d->nlayers] = g && !cJSON_IsNull(g) ? g : NULL;
         d->nlayers++;
     }
 }
@@ -638,7 +686,9 @@ static bool read_hf_quant(const char *dir, const char *root, decl *d)
     say(d->what, sizeof d->what, "modelopt %s", algo ? algo : "(no quant_algo)");
     decl_excludes(d, cJSON_GetObjectItemCaseSensitive(q, "exclude_modules"), "exclude_modules");
     decl_layers(d, cJSON_GetObjectItemCaseSensitive(q, "quantized_layers"));
-    cJSON_Delete(j);
+    d->doc = j; /* the checks against the tensors read it (apply_decl) */
+    d->q = q;
+    say(d->qkey, sizeof d->qkey, "quantization");
     return true;
 }
 
@@ -695,7 +745,9 @@ static bool read_config_json(const char *dir, const char *root, decl *d)
         d->producer = -1;
         say(d->what, sizeof d->what, "quant_method %s", m ? m : "(none)");
     }
-    cJSON_Delete(j);
+    d->doc = j; /* the checks against the tensors read it (apply_decl) */
+    d->q = q;
+    say(d->qkey, sizeof d->qkey, "quantization_config");
     return true;
 }
 
@@ -705,6 +757,107 @@ static bool exclude_matches(const char *pat, const char *mod)
 {
     if (!strncmp(pat, "re:", 3)) return fp4_regex_match(pat + 3, mod);
     return !strcmp(pat, mod) || fnmatch(pat, mod, 0) == 0;
+}
+
+/* The JSON text of v for a message, cut with "..." to fit cap. */
+static void json_text(const cJSON *v, char *buf, size_t cap)
+{
+    char *t = cJSON_PrintUnformatted(v);
+    say(buf, cap, "%s", t ? t : "?");
+    if (t && strlen(t) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
+    cJSON_free(t);
+}
+
+/* Whether v is the JSON number `want` exactly (16 and 16.0 alike). */
+static bool json_is_int(const cJSON *v, int want)
+{
+    return cJSON_IsNumber(v) && v->valuedouble == (double)want;
+}
+
+/* The first key of d's quantization object that contradicts q's tensors (SPEC §10 "The config
+ * files"), as "FILE KEY is VALUE (WHY), the tensors are FOUND" in why; false when none. Read:
+ * the declared algorithm (modelopt quant_algo; compressed-tensors format) must name a 4-bit
+ * float format (or mixed precision); modelopt's top-level group_size must be q's block; when
+ * the file declares one 4-bit float format, every config_groups.*.weights must be that
+ * scheme: num_bits 4, type "float", group_size q's block, strategy "tensor_group" (NVFP4) or
+ * "group" (MXFP4). Keys absent or null are not checked. */
+static bool decl_contradicts(const decl *d, const fp4_qtensor *q, const char *found, char *why,
+                             size_t cap)
+{
+    if (!d->q || (d->producer != FP4_QP_MODELOPT && d->producer != FP4_QP_COMPRESSED_TENSORS))
+        return false;
+    const bool mo = d->producer == FP4_QP_MODELOPT;
+    const char *fmt = q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4";
+    char v[64];
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(d->q, mo ? "quant_algo" : "format");
+    bool mixed = false;
+    if (a && !cJSON_IsNull(a)) {
+        json_text(a, v, sizeof v);
+        if (!cJSON_IsString(a)) {
+            say(why, cap, "%s %s.%s is %s (not a name), the tensors are %s", d->file, d->qkey,
+                a->string, v, found);
+            return true;
+        }
+        mixed = !strcmp(a->valuestring, mo ? "MIXED_PRECISION" : "mixed-precision");
+        if (!mixed && format_from_text(a->valuestring) == 0) {
+            say(why, cap, "%s %s.%s is %s (not a 4-bit float format), the tensors are %s",
+                d->file, d->qkey, a->string, v, found);
+            return true;
+        }
+    }
+    const cJSON *g = mo ? cJSON_GetObjectItemCaseSensitive(d->q, "group_size") : NULL;
+    if (!mixed && g && !cJSON_IsNull(g) && !json_is_int(g, q->block)) {
+        json_text(g, v, sizeof v);
+        say(why, cap, "%s %s.group_size is %s (%s has one block scale per %d inputs), the "
+                      "tensors are %s",
+            d->file, d->qkey, v, fmt, q->block, found);
+        return true;
+    }
+    if (!d->format) return false; /* mixed precision or none: groups are not matched to modules */
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(d->q, "config_groups");
+    if (!groups || cJSON_IsNull(groups)) return false;
+    if (!cJSON_IsObject(groups)) {
+        say(why, cap, "%s %s.config_groups is not an object, the tensors are %s", d->file,
+            d->qkey, found);
+        return true;
+    }
+    const cJSON *grp;
+    cJSON_ArrayForEach(grp, groups) {
+        const cJSON *w = cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "weights")
+                                             : grp;
+        if (!w || cJSON_IsNull(w)) continue;
+        const char *key = NULL, *want = NULL;
+        const cJSON *x = NULL;
+        if (!cJSON_IsObject(w)) {
+            key = "", want = "not an object";
+            x = w;
+        }
+        static const char *const keys[4] = {"num_bits", "type", "group_size", "strategy"};
+        for (int k = 0; !key && k < 4; k++) {
+            x = cJSON_GetObjectItemCaseSensitive(w, keys[k]);
+            if (!x || cJSON_IsNull(x)) continue;
+            const char *s = cJSON_IsString(x) ? x->valuestring : NULL;
+            const char *st = q->format == FP4_QF_NVFP4 ? "tensor_group" : "group";
+            bool ok = k == 0   ? json_is_int(x, 4)
+                      : k == 1 ? s && !strcmp(s, "float")
+                      : k == 2 ? json_is_int(x, q->block)
+                               : s && !strcmp(s, st);
+            if (ok) continue;
+            key = keys[k];
+            want = k == 0   ? "expected 4"
+                   : k == 1 ? "expected \"float\""
+                   : k == 2 ? (q->block == 16 ? "expected 16" : "expected 32")
+                            : (q->format == FP4_QF_NVFP4 ? "expected \"tensor_group\""
+                                                         : "expected \"group\"");
+        }
+        if (!key) continue;
+        json_text(x, v, sizeof v);
+        say(why, cap, "%s %s.config_groups.%s%s%s%s is %s (%s), the tensors are %s", d->file,
+            d->qkey, grp->string ? grp->string : "?", cJSON_IsObject(grp) ? ".weights" : "",
+            key[0] ? "." : "", key, v, want, found);
+        return true;
+    }
+    return false;
 }
 
 static void apply_decl(fp4_qset *qs, const decl *d)
@@ -724,6 +877,11 @@ static void apply_decl(fp4_qset *qs, const decl *d)
             char a[200];
             say(a, sizeof a, "%s declares %s", d->file, d->what);
             problem(q, "%s, the tensors are %s", a, found);
+            continue;
+        }
+        char why[320];
+        if (decl_contradicts(d, q, found, why, sizeof why)) {
+            problem(q, "%s", why);
             continue;
         }
         char mod[FP4_NAME_MAX_Q];
@@ -748,10 +906,15 @@ static void apply_decl(fp4_qset *qs, const decl *d)
         } else if (format_from_text(d->layer_algo[k]) != (int)q->format) {
             problem(q, "%s quantized_layers declares %s %s, the tensors are %s", d->file, mod,
                     d->layer_algo[k][0] ? d->layer_algo[k] : "(no quant_algo)", found);
-        } else if (d->layer_group[k] && d->layer_group[k] != q->block) {
-            problem(q, "%s quantized_layers declares %s group_size %d, the tensors have one "
+        } else if (d->layer_group[k] && !json_is_int(d->layer_group[k], q->block)) {
+            const cJSON *g = d->layer_group[k];
+            char v[64];
+            json_text(g, v, sizeof v);
+            const bool pos = cJSON_IsNumber(g) && g->valuedouble >= 1 &&
+                             g->valuedouble <= 1e15 && floor(g->valuedouble) == g->valuedouble;
+            problem(q, "%s quantized_layers declares %s group_size %s%s, the tensors have one "
                        "block scale per %d",
-                    d->file, mod, d->layer_group[k], q->block);
+                    d->file, mod, v, pos ? "" : " (not a positive integer)", q->block);
         }
     }
 }
@@ -834,6 +997,7 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
     const bool gguf = strcmp(fmt, "gguf") == 0;
     if (strcmp(fmt, "safetensors") != 0 && !gguf) return FP4_OK;
     scan_ctx c = {0};
+    c.src = src;
     fp4_status st = fp4_source_select(src, NULL, 0, &c.all, &c.n);
     if (st != FP4_OK) return st;
     int cap = 0;

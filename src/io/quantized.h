@@ -121,7 +121,10 @@ typedef struct fp4_qset {
  * lists and describes every tensor, groups partners by name, checks each group's shapes and
  * dtypes, then reads the config files beside the checkpoint (FILE's directory, or FILE when it
  * is a directory) and marks each tensor the declaration contradicts (another producer or
- * format, or a module the exclude list names) with a problem. A config file that cannot be
+ * format, a quant_algo / format that names no 4-bit float format, a group_size or a
+ * config_groups weights scheme that is not the tensors', a module the exclude list names; SPEC
+ * §10) with a problem. A compressed-tensors <m>.weight_shape other than the packed shape x 2,
+ * and a GGUF .scale sidecar beside an MXFP4 tensor, are problems of the tensor too. A config file that cannot be
  * parsed is a problem of every quantized tensor. The exclude list itself is kept in
  * out->exclude (the run leaves what it names out of the default selection, run/recipe.h). FP4_ERR_INTERNAL only when out of memory;
  * errors describing a tensor propagate. */
