@@ -984,6 +984,13 @@ static fp4_status scan_gguf(scan_ctx *c, fp4_qset *qs)
         if (nv) {
             FP4_TRY(gguf_sidecar(c, q, ".scale", &q->global));
             FP4_TRY(gguf_sidecar(c, q, ".input_scale", &q->input_scale));
+        } else { /* a per-tensor scale beside MXFP4: ggml's dequantize_row_mxfp4 reads none */
+            FP4_TRY(gguf_sidecar(c, q, ".scale", &q->global));
+            if (q->global)
+                problem(q, "%s: a per-tensor scale beside an MXFP4 tensor (ggml type 39 has "
+                           "none: its E8M0 block scales are the whole scale; a .scale sidecar "
+                           "is NVFP4's), not applied",
+                        q->global);
         }
         set_layout(q);
     }

@@ -20,7 +20,8 @@
  *                        interleaved as stored)
  *   GGUF (ggml) MXFP4    one tensor of ggml type 39 [..., K] (io/gguf.c): per 32 elements a
  *                        block of 17 bytes, E8M0 e then qs[16]: low nibble of qs[j] element j,
- *                        high nibble element j + 16
+ *                        high nibble element j + 16; no per-tensor scale (a <m>.scale sidecar
+ *                        beside it is a member and the tensor's problem)
  *   GGUF (ggml) NVFP4    one tensor of ggml type 40 [..., K]: per 64 elements a block of 36
  *                        bytes, four UE4M3 sub-block scales d[4] then qs[32]: sub-block s in
  *                        qs[8s..8s+7], low nibbles its elements 0..7, high ones 8..15; an

@@ -564,6 +564,44 @@ static void test_nvfp4_sidecar(void **state)
     fp4t_rmtree(dir);
 }
 
+/* A per-tensor .scale sidecar beside an MXFP4 tensor: ggml type 39 has no per-tensor scale
+ * (dequantize_row_mxfp4 reads none), so the sidecar contradicts the tensor: its problem, never
+ * a scale silently left unapplied; the tensor's bytes are not given out. */
+static void test_mxfp4_sidecar(void **state)
+{
+    (void)state;
+    char *dir = fp4t_tmpdir();
+    gb g = {0};
+    const uint64_t ne[2] = {32, 1}, one[1] = {1};
+    gb_head(&g, 3, 2, 0);
+    gb_tensor(&g, "blk.0.m.weight", 2, ne, FP4_GGML_MXFP4, 0);
+    gb_tensor(&g, "blk.0.m.scale", 1, one, FP4_GGML_F32, 32);
+    gb_pad(&g, 32);
+    uint8_t blk[32] = {127}; /* e = 2^0, then qs[16] */
+    for (int j = 0; j < 16; j++) blk[1 + j] = 0x71;
+    gb_put(&g, blk, sizeof blk);
+    float sc = 0.5f;
+    gb_put(&g, &sc, 4);
+    char *p = write_tmp(dir, "mxside.gguf", &g);
+    fp4_source *s = NULL;
+    assert_int_equal(fp4_source_open(p, &s), FP4_OK);
+    fp4_qset qs;
+    assert_int_equal(fp4_quant_scan(s, &qs), FP4_OK);
+    assert_int_equal(qs.n, 1);
+    assert_string_equal(qs.t[0].global, "blk.0.m.scale");
+    assert_int_equal(fp4_qset_find(&qs, "blk.0.m.scale"), 0);
+    assert_non_null(strstr(qs.t[0].problem, "blk.0.m.scale: a per-tensor scale beside an MXFP4 "
+                                            "tensor (ggml type 39 has none"));
+    float out[32];
+    assert_int_equal(fp4_quant_read(s, &qs.t[0], 0, 1, out), FP4_ERR_INPUT);
+    fp4_error_clear();
+    fp4_qset_free(&qs);
+    fp4_source_close(s);
+    free(p);
+    free(g.b);
+    fp4t_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_source_values),
         cmocka_unit_test(test_fixture_decode),
         cmocka_unit_test(test_nvfp4_sidecar),
+        cmocka_unit_test(test_mxfp4_sidecar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
