@@ -479,7 +479,7 @@ fp4_status cmd_ls(int argc, char **argv)
         if (st == FP4_OK) st = fp4_source_select(f, pats, nsel, &ds, &n);
         free(pats);
     }
-    if (st == FP4_OK && qs.n > 0) st = fp4_quant_fold(&qs, ds, &n, &qidx);
+    if (st == FP4_OK && (qs.n > 0 || qs.nfp8 > 0)) st = fp4_quant_fold(&qs, ds, &n, &qidx);
     if (st == FP4_OK) st = fp4_source_metadata(f, &mk, &mv, &nm);
     if (st == FP4_OK) st = fp4_source_index_metadata(f, &ik, &iv, &ni);
     if (st == FP4_OK) {

@@ -919,6 +919,42 @@ static void apply_decl(fp4_qset *qs, const decl *d)
     }
 }
 
+/* The reverse: FP8 weights where d declares a 4-bit float format for their module (the
+ * file's one format, or the module's quantized_layers entry) contradict it. */
+static void apply_decl_fp8(fp4_qset *qs, const decl *d)
+{
+    if (d->bad[0] || d->producer <= 0) return;
+    for (int i = 0; i < qs->nfp8; i++) {
+        fp4_fp8 *v = &qs->fp8[i];
+        if (v->problem[0]) continue;
+        char found[96], mod[FP4_NAME_MAX_Q];
+        say(found, sizeof found, "FP8 %s (%s)", v->dtype, v->scheme);
+        say(mod, sizeof mod, "%s", v->weight);
+        if (ends_with(mod, ".weight")) mod[strlen(mod) - 7] = '\0';
+        if (d->format) {
+            const char *key = d->producer == FP4_QP_MODELOPT             ? "quant_algo"
+                              : d->producer == FP4_QP_COMPRESSED_TENSORS ? "format"
+                                                                         : "quant_method";
+            const cJSON *a = d->q ? cJSON_GetObjectItemCaseSensitive(d->q, key) : NULL;
+            char t[64];
+            if (a) json_text(a, t, sizeof t);
+            else say(t, sizeof t, "%s", d->what);
+            say(v->problem, sizeof v->problem, "%s %s.%s is %s (a 4-bit float format), the "
+                                               "tensors are %s",
+                d->file, d->qkey, key, t, found);
+            continue;
+        }
+        for (int k = 0; k < d->nlayers; k++) {
+            if (strcmp(d->layer[k], mod) != 0) continue;
+            if (format_from_text(d->layer_algo[k]))
+                say(v->problem, sizeof v->problem, "%s quantized_layers declares %s %s, the "
+                                                   "tensors are %s",
+                    d->file, mod, d->layer_algo[k], found);
+            break;
+        }
+    }
+}
+
 static void source_dir(const char *file, char *dir, size_t cap)
 {
     struct stat st;
@@ -1129,6 +1165,8 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
     free(root);
     if (has_hf) apply_decl(out, &hf);
     if (has_cj && cj.producer != -1) apply_decl(out, &cj);
+    if (has_hf) apply_decl_fp8(out, &hf);
+    if (has_cj) apply_decl_fp8(out, &cj);
     if (has_hf && has_cj && cj.producer > 0 && hf.producer != cj.producer && !hf.bad[0] &&
         !cj.bad[0]) {
         for (int i = 0; i < out->n; i++)
@@ -1213,6 +1251,9 @@ fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int
     int k = 0;
     for (int i = 0; i < *n; i++) {
         int q = qs->n ? fp4_qset_find(qs, list[i].name) : -1;
+        for (int f = 0; q < 0 && f < qs->nfp8 && !list[i].problem[0]; f++)
+            if (qs->fp8[f].problem[0] && !strcmp(qs->fp8[f].weight, list[i].name))
+                say(list[i].problem, sizeof list[i].problem, "%s", qs->fp8[f].problem);
         if (q >= 0 && seen[q]) { /* a later member: folded into the first */
             fp4_tensor_desc_free(&list[i]);
             continue;

@@ -96,6 +96,11 @@ typedef struct fp4_fp8 {
     char *weight, *scale;     /* owned */
     char dtype[16];           /* "E4M3", "E5M2" */
     char scheme[64];          /* "per-tensor scale", "per-channel scales", "block scales 2x4" */
+    char problem[320];        /* "" or what the config files declare of the module that these
+                                 8-bit tensors contradict ("hf_quant_config.json
+                                 quantization.quant_algo is \"NVFP4\" (a 4-bit float format),
+                                 the tensors are FP8 E4M3 (per-tensor scale)"): the weight's
+                                 problem, an errors entry (fp4_quant_fold) */
 } fp4_fp8;
 
 /* Every quantized tensor of a source. */
@@ -140,8 +145,9 @@ int fp4_qset_find(const fp4_qset *qs, const char *name);
  * tensors: the first member of each quantized tensor in the list becomes one descriptor named
  * as the logical tensor (its logical dims, dtype "nvfp4"/"mxfp4", not numeric, stored_bytes of
  * every member, `problem` the tensor's problem), its other members are removed (freed), the
- * rest is unchanged. (*qidx)[i] is the fp4_qset index of entry i or -1 (malloc'd, *n + 1
- * entries). FP4_ERR_INTERNAL only when out of memory. */
+ * rest is unchanged, except that an FP8 weight (fp4_fp8) with a problem takes it. (*qidx)[i]
+ * is the fp4_qset index of entry i or -1 (malloc'd, *n + 1 entries). FP4_ERR_INTERNAL only
+ * when out of memory. */
 fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx);
 
 /* The selection patterns with every one naming a logical tensor stored under other names

@@ -489,7 +489,7 @@ static void fp8_reason(const fp4_source *src, const fp4_qset *qset, const fp4_ru
                        const fp4_tensor_desc *t, const char *const *patterns, int npatterns,
                        char *why, size_t n, const char **reason)
 {
-    if (opt->all_tensors || qset->nfp8 == 0) return;
+    if (opt->all_tensors || qset->nfp8 == 0 || t->problem[0]) return; /* its error entry */
     for (int j = 0; j < npatterns; j++)
         if (fp4_source_names_exactly(src, patterns[j], t->name)) return;
     if (fp4_quant_fp8_role(qset, t->name, why, n)) *reason = why;
@@ -592,7 +592,8 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
             st = select_warn(run, src, file, pats, patterns, npatterns, &infos, &ninfos);
         free(pats);
     }
-    if (st == FP4_OK && qset.n > 0) st = fp4_quant_fold(&qset, infos, &ninfos, &qidx);
+    if (st == FP4_OK && (qset.n > 0 || qset.nfp8 > 0))
+        st = fp4_quant_fold(&qset, infos, &ninfos, &qidx);
     if (st != FP4_OK) goto out;
     for (int j = 0; j < opt->nexclude; j++) {
         bool any = false;

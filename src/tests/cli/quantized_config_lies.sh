@@ -8,7 +8,9 @@
 # format "float-quantized" and config_groups weights num_bits / type / strategy / group_size
 # other than the nvfp4 scheme; a <m>.weight_shape disagreeing with the packed shape x 2;
 # ModelOpt MIXED_PRECISION quantized_layers group_size negative, zero, huge, fractional or a
-# string.
+# string; and the reverse of the first: FP8 weights where the config declares a 4-bit float
+# format (the file's quant_algo, or the module's quantized_layers entry), an errors entry of
+# `sqnr` (not a skip) and the weight's problem in `ls`.
 set -u
 P=testdata/quantized/producer
 [ -d "$P/modelopt_nvfp4" ] || { echo "no $P"; exit 77; }
@@ -137,4 +139,30 @@ for m in 'self_attn.q_proj group_size -16 (not a positive integer)' \
          'mlp.gate_proj group_size \"16\" (not a positive integer)'; do
     grep -qF "declares model.layers.0.$m" "$tmp/a.json" || fail "mixed: no '$m'"
 done
+
+# 6. the reverse: FP8 tensors (ModelOpt MIXED_PRECISION's down_proj) declared NVFP4
+# fp8 DIR MESSAGE: ls shows MESSAGE as down_proj.weight's problem (no other problem), and sqnr
+# exits 3 with its one errors entry, the NVFP4 tensors skipped as already quantized
+fp8() {
+    "$FP4DIAG" ls --json "$1" >"$tmp/ls.json" 2>"$tmp/out" || fail "ls $1 exited $?"
+    "$FP4DIAG" sqnr "$1" -q -o "$tmp/s.json" 2>"$tmp/out"
+    rc=$?
+    [ "$rc" -eq 3 ] || fail "sqnr $1: exit $rc, expected 3"
+    python3 - "$tmp/ls.json" "$tmp/s.json" "$1" "$2" <<'PY' || fail "$1: $2"
+import json, sys
+ls, s, d, msg = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), *sys.argv[3:]
+W = "model.layers.0.mlp.down_proj.weight"
+p = {x["name"]: x["problem"] for x in ls["datasets"] if x["problem"] is not None}
+assert list(p) == [W] and msg in p[W], p
+e = {x["tensor"]: x["message"] for x in s["errors"]}
+assert list(e) == [W] and e[W] == d + ": " + W + ": " + p[W], e
+assert W not in {x["name"] for x in s["skipped"]}, s["skipped"]
+PY
+}
+cp -r "$P/modelopt_mixed" "$tmp/rev" || exit 1
+edit "$tmp/rev/hf_quant_config.json" 'c["quantization"]["quantized_layers"]["model.layers.0.mlp.down_proj"] = {"quant_algo": "NVFP4", "group_size": 16}'
+fp8 "$tmp/rev" 'hf_quant_config.json quantized_layers declares model.layers.0.mlp.down_proj NVFP4, the tensors are FP8 E4M3 (per-tensor scale)'
+"$FP4DIAG" audit "$P/source" "$tmp/rev" -q -o "$tmp/a.json" 2>"$tmp/out" || fail "rev: the NVFP4 tensors not audited: exit $?"
+edit "$tmp/rev/hf_quant_config.json" 'c["quantization"]["quant_algo"] = "NVFP4"; del c["quantization"]["quantized_layers"]'
+fp8 "$tmp/rev" 'hf_quant_config.json quantization.quant_algo is "NVFP4" (a 4-bit float format), the tensors are FP8 E4M3 (per-tensor scale)'
 exit 0
