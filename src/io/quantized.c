@@ -780,7 +780,8 @@ static bool json_is_int(const cJSON *v, int want)
  * float format (or mixed precision); modelopt's top-level group_size must be q's block; when
  * the file declares one 4-bit float format, every config_groups.*.weights must be that
  * scheme: num_bits 4, type "float", group_size q's block, strategy "tensor_group" (NVFP4) or
- * "group" (MXFP4). Keys absent or null are not checked. */
+ * "group" (MXFP4), and a group's own format (compressed-tensors) must name q's format. Keys
+ * absent or null are not checked. */
 static bool decl_contradicts(const decl *d, const fp4_qtensor *q, const char *found, char *why,
                              size_t cap)
 {
@@ -825,6 +826,19 @@ static bool decl_contradicts(const decl *d, const fp4_qtensor *q, const char *fo
     cJSON_ArrayForEach(grp, groups) {
         const cJSON *w = cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "weights")
                                              : grp;
+        /* compressed-tensors writes the group's own format too */
+        const cJSON *gf = cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "format")
+                                              : NULL;
+        if (gf && !cJSON_IsNull(gf) &&
+            !(cJSON_IsString(gf) && format_from_text(gf->valuestring) == (int)q->format)) {
+            json_text(gf, v, sizeof v);
+            say(why, cap, "%s %s.config_groups.%s.format is %s (expected %s), the tensors are %s",
+                d->file, d->qkey, grp->string ? grp->string : "?", v,
+                q->format == FP4_QF_NVFP4 ? "\"nvfp4-pack-quantized\""
+                                          : "\"mxfp4-pack-quantized\"",
+                found);
+            return true;
+        }
         if (!w || cJSON_IsNull(w)) continue;
         const char *key = NULL, *want = NULL;
         const cJSON *x = NULL;

@@ -6,7 +6,7 @@
 # (testdata/quantized/producer/): ModelOpt quant_algo "FP8" beside NVFP4 tensors (in
 # hf_quant_config.json and in config.json), its top-level group_size 32; compressed-tensors'
 # format "float-quantized" and config_groups weights num_bits / type / strategy / group_size
-# other than the nvfp4 scheme; a <m>.weight_shape disagreeing with the packed shape x 2;
+# (or a group's own format) other than the nvfp4 scheme; a <m>.weight_shape disagreeing with the packed shape x 2;
 # ModelOpt MIXED_PRECISION quantized_layers group_size negative, zero, huge, fractional or a
 # string; and the reverse of the first: FP8 weights where the config declares a 4-bit float
 # format (the file's quant_algo, or the module's quantized_layers entry), an errors entry of
@@ -91,7 +91,9 @@ edit "$tmp/ct/config.json" "$G"'["strategy"] = "tensor_group"; '"$G"'["group_siz
 check "$tmp/ct" 'config_groups.group_0.weights.group_size is 32 (expected 16)'
 edit "$tmp/ct/config.json" "$G"'["group_size"] = 16; c["quantization_config"]["config_groups"]["group_1"] = {"weights": 8}'
 check "$tmp/ct" 'config_groups.group_1.weights is 8 (not an object)'
-edit "$tmp/ct/config.json" 'del c["quantization_config"]["config_groups"]["group_1"]'
+edit "$tmp/ct/config.json" 'del c["quantization_config"]["config_groups"]["group_1"]; c["quantization_config"]["config_groups"]["group_0"]["format"] = "float-quantized"'
+check "$tmp/ct" 'config.json quantization_config.config_groups.group_0.format is "float-quantized" (expected "nvfp4-pack-quantized"), the tensors are compressed-tensors NVFP4'
+edit "$tmp/ct/config.json" 'c["quantization_config"]["config_groups"]["group_0"]["format"] = "nvfp4-pack-quantized"'
 "$FP4DIAG" audit "$P/source" "$tmp/ct" -q -o "$tmp/a.json" 2>"$tmp/out" || fail "ct restored: exit $?"
 
 # 4. compressed-tensors' weight_shape: k_proj's disagrees with its packed codes (32x64), q_proj's
