@@ -75,6 +75,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
         st = fp4_error(FP4_ERR_USAGE, "missing FILE; see 'fp4diag %s --help'", command);
         goto out;
     }
+    /* an empty SELECT is a usage error before anything is read */
+    if ((st = fp4_select_check((const char *const *)(o.args + 1), o.nargs - 1)) != FP4_OK)
+        goto out;
     fp4_source_set_verbose(o.cfg.verbosity > 1);
     fp4_source_set_notes(o.cfg.verbosity > 0);
     /* OpenMP's wait default, before any thread starts (may run the program again) */

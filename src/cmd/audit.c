@@ -135,6 +135,8 @@ static fp4_status audit_main(int argc, char **argv, char **orig)
         return fp4_error(FP4_ERR_USAGE,
                          "missing SOURCE or QUANTIZED; see 'fp4diag audit --help'");
     const char *source = argv[optind], *quantized = argv[optind + 1];
+    /* an empty SELECT is a usage error before anything is read */
+    FP4_TRY(fp4_select_check((const char *const *)argv + optind + 2, argc - optind - 2));
     const char *inputs[2] = {source, quantized};
     if (output) FP4_TRY(fp4_output_prepare(output, inputs, 2));
     fp4_audit a;

@@ -459,6 +459,7 @@ fp4_status cmd_ls(int argc, char **argv)
     const char *file = argv[optind];
     const char *const *sel = (const char *const *)argv + optind + 1;
     int nsel = argc - optind - 1;
+    FP4_TRY(fp4_select_check(sel, nsel)); /* '' is a usage error, not "every tensor" */
 
     fp4_source_set_verbose(verbosity > 1);
     fp4_source_set_allow_external(allow_external);

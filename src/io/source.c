@@ -413,6 +413,16 @@ bool fp4_select_matches(const char *pat, const char *name, const char *seps)
     return hit;
 }
 
+fp4_status fp4_select_check(const char *const *patterns, int npatterns)
+{
+    for (int j = 0; j < npatterns; j++)
+        if (!patterns[j] || !patterns[j][0])
+            return fp4_error(FP4_ERR_USAGE, "selection pattern %d is empty (''): give a name, "
+                                            "group or glob, or no pattern at all",
+                             j + 1);
+    return FP4_OK;
+}
+
 fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
                              fp4_tensor_desc **out, int *n)
 {
@@ -470,6 +480,7 @@ fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, in
     char **extra = NULL; /* exact names `list` does not reach (HDF5 soft links) */
     int nextra = 0;
     fp4_tensor_desc *list = NULL;
+    if ((st = fp4_select_check(patterns, npatterns)) != FP4_OK) return st;
     st = ops->list(s->impl, &names, &nnames);
     if (st != FP4_OK) goto out;
     sel = calloc((size_t)nnames + 1, sizeof *sel);

@@ -260,9 +260,16 @@ bool fp4_source_notes(void);
  * = every tensor. A leading '/' is optional. Results in listing order, de-duplicated, every
  * one described (tensors that cannot be read included, with `problem` set). *out is freed
  * with fp4_tensor_desc_free_list. A pattern that matches nothing: FP4_ERR_INPUT
- * "FILE: PATTERN: no such dataset or group". */
+ * "FILE: PATTERN: no such dataset or group"; an empty pattern: FP4_ERR_USAGE
+ * (fp4_select_check). */
 fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npatterns,
                              fp4_tensor_desc **out, int *n);
+
+/* An empty selection pattern ('') is refused, never read as "every tensor" (SPEC §8,
+ * "Operands"): FP4_ERR_USAGE "selection pattern N is empty (''): ..." naming the first one
+ * (N counts from 1), FP4_OK when every pattern has a character. fp4_source_select and the audit
+ * run check it; the commands check it before any file is opened. */
+fp4_status fp4_select_check(const char *const *patterns, int npatterns);
 
 /* fp4_source_select, except that a pattern matching nothing (neither a tensor nor a group) is
  * no error when `unmatched` is given: unmatched[j] (npatterns entries, zeroed by the caller)

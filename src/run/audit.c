@@ -880,6 +880,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
 {
     memset(a, 0, sizeof *a);
     a->shard = shard;
+    FP4_TRY(fp4_select_check(patterns, npatterns)); /* '' is no "every tensor" */
     int *pos = NULL, *gowner = NULL;
     int64_t *gw = NULL;
     bool *mine = NULL, *need = NULL;

@@ -533,6 +533,7 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
 {
     memset(run, 0, sizeof *run);
     run->config = opt;
+    FP4_TRY(fp4_select_check(patterns, npatterns)); /* '' is no "every tensor" */
     double t0 = now_seconds();
     fp4_source *src = NULL;
     fp4_backend *be = NULL;
