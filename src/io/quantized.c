@@ -1253,6 +1253,14 @@ int fp4_qset_find(const fp4_qset *qs, const char *name)
     return -1;
 }
 
+const char *fp4_quant_member(const fp4_qtensor *q, int k)
+{
+    const char *const m[4] = {q->packed, q->scale, q->global, q->input_scale};
+    for (int i = 0; i < 4; i++)
+        if (m[i] && k-- == 0) return m[i];
+    return NULL;
+}
+
 fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx)
 {
     int *ix = calloc((size_t)*n + 1, sizeof *ix);

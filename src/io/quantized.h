@@ -141,6 +141,11 @@ void fp4_qset_free(fp4_qset *qs);
  * scale), or -1. */
 int fp4_qset_find(const fp4_qset *qs, const char *name);
 
+/* The name of member k of q (k = 0, 1, ...: its packed codes, block scales, per-tensor scale,
+ * input scale, the absent ones skipped), NULL past the last. A selection pattern matching any
+ * of them selects q, in every command (SPEC §10). */
+const char *fp4_quant_member(const fp4_qtensor *q, int k);
+
 /* Fold a described list (selection order, as fp4_source_select gives it) into logical
  * tensors: the first member of each quantized tensor in the list becomes one descriptor named
  * as the logical tensor (its logical dims, dtype "nvfp4"/"mxfp4", not numeric, stored_bytes of

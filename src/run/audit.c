@@ -853,10 +853,16 @@ static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
     return fp4_audit_sane(e, st, fp4_audit_sqnr(rq, &rs));
 }
 
+/* A SELECT pattern as the sources normalise one (io/source.c select_normalize): without its
+ * leading '/' and its trailing separators ("model.layers.0." selects what "model.layers.0"
+ * does, as in ls and sqnr). */
 static char *norm_pattern(const char *p)
 {
     while (*p == '/') p++;
-    return strdup(p);
+    char *d = strdup(p);
+    size_t n = d ? strlen(d) : 0;
+    while (n > 0 && (d[n - 1] == '.' || d[n - 1] == '/')) d[--n] = '\0';
+    return d;
 }
 
 static int audit_progress = -1; /* fp4_audit_set_progress: off for library callers */
@@ -938,8 +944,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             goto out;
         }
         bool any = false;
-        for (int i = 0; i < qs.n; i++)
-            if (fp4_select_matches(pat[k], qs.t[i].name, "./")) sel[i] = any = true;
+        for (int i = 0; i < qs.n; i++) { /* its logical name or a member's, as ls and sqnr */
+            bool hit = fp4_select_matches(pat[k], qs.t[i].name, "./");
+            const char *m;
+            for (int j = 0; !hit && (m = fp4_quant_member(&qs.t[i], j)); j++)
+                hit = fp4_select_matches(pat[k], m, "./");
+            if (hit) sel[i] = any = true;
+        }
         if (!any) {
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: no quantized tensor matches", quantized,
                            patterns[k]);
