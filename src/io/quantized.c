@@ -1047,6 +1047,151 @@ static fp4_status scan_gguf(scan_ctx *c, fp4_qset *qs)
     return FP4_OK;
 }
 
+/* ---- one logical tensor stored twice ------------------------------------------------------- */
+
+typedef struct q_ix {
+    const char *name;
+    int i;
+} q_ix;
+
+static int q_ix_cmp(const void *a, const void *b)
+{
+    const q_ix *x = a, *y = b;
+    const int k = strcmp(x->name, y->name);
+    return k ? k : (x->i > y->i) - (x->i < y->i);
+}
+
+static const char *upper_format(const fp4_qtensor *q)
+{
+    return q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4";
+}
+
+/* A member's name after its module's ("gate_up_proj_blocks", "weight_packed"): the problem
+ * is shown after the logical tensor's full name, and a listing's problem holds 160 bytes. */
+static const char *after_module(const char *logical, const char *member)
+{
+    const char *dot = strrchr(logical, '.');
+    const size_t ml = dot ? (size_t)(dot - logical) + 1 : 0;
+    return strncmp(member, logical, ml) == 0 ? member + ml : member;
+}
+
+static bool is_member(const fp4_qtensor *q, const char *name)
+{
+    const char *m;
+    for (int k = 0; (m = fp4_quant_member(q, k)); k++)
+        if (!strcmp(m, name)) return true;
+    return false;
+}
+
+/* Take `*name` (owned) into q->also, counting its bytes, unless q has it already (a block scale
+ * both spellings share): then it is freed. *name is NULL after. */
+static fp4_status take_also(scan_ctx *c, fp4_qtensor *q, char **name)
+{
+    if (!*name) return FP4_OK;
+    if (is_member(q, *name)) {
+        free(*name);
+        *name = NULL;
+        return FP4_OK;
+    }
+    char **a = realloc(q->also, (size_t)(q->nalso + 1) * sizeof *a);
+    if (!a) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    q->also = a;
+    int idx;
+    const fp4_tensor_desc *d = find_desc(c, *name, &idx);
+    if (d) {
+        c->used[idx] = true;
+        q->stored_bytes += d->stored_bytes;
+    }
+    q->also[q->nalso++] = *name;
+    *name = NULL;
+    return FP4_OK;
+}
+
+/* One logical tensor stored twice (SPEC §10): two packed groups under one logical name
+ * (gpt-oss' <p>_blocks beside <p>.blocks; ModelOpt's <m>.weight beside compressed-tensors'
+ * <m>.weight_packed, which may share one weight_scale), or a group whose logical name is a
+ * stored tensor that none of the groups claims (a bf16 <m>.weight beside <m>.weight_packed).
+ * The first group in listing order stays, with the other spelling's tensors as its `also`
+ * members and a problem naming both, whatever problem it had (this one is first to fix); the
+ * other group leaves the set. Neither is read, so neither is analysed or audited. */
+static fp4_status merge_twins(scan_ctx *c, fp4_qset *qs)
+{
+    if (qs->n == 0) return FP4_OK;
+    q_ix *ix = calloc((size_t)qs->n, sizeof *ix);
+    bool *gone = calloc((size_t)qs->n, sizeof *gone);
+    fp4_status st = FP4_OK;
+    if (!ix || !gone) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < qs->n; i++) ix[i] = (q_ix){qs->t[i].name, i};
+    qsort(ix, (size_t)qs->n, sizeof *ix, q_ix_cmp);
+    for (int a = 0; st == FP4_OK && a < qs->n;) {
+        int b = a + 1;
+        while (b < qs->n && !strcmp(ix[b].name, ix[a].name)) b++;
+        fp4_qtensor *k = &qs->t[ix[a].i]; /* the first in listing order */
+        for (int j = a + 1; st == FP4_OK && j < b; j++) {
+            fp4_qtensor *o = &qs->t[ix[j].i];
+            if (j == a + 1)
+                say(k->problem, sizeof k->problem,
+                    "stored twice: %s (%s %s) and %s (%s %s) are one logical tensor; neither "
+                    "is read",
+                    after_module(k->name, k->packed), fp4_qproducer_name(k->producer),
+                    upper_format(k), after_module(k->name, o->packed),
+                    fp4_qproducer_name(o->producer), upper_format(o));
+            char **m[4] = {&o->packed, &o->scale, &o->global, &o->input_scale};
+            for (int r = 0; st == FP4_OK && r < 4; r++) st = take_also(c, k, m[r]);
+            gone[ix[j].i] = true;
+        }
+        a = b;
+    }
+    /* a stored tensor under the logical name that no group claims */
+    for (int i = 0; st == FP4_OK && i < qs->n; i++) {
+        fp4_qtensor *q = &qs->t[i];
+        int idx;
+        const fp4_tensor_desc *d;
+        if (gone[i] || is_member(q, q->name) || !(d = find_desc(c, q->name, &idx)) ||
+            c->used[idx])
+            continue;
+        char dt[sizeof d->dtype];
+        say(dt, sizeof dt, "%s", d->dtype);
+        char *nm = strdup(d->name);
+        if (!nm) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            break;
+        }
+        say(q->problem, sizeof q->problem,
+            "stored twice: %s (%s %s) and the %s tensor %s are one logical tensor; neither is "
+            "read",
+            after_module(q->name, q->packed), fp4_qproducer_name(q->producer), upper_format(q),
+            dt, after_module(q->name, q->name));
+        st = take_also(c, q, &nm);
+        free(nm);
+    }
+    /* the groups merged into another leave the set */
+    int w = 0;
+    for (int i = 0; i < qs->n; i++) {
+        if (!gone[i]) {
+            if (w < i) qs->t[w] = qs->t[i];
+            w++;
+            continue;
+        }
+        fp4_qtensor *o = &qs->t[i];
+        free(o->name);
+        free(o->packed);
+        free(o->scale);
+        free(o->global);
+        free(o->input_scale);
+        for (int k = 0; k < o->nalso; k++) free(o->also[k]);
+        free(o->also);
+    }
+    qs->n = w;
+out:
+    free(ix);
+    free(gone);
+    return st;
+}
+
 fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
 {
     memset(out, 0, sizeof *out);
@@ -1090,6 +1235,7 @@ fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out)
             st = group_gptoss(&c, out, &cap, d, base, ".");
         }
     }
+    if (st == FP4_OK) st = merge_twins(&c, out); /* one logical tensor, one entry */
     /* block scales with no packed partner: an error, never a weight to analyse */
     for (int i = 0; st == FP4_OK && i < c.n; i++) {
         const fp4_tensor_desc *d = &c.all[i];
@@ -1229,6 +1375,8 @@ void fp4_qset_free(fp4_qset *qs)
         free(q->scale);
         free(q->global);
         free(q->input_scale);
+        for (int k = 0; k < q->nalso; k++) free(q->also[k]);
+        free(q->also);
     }
     free(qs->t);
     for (int i = 0; i < qs->nfp8; i++) {
@@ -1244,11 +1392,9 @@ void fp4_qset_free(fp4_qset *qs)
 int fp4_qset_find(const fp4_qset *qs, const char *name)
 {
     for (int i = 0; i < qs->n; i++) {
-        const fp4_qtensor *q = &qs->t[i];
-        if ((q->packed && !strcmp(q->packed, name)) || (q->scale && !strcmp(q->scale, name)) ||
-            (q->global && !strcmp(q->global, name)) ||
-            (q->input_scale && !strcmp(q->input_scale, name)))
-            return i;
+        const char *m;
+        for (int k = 0; (m = fp4_quant_member(&qs->t[i], k)); k++)
+            if (!strcmp(m, name)) return i;
     }
     return -1;
 }
@@ -1258,7 +1404,7 @@ const char *fp4_quant_member(const fp4_qtensor *q, int k)
     const char *const m[4] = {q->packed, q->scale, q->global, q->input_scale};
     for (int i = 0; i < 4; i++)
         if (m[i] && k-- == 0) return m[i];
-    return NULL;
+    return k < q->nalso ? q->also[k] : NULL;
 }
 
 fp4_status fp4_quant_fold(const fp4_qset *qs, fp4_tensor_desc *list, int *n, int **qidx)

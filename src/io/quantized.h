@@ -82,6 +82,12 @@ typedef struct fp4_qtensor {
     char layout[96];          /* "nibble low=even, scales flat e4m3, global multiplied" */
     char *packed, *scale, *global, *input_scale; /* member tensor names (owned; global and
                                                     input_scale NULL when absent) */
+    char **also;              /* the tensors of this logical tensor's other spelling (owned),
+                                 nalso of them: a second packed tensor and its partners under
+                                 the same logical name, or a stored tensor that has the logical
+                                 name itself. Members (fp4_qset_find, fp4_quant_member) that are
+                                 never read: their presence is q's problem, "stored twice" */
+    int nalso;
     int64_t stored_bytes;     /* the members' bytes together */
     char problem[320];        /* "" when the members are consistent; else what is wrong
                                  ("weight_scale_2 missing", "weight_scale is 4x8, expected
@@ -130,8 +136,14 @@ typedef struct fp4_qset {
  * format, a quant_algo / format that names no 4-bit float format, a group_size or a
  * config_groups weights scheme that is not the tensors', a module the exclude list names; SPEC
  * §10) with a problem. A compressed-tensors <m>.weight_shape other than the packed shape x 2,
- * and a GGUF .scale sidecar beside an MXFP4 tensor, are problems of the tensor too. A config file that cannot be
- * parsed is a problem of every quantized tensor. The exclude list itself is kept in
+ * and a GGUF .scale sidecar beside an MXFP4 tensor, are problems of the tensor too. A config
+ * file that cannot be parsed is a problem of every quantized tensor. One logical tensor stored
+ * twice (two packed tensors under one logical name: gpt-oss' <p>_blocks and <p>.blocks,
+ * ModelOpt's <m>.weight beside compressed-tensors' <m>.weight_packed; or a stored tensor named
+ * as the logical tensor beside the packed one) is one entry of the set, the first in listing
+ * order, with the other spelling's tensors in `also` and the problem "stored twice: A (...)
+ * and B (...) ..." (A and B named after the module: "gate_up_proj_blocks"): never two entries,
+ * never one read in place of the other. The exclude list itself is kept in
  * out->exclude (the run leaves what it names out of the default selection, run/recipe.h). FP4_ERR_INTERNAL only when out of memory;
  * errors describing a tensor propagate. */
 fp4_status fp4_quant_scan(fp4_source *src, fp4_qset *out);
@@ -142,7 +154,7 @@ void fp4_qset_free(fp4_qset *qs);
 int fp4_qset_find(const fp4_qset *qs, const char *name);
 
 /* The name of member k of q (k = 0, 1, ...: its packed codes, block scales, per-tensor scale,
- * input scale, the absent ones skipped), NULL past the last. A selection pattern matching any
+ * input scale, the absent ones skipped, then its `also` tensors), NULL past the last. A selection pattern matching any
  * of them selects q, in every command (SPEC §10). */
 const char *fp4_quant_member(const fp4_qtensor *q, int k);
 

@@ -1136,6 +1136,8 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         t->q.scale = strdup(q->scale);
         t->q.global = q->global ? strdup(q->global) : NULL;
         t->q.input_scale = q->input_scale ? strdup(q->input_scale) : NULL;
+        t->q.also = NULL; /* the set's (a tensor stored twice is an error, never audited) */
+        t->q.nalso = 0;
         t->name = t->q.name;
         snprintf(t->group, sizeof t->group, "%s", kinds[i]);
         t->group_key = strdup(keys[i]);
