@@ -91,10 +91,43 @@ static void test_default_selection_rank_rule(void **state)
     fp4_source_close(s);
 }
 
+/* An empty pattern is a usage error naming it, never "every tensor" (SPEC §8 "Operands"):
+ * checked alone and by fp4_source_select, which lists nothing then. */
+static void test_empty_pattern_refused(void **state)
+{
+    (void)state;
+    const char *ok[2] = {"/blocks/0", "x"}, *second[2] = {"/blocks/0", ""}, *first[1] = {""};
+    assert_int_equal(fp4_select_check(ok, 2), FP4_OK);
+    assert_int_equal(fp4_select_check(NULL, 0), FP4_OK);
+    assert_int_equal(fp4_select_check(second, 2), FP4_ERR_USAGE);
+    assert_non_null(strstr(fp4_last_error(), "selection pattern 2 is empty ('')"));
+    fp4_error_clear();
+    fp4_source *s = NULL;
+    assert_int_equal(fp4_source_open(CKPT, &s), FP4_OK);
+    fp4_tensor_desc *all = NULL;
+    int n = -1;
+    assert_int_equal(fp4_source_select(s, first, 1, &all, &n), FP4_ERR_USAGE);
+    assert_null(all);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(fp4_last_error(), "selection pattern 1 is empty"));
+    fp4_error_clear();
+    bool unmatched[2] = {false, false};
+    assert_int_equal(fp4_source_select_some(s, second, 2, &all, &n, unmatched), FP4_ERR_USAGE);
+    assert_null(all);
+    fp4_error_clear();
+    /* "/" is the root group, as before: every tensor */
+    const char *root[1] = {"/"};
+    assert_int_equal(fp4_source_select(s, root, 1, &all, &n), FP4_OK);
+    assert_int_equal(n, 23);
+    fp4_tensor_desc_free_list(all, n);
+    fp4_source_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_selection_rank_rule),
+        cmocka_unit_test(test_empty_pattern_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
