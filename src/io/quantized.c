@@ -1114,6 +1114,18 @@ static fp4_status take_also(scan_ctx *c, fp4_qtensor *q, char **name)
  * The first group in listing order stays, with the other spelling's tensors as its `also`
  * members and a problem naming both, whatever problem it had (this one is first to fix); the
  * other group leaves the set. Neither is read, so neither is analysed or audited. */
+/* The strings one entry of a set owns (its names, its other spelling's tensors). */
+static void qtensor_free(fp4_qtensor *q)
+{
+    free(q->name);
+    free(q->packed);
+    free(q->scale);
+    free(q->global);
+    free(q->input_scale);
+    for (int k = 0; k < q->nalso; k++) free(q->also[k]);
+    free(q->also);
+}
+
 static fp4_status merge_twins(scan_ctx *c, fp4_qset *qs)
 {
     if (qs->n == 0) return FP4_OK;
@@ -1176,14 +1188,7 @@ static fp4_status merge_twins(scan_ctx *c, fp4_qset *qs)
             w++;
             continue;
         }
-        fp4_qtensor *o = &qs->t[i];
-        free(o->name);
-        free(o->packed);
-        free(o->scale);
-        free(o->global);
-        free(o->input_scale);
-        for (int k = 0; k < o->nalso; k++) free(o->also[k]);
-        free(o->also);
+        qtensor_free(&qs->t[i]);
     }
     qs->n = w;
 out:
@@ -1369,14 +1374,7 @@ out:
 void fp4_qset_free(fp4_qset *qs)
 {
     for (int i = 0; i < qs->n; i++) {
-        fp4_qtensor *q = &qs->t[i];
-        free(q->name);
-        free(q->packed);
-        free(q->scale);
-        free(q->global);
-        free(q->input_scale);
-        for (int k = 0; k < q->nalso; k++) free(q->also[k]);
-        free(q->also);
+        qtensor_free(&qs->t[i]);
     }
     free(qs->t);
     for (int i = 0; i < qs->nfp8; i++) {
