@@ -1544,6 +1544,10 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
                            "matching %.3f%%\n",
                     np, np == 1 ? "" : "s", et, fp4_audit_alpha(&pe[0]), rt,
                     100.0 * frac_of(nn, el), 100.0 * frac_of(sm, sb));
+        const int nsk = cJSON_GetArraySize(get(doc, "skipped"));
+        if (nsk > 0)
+            fprintf(table, "skipped %d tensor%s (not audited; the JSON report's "
+                           "\"skipped\" lists them)\n", nsk, nsk == 1 ? "" : "s");
         fputs("(the per-tensor table: the JSON report's \"tensors\", or the audit run whole)\n",
               table);
     }
