@@ -151,6 +151,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
         else
             cJSON_AddNullToObject(in, "declared");
     }
+    cJSON_AddStringToObject(root, "device", a->device[0] ? a->device : "cpu");
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; arr && i < a->n; i++) {
         const fp4_audit_tensor *t = &a->t[i];

@@ -934,12 +934,14 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         if (st != FP4_OK && shard.count > 0) goto out;
         if (st != FP4_OK) fp4_error_clear(), st = FP4_OK;
     }
+    snprintf(a->device, sizeof a->device, "cpu");
     if (audit_device != FP4_DEVICE_CPU) { /* CUDA asked and absent: the run's error */
         if ((st = fp4_backend_open(audit_device, 1, &be)) != FP4_OK) goto out;
         if (!fp4_backend_audits(be)) { /* auto without a GPU: the CPU */
             fp4_backend_close(be);
             be = NULL;
         }
+        if (be) snprintf(a->device, sizeof a->device, "cuda");
     }
     st = fp4_source_open(quantized, &qsrc);
     if (st == FP4_OK) st = fp4_source_open(source, &src);

@@ -136,6 +136,7 @@ typedef struct fp4_audit {
     int nerrors;
     fp4_audit_skip *skipped;    /* by name (strcmp); in every share of a --shard run alike */
     int nskipped;
+    char device[8];             /* where the export's sums ran: "cpu" or "cuda" */
     double seconds;
     /* --shard I/N (count 0: the whole selection): `selected` quantized tensors were selected,
      * this share took the positions assigned[0..nassigned) (whole fused groups: q/k/v, gate/up

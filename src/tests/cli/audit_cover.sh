@@ -6,7 +6,7 @@
 # MIXED_PRECISION export (and its scales) is skipped as FP8; the table says "skipped N tensors"
 # naming them; --shard parts merge to the single run's report (the errors entry of share 0,
 # the skipped list the same in every part); compare reads audits with "skipped"; the reports
-# follow schema/audit.schema.json.
+# say their device and follow schema/audit.schema.json.
 set -u
 G=testdata/gguf
 P=testdata/quantized/producer
@@ -55,6 +55,7 @@ assert sk["blk.0.ffn_up.weight"]["shape"] == [64, 128], sk
 assert sk["blk.0.attn_output.weight"]["format"] == "q4_0", sk
 assert sk["blk.0.attn_v.weight"] == {"name": "blk.0.attn_v.weight", "shape": [32, 128], "dtype": "bf16",
                                      "format": None, "reason": "not quantized (bf16)"}, sk
+assert r["device"] == "cpu", r.get("device")
 PY
 grep -q '^skipped 6 tensors (not audited, not pooled): blk.0.attn_output.weight \[GGUF q4_0 blocks: audit covers the 4-bit float types mxfp4 and nvfp4\], blk.0.ffn_up.weight \[GGUF q8_0 blocks: .*\], blk.0.attn_k.weight \[not quantized (f16)\], blk.0.attn_q.weight \[.*\], \.\.\. (the JSON report.s "skipped" lists all)$' "$tmp/g.out" ||
     { cat "$tmp/g.out"; fail "gguf table: skipped line"; }
@@ -95,6 +96,14 @@ r = json.load(open(sys.argv[1])); r["skipped"] = r["skipped"][1:]; json.dump(r, 
 PY
 "$FP4DIAG" merge "$tmp/p0.json" "$tmp/p1e.json" -o "$tmp/m2.json" 2>"$tmp/err"; rc=$?
 [ $rc -eq 3 ] && grep -q "skipped list" "$tmp/err" || fail "an edited skipped list merged (exit $rc)"
+# parts of both devices: the merged report says so
+python3 - "$tmp/p1.json" "$tmp/p1c.json" <<'PY' || fail "edit"
+import json, sys
+r = json.load(open(sys.argv[1])); r["device"] = "cuda"; json.dump(r, open(sys.argv[2], "w"), indent=1)
+PY
+"$FP4DIAG" merge "$tmp/p0.json" "$tmp/p1c.json" -o "$tmp/m3.json" 2>/dev/null
+python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['device']; assert d == 'cpu+cuda', d" "$tmp/m3.json" ||
+    fail "merge of cpu and cuda parts"
 
 # ModelOpt MIXED_PRECISION: the FP8 down_proj, its scales and the bf16 tensors skipped
 M=model.layers.0.mlp.down_proj
