@@ -802,18 +802,83 @@ static int skip_by_name(const void *pa, const void *pb)
     return strcmp(((const fp4_audit_skip *)pa)->name, ((const fp4_audit_skip *)pb)->name);
 }
 
+static int str_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* A skipped entry for d with `reason` and `format` ("" for none), appended to a->skipped. */
+static fp4_status add_skip(fp4_audit *a, const fp4_tensor_desc *d, const char *format,
+                           const char *reason)
+{
+    fp4_audit_skip *v = realloc(a->skipped, (size_t)(a->nskipped + 1) * sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->skipped = v;
+    v = &a->skipped[a->nskipped];
+    memset(v, 0, sizeof *v);
+    if (!(v->name = strdup(d->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->nskipped++;
+    v->rank = d->rank < 0 ? 0 : d->rank > FP4_MAX_RANK ? FP4_MAX_RANK : d->rank;
+    memcpy(v->dims, d->dims, sizeof v->dims);
+    snprintf(v->dtype, sizeof v->dtype, "%s", d->dtype);
+    snprintf(v->format, sizeof v->format, "%s", format);
+    snprintf(v->reason, sizeof v->reason, "%s", reason);
+    return FP4_OK;
+}
+
+/* SOURCE's tensors selected by pat that QUANTIZED neither holds under that name (qnames, n of
+ * them, sorted) nor pairs with any of its quantized tensors (another name: a gpt-oss alias,
+ * gate/up fused on one side): skipped, "in SOURCE only". */
+static fp4_status source_only(fp4_source *src, const fp4_qset *qs, const char *const *qnames,
+                              int nq, char *const *pat, int npatterns, const char *quantized,
+                              fp4_audit *a)
+{
+    fp4_tensor_desc *all = NULL;
+    int n = 0, nu = 0;
+    FP4_TRY(fp4_source_select(src, NULL, 0, &all, &n));
+    char **used = calloc(2 * (size_t)qs->n + 1, sizeof *used);
+    fp4_status st = used ? FP4_OK : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < qs->n; i++) {
+        src_pair d;
+        char why[600];
+        int tr;
+        st = pair_source(src, quantized, &qs->t[i], &d, why, sizeof why, &tr);
+        for (int k = 0; st == FP4_OK && k < 2; k++)
+            if (d.d[k].name && !(used[nu++] = strdup(d.d[k].name)))
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        pair_free(&d);
+    }
+    fp4_error_clear(); /* a name SOURCE lacks, as described: the run's errors say so */
+    if (st == FP4_OK) qsort(used, (size_t)nu, sizeof *used, str_cmp);
+    for (int i = 0; st == FP4_OK && i < n; i++) {
+        const char *nm = all[i].name;
+        if (bsearch(&nm, qnames, (size_t)nq, sizeof *qnames, str_cmp) ||
+            bsearch(&nm, used, (size_t)nu, sizeof *used, str_cmp))
+            continue;
+        bool hit = npatterns == 0;
+        for (int k = 0; k < npatterns && !hit; k++) hit = fp4_select_matches(pat[k], nm, "./");
+        if (hit)
+            st = add_skip(a, &all[i], "", "in SOURCE only: QUANTIZED has no tensor of this name");
+    }
+    for (int i = 0; used && i < nu; i++) free(used[i]);
+    free(used);
+    fp4_tensor_desc_free_list(all, n);
+    return st;
+}
+
 /* Every selected tensor of QUANTIZED that no quantized tensor of qs holds (SPEC §11): one that
  * cannot be described (a problem other than a known GGUF block type it does not read: an
  * unknown type id, data out of bounds) an errors entry at the next position of the selection
  * (this share's when `errors_here`), the rest a->skipped with its reason, by name. */
-static fp4_status audit_coverage(fp4_source *qsrc, const fp4_qset *qs, char *const *pat,
-                                 int npatterns, const char *quantized, bool errors_here,
-                                 fp4_audit *a)
+static fp4_status audit_coverage(fp4_source *src, fp4_source *qsrc, const fp4_qset *qs,
+                                 char *const *pat, int npatterns, const char *quantized,
+                                 bool errors_here, fp4_audit *a)
 {
     fp4_tensor_desc *all = NULL;
     int n = 0;
     FP4_TRY(fp4_source_select(qsrc, NULL, 0, &all, &n));
-    fp4_status st = FP4_OK;
+    const char **qnames = calloc((size_t)n + 1, sizeof *qnames);
+    fp4_status st = qnames ? FP4_OK : fp4_error(FP4_ERR_INTERNAL, "out of memory");
     const bool gguf = strcmp(fp4_source_format(qsrc)->name, "gguf") == 0;
     for (int i = 0; i < n && st == FP4_OK; i++) {
         const fp4_tensor_desc *d = &all[i];
@@ -858,25 +923,14 @@ static fp4_status audit_coverage(fp4_source *qsrc, const fp4_qset *qs, char *con
         } else {
             snprintf(reason, sizeof reason, "not quantized (%s)", d->dtype);
         }
-        fp4_audit_skip *v = realloc(a->skipped, (size_t)(a->nskipped + 1) * sizeof *v);
-        if (!v) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            break;
-        }
-        a->skipped = v;
-        v = &a->skipped[a->nskipped];
-        memset(v, 0, sizeof *v);
-        if (!(v->name = strdup(d->name))) {
-            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-            break;
-        }
-        a->nskipped++;
-        v->rank = d->rank < 0 ? 0 : d->rank > FP4_MAX_RANK ? FP4_MAX_RANK : d->rank;
-        memcpy(v->dims, d->dims, sizeof v->dims);
-        snprintf(v->dtype, sizeof v->dtype, "%s", d->dtype);
-        snprintf(v->format, sizeof v->format, "%s", format);
-        snprintf(v->reason, sizeof v->reason, "%s", reason);
+        st = add_skip(a, d, format, reason);
     }
+    for (int i = 0; qnames && i < n; i++) qnames[i] = all[i].name;
+    if (st == FP4_OK) {
+        qsort(qnames, (size_t)n, sizeof *qnames, str_cmp);
+        st = source_only(src, qs, qnames, n, pat, npatterns, quantized, a);
+    }
+    free(qnames);
     fp4_tensor_desc_free_list(all, n);
     if (st == FP4_OK && a->nskipped > 1)
         qsort(a->skipped, (size_t)a->nskipped, sizeof *a->skipped, skip_by_name);
@@ -1234,7 +1288,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     fp4_progress_finish(&pm, bytes_done);
     /* the rest of QUANTIZED: errors entries after the quantized tensors' positions (share 0
      * holds them), the skipped list in every share alike */
-    if ((st = audit_coverage(qsrc, &qs, pat, npatterns, quantized,
+    if ((st = audit_coverage(src, qsrc, &qs, pat, npatterns, quantized,
                              shard.count <= 0 || shard.index == 0, a)) != FP4_OK)
         goto out;
     if (shard.count > 0) { /* the files read are those the fingerprint describes */

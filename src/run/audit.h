@@ -112,7 +112,9 @@ typedef struct fp4_audit_error {
 /* A tensor of QUANTIZED that is selected and neither audited nor an errors entry (SPEC §11,
  * "skipped"): a high-precision tensor, an integer or other non-float one, another quantized
  * format (FP8 weights and their scales, GGUF block types other than mxfp4/nvfp4). The members
- * of an audited logical tensor (block scales, per-tensor and input scales) are never listed. */
+ * of an audited logical tensor (block scales, per-tensor and input scales) are never listed.
+ * A selected tensor of SOURCE that QUANTIZED neither holds nor pairs with under another name
+ * (gpt-oss alias, gate/up half) is listed too, "in SOURCE only". */
 typedef struct fp4_audit_skip {
     char *name;                 /* as QUANTIZED spells it (owned) */
     int rank;

@@ -5,7 +5,9 @@
 # other GGUF block types (q8_0, q4_0) are skipped; the FP8 down_proj of ModelOpt's
 # MIXED_PRECISION export (and its scales) is skipped as FP8; the table says "skipped N tensors"
 # naming them; --shard parts merge to the single run's report (the errors entry of share 0,
-# the skipped list the same in every part); compare reads audits with "skipped"; the reports
+# the skipped list the same in every part); a tensor of SOURCE that QUANTIZED lacks is
+# skipped "in SOURCE only" (audit_gate_up.sh and audit_gptoss_original.sh: never one a pairing
+# reads under another name); compare reads audits with "skipped"; the reports
 # say their device and follow schema/audit.schema.json.
 set -u
 G=testdata/gguf
@@ -133,6 +135,31 @@ import json, sys
 r = json.load(open(sys.argv[1])); m = sys.argv[2]
 assert sorted(s["name"] for s in r["skipped"]) == [m + ".input_scale", m + ".weight", m + ".weight_scale"], r["skipped"]
 PY
+# a tensor of SOURCE that QUANTIZED lacks (and does not pair otherwise): "in SOURCE only" (numpy writes it)
+if python3 -c 'import numpy' 2>/dev/null; then
+    mkdir "$tmp/src" && cp "$P/source/config.json" "$tmp/src/" || fail "mkdir"
+    PYTHONPATH="$PWD/scripts" python3 - "$P/source/model.safetensors" "$tmp/src/model.safetensors" <<'PY' || fail "extra source"
+import json, struct, sys
+import numpy as np
+import make_quantized_testdata as m
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+# the source's tensors as stored, and one more
+t = [(k, v["dtype"], v["shape"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()]
+t.append(m.bf16("model.layers.0.mlp.extra_proj.weight", np.ones((4, 64), np.float32)))
+m.write_st(sys.argv[2], t)
+PY
+    "$FP4DIAG" audit "$tmp/src" "$P/modelopt_nvfp4" -q -o "$tmp/so.json" 2>"$tmp/err" || fail "source only: exit $?"
+    python3 - "$tmp/so.json" <<'PY' || fail "source only"
+import json, sys
+r = json.load(open(sys.argv[1]))
+so = [s for s in r["skipped"] if s["reason"].startswith("in SOURCE only")]
+assert so == [{"name": "model.layers.0.mlp.extra_proj.weight", "shape": [4, 64], "dtype": "bf16", "format": None,
+               "reason": "in SOURCE only: QUANTIZED has no tensor of this name"}], so
+assert len(r["tensors"]) == 7 and r["errors"] == [], r
+PY
+fi
+
 # compare reads audits with a skipped list
 "$FP4DIAG" compare "$tmp/x.json" "$tmp/x.json" >"$tmp/c.out" 2>"$tmp/err" || fail "compare: exit $?"
 grep -q '^audit reports: ' "$tmp/c.out" || { cat "$tmp/c.out"; fail "compare"; }
