@@ -1362,6 +1362,33 @@ out:
     return st;
 }
 
+fp4_status fp4_quant_input_scale(fp4_source *src, const fp4_qtensor *q, float *out)
+{
+    *out = NAN;
+    if (!q->input_scale) return FP4_OK;
+    const char *file = fp4_source_file(src);
+    fp4_tensor_desc g = {0};
+    fp4_status st = fp4_source_describe(src, q->input_scale, &g);
+    if (st != FP4_OK) return st;
+    const uint8_t *gb = fp4_source_bytes(src, &g);
+    float v = NAN;
+    if (!gb || g.stored_bytes != 4) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s cannot be read", file, q->name,
+                       q->input_scale);
+    } else {
+        memcpy(&v, gb, 4); /* little-endian, as fp4_quant_bytes_n's per-tensor scale */
+        if (!(v > 0.0f && isfinite(v)))
+            st = fp4_error(FP4_ERR_INPUT,
+                           "%s: %s: %s is %g, expected finite and > 0 (the activation scale: "
+                           "a broken export)",
+                           file, q->name, q->input_scale, (double)v);
+        else
+            *out = v;
+    }
+    fp4_tensor_desc_free(&g);
+    return st;
+}
+
 fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsummary *out)
 {
     memset(out, 0, sizeof *out);

@@ -238,6 +238,14 @@ void fp4_quant_decode(const fp4_qtensor *q, const uint8_t *packed, const uint8_t
  * audit --device cuda). */
 void fp4_quant_qdec(const fp4_qtensor *q, fp4c_qdec *out);
 
+/* The activation (input) scale of q: its `input_scale` (ModelOpt, GGUF sidecar) or
+ * `input_global_scale` (compressed-tensors) member, a one-value F32 (fp4_quant_scan checked
+ * dtype and shape). Not used by the weight decode; audit checks it (SPEC §11). FP4_OK with
+ * *out = the value, or NAN when q has none; FP4_ERR_INPUT "FILE: TENSOR: MEMBER is V,
+ * expected finite and > 0 ..." when it cannot be read or is NaN, ±Inf, zero or negative
+ * (*out then NAN). */
+fp4_status fp4_quant_input_scale(fp4_source *src, const fp4_qtensor *q, float *out);
+
 /* fp4_quant_bytes, and the sizes of the packed and the block-scale bytes (the same bytes and
  * size for GGUF, whose blocks hold both). */
 fp4_status fp4_quant_bytes_n(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,

@@ -436,25 +436,85 @@ static void slab_plan(const fp4_qtensor *q, int64_t *rows_per, int64_t *count)
     *count = c < 1 ? 1 : c;
 }
 
-/* The source amax of q (finite values; NaN/Inf skipped). */
-static fp4_status source_amax(fp4_source *src, const src_pair *d, const fp4_qtensor *q,
-                              float *buf, float *amax)
+/* The amax of n0 indices along dim 0 of the paired source, `per` elements each, over its
+ * finite values, and in *nonfinite the count of its NaN/Inf values. Reads slabs into a buffer
+ * of its own, sized for this tensor (a fused member with a problem of its own is not in the
+ * run's slab size). */
+static fp4_status source_amax(fp4_source *src, const src_pair *d, int64_t n0, int64_t per,
+                              float *amax, int64_t *nonfinite)
 {
-    int64_t rows_per, count;
-    slab_plan(q, &rows_per, &count);
-    const int64_t K = q->dims[q->rank - 1];
+    *amax = 0.0f;
+    *nonfinite = 0;
+    if (n0 <= 0 || per <= 0) return FP4_OK; /* no elements */
+    int64_t count = per > 1 ? AUDIT_SLAB_ELEMS / per : n0; /* rank 1: at once, as slab_plan */
+    if (count < 1) count = 1;
+    if (count > n0) count = n0;
+    float *buf = malloc((size_t)(count * per + 2) * sizeof *buf);
+    if (!buf) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     float m = 0.0f;
-    for (int64_t s = 0; s < q->dims[0]; s += count) {
-        int64_t c = q->dims[0] - s < count ? q->dims[0] - s : count;
-        FP4_TRY(pair_read(src, d, s, c, buf));
-        int64_t n = q->rank == 1 ? c : c * rows_per * K;
-        for (int64_t i = 0; i < n; i++) {
-            float a = fabsf(buf[i]);
-            if (a > m && isfinite(a)) m = a;
+    int64_t bad = 0;
+    fp4_status st = FP4_OK;
+    for (int64_t s = 0; s < n0; s += count) {
+        const int64_t c = n0 - s < count ? n0 - s : count;
+        if ((st = pair_read(src, d, s, c, buf)) != FP4_OK) break;
+        for (int64_t i = 0; i < c * per; i++) {
+            const float a = fabsf(buf[i]);
+            if (!isfinite(a)) bad++;
+            else if (a > m) m = a;
         }
     }
+    free(buf);
     *amax = m;
-    return FP4_OK;
+    *nonfinite = bad;
+    return st;
+}
+
+/* The source amax of fused-group member q for the group's per-tensor scale rule (SPEC §11):
+ * over the source tensor paired with q, or, when q has a problem of its own (its shape is not
+ * to be trusted) and does not pair, over the whole source tensor of its name. *why (cap bytes)
+ * says why there is none (no readable source, non-finite values), else "". */
+static fp4_status member_amax(fp4_source *src, const char *quantized, const fp4_qtensor *q,
+                              float *amax, int64_t *bytes, char *why, size_t cap)
+{
+    src_pair d;
+    int tr; /* the amax does not depend on the orientation */
+    int64_t bad = 0;
+    bool read = false;
+    *amax = -1.0f;
+    fp4_status st = pair_source(src, quantized, q, &d, why, cap, &tr);
+    if (st == FP4_OK && !why[0]) {
+        int64_t rows_per, count;
+        slab_plan(q, &rows_per, &count);
+        const int64_t per = q->rank == 1 ? 1 : rows_per * q->dims[q->rank - 1];
+        st = source_amax(src, &d, q->dims[0], per, amax, &bad);
+        read = true;
+    } else if (st == FP4_OK && q->problem[0]) {
+        pair_free(&d);
+        memset(&d, 0, sizeof d);
+        d.n = 1;
+        const fp4_status ds = fp4_source_describe(src, q->name, &d.d[0]);
+        if (ds == FP4_ERR_INTERNAL) {
+            st = ds;
+        } else if (ds != FP4_OK) {
+            fp4_error_clear(); /* why: pair_source's */
+        } else if (!d.d[0].problem[0] && d.d[0].numeric && d.d[0].rank >= 1 &&
+                   d.d[0].nelems >= 0) {
+            const int64_t n0 = d.d[0].dims[0];
+            why[0] = '\0';
+            st = source_amax(src, &d, n0, n0 > 0 ? d.d[0].nelems / n0 : 0, amax, &bad);
+            read = true;
+        }
+    }
+    for (int k = 0; read && k < d.n && k < 2; k++)
+        if (d.d[k].nelems > 0) *bytes += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
+    if (st == FP4_OK && read && bad > 0) {
+        snprintf(why, cap, "%s: %s: %lld non-finite value%s (NaN/Inf) in the source",
+                 fp4_source_file(src), d.n == 1 ? d.d[0].name : q->name, (long long)bad,
+                 bad == 1 ? "" : "s");
+        *amax = -1.0f;
+    }
+    pair_free(&d);
+    return st;
 }
 
 /* The fp64 sums of one segment (common.h: FP4C_AUDIT_SEG entries of a row, from +0) added to
@@ -697,12 +757,14 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
                    .dec = bu->be ? NULL : dec, .rec = bu->be ? NULL : bu->rec,
                    .swz = bu->be ? NULL : bu->swz, .rq = bu->rq};
     fp4_status st = FP4_OK;
+    int64_t nonfinite = 0; /* NaN/Inf in the source: an errors entry, no number (SPEC §11) */
     for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
         const int64_t c = q->dims[0] - s0 < count ? q->dims[0] - s0 : count;
         const int64_t r0 = q->rank == 1 ? 0 : s0 * rows_per;
         const int64_t nr = q->rank == 1 ? 1 : c * rows_per;
         const int64_t n = nr * K;
         if ((st = pair_read(src, d, s0, c, x)) != FP4_OK) break;
+        for (int64_t i = 0; i < n; i++) nonfinite += !isfinite(x[i]);
         if (t->source_transposed) transpose_slabs(x, bu->rq, c, rows_per, K);
         if (bu->be) {
             const fp4_audit_slab sl = {
@@ -759,6 +821,13 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     }
     free(seg);
     if (st != FP4_OK) return st;
+    if (nonfinite > 0)
+        return fp4_error(FP4_ERR_INPUT,
+                         "%s: %s: %lld non-finite value%s (NaN/Inf) in the source: nothing to "
+                         "measure the export against",
+                         fp4_source_file(src), d->n == 1 ? d->d[0].name : q->name,
+                         (long long)nonfinite,
+                         nonfinite == 1 ? "" : "s");
     t->export_ = t->hyp[FP4_AUDIT_H_DECLARED];
     /* a declared rule that misses a byte: another MX rule that gives every one, named */
     t->scale_rule_fit = -1;
@@ -976,7 +1045,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     fp4_qset qs = {0};
     bool *sel = NULL;
     float *amax = NULL, *x = NULL, *dec = NULL, *alt = NULL, *rec = NULL, *swz = NULL;
-    char **pat = NULL, **keys = NULL, **kinds = NULL;
+    char **pat = NULL, **keys = NULL, **kinds = NULL, **abad = NULL;
     fp4_status st;
     a->source = strdup(source);
     a->quantized = strdup(quantized);
@@ -1011,8 +1080,9 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     }
     sel = calloc((size_t)qs.n, sizeof *sel);
     amax = calloc((size_t)qs.n, sizeof *amax);
+    abad = calloc((size_t)qs.n, sizeof *abad);
     pat = calloc((size_t)npatterns + 1, sizeof *pat);
-    if (!sel || !amax || !pat) {
+    if (!sel || !amax || !abad || !pat) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -1143,21 +1213,15 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     progress_on = true;
     for (int j = 0; j < qs.n; j++) {
         if (!need[j]) continue;
-        char label[1100];
+        char label[1100], why[600];
         snprintf(label, sizeof label, "%s (group amax)", qs.t[j].name);
         fp4_progress_step(&pm, k_unit++, label, bytes_done);
-        src_pair d;
-        char why[512];
-        int tr; /* the amax does not depend on the orientation */
-        st = pair_source(src, quantized, &qs.t[j], &d, why, sizeof why, &tr);
-        if (st == FP4_OK && !why[0]) {
-            st = source_amax(src, &d, &qs.t[j], x, &amax[j]);
-            for (int k = 0; k < d.n && k < 2; k++)
-                if (d.d[k].nelems > 0)
-                    bytes_done += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
-        }
-        pair_free(&d);
+        st = member_amax(src, quantized, &qs.t[j], &amax[j], &bytes_done, why, sizeof why);
         if (st != FP4_OK) goto out;
+        if (why[0] && !(abad[j] = strdup(why))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
     }
 
     for (int i = 0; i < qs.n; i++) {
@@ -1170,6 +1234,13 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
             continue;
         }
+        float in_scale; /* not in the decode; a NaN, Inf, 0 or negative one: a broken export */
+        if ((st = fp4_quant_input_scale(qsrc, q, &in_scale)) != FP4_OK) {
+            if (st != FP4_ERR_INPUT) goto out;
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, fp4_last_error(), pos[i])) != FP4_OK)
+                goto out;
+            continue;
+        }
         src_pair d;
         int transposed = 0;
         st = pair_source(src, quantized, q, &d, why, sizeof why, &transposed);
@@ -1180,6 +1251,21 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         if (why[0]) {
             pair_free(&d);
             if ((st = add_error(a, q->name, FP4_ERR_INPUT, why, pos[i])) != FP4_OK) goto out;
+            continue;
+        }
+        /* a fused member whose source amax is unknown leaves the group's rule unknown: an
+         * errors entry naming it, never a scale from the other members alone (SPEC §11) */
+        int broken = -1;
+        for (int j = 0; q->format == FP4_QF_NVFP4 && j < qs.n && broken < 0; j++)
+            if (j != i && abad[j] && strcmp(keys[i], keys[j]) == 0) broken = j;
+        if (broken >= 0) {
+            char msg[1800];
+            pair_free(&d);
+            snprintf(msg, sizeof msg,
+                     "%s: %s: the per-tensor scale of its fused group (%s) cannot be re-derived: "
+                     "member %s has no source amax (%s)",
+                     quantized, q->name, kinds[i], qs.t[broken].name, abad[broken]);
+            if ((st = add_error(a, q->name, FP4_ERR_INPUT, msg, pos[i])) != FP4_OK) goto out;
             continue;
         }
         float gam = 0.0f;
@@ -1327,6 +1413,8 @@ out:
     free(gowner);
     free(gw);
     free(amax);
+    for (int i = 0; abad && i < qs.n; i++) free(abad[i]);
+    free(abad);
     free(x);
     free(dec);
     free(alt);
