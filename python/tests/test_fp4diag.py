@@ -742,7 +742,7 @@ class Inputs(unittest.TestCase):
         want = json.loads(cli("audit", src, q, "--json").stdout)
         got = fp4diag.audit(src, q)
         self.assertEqual(got["schema"], "fp4diag.audit/1")
-        for k in ("timing", "argv", "seconds", "provenance"):
+        for k in ("timing", "argv", "seconds", "provenance", "device"):  # the CLI: --device auto
             got.pop(k, None), want.pop(k, None)
         self.assertEqual(got, want)
         with self.assertRaises(fp4diag.InputError):

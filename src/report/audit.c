@@ -151,6 +151,7 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
         else
             cJSON_AddNullToObject(in, "declared");
     }
+    cJSON_AddStringToObject(root, "device", a->device[0] ? a->device : "cpu");
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     for (int i = 0; arr && i < a->n; i++) {
         const fp4_audit_tensor *t = &a->t[i];
@@ -235,6 +236,23 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
                                              a->pooled_nonnearest, a->pooled_elements,
                                              a->pooled_scale_match, a->pooled_scale_bytes);
     if (po) cJSON_AddItemToObject(root, "pooled", po);
+    cJSON *sk = cJSON_AddArrayToObject(root, "skipped");
+    for (int i = 0; sk && i < a->nskipped; i++) {
+        const fp4_audit_skip *x = &a->skipped[i];
+        cJSON *e = cJSON_CreateObject();
+        if (!e) break;
+        cJSON_AddItemToArray(sk, e);
+        cJSON_AddStringToObject(e, "name", x->name);
+        cJSON *sh = cJSON_AddArrayToObject(e, "shape");
+        for (int d = 0; sh && d < x->rank; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)x->dims[d]));
+        cJSON_AddStringToObject(e, "dtype", x->dtype);
+        if (x->format[0])
+            cJSON_AddStringToObject(e, "format", x->format);
+        else
+            cJSON_AddNullToObject(e, "format");
+        cJSON_AddStringToObject(e, "reason", x->reason);
+    }
     cJSON *er = cJSON_AddArrayToObject(root, "errors");
     for (int i = 0; er && i < a->nerrors; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -377,6 +395,31 @@ static void audit_put_name(FILE *out, const char *name, int w, bool elide)
     for (int c = fp4_term_columns(s); c < w; c++) fputc(' ', out);
     free(el);
     free(shown);
+}
+
+/* One line for the skipped list (as sqnr's): how many, the first few with their reasons (those
+ * stored in another quantized format first: FP8, other GGUF block types), "..." for more. */
+static void audit_skipped_line(FILE *out, const fp4_audit *a)
+{
+    if (a->nskipped == 0) return;
+    enum { MOST = 4 };
+    fprintf(out, "skipped %d tensor%s (not audited, not pooled):", a->nskipped,
+            a->nskipped == 1 ? "" : "s");
+    int shown = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < a->nskipped && shown < MOST; i++) {
+            const fp4_audit_skip *x = &a->skipped[i];
+            if ((x->format[0] != '\0') != (pass == 0)) continue;
+            char *nm = fp4_text_escape(x->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            char *why = fp4_text_escape(x->reason, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
+            fprintf(out, "%s %s [%s]", shown ? "," : "", nm ? nm : x->name,
+                    why ? why : x->reason);
+            free(nm);
+            free(why);
+            shown++;
+        }
+    fprintf(out, "%s\n", a->nskipped > shown ? ", ... (the JSON report's \"skipped\" lists all)"
+                                             : "");
 }
 
 static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
@@ -589,6 +632,7 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
             fprintf(out, "special scale bytes: %s: %lld E8M0 0xFF, %lld E4M3 NaN\n", t->name,
                     (long long)t->e8m0_ff, (long long)t->e4m3_nan);
     }
+    audit_skipped_line(out, a);
     for (int i = 0; i < a->nerrors; i++) fprintf(out, "error: %s\n", a->errors[i].message);
     free(rows);
     free(ord);

@@ -1511,6 +1511,15 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
         cJSON_ReplaceItemInObjectCaseSensitive(tm, "seconds",
                                                cJSON_CreateNumber(part_seconds_max(p, n)));
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
+    /* parts run on different devices (the numbers are the same on either): "cpu+cuda" */
+    for (int i = 1; i < n && cJSON_IsString(get(doc, "device")); i++) {
+        const cJSON *d = get(p[i].doc, "device");
+        if (!cJSON_Compare(d, get(doc, "device"), true) &&
+            !cJSON_ReplaceItemInObjectCaseSensitive(doc, "device", cJSON_CreateString("cpu+cuda"))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+    }
     fp4_json_make_valid(doc);
     char *t = cJSON_Print(doc);
     if (!t) {
@@ -1544,6 +1553,10 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
                            "matching %.3f%%\n",
                     np, np == 1 ? "" : "s", et, fp4_audit_alpha(&pe[0]), rt,
                     100.0 * frac_of(nn, el), 100.0 * frac_of(sm, sb));
+        const int nsk = cJSON_GetArraySize(get(doc, "skipped"));
+        if (nsk > 0)
+            fprintf(table, "skipped %d tensor%s (not audited; the JSON report's "
+                           "\"skipped\" lists them)\n", nsk, nsk == 1 ? "" : "s");
         fputs("(the per-tensor table: the JSON report's \"tensors\", or the audit run whole)\n",
               table);
     }

@@ -853,6 +853,159 @@ static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
     return fp4_audit_sane(e, st, fp4_audit_sqnr(rq, &rs));
 }
 
+/* A float tensor (as io/source.c's desc_is_float): integers and classes are not. */
+static bool desc_float(const fp4_tensor_desc *d)
+{
+    switch (d->stored) {
+    case FP4_STORED_F16:
+    case FP4_STORED_BF16:
+    case FP4_STORED_F32:
+    case FP4_STORED_F64: return true;
+    case FP4_STORED_OTHER: return d->numeric && (d->dtype[0] == 'f' || !strncmp(d->dtype, "bf", 2));
+    default: return false;
+    }
+}
+
+static int skip_by_name(const void *pa, const void *pb)
+{
+    return strcmp(((const fp4_audit_skip *)pa)->name, ((const fp4_audit_skip *)pb)->name);
+}
+
+static int str_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* A skipped entry for d with `reason` and `format` ("" for none), appended to a->skipped. */
+static fp4_status add_skip(fp4_audit *a, const fp4_tensor_desc *d, const char *format,
+                           const char *reason)
+{
+    fp4_audit_skip *v = realloc(a->skipped, (size_t)(a->nskipped + 1) * sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->skipped = v;
+    v = &a->skipped[a->nskipped];
+    memset(v, 0, sizeof *v);
+    if (!(v->name = strdup(d->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->nskipped++;
+    v->rank = d->rank < 0 ? 0 : d->rank > FP4_MAX_RANK ? FP4_MAX_RANK : d->rank;
+    memcpy(v->dims, d->dims, sizeof v->dims);
+    snprintf(v->dtype, sizeof v->dtype, "%s", d->dtype);
+    snprintf(v->format, sizeof v->format, "%s", format);
+    snprintf(v->reason, sizeof v->reason, "%s", reason);
+    return FP4_OK;
+}
+
+/* SOURCE's tensors selected by pat that QUANTIZED neither holds under that name (qnames, n of
+ * them, sorted) nor pairs with any of its quantized tensors (another name: a gpt-oss alias,
+ * gate/up fused on one side): skipped, "in SOURCE only". */
+static fp4_status source_only(fp4_source *src, const fp4_qset *qs, const char *const *qnames,
+                              int nq, char *const *pat, int npatterns, const char *quantized,
+                              fp4_audit *a)
+{
+    fp4_tensor_desc *all = NULL;
+    int n = 0, nu = 0;
+    FP4_TRY(fp4_source_select(src, NULL, 0, &all, &n));
+    char **used = calloc(2 * (size_t)qs->n + 1, sizeof *used);
+    fp4_status st = used ? FP4_OK : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; st == FP4_OK && i < qs->n; i++) {
+        src_pair d;
+        char why[600];
+        int tr;
+        st = pair_source(src, quantized, &qs->t[i], &d, why, sizeof why, &tr);
+        for (int k = 0; st == FP4_OK && k < 2; k++)
+            if (d.d[k].name && !(used[nu++] = strdup(d.d[k].name)))
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        pair_free(&d);
+    }
+    fp4_error_clear(); /* a name SOURCE lacks, as described: the run's errors say so */
+    if (st == FP4_OK) qsort(used, (size_t)nu, sizeof *used, str_cmp);
+    for (int i = 0; st == FP4_OK && i < n; i++) {
+        const char *nm = all[i].name;
+        if (bsearch(&nm, qnames, (size_t)nq, sizeof *qnames, str_cmp) ||
+            bsearch(&nm, used, (size_t)nu, sizeof *used, str_cmp))
+            continue;
+        bool hit = npatterns == 0;
+        for (int k = 0; k < npatterns && !hit; k++) hit = fp4_select_matches(pat[k], nm, "./");
+        if (hit)
+            st = add_skip(a, &all[i], "", "in SOURCE only: QUANTIZED has no tensor of this name");
+    }
+    for (int i = 0; used && i < nu; i++) free(used[i]);
+    free(used);
+    fp4_tensor_desc_free_list(all, n);
+    return st;
+}
+
+/* Every selected tensor of QUANTIZED that no quantized tensor of qs holds (SPEC §11): one that
+ * cannot be described (a problem other than a known GGUF block type it does not read: an
+ * unknown type id, data out of bounds) an errors entry at the next position of the selection
+ * (this share's when `errors_here`), the rest a->skipped with its reason, by name. */
+static fp4_status audit_coverage(fp4_source *src, fp4_source *qsrc, const fp4_qset *qs,
+                                 char *const *pat, int npatterns, const char *quantized,
+                                 bool errors_here, fp4_audit *a)
+{
+    fp4_tensor_desc *all = NULL;
+    int n = 0;
+    FP4_TRY(fp4_source_select(qsrc, NULL, 0, &all, &n));
+    const char **qnames = calloc((size_t)n + 1, sizeof *qnames);
+    fp4_status st = qnames ? FP4_OK : fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    const bool gguf = strcmp(fp4_source_format(qsrc)->name, "gguf") == 0;
+    for (int i = 0; i < n && st == FP4_OK; i++) {
+        const fp4_tensor_desc *d = &all[i];
+        if (fp4_qset_find(qs, d->name) >= 0) continue; /* audited, or its errors entry */
+        bool hit = npatterns == 0;
+        for (int k = 0; k < npatterns && !hit; k++) hit = fp4_select_matches(pat[k], d->name, "./");
+        if (!hit) continue;
+        char reason[320] = "", format[48] = "";
+        const int fp8 = fp4_quant_fp8_role(qs, d->name, reason, sizeof reason);
+        const bool gguf_blocks = gguf && d->problem[0] && strncmp(d->dtype, "ggml type ", 10) &&
+                                 !strncmp(d->problem, "ggml type ", 10) &&
+                                 strstr(d->problem, " is not read");
+        if (fp8 == 1) {
+            const bool e5 = strstr(d->dtype, "e5m2") != NULL;
+            snprintf(reason, sizeof reason, "FP8 (%s) export: audit covers 4-bit formats",
+                     e5 ? "E5M2" : "E4M3");
+            snprintf(format, sizeof format, "%s", e5 ? "fp8_e5m2" : "fp8_e4m3");
+        } else if (fp8 > 1) { /* its scale or input scale: the reason says whose */
+        } else if (gguf_blocks) {
+            snprintf(reason, sizeof reason,
+                     "GGUF %s blocks: audit covers the 4-bit float types mxfp4 and nvfp4",
+                     d->dtype);
+            snprintf(format, sizeof format, "%s", d->dtype);
+        } else if (d->problem[0]) { /* cannot even be described: the file is invalid there */
+            char why[600];
+            snprintf(why, sizeof why, "%s: %s: %s", quantized, d->name, d->problem);
+            const int at = a->selected++;
+            if (!errors_here) continue;
+            int *as = realloc(a->assigned, (size_t)(a->nassigned + 2) * sizeof *as);
+            if (!as) {
+                st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+                break;
+            }
+            a->assigned = as;
+            a->assigned[a->nassigned++] = at;
+            st = add_error(a, d->name, FP4_ERR_INPUT, why, at);
+            continue;
+        } else if (!d->numeric) {
+            snprintf(reason, sizeof reason, "not numeric (%s)", d->dtype);
+        } else if (!desc_float(d)) {
+            snprintf(reason, sizeof reason, "integer (%s)", d->dtype);
+        } else {
+            snprintf(reason, sizeof reason, "not quantized (%s)", d->dtype);
+        }
+        st = add_skip(a, d, format, reason);
+    }
+    for (int i = 0; qnames && i < n; i++) qnames[i] = all[i].name;
+    if (st == FP4_OK) {
+        qsort(qnames, (size_t)n, sizeof *qnames, str_cmp);
+        st = source_only(src, qs, qnames, n, pat, npatterns, quantized, a);
+    }
+    free(qnames);
+    fp4_tensor_desc_free_list(all, n);
+    if (st == FP4_OK && a->nskipped > 1)
+        qsort(a->skipped, (size_t)a->nskipped, sizeof *a->skipped, skip_by_name);
+    return st;
+}
+
 /* A SELECT pattern as the sources normalise one (io/source.c select_normalize): without its
  * leading '/' and its trailing separators ("model.layers.0." selects what "model.layers.0"
  * does, as in ls and sqnr). */
@@ -911,12 +1064,14 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         if (st != FP4_OK && shard.count > 0) goto out;
         if (st != FP4_OK) fp4_error_clear(), st = FP4_OK;
     }
+    snprintf(a->device, sizeof a->device, "cpu");
     if (audit_device != FP4_DEVICE_CPU) { /* CUDA asked and absent: the run's error */
         if ((st = fp4_backend_open(audit_device, 1, &be)) != FP4_OK) goto out;
         if (!fp4_backend_audits(be)) { /* auto without a GPU: the CPU */
             fp4_backend_close(be);
             be = NULL;
         }
+        if (be) snprintf(a->device, sizeof a->device, "cuda");
     }
     st = fp4_source_open(quantized, &qsrc);
     if (st == FP4_OK) st = fp4_source_open(source, &src);
@@ -1231,6 +1386,11 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         }
     }
     fp4_progress_finish(&pm, bytes_done);
+    /* the rest of QUANTIZED: errors entries after the quantized tensors' positions (share 0
+     * holds them), the skipped list in every share alike */
+    if ((st = audit_coverage(src, qsrc, &qs, pat, npatterns, quantized,
+                             shard.count <= 0 || shard.index == 0, a)) != FP4_OK)
+        goto out;
     if (shard.count > 0) { /* the files read are those the fingerprint describes */
         const char *inputs[2] = {source, quantized};
         if ((st = fp4_fingerprint_recheck(inputs, 2, a->prints, a->nprints)) != FP4_OK) goto out;
@@ -1298,6 +1458,8 @@ void fp4_audit_free(fp4_audit *a)
         free(a->errors[i].message);
     }
     free(a->errors);
+    for (int i = 0; i < a->nskipped; i++) free(a->skipped[i].name);
+    free(a->skipped);
     free(a->source);
     free(a->quantized);
     free(a->assigned);

@@ -109,6 +109,22 @@ typedef struct fp4_audit_error {
     int position;               /* the tensor's position in the selection */
 } fp4_audit_error;
 
+/* A tensor of QUANTIZED that is selected and neither audited nor an errors entry (SPEC §11,
+ * "skipped"): a high-precision tensor, an integer or other non-float one, another quantized
+ * format (FP8 weights and their scales, GGUF block types other than mxfp4/nvfp4). The members
+ * of an audited logical tensor (block scales, per-tensor and input scales) are never listed.
+ * A selected tensor of SOURCE that QUANTIZED neither holds nor pairs with under another name
+ * (gpt-oss alias, gate/up half) is listed too, "in SOURCE only". */
+typedef struct fp4_audit_skip {
+    char *name;                 /* as QUANTIZED spells it (owned) */
+    int rank;
+    int64_t dims[FP4_MAX_RANK];
+    char dtype[48];             /* as stored ("bf16", "q4_K", "f8_e4m3") */
+    char format[48];            /* the quantization format it is stored in ("fp8_e4m3",
+                                   "q4_K"), or "" for a tensor in high precision */
+    char reason[320];           /* "FP8 (E4M3) export: audit covers 4-bit formats", ... */
+} fp4_audit_skip;
+
 typedef struct fp4_audit {
     char *source, *quantized;
     char declared[160];
@@ -120,6 +136,9 @@ typedef struct fp4_audit {
     int64_t pooled_histogram[16], pooled_rq_histogram[16]; /* export and requant codes */
     fp4_audit_error *errors;
     int nerrors;
+    fp4_audit_skip *skipped;    /* by name (strcmp); in every share of a --shard run alike */
+    int nskipped;
+    char device[8];             /* where the export's sums ran: "cpu" or "cuda" */
     double seconds;
     /* --shard I/N (count 0: the whole selection): `selected` quantized tensors were selected,
      * this share took the positions assigned[0..nassigned) (whole fused groups: q/k/v, gate/up
@@ -134,8 +153,10 @@ typedef struct fp4_audit {
 
 /* Run the audit of every quantized tensor of `quantized` selected by patterns (the selection
  * grammar on logical names; none = all) against `source`. Per-tensor failures (no partner in
- * SOURCE, shapes differing, a quantized tensor with a problem, no layout hypothesis sane) are
- * error entries; FP4_ERR_INPUT for a file that cannot be opened, a pattern that selects no
+ * SOURCE, shapes differing, a quantized tensor with a problem, no layout hypothesis sane, a
+ * tensor of QUANTIZED that cannot be described: an unknown GGUF type id, data out of bounds)
+ * are error entries, positioned after the quantized tensors' (share 0 of a --shard run holds
+ * them); every other selected tensor of QUANTIZED not audited is in out->skipped; FP4_ERR_INPUT for a file that cannot be opened, a pattern that selects no
  * quantized tensor, or a QUANTIZED holding none. */
 fp4_status fp4_audit_run(const char *source, const char *quantized, const char *const *patterns,
                          int npatterns, fp4_audit *out);

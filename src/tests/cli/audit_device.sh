@@ -20,7 +20,7 @@ P=$Q/producer
 
 # the report without what may differ between runs: the command line and the time taken (the
 # date is SOURCE_DATE_EPOCH's)
-strip() { grep -v '"argv"\|"seconds"' "$1"; }
+strip() { grep -v '"argv"\|"seconds"\|"device"' "$1"; }
 
 # one pair on two devices: the same exit status and report; $1 $2: source, export; $3: a tag
 same() {

@@ -77,6 +77,8 @@ M = "model.layers.0.mlp."
 def load(n):
     r = json.load(open(f"{T}/{n}.json"))
     assert r["errors"] == [], (n, r["errors"])
+    # the source tensors a pairing reads are not "in SOURCE only"
+    assert not [k for k in r["skipped"] if k["reason"].startswith("in SOURCE only")], (n, r["skipped"])
     return r, {t["name"]: t for t in r["tensors"]}
 rs, sep = load("sep_" + fx)
 # (a) fused source, separate export: the same numbers, the half named

@@ -78,6 +78,8 @@ ren = {HF + "gate_up_proj": "block.0.mlp.mlp1_weight", HF + "down_proj": "block.
 def load(n):
     r = json.load(open(f"{T}/{n}.json"))
     assert r["errors"] == [], (n, r["errors"])
+    # a source tensor paired under its other name is not "in SOURCE only"
+    assert not [k for k in r["skipped"] if k["reason"].startswith("in SOURCE only")], (n, r["skipped"])
     return r, {t["name"]: t for t in r["tensors"]}
 rh, hf = load("hf")
 for n, orig_q, note, transposed in (("hq", True, "transformers", True), ("oo", True, None, False),

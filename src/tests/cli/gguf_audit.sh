@@ -6,7 +6,7 @@
 # 1e-6 dB; both are round-to-nearest exports by ggml's scale rules, so every scale byte is
 # reproduced (scale_match_frac 1) and every code is a nearest one; auditing gguf-py's decode
 # against the GGUF gives SQNR "exact" (our decode is bit for bit the same); the reports
-# follow schema/audit.schema.json.
+# follow schema/audit.schema.json; the pooled line is the energy-weighted one of both tensors.
 set -u
 D=testdata/gguf
 [ -f "$D/model.gguf" ] || { echo "no $D"; exit 77; }
@@ -37,6 +37,19 @@ for t in r["tensors"]:
     assert t["scale_match_frac"] == 1, t
     assert t["nonnearest_frac"] == 0, t
     assert t["layout_check"]["as_declared"], t
+# the pooled line over the MXFP4 and the NVFP4 tensor is energy-weighted (SPEC 11: sum of the
+# signal over sum of the noise); the NVFP4 tensor's signal is ~2e4 times smaller, so it sits
+# 3e-5 dB from the MXFP4 tensor's alone, never on it
+XX = EE = XQ = 0.0
+for t in r["tensors"]:
+    x = src[t["name"]].ravel().astype(np.float64); q = dec[t["name"]].ravel().astype(np.float64)
+    XX += float(np.dot(x, x)); EE += float(np.dot(x - q, x - q)); XQ += float(np.dot(x, q))
+p = r["pooled"]
+assert p["tensors"] == 2, p
+assert abs(p["export"]["sqnr_db"] - 10 * np.log10(XX / EE)) <= 1e-9, (p["export"], 10 * np.log10(XX / EE))
+assert abs(p["export"]["alpha"] - XQ / XX) <= 1e-12, (p["export"], XQ / XX)
+down = [t for t in r["tensors"] if t["name"] == "blk.0.ffn_down.weight"][0]
+assert abs(p["export"]["sqnr_db"] - down["export"]["sqnr_db"]) > 1e-5, (p["export"], down["export"])
 PY
 "$FP4DIAG" audit "$D/expected.safetensors" "$D/model.gguf" 'blk.0.ffn_*' special.nvfp4 \
     -o "$tmp/e.json" -q 2>"$tmp/err" || fail "audit of the expected decode exited $?"
