@@ -29,6 +29,11 @@ struct val {
     int n, cap;
     gkind g;          /* V_GLOBAL */
     val *ref;         /* V_STORAGE: its class (a V_GLOBAL); V_TENSOR: its storage */
+    val *first;       /* V_STORAGE: the first persistent id of its key in the stream (itself
+                         or an earlier one): torch.load builds the key's storage from that one
+                         and reuses it for every later id of the key */
+    int user;         /* V_STORAGE, a key's first: 1 + the first listed tensor whose id agrees
+                         with it (0: none) */
     char loc[32];     /* V_STORAGE: location */
     fp4_pkl_tensor *t; /* V_TENSOR: the view (storage fields filled when flattened) */
 };
@@ -47,6 +52,7 @@ typedef struct pkl {
     size_t nmemo;
     size_t nput;       /* distinct memo entries put */
     fp4_pkl_tensor *out;
+    const val **outs;  /* [capout] each entry's storage (NULL: none) */
     int nout, capout;
     size_t budget;     /* entries the flattening may still visit */
 } pkl;
@@ -606,15 +612,25 @@ static fp4_status run(pkl *p, val **result)
 
 /* ---- the dict's tensors ---------------------------------------------------------------- */
 
+/* Room for one more entry. */
+static fp4_status out_grow(pkl *p)
+{
+    if (p->nout < p->capout) return FP4_OK;
+    int nc = p->capout ? p->capout * 2 : 16;
+    fp4_pkl_tensor *a = realloc(p->out, (size_t)nc * sizeof *a);
+    if (!a) return oom();
+    p->out = a;
+    const val **o = realloc(p->outs, (size_t)nc * sizeof *o);
+    if (!o) return oom();
+    p->outs = o;
+    p->capout = nc;
+    return FP4_OK;
+}
+
 static fp4_status out_add(pkl *p, const char *name, const val *tv)
 {
-    if (p->nout == p->capout) {
-        int nc = p->capout ? p->capout * 2 : 16;
-        fp4_pkl_tensor *a = realloc(p->out, (size_t)nc * sizeof *a);
-        if (!a) return oom();
-        p->out = a;
-        p->capout = nc;
-    }
+    FP4_TRY(out_grow(p));
+    p->outs[p->nout] = NULL;
     fp4_pkl_tensor *t = &p->out[p->nout];
     *t = *tv->t;
     const val *s = tv->ref;
@@ -629,7 +645,74 @@ static fp4_status out_add(pkl *p, const char *name, const val *tv)
     snprintf(t->storage_type, sizeof t->storage_type, "%s", s->ref->s);
     snprintf(t->location, sizeof t->location, "%s", s->loc);
     t->storage_numel = s->i;
+    p->outs[p->nout - 1] = s;
     return FP4_OK;
+}
+
+/* Each storage's first: the first persistent id of its key (p->all holds the values in the
+ * order the stream made them, so in BINPERSID order: the sort keeps it within a key). */
+typedef struct ranked {
+    val *v;
+    size_t rank;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    const int c = strcmp(x->v->s, y->v->s);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+static fp4_status link_storages(pkl *p)
+{
+    size_t ns = 0;
+    for (size_t i = 0; i < p->nall; i++) ns += p->all[i]->kind == V_STORAGE;
+    ranked *r = malloc((ns ? ns : 1) * sizeof *r);
+    if (!r) return oom();
+    ns = 0;
+    for (size_t i = 0; i < p->nall; i++)
+        if (p->all[i]->kind == V_STORAGE) {
+            r[ns].v = p->all[i];
+            r[ns].rank = ns;
+            ns++;
+        }
+    qsort(r, ns, sizeof *r, cmp_ranked);
+    for (size_t i = 0, j; i < ns; i = j) {
+        for (j = i + 1; j < ns && strcmp(r[j].v->s, r[i].v->s) == 0; j++) {}
+        for (size_t k = i; k < j; k++) r[k].v->first = r[i].v;
+    }
+    free(r);
+    return FP4_OK;
+}
+
+/* Whether storage s agrees with its key's first persistent id in class and element count. */
+static bool agrees(const val *s)
+{
+    return s->first->i == s->i && strcmp(s->first->ref->s, s->ref->s) == 0;
+}
+
+/* A tensor whose persistent id names its key with another class or element count than the
+ * key's first id: torch.load would read it as the first id's class, within the first id's
+ * count (a view outside it refused). Its problem names the key, both classes and counts and
+ * a tensor read through the first id, if one is listed. */
+static void refuse_disagreeing(pkl *p)
+{
+    for (int i = 0; i < p->nout; i++)
+        if (p->outs[i] && agrees(p->outs[i]) && !p->outs[i]->first->user)
+            p->outs[i]->first->user = i + 1;
+    for (int i = 0; i < p->nout; i++) {
+        const val *s = p->outs[i];
+        if (!s || agrees(s)) continue;
+        const val *f = s->first;
+        const char *other = f->user ? p->out[f->user - 1].name : NULL;
+        fp4_pkl_tensor *t = &p->out[i];
+        char m[320];
+        snprintf(m, sizeof m, "storage key %.32s: torch.%.20s of %lld elements here, torch.%.20s "
+                 "of %lld %s%.50s (torch.load uses the first): not read", s->s, s->ref->s,
+                 (long long)s->i, f->ref->s, (long long)f->i,
+                 other ? "for " : "in its first persistent id", other ? other : "");
+        snprintf(t->problem, sizeof t->problem, "%.*s", (int)sizeof t->problem - 1, m);
+    }
 }
 
 /* prefix + sep + key into a new string; NULL when out of memory. */
@@ -650,13 +733,8 @@ static char *join_name(const char *prefix, const char *key, size_t klen)
  * no storage, `problem` says why. */
 static fp4_status out_problem(pkl *p, const char *name, const char *why)
 {
-    if (p->nout == p->capout) {
-        int nc = p->capout ? p->capout * 2 : 16;
-        fp4_pkl_tensor *a = realloc(p->out, (size_t)nc * sizeof *a);
-        if (!a) return oom();
-        p->out = a;
-        p->capout = nc;
-    }
+    FP4_TRY(out_grow(p));
+    p->outs[p->nout] = NULL;
     fp4_pkl_tensor *t = &p->out[p->nout];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
@@ -829,12 +907,15 @@ fp4_status fp4_pickle_state_dict(const char *file, const uint8_t *buf, size_t si
     fp4_status st = run(&p, &result);
     if (st == FP4_OK && result->kind != V_DICT)
         st = fp4_error(FP4_ERR_INPUT, "%s: pickle: holds no dict of tensors (a state dict)", file);
+    if (st == FP4_OK) st = link_storages(&p);
     if (st == FP4_OK) st = walk(&p, result, "", 0);
+    if (st == FP4_OK) refuse_disagreeing(&p);
     for (size_t i = 0; i < p.nall; i++) val_free(p.all[i]);
     free(p.all);
     free(p.stack);
     free(p.marks);
     free(p.memo);
+    free(p.outs);
     if (st != FP4_OK) {
         fp4_pkl_free(p.out, p.nout);
         return st;

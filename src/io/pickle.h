@@ -28,8 +28,10 @@ typedef struct fp4_pkl_tensor {
     int rank;                /* may exceed FP4_PKL_MAX_RANK (then `problem` is set) */
     int64_t size[FP4_PKL_MAX_RANK];
     int64_t stride[FP4_PKL_MAX_RANK];
-    char problem[128];       /* "" when the view can be read as far as the pickle says; else why
-                                not ("rank 9 exceeds 8") */
+    char problem[160];       /* "" when the view can be read as far as the pickle says; else why
+                                not ("rank 9 exceeds 8"; a persistent id naming its storage key
+                                with another class or element count than the key's first id,
+                                which torch.load builds the storage from and reuses) */
 } fp4_pkl_tensor;
 
 /* Read the pickle buf[0..size) (protocols 2 to 5) and list the tensors of the dict it builds.
@@ -50,7 +52,9 @@ typedef struct fp4_pkl_tensor {
  * holding control characters, a NUL or bytes that are not valid UTF-8 (named with them
  * escaped as \xNN), dicts nested deeper than 32 (named by the path down to there). A name
  * given twice (a key set twice, "a.b" beside {"a": {"b": ...}}) is listed twice: the caller
- * refuses it (SPEC §8).
+ * refuses it (SPEC §8). A storage key is one storage: a tensor whose persistent id gives its
+ * key another class or element count than the key's first persistent id in the stream has
+ * `problem` set, naming the key, both and a tensor read through the first (SPEC §8).
  * FP4_ERR_INPUT "FILE: <what is wrong>" for: any other opcode ("pickle opcode 0x.. (NAME) at
  * byte N refused"), any other global ("pickle global os.system refused"), a REDUCE or BUILD
  * on anything else, an argument of the wrong kind, a truncated stream, a stack or memo misuse,

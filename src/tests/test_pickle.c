@@ -415,12 +415,58 @@ static void test_odd_keys(void **state)
     fp4_pkl_free(t, n);
 }
 
+/* One storage key named by persistent ids of two classes or two element counts: torch.load
+ * builds the storage from the key's first id in the stream and reuses it, so a later id that
+ * disagrees would give numbers no loader gives: that tensor has a problem naming the key, both
+ * and the tensor read through the first id; the agreeing ones are read. */
+static void test_key_two_ways(void **state)
+{
+    (void)state;
+    pb p = {.n = 0};
+    op(&p, 0x80);
+    op(&p, 2);
+    op(&p, '}');
+    op(&p, '(');
+    op(&p, 'N'); /* a key naming no tensor: its storage '5' (Half) comes first in the stream */
+    tensor(&p, "HalfStorage", "5", 8, 0, 1, (int[]){8}, (int[]){1});
+    str(&p, "a");
+    tensor(&p, "FloatStorage", "0", 8, 0, 1, (int[]){8}, (int[]){1});
+    str(&p, "b");
+    tensor(&p, "HalfStorage", "0", 16, 0, 1, (int[]){16}, (int[]){1});
+    str(&p, "c");
+    tensor(&p, "FloatStorage", "0", 8, 4, 1, (int[]){4}, (int[]){1});
+    str(&p, "d");
+    tensor(&p, "FloatStorage", "0", 4, 0, 1, (int[]){4}, (int[]){1});
+    str(&p, "x");
+    tensor(&p, "FloatStorage", "5", 4, 0, 1, (int[]){4}, (int[]){1});
+    op(&p, 'u');
+    op(&p, '.');
+    fp4_pkl_tensor *t = NULL;
+    int n = 0;
+    assert_int_equal(fp4_pickle_state_dict("x.pt", p.b, p.n, &t, &n), FP4_OK);
+    assert_int_equal(n, 6);
+    assert_string_equal(t[1].name, "a");
+    assert_string_equal(t[1].problem, "");
+    assert_string_equal(t[2].name, "b");
+    assert_string_equal(t[2].problem, "storage key 0: torch.HalfStorage of 16 elements here, "
+                                      "torch.FloatStorage of 8 for a (torch.load uses the "
+                                      "first): not read");
+    assert_string_equal(t[3].problem, "");
+    assert_non_null(strstr(t[4].problem, "torch.FloatStorage of 4 elements here, "
+                                         "torch.FloatStorage of 8 for a"));
+    assert_string_equal(t[5].name, "x");
+    assert_non_null(strstr(t[5].problem, "storage key 5: torch.FloatStorage of 4 elements "
+                                         "here, torch.HalfStorage of 8 in its first persistent "
+                                         "id (torch.load"));
+    fp4_pkl_free(t, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state_dict), cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_refused), cmocka_unit_test(test_bad_tensors),
-        cmocka_unit_test(test_odd_keys),
+        cmocka_unit_test(test_odd_keys), cmocka_unit_test(test_key_two_ways),
     };
     return cmocka_run_group_tests_name("pickle", tests, NULL, NULL);
 }
