@@ -548,7 +548,13 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
         const char *base = strrchr(f->path, '/');
         snprintf(out->part, sizeof out->part, "%s", base ? base + 1 : f->path);
     }
-    snprintf(out->problem, sizeof out->problem, "%s", t->problem);
+    if (t->cut && out->part[0]) { /* which shard is cut short */
+        char m[sizeof out->part + sizeof t->problem + 4];
+        snprintf(m, sizeof m, "%s: %s", out->part, t->problem);
+        snprintf(out->problem, sizeof out->problem, "%.*s", (int)sizeof out->problem - 1, m);
+    } else {
+        snprintf(out->problem, sizeof out->problem, "%s", t->problem);
+    }
     return FP4_OK;
 }
 
@@ -613,8 +619,8 @@ static const void *st_bytes(void *impl, const fp4_tensor_desc *d)
     if (!e) return NULL;
     const st_file *f = &s->files[e->f];
     const fp4_st_tensor *t = &f->h.t[e->t];
-    /* the parser checked every tensor's range lies inside the data section */
-    return f->map + f->h.data_start + t->begin;
+    /* the parser checked every tensor's range lies inside the data section, or marked it cut */
+    return t->cut ? NULL : f->map + f->h.data_start + t->begin;
 }
 
 static fp4_status st_metadata(void *impl, char ***keys, char ***vals, int *n)

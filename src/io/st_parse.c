@@ -311,12 +311,6 @@ static fp4_status st_tensor(const char *file, const cJSON *item, uint64_t data_l
     if (e < b)
         return fp4_error(FP4_ERR_INPUT, "%s: %s: data_offsets [%llu, %llu] end before they begin",
                          file, name, (unsigned long long)b, (unsigned long long)e);
-    if (e > data_len)
-        return fp4_error(FP4_ERR_INPUT,
-                         "%s: %s: data_offsets [%llu, %llu] lie past the data section's end "
-                         "(%llu bytes; file truncated?)",
-                         file, name, (unsigned long long)b, (unsigned long long)e,
-                         (unsigned long long)data_len);
     t->begin = b;
     t->end = e;
     uint64_t prod = 1;
@@ -367,6 +361,11 @@ static fp4_status st_tensor(const char *file, const cJSON *item, uint64_t data_l
                                              : "packed 4/6-bit elements");
     else if (rank > FP4_ST_MAX_RANK)
         snprintf(t->problem, sizeof t->problem, "rank %d exceeds %d", rank, FP4_ST_MAX_RANK);
+    t->cut = e > data_len;
+    if (t->cut)
+        snprintf(t->problem, sizeof t->problem, "data_offsets [%llu, %llu] past the file's end "
+                 "(truncated to %llu data bytes)",
+                 (unsigned long long)b, (unsigned long long)e, (unsigned long long)data_len);
     return FP4_OK;
 }
 
@@ -478,7 +477,7 @@ fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4
         }
         at = s[i].t.end;
     }
-    if (at != data_len) {
+    if (at < data_len) { /* at > data_len: the file is cut short, the tensors past its end cut */
         st = fp4_error(FP4_ERR_INPUT, "%s: %llu bytes after the last tensor's end (%llu) belong to "
                        "no tensor", file, (unsigned long long)(data_len - at),
                        (unsigned long long)at);

@@ -40,14 +40,18 @@ typedef struct fp4_st_tensor {
     int64_t dims[FP4_ST_MAX_RANK];
     int64_t nelems;           /* product of the dims */
     uint64_t begin, end;      /* data_offsets: bytes relative to the start of the data section */
+    bool cut;                 /* its bytes run past the file's end (a truncated file): `problem`
+                                 says so, and nothing of it may be read */
     char problem[128];        /* "" when the tensor can be read; else why not ("type BOOL is not
-                                 numeric", "unknown type X1", "rank 9 exceeds 8") */
+                                 numeric", "unknown type X1", "rank 9 exceeds 8", its bytes past
+                                 the end of a truncated file) */
 } fp4_st_tensor;
 
 typedef struct fp4_st_header {
     uint64_t header_len;      /* N, the JSON's length; the data section starts at 8 + N */
     uint64_t data_start;      /* 8 + N */
-    uint64_t data_len;        /* file size - data_start = the end of the last tensor */
+    uint64_t data_len;        /* file size - data_start = the end of the last tensor, or less
+                                 when the file is truncated (the tensors past it `cut`) */
     fp4_st_tensor *t;         /* tensors in data order (ascending offsets: the file's order) */
     int n;
     char **meta_keys;         /* __metadata__ in header order (owned) */
@@ -64,8 +68,10 @@ typedef struct fp4_st_header {
  *   "data_offsets" ([begin, end], integers, begin <= end); duplicate names refused; product of
  *   the shape times the element bits without overflow and a whole number of bytes equal to
  *   end - begin (for a known type); the tensors, sorted by offset, cover the data section
- *   exactly: no overlap ("TENSOR overlaps TENSOR2"), no gap, the last ending where the file
- *   ends (a truncated data section is named).
+ *   exactly: no overlap ("TENSOR overlaps TENSOR2"), no gap, no byte after the last one.
+ * A file cut short (the last tensor ending past the file's end) is not a header error: each
+ * tensor whose bytes run past the end is `cut`, with `problem` saying so; the others are read
+ * (SPEC §8: one bad tensor does not stop the others).
  * An unknown type or an unreadable one (BOOL, F8_E8M0, F4, F6_*, C64) is not a header error:
  * the tensor gets `problem` set, so that the others still run. An unknown type's size is not
  * checked beyond being in bounds and not overlapping.

@@ -27,6 +27,13 @@ st("notutf8.safetensors", b'{"a\xff\xfe":' + json.dumps(T("F32", [1], 0, 4)).enc
 st("nul.safetensors", '{"a\\u0000b":' + json.dumps(T("F32", [1], 0, 4)) + "}", b"\0" * 4)
 st("gap.safetensors", json.dumps({"a": T("F32", [1], 0, 4), "b": T("F32", [1], 8, 12)}), b"\0" * 12)
 st("badmeta.safetensors", json.dumps({"__metadata__": {"k": 1}}))
+# a shard cut short: its cut tensor an errors entry, the others (and the other shard) read
+os.makedirs(os.path.join(d, "cutshard"))
+w = struct.pack("<64f", *[i / 32 - 1 for i in range(64)])
+st("cutshard/s1.safetensors", json.dumps({"x": T("F32", [64], 0, 256)}), w)
+st("cutshard/s2.safetensors", json.dumps({"y": T("F32", [64], 0, 256), "z": T("F32", [64], 256, 512)}), w + w[:-1])
+json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
+          open(os.path.join(d, "cutshard/model.safetensors.index.json"), "w"))
 os.makedirs(os.path.join(d, "missing"))
 json.dump({"weight_map": {"a": "model-00001-of-00002.safetensors"}}, open(os.path.join(d, "missing/model.safetensors.index.json"), "w"))
 os.makedirs(os.path.join(d, "notheld"))
@@ -68,10 +75,8 @@ bad hpastend.safetensors "runs past the end of the file"
 bad notjson.safetensors "not valid JSON"
 bad notobject.safetensors "not a JSON object"
 bad overlap.safetensors "overlap"
-bad oob.safetensors "past the data section"
 bad shapeoverflow.safetensors "overflows 64 bits"
 bad sizemismatch.safetensors "hold 8 bytes; 3 elements of F32 take 12"
-bad truncated.safetensors "truncated"
 bad duplicate.safetensors "appears twice"
 bad notutf8.safetensors "not valid UTF-8"
 bad nul.safetensors "NUL"
@@ -84,6 +89,36 @@ bad escape/model.safetensors.index.json "not a file beside the index"
 bad trunc.npy "data truncated"
 bad baddict.npy "lacks 'fortran_order'"
 bad cut.npz "end-of-central-directory"
+# a file cut short inside its data section (or a tensor past its end): the tensors whose bytes
+# are there are reported, each cut one is an errors entry naming its file and offsets, exit 3;
+# a cut tensor not selected stops nothing (exit 0)
+cut() { # FILE ARGS... -- WANT_NAMES WANT_ERRORS (each a comma list)
+    f=$1; shift; a=""
+    while [ "$1" != "--" ]; do a="$a $1"; shift; done
+    "$FP4DIAG" sqnr $a "$tmp/$f" -q -o "$tmp/r.json" 2>"$tmp/err"
+    rc=$?
+    python3 - "$tmp/r.json" "$2" "$3" "$rc" "$f" <<'PY' || { echo "$f$a: exit $rc"; cat "$tmp/err"; fail=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+names = [t["name"] for t in r["tensors"]]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+want_n = [x for x in sys.argv[2].split(",") if x]
+want_e = [x for x in sys.argv[3].split(",") if x]
+assert names == want_n, names
+assert sorted(errs) == want_e, errs
+for m in errs.values():
+    assert "past the file's end (truncated to" in m, m
+    assert sys.argv[5].split("/")[0] in m, m
+    if sys.argv[5].startswith("cutshard"):
+        assert "s2.safetensors: data_offsets [256, 512]" in m, m
+assert int(sys.argv[4]) == (3 if want_e else 0), sys.argv[4]
+PY
+}
+cut truncated.safetensors --all-tensors -- a b
+cut oob.safetensors --all-tensors -- "" a
+cut cutshard --all-tensors -- x,y z
+cut cutshard/model.safetensors.index.json --all-tensors -- x,y z
+cut cutshard/model.safetensors.index.json --all-tensors --exclude z -- x,y ""
 # unreadable types (selected: --all-tensors): errors entries naming tensor and type, the
 # readable tensor reported, exit 3
 for f in types.safetensors mixed.npz; do
