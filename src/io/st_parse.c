@@ -223,15 +223,74 @@ fp4_status fp4_json_doc_check(const char *file, const char *what, const char *s,
     return json_dup_keys(file, what, false, doc, "", 0);
 }
 
-/* An exact non-negative integer from a JSON number (cJSON keeps doubles: 2^53 is the limit
- * of exactness, far beyond any offset or size a file can hold). */
-static bool json_uint(const cJSON *v, uint64_t *out)
+/* Each number of a header keeps its text: cJSON keeps only a double (2^53 + 1 read as 2^53,
+ * 3.2e1 and -0.0 as integers), while the reference reader (serde, u64/usize) takes only plain
+ * decimal integers, exactly. The number tokens of s[0..n) (the JSON cJSON parsed into j), in
+ * document order, are the number nodes of j in pre-order: each gets its token as valuestring
+ * (cJSON_Delete frees it). A number starts with '-' or a digit outside a string, as in cJSON,
+ * and runs over [0-9+-.eE]. */
+typedef struct num_tokens {
+    const char *s;
+    size_t n, at;
+} num_tokens;
+
+static bool next_number(num_tokens *k, const char **tok, size_t *len)
 {
-    if (!cJSON_IsNumber(v)) return false;
-    double d = v->valuedouble;
-    if (!(d >= 0.0) || d > 9007199254740992.0 || floor(d) != d) return false;
-    *out = (uint64_t)d;
-    return true;
+    bool in_str = false;
+    for (; k->at < k->n; k->at++) {
+        const char c = k->s[k->at];
+        if (in_str) {
+            if (c == '\\') k->at++;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t e = k->at;
+            while (e < k->n && k->s[e] && strchr("0123456789+-.eE", k->s[e])) e++;
+            *tok = k->s + k->at;
+            *len = e - k->at;
+            k->at = e;
+            return true;
+        }
+    }
+    return false;
+}
+
+static fp4_status attach_numbers(const char *file, num_tokens *k, cJSON *v)
+{
+    for (; v; v = v->next) {
+        if (cJSON_IsNumber(v)) {
+            const char *tok;
+            size_t len;
+            if (!next_number(k, &tok, &len) || v->valuestring)
+                return fp4_error(FP4_ERR_INTERNAL, "%s: header numbers out of step", file);
+            if (!(v->valuestring = malloc(len + 1)))
+                return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the header", file);
+            memcpy(v->valuestring, tok, len);
+            v->valuestring[len] = 0;
+        }
+        if (v->child) FP4_TRY(attach_numbers(file, k, v->child)); /* cJSON's nesting limit */
+    }
+    return FP4_OK;
+}
+
+/* The exact value of a JSON number as the reference reader takes a u64: plain decimal digits,
+ * no sign, fraction, exponent or leading zero, at most `max`. NULL, or what is wrong with it. */
+static const char *json_uint(const cJSON *v, uint64_t max, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v) || !v->valuestring) return "not a number";
+    const char *t = v->valuestring;
+    if (!t[0] || (t[0] == '0' && t[1]) || strspn(t, "0123456789") != strlen(t))
+        return "not a plain decimal integer (the safetensors format takes no other)";
+    uint64_t x = 0;
+    for (; *t; t++) {
+        const uint64_t d = (uint64_t)(*t - '0');
+        if (x > (UINT64_MAX - d) / 10) return "over 2^64 - 1";
+        x = x * 10 + d;
+    }
+    if (x > max) return "over 2^63 - 1, the largest dimension read";
+    *out = x;
+    return NULL;
 }
 
 static int cmp_str_ptr(const void *a, const void *b)
@@ -305,9 +364,13 @@ static fp4_status st_tensor(const char *file, const cJSON *item, uint64_t data_l
     snprintf(t->dtype, sizeof t->dtype, "%s", dt->valuestring);
     t->type = fp4_st_dtype_from_name(dt->valuestring);
     uint64_t b, e;
-    if (!json_uint(cJSON_GetArrayItem(off, 0), &b) || !json_uint(cJSON_GetArrayItem(off, 1), &e))
-        return fp4_error(FP4_ERR_INPUT, "%s: %s: data_offsets are not integers in [0, 2^53]",
-                         file, name);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *o = cJSON_GetArrayItem(off, i);
+        const char *bad = json_uint(o, UINT64_MAX, i ? &e : &b);
+        if (bad)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: data_offsets hold %.40s: %s", file, name,
+                             cJSON_IsNumber(o) ? o->valuestring : "a value", bad);
+    }
     if (e < b)
         return fp4_error(FP4_ERR_INPUT, "%s: %s: data_offsets [%llu, %llu] end before they begin",
                          file, name, (unsigned long long)b, (unsigned long long)e);
@@ -319,9 +382,10 @@ static fp4_status st_tensor(const char *file, const cJSON *item, uint64_t data_l
     cJSON_ArrayForEach(d, sh)
     {
         uint64_t v;
-        if (!json_uint(d, &v))
-            return fp4_error(FP4_ERR_INPUT, "%s: %s: shape holds a value that is not an "
-                             "integer in [0, 2^53]", file, name);
+        const char *bad = json_uint(d, INT64_MAX, &v);
+        if (bad)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: shape holds %.40s: %s", file, name,
+                             cJSON_IsNumber(d) ? d->valuestring : "a value", bad);
         if (rank < FP4_ST_MAX_RANK) t->dims[rank] = (int64_t)v;
         rank++;
         if (v != 0 && prod > UINT64_MAX / v)
@@ -386,7 +450,12 @@ fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4
                          (unsigned long long)n, (unsigned long long)size);
     cJSON *j = NULL;
     FP4_TRY(json_parse_object(file, "header", true, (const char *)buf + 8, (size_t)n, &j));
-    fp4_status st = FP4_OK;
+    num_tokens k = {(const char *)buf + 8, (size_t)n, 0};
+    fp4_status st = attach_numbers(file, &k, j->child);
+    if (st != FP4_OK) {
+        cJSON_Delete(j);
+        return st;
+    }
     uint64_t data_len = size - 8 - n;
     int cap = cJSON_GetArraySize(j);
     st_sorted *s = calloc((size_t)(cap > 0 ? cap : 1), sizeof *s);

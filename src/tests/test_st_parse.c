@@ -213,17 +213,67 @@ static void test_hostile_headers(void **state)
     expect_bad("{\"__metadata__\":{\"k\":1}}", 0, 0, "value is not a string");
     expect_bad("{\"__metadata__\":[\"k\"]}", 0, 0, "__metadata__ is not a JSON object");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, 0,
-               "not an integer in [0, 2^53]");
+               "a: shape holds -1: not a plain decimal integer");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[9007199254740994],\"data_offsets\":[0,4]}}", 4, 0,
-               "not an integer in [0, 2^53]");
+               "hold 4 bytes; 9007199254740994 elements of F32 take 36028797018963976");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}", 4, 0,
-               "not an integer in [0, 2^53]");
+               "a: shape holds 1.5: not a plain decimal integer");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, 0,
                "not [begin, end]");
     expect_bad("{\"a\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0,
                "\"dtype\" missing");
     expect_bad("{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0, "\"dtype\" missing");
     expect_bad("{\"a\":[1]}", 0, 0, "not a JSON object");
+}
+
+/* Header numbers as the reference reader (serde, u64) takes them: plain decimal integers, read
+ * exactly (cJSON's double made 2^53 + 1 into 2^53 and took 3.2e1 and -0.0 as integers); the
+ * message names the file, the tensor, the key and the text. Strings holding digits, escaped
+ * quotes and numbers elsewhere keep the numbers in step with their text. */
+static void test_header_numbers(void **state)
+{
+    (void)state;
+    const struct {
+        const char *shape, *off, *want;
+    } bad[] = {
+        {"[3.2e1]", "[0,128]", "a: shape holds 3.2e1: not a plain decimal integer"},
+        {"[32E0]", "[0,128]", "a: shape holds 32E0: not a plain"},
+        {"[-0.0]", "[0,0]", "a: shape holds -0.0: not a plain"},
+        {"[-0]", "[0,0]", "a: shape holds -0: not a plain"},
+        {"[1,2.0]", "[0,8]", "a: shape holds 2.0: not a plain"},
+        {"[9223372036854775808,0]", "[0,0]", "a: shape holds 9223372036854775808: over 2^63 - 1"},
+        {"[1]", "[0.0,4]", "a: data_offsets hold 0.0: not a plain"},
+        {"[1]", "[0,4e0]", "a: data_offsets hold 4e0: not a plain"},
+        {"[0]", "[0,18446744073709551616]", "a: data_offsets hold 18446744073709551616: over 2^64 - 1"},
+        {"[\"1\"]", "[0,4]", "a: shape holds a value: not a number"},
+    };
+    char json[512];
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(json, sizeof json, "{\"__metadata__\":{\"n\":\"1.5e3 \\\" -2\"},"
+                 "\"z\\\"9\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":[7.5,{\"y\":-3}]},"
+                 "\"a\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":%s}}", bad[i].shape,
+                 bad[i].off);
+        /* a's number is refused before its offsets are checked against z's */
+        expect_bad(json, 4, 0, bad[i].want);
+    }
+    /* exact: 2^53 + 1 stays 2^53 + 1 (a tensor of no elements), beside numbers elsewhere */
+    const char *ok = "{\"__metadata__\":{\"n\":\"1.5e3 \\\" -2\"},"
+                     "\"e\":{\"dtype\":\"F32\",\"shape\":[9007199254740993,0],\"data_offsets\":[0,0],"
+                     "\"x\":[7.5,-3]},"
+                     "\"w\":{\"dtype\":\"F32\",\"shape\":[9223372036854775807,0],\"data_offsets\":[0,0]},"
+                     "\"v\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    uint64_t size;
+    uint8_t *b = st_image(ok, 8, 0, &size);
+    fp4_st_header h;
+    assert_int_equal(fp4_st_parse("m.safetensors", b, size, &h), FP4_OK);
+    assert_int_equal(h.n, 3);
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(h.t[i].name, "e") == 0) assert_true(h.t[i].dims[0] == 9007199254740993LL);
+        if (strcmp(h.t[i].name, "w") == 0) assert_true(h.t[i].dims[0] == INT64_MAX);
+        if (strcmp(h.t[i].name, "v") == 0) assert_true(h.t[i].dims[0] == 2 && h.t[i].end == 8);
+    }
+    fp4_st_header_free(&h);
+    free(b);
 }
 
 /* The NUL byte in the raw header (not escaped): refused, not a silently shortened name. */
@@ -473,6 +523,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_header),    cmocka_unit_test(test_empty_and_tiny), cmocka_unit_test(test_truncated_data),
+        cmocka_unit_test(test_header_numbers),
         cmocka_unit_test(test_hostile_headers), cmocka_unit_test(test_raw_nul),
         cmocka_unit_test(test_rank_beyond_max), cmocka_unit_test(test_dtype_table),
         cmocka_unit_test(test_index),          cmocka_unit_test(test_utf8),
