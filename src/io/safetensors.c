@@ -211,6 +211,12 @@ static fp4_status st_map(const char *path, const char *named_by, const char *roo
                              path, why);
         return fp4_error(FP4_ERR_INPUT, "%s: %s", path, why);
     }
+    struct stat ib;
+    if (named_by && stat(named_by, &ib) == 0 && ib.st_dev == sb.st_dev && ib.st_ino == sb.st_ino) {
+        close(fd);
+        return fp4_error(FP4_ERR_INPUT, "%s: weight_map names the index itself as a shard (%s)",
+                         named_by, path);
+    }
     f->size = (uint64_t)sb.st_size;
     if (f->size < 8) {
         close(fd);

@@ -211,6 +211,19 @@ static void test_hostile_headers(void **state)
     expect_bad("{\"a\tb\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, 0,
                "control character");
     expect_bad("{\"__metadata__\":{\"k\":1}}", 0, 0, "value is not a string");
+    { /* JSON text where the length should be (an index): named so, not a header size */
+        const char *ix = "{\"weight_map\": {\"w\": \"x.safetensors\"}}";
+        const char *ws = " \n\t{\"a\":1}";
+        for (int k = 0; k < 2; k++) {
+            const char *t = k ? ws : ix;
+            fp4_error_clear();
+            fp4_st_header h;
+            assert_int_equal(fp4_st_parse("m.safetensors", (const uint8_t *)t, strlen(t), &h),
+                             FP4_ERR_INPUT);
+            assert_string_equal(fp4_last_error(), "m.safetensors is not a safetensors file (it "
+                                                  "looks like JSON: an index?)");
+        }
+    }
     expect_bad("{\"__metadata__\":[\"k\"]}", 0, 0, "__metadata__ is not a JSON object");
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, 0,
                "a: shape holds -1: not a plain decimal integer");

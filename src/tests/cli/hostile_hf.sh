@@ -34,6 +34,7 @@ st("cutshard/s1.safetensors", json.dumps({"x": T("F32", [64], 0, 256)}), w)
 st("cutshard/s2.safetensors", json.dumps({"y": T("F32", [64], 0, 256), "z": T("F32", [64], 256, 512)}), w + w[:-1])
 json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
           open(os.path.join(d, "cutshard/model.safetensors.index.json"), "w"))
+json.dump({"weight_map": {"w": "self.safetensors.index.json"}}, open(os.path.join(d, "self.safetensors.index.json"), "w"))
 os.makedirs(os.path.join(d, "missing"))
 json.dump({"weight_map": {"a": "model-00001-of-00002.safetensors"}}, open(os.path.join(d, "missing/model.safetensors.index.json"), "w"))
 os.makedirs(os.path.join(d, "notheld"))
@@ -82,6 +83,7 @@ bad notutf8.safetensors "not valid UTF-8"
 bad nul.safetensors "NUL"
 bad gap.safetensors "belong to no tensor"
 bad badmeta.safetensors "not a string"
+bad self.safetensors.index.json "self.safetensors.index.json: weight_map names the index itself as a shard"
 bad missing/model.safetensors.index.json "model-00001-of-00002.safetensors: no such file"
 bad missing "model-00001-of-00002.safetensors: no such file"
 bad notheld/model.safetensors.index.json "b: listed in .*s1.safetensors, which does not hold it"
