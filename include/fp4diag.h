@@ -111,8 +111,8 @@ typedef struct fp4d_tensor_info {
                             supported", "filter blosc (32001) is not available") */
 } fp4d_tensor_info;
 
-/* Open `path` read-only. FP4D_ERR_INPUT "PATH: no such file", "PATH: not an HDF5, safetensors
- * or NumPy file", ... Free with fp4d_close. */
+/* Open `path` read-only. FP4D_ERR_INPUT "PATH: no such file", "PATH: not an HDF5, safetensors,
+ * PyTorch, GGUF or NumPy file", ... Free with fp4d_close. */
 fp4d_status fp4d_open(const char *path, fp4d_input **out);
 void fp4d_close(fp4d_input *in);
 

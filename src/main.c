@@ -17,6 +17,7 @@
 #include "base/trace.h"
 #include "base/version.h"
 #include "cmd/world.h"
+#include "io/source.h" /* FP4_INPUT_FORMATS */
 
 const fp4_command fp4_commands[] = {
     {"ls", cmd_ls, "list the tensors of a file (shape, dtype, chunks, filters, size)",
@@ -58,7 +59,8 @@ void fp4_print_usage(const char *name)
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: fp4diag [--version] [--help] COMMAND [OPTIONS] [ARGS]\n\n"
-                 "4-bit quantization diagnostics for tensors in HDF5, safetensors and NumPy files.\n\ncommands:\n");
+                 "4-bit quantization diagnostics for tensors in " FP4_INPUT_FORMATS " files.\n\n"
+                 "commands:\n");
     for (int i = 0; i < fp4_ncommands; i++)
         fprintf(out, "  %-9s %s\n", fp4_commands[i].name, fp4_commands[i].summary);
     fprintf(out, "\n'fp4diag help COMMAND' or 'fp4diag COMMAND --help' for a command's options.\n"

@@ -163,7 +163,7 @@ static fp4_status dir_refusal(const char *file)
     if (d) closedir(d);
     if (n == 0)
         return fp4_error(FP4_ERR_INPUT,
-                         "%s: is a directory, not an HDF5, safetensors or NumPy checkpoint", file);
+                         "%s: is a directory, not an " FP4_INPUT_FORMATS " checkpoint", file);
     char *shownames = fp4_text_escape(names, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
     char more[32] = "";
     if (n > shown) snprintf(more, sizeof more, " and %d more", n - shown);
@@ -200,7 +200,8 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
     }
     if (S_ISDIR(st.st_mode)) return dir_refusal(file);
     if (!S_ISREG(st.st_mode))
-        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an HDF5, safetensors or NumPy file", file);
+        return fp4_error(FP4_ERR_INPUT, "%s: not a regular file, not an " FP4_INPUT_FORMATS " file",
+                         file);
     struct stat sb;
     const char *oerr;
     int fd = fp4_open_regular(file, &sb, &oerr); /* never blocks (a FIFO swapped in meanwhile) */
@@ -219,7 +220,7 @@ fp4_status fp4_h5_open(const char *file, fp4_h5file **out)
                                         "compare two reports with 'fp4diag compare BASE.json "
                                         "NEW.json'",
                          file);
-    if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an HDF5, safetensors or NumPy file", file);
+    if (ok <= 0) return fp4_error(FP4_ERR_INPUT, "%s: not an " FP4_INPUT_FORMATS " file", file);
     hid_t fid = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (fid < 0) {
         char why[160];

@@ -15,8 +15,8 @@
 typedef struct fp4_h5file fp4_h5file;
 
 /* Open FILE read-only. FP4_ERR_INPUT "FILE: no such file" / "FILE: permission denied" /
- * "FILE: is a directory, not an HDF5, safetensors or NumPy checkpoint" / "FILE: not an HDF5,
- * safetensors or NumPy file" / … (errno is checked
+ * "FILE: is a directory, not an " FP4_INPUT_FORMATS " checkpoint" / "FILE: not an "
+ * FP4_INPUT_FORMATS " file" (io/source.h) / … (errno is checked
  * before HDF5 is asked). HDF5 is not thread-safe here: use one fp4_h5file from one thread. */
 fp4_status fp4_h5_open(const char *file, fp4_h5file **out);
 void fp4_h5_close(fp4_h5file *f);

@@ -7,7 +7,8 @@
  *      least probe, open, close, list, describe and read_raw (or read_f32); everything it
  *      calls of a foreign library stays in that file.
  *   2. Declare it `extern` in source_reg.c and add it to the table there, before HDF5 (the fallback that claims any file no
- *      probe recognised, and gives the "not an HDF5, safetensors or NumPy file" error).
+ *      probe recognised, and gives the "not an " FP4_INPUT_FORMATS " file" error), and its
+ *      name to FP4_INPUT_FORMATS below.
  *   3. Fill every descriptor field (fp4_tensor_desc below): `stored` says how the words are
  *      stored, so the caller widens them (io/widen.h); FP4_STORED_OTHER means "only read_f32
  *      can read it" (then read_f32 is required).
@@ -27,6 +28,10 @@
 #include <sys/stat.h>
 
 #include "base/status.h"
+
+/* The formats read, as every message that lists them names them (one list: a format added to
+ * fp4_source_table is added here): "not an " FP4_INPUT_FORMATS " file". */
+#define FP4_INPUT_FORMATS "HDF5, safetensors, PyTorch, GGUF or NumPy"
 
 #define FP4_MAX_RANK 8
 

@@ -1,6 +1,6 @@
 /* io/source_reg.c — the registry of tensor sources: the only file that names the formats.
  * A file is read as the first format whose probe recognises its first bytes; HDF5, last, is
- * the fallback (its open says "not an HDF5, safetensors, NumPy or GGUF file" for anything it cannot open). */
+ * the fallback (its open says "not an " FP4_INPUT_FORMATS " file" for anything it cannot open). */
 #include "io/source.h"
 
 extern const fp4_source_ops fp4_source_pytorch;

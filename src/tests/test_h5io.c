@@ -590,21 +590,21 @@ static void test_open_errors(void **state)
     snprintf(want, sizeof want, "%s: no such file", p);
     assert_string_equal(fp4_last_error(), want);
     assert_int_equal(fp4_h5_open(dir, &f), FP4_ERR_INPUT);
-    assert_non_null(strstr(fp4_last_error(), ": is a directory, not an HDF5, safetensors or NumPy checkpoint"));
+    assert_non_null(strstr(fp4_last_error(), ": is a directory, not an HDF5, safetensors, PyTorch, GGUF or NumPy checkpoint"));
     snprintf(p, sizeof p, "%s/garbage.h5", dir);
     FILE *g = fopen(p, "wb");
     assert_non_null(g);
     for (int i = 0; i < 4096; i++) fputc(i * 7 & 0xff, g);
     fclose(g);
     assert_int_equal(fp4_h5_open(p, &f), FP4_ERR_INPUT);
-    snprintf(want, sizeof want, "%s: not an HDF5, safetensors or NumPy file", p);
+    snprintf(want, sizeof want, "%s: not an HDF5, safetensors, PyTorch, GGUF or NumPy file", p);
     assert_string_equal(fp4_last_error(), want);
     snprintf(p, sizeof p, "%s/empty.h5", dir);
     g = fopen(p, "wb");
     assert_non_null(g);
     fclose(g);
     assert_int_equal(fp4_h5_open(p, &f), FP4_ERR_INPUT);
-    assert_non_null(strstr(fp4_last_error(), "not an HDF5, safetensors or NumPy file"));
+    assert_non_null(strstr(fp4_last_error(), "not an HDF5, safetensors, PyTorch, GGUF or NumPy file"));
     fp4t_rmtree(dir);
 }
 

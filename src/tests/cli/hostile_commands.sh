@@ -87,7 +87,7 @@ fatal "$fx/mixed.h5: /nope: no such dataset or group" sqnr "$fx/mixed.h5" /nope
 head -c 100000 "$CKPT" >"$tmp/cut.h5"
 fatal "$tmp/cut.h5: " sqnr "$tmp/cut.h5"
 printf 'garbage' >"$tmp/garbage.h5"
-fatal "$tmp/garbage.h5: not an HDF5, safetensors or NumPy file" sqnr "$tmp/garbage.h5"
+fatal "$tmp/garbage.h5: not an HDF5, safetensors, PyTorch, GGUF or NumPy file" sqnr "$tmp/garbage.h5"
 fatal "$tmp/none.h5: no such file" sqnr "$tmp/none.h5"
 fatal "$out: is a directory" sqnr "$out"
 

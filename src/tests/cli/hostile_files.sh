@@ -33,10 +33,10 @@ r = random.Random(9)
 open(sys.argv[1], "wb").write(bytes(r.randrange(256) for _ in range(65536)))
 open(sys.argv[2], "wb").write(b"\x89HDF\r\n\x1a\n" + bytes(r.randrange(256) for _ in range(4096)))
 ' "$tmp/garbage.h5" "$tmp/sig.h5"
-clean_fail "$tmp/garbage.h5: not an HDF5, safetensors or NumPy file" ls "$tmp/garbage.h5"
+clean_fail "$tmp/garbage.h5: not an HDF5, safetensors, PyTorch, GGUF or NumPy file" ls "$tmp/garbage.h5"
 clean_fail "$tmp/sig.h5: " ls "$tmp/sig.h5"
 : >"$tmp/empty.h5"
-clean_fail "$tmp/empty.h5: not an HDF5, safetensors or NumPy file" ls "$tmp/empty.h5"
+clean_fail "$tmp/empty.h5: not an HDF5, safetensors, PyTorch, GGUF or NumPy file" ls "$tmp/empty.h5"
 
 # Not regular files: never read (a FIFO would block forever), never hang.
 mkdir "$tmp/dir.h5"

@@ -14,7 +14,7 @@ check() { # expected-rc, expected-substring, args...
 }
 check 3 "$tmp/nope.h5: no such file" ls "$tmp/nope.h5"
 echo "not hdf5" >"$tmp/junk.h5"
-check 3 "$tmp/junk.h5: not an HDF5, safetensors or NumPy file" ls "$tmp/junk.h5"
+check 3 "$tmp/junk.h5: not an HDF5, safetensors, PyTorch, GGUF or NumPy file" ls "$tmp/junk.h5"
 check 3 "$tmp: is a directory" ls "$tmp"
 if [ -f testdata/gpt_ckpt_small.h5 ]; then
     check 3 "testdata/gpt_ckpt_small.h5: /nope: no such dataset or group" \

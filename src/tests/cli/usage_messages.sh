@@ -1,6 +1,8 @@
 #!/bin/sh
 # usage_messages.sh — messages a first run meets name what fp4diag reads and accepts: a file
-# no format claims is "not an HDF5, safetensors or NumPy file"; an unknown --format lists the
+# no format claims is "not an HDF5, safetensors, PyTorch, GGUF or NumPy file", an empty
+# directory "not an ... checkpoint" and --help's first line name the same five formats (one
+# list: three were named while five were read); an unknown --format lists the
 # nvfp4/mxfp4 names too; `fp4diag help --help` (and -h) prints the general help; a chunk over
 # --mem-limit is said to be over the half of it kept for decoding; `audit --error-split` is
 # refused with the reason (the split is of fp4diag's own quantization), not as unknown.
@@ -11,7 +13,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 printf '# not a checkpoint\n' >"$tmp/notes.md"
 "$FP4DIAG" sqnr "$tmp/notes.md" >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 3 ] || fail "sqnr on a text file: exit $rc"
-grep -q "notes.md: not an HDF5, safetensors or NumPy file" "$tmp/err" || { cat "$tmp/err"; fail "message"; }
+grep -q "notes.md: not an HDF5, safetensors, PyTorch, GGUF or NumPy file" "$tmp/err" || { cat "$tmp/err"; fail "message"; }
+mkdir "$tmp/empty"
+"$FP4DIAG" sqnr "$tmp/empty" >/dev/null 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 3 ] || fail "sqnr on an empty directory: exit $rc"
+grep -q "empty: is a directory, not an HDF5, safetensors, PyTorch, GGUF or NumPy checkpoint" \
+    "$tmp/err" || { cat "$tmp/err"; fail "empty directory: message"; }
+"$FP4DIAG" --help | grep -q "tensors in HDF5, safetensors, PyTorch, GGUF or NumPy files" ||
+    fail "--help does not name the five formats"
 "$FP4DIAG" sqnr "$tmp/notes.md" --format nvfp5 >/dev/null 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 2 ] || fail "--format nvfp5: exit $rc"
 grep -q "nvfp4, mxfp4" "$tmp/err" || { cat "$tmp/err"; fail "--format nvfp5: aliases not listed"; }
