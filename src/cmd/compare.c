@@ -180,10 +180,13 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
 #undef ADD
 }
 
-/* "overall: NEW is better than BASE by +2.31 dB (pooled SQNR); 40 of 42 results higher, 0
- * lower (mean +2.1, min +0.5, max +7.0 dB); alpha closer to 1 in 38, farther in 0". False when
- * there is nothing to judge (no result with an SQNR on both sides). */
-static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
+/* "overall: NEW is better than BASE by +2.31 dB (pooled SQNR); 40 of 42 results higher by more
+ * than 0.05 dB, 0 lower (mean +2.1, min +0.5, max +7.0 dB); alpha closer to 1 by more than 0.001
+ * in 38, farther in 0": the counts are those beyond o's thresholds (max_sqnr_drop_db,
+ * max_alpha_change), as overall.higher/lower/alpha_closer/alpha_farther. False when there is
+ * nothing to judge (no result with an SQNR on both sides). */
+static bool overall_line(const fp4_compare_result *res, const fp4_compare_opts *o, char *buf,
+                         size_t n)
 {
     if (!res->npaired && !res->npooled) return false;
     const bool pooled = res->npooled > 0;
@@ -200,22 +203,22 @@ static bool overall_line(const fp4_compare_result *res, char *buf, size_t n)
                      pooled ? "pooled" : "mean", d);
     if (k < 0 || (size_t)k >= n || !res->npaired) return k >= 0;
     snprintf(buf + k, n - (size_t)k,
-             "; %zu of %zu results higher, %zu lower (mean %+.2f, min %+.2f, max %+.2f dB); "
-             "alpha closer to 1 in %zu, farther in %zu",
-             res->nup, res->npaired, res->ndown, res->dsqnr_mean, res->dsqnr_min,
-             res->dsqnr_max, res->ncloser, res->nfarther);
+             "; %zu of %zu results higher by more than %g dB, %zu lower (mean %+.2f, min %+.2f, "
+             "max %+.2f dB); alpha closer to 1 by more than %g in %zu, farther in %zu",
+             res->nup, res->npaired, o->max_sqnr_drop_db, res->ndown, res->dsqnr_mean,
+             res->dsqnr_min, res->dsqnr_max, o->max_alpha_change, res->ncloser, res->nfarther);
     return true;
 }
 
 /* The count line and the overall line of the table. */
-static void summary_lines(FILE *out, const fp4_compare_result *res)
+static void summary_lines(FILE *out, const fp4_compare_result *res, const fp4_compare_opts *o)
 {
     fprintf(out, "%s reports: %zu results: %zu same, %zu changed, %zu improved, %zu regressed (%zu "
            "missing from NEW), %zu added\n",
            res->command, res->nrows, res->nsame, res->nchanged, res->nimproved, res->nregressed,
            res->nmissing, res->nadded);
     char line[512];
-    if (overall_line(res, line, sizeof line)) fprintf(out, "%s\n", line);
+    if (overall_line(res, o, line, sizeof line)) fprintf(out, "%s\n", line);
 }
 
 /* A line on stderr, wrapped at spaces to ecols (0: as it is). */
@@ -338,7 +341,8 @@ static void top_rows(const fp4_compare_result *res, char *const *en, bool *show)
     free(t);
 }
 
-static void print_table(const fp4_compare_result *res, int all, int verbosity)
+static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o, int all,
+                        int verbosity)
 {
     const int cols = fp4_term_width(stdout);
     char *buf = NULL;
@@ -381,7 +385,7 @@ static void print_table(const fp4_compare_result *res, int all, int verbosity)
             }
             if (res->rows[i].name && res->rows[i].name[0] != '(') nlisted++;
         }
-        summary_lines(out, res);
+        summary_lines(out, res, o);
         fputc('\n', out);
     }
     int grid = !strcmp(res->command, "grid");
@@ -556,7 +560,7 @@ static void print_table(const fp4_compare_result *res, int all, int verbosity)
                      "-v shows all %zu, --json holds all%s)\n",
                 nlisted, nall, nall,
                 res->nregressed ? "; every regression is named on standard error" : "");
-    else summary_lines(out, res);
+    else summary_lines(out, res, o);
     free(show);
     if (mem) {
         if (fclose(mem) == 0 && buf) fp4_term_write(stdout, buf, cols);
@@ -762,7 +766,7 @@ fp4_status cmd_compare(int argc, char **argv)
     if (json)
         st = print_json(&res, &o, base, newp, all, output);
     else if (verbosity >= 0)
-        print_table(&res, all, verbosity);
+        print_table(&res, &o, all, verbosity);
     for (size_t i = 0; i < res.nrows; i++) {
         const fp4_compare_row *r = &res.rows[i];
         if (!r->fails) continue;

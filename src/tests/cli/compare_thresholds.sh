@@ -48,7 +48,12 @@ expect 0 "$F" compare --max-alpha-change 0.005 "$S" "$T/alpha.json"
 expect 0 "$F" compare "$T/alpha.json" "$S"
 grep -q 'improved' "$T/out" || fail "alpha closer to 1 is not listed as improved"
 expect 0 "$F" compare "$T/drop.json" "$S"
-grep -q '^overall: .* 1 of 16 results higher, 0 lower' "$T/out" || fail "no overall line for a rise"
+grep -q '^overall: .* 1 of 16 results higher by more than 0.05 dB, 0 lower (mean .*); alpha closer to 1 by more than 0.001 in 0, farther in 0$' "$T/out" ||
+    fail "no overall line for a rise naming the thresholds its counts are beyond"
+# the counts are those beyond the thresholds in force, and the line says which
+expect 0 "$F" compare --max-sqnr-drop 1.5 --max-alpha-change 0.01 "$T/drop.json" "$S"
+grep -q '^overall: .* 0 of 16 results higher by more than 1.5 dB, 0 lower (mean .*); alpha closer to 1 by more than 0.01 in 0, farther in 0$' "$T/out" ||
+    fail "the overall line does not name the thresholds given"
 expect 0 "$F" compare --json "$T/drop.json" "$S"
 grep -q '"higher":	1,' "$T/out" || fail "--json: overall.higher is not 1"
 
