@@ -284,13 +284,16 @@ static int by_sqnr(const void *pa, const void *pb)
 }
 
 /* The table's order (issue 29): a tensor left out of the pool for its layout first; then, with
- * FP4_KEEP_MIN_TENSORS or more, the verdict's keep score (SPEC 9) of the export, the larger of
- * the modified z-scores of its flushed share (higher than the typical tensor's) and of its
- * SQNR (lower), highest first: a tensor whose small values were flushed has a high SQNR and
- * would otherwise come last; ties and fewer tensors: lowest export SQNR first. */
+ * FP4_KEEP_MIN_TENSORS or more, the verdict's keep score (SPEC 9, fp4_keep_score) of the export:
+ * the largest of the modified z-scores of its flushed share (higher than the typical tensor's),
+ * of its SQNR (lower) and of its non-amax SQNR (lower), highest first, kept above FP4_KEEP_Z: a
+ * tensor whose small values were flushed, or one whose outlier input channel coarsened the
+ * rest of its blocks, has a high SQNR and would otherwise come last; ties and fewer tensors:
+ * lowest export SQNR first. */
 typedef struct audit_row {
     const fp4_audit_tensor *t;
-    double f, s, score;
+    double f, s, a, score;
+    fp4_keep_by by;
 } audit_row;
 
 static double flushed_share(const fp4_audit_tensor *t)
@@ -333,39 +336,54 @@ static int by_rank(const void *pa, const void *pb)
     return by_sqnr(&a->t, &b->t);
 }
 
-/* Fill rows[0..n) (ord's tensors) with f, s and the score, and sort them. */
+/* Fill rows[0..n) (ord's tensors) with f, s, a, the score and its reason, and sort them. */
 static void audit_rank(audit_row *rows, int n)
 {
-    double *f = calloc((size_t)n + 1, sizeof *f), *s = calloc((size_t)n + 1, sizeof *s),
-           *w = calloc((size_t)n + 1, sizeof *w);
+    double *v[3], *w = calloc((size_t)n + 1, sizeof *w);
+    for (int k = 0; k < 3; k++) v[k] = calloc((size_t)n + 1, sizeof *v[k]);
     int m = 0;
     for (int i = 0; i < n; i++) {
         const char *st;
         rows[i].f = flushed_share(rows[i].t);
         rows[i].s = fp4_audit_sqnr(&rows[i].t->export_, &st);
+        rows[i].a = fp4_audit_sqnr(&rows[i].t->export_na, &st);
         rows[i].score = NAN;
-        if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED || !f) continue;
-        f[m] = rows[i].f;
-        s[m++] = rows[i].s;
+        rows[i].by = FP4_KEEP_BY_FLUSHED;
+        if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED || !v[0] || !v[1] || !v[2]) continue;
+        v[0][m] = rows[i].f;
+        v[1][m] = rows[i].s;
+        v[2][m++] = rows[i].a;
     }
-    if (f && s && w && m >= FP4_KEEP_MIN_TENSORS) {
-        double mf, df, ms, ds;
-        med_mad(f, m, w, &mf, &df);
-        med_mad(s, m, w, &ms, &ds);
-        df = fmax(df, FP4_KEEP_MAD_FLUSHED);
-        ds = fmax(ds, FP4_KEEP_MAD_SQNR_DB);
+    if (v[0] && v[1] && v[2] && w && m >= FP4_KEEP_MIN_TENSORS) {
+        double med[3], mad[3];
+        for (int k = 0; k < 3; k++) med_mad(v[k], m, w, &med[k], &mad[k]);
+        mad[0] = fmax(mad[0], FP4_KEEP_MAD_FLUSHED);
+        mad[1] = fmax(mad[1], FP4_KEEP_MAD_SQNR_DB);
+        mad[2] = fmax(mad[2], FP4_KEEP_MAD_SQNR_DB);
         for (int i = 0; i < n; i++) {
             if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED) continue;
             /* as the verdict's: a value that is not finite has that z 0 */
-            double zf = isfinite(rows[i].f) && isfinite(mf) ? 0.6745 * (rows[i].f - mf) / df : 0;
-            double zs = isfinite(rows[i].s) && isfinite(ms) ? 0.6745 * (ms - rows[i].s) / ds : 0;
-            rows[i].score = fmax(zf, zs);
+            const audit_row *r = &rows[i];
+            double zf = isfinite(r->f) && isfinite(med[0]) ? 0.6745 * (r->f - med[0]) / mad[0] : 0;
+            double zs = isfinite(r->s) && isfinite(med[1]) ? 0.6745 * (med[1] - r->s) / mad[1] : 0;
+            double za = isfinite(r->a) && isfinite(med[2]) ? 0.6745 * (med[2] - r->a) / mad[2] : 0;
+            rows[i].score = fp4_keep_score(zf, zs, za, &rows[i].by);
         }
     }
-    free(f);
-    free(s);
+    for (int k = 0; k < 3; k++) free(v[k]);
     free(w);
     qsort(rows, (size_t)n, sizeof *rows, by_rank);
+}
+
+/* The row's flag: "LAYOUT" (left out of the pool), "KEEP (WHY)" (WHY the keep list's word for
+ * the z-score that decided: flushed, SQNR, non-amax) or "". */
+static void row_flag(const audit_row *r, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (r->t->layout_fit != FP4_AUDIT_H_DECLARED)
+        snprintf(buf, cap, "LAYOUT");
+    else if (r->score > FP4_KEEP_Z)
+        snprintf(buf, cap, "KEEP (%s)", fp4_keep_by_word(r->by));
 }
 
 static void pct_text(char *buf, size_t cap, double v, const char *fmt)
@@ -469,7 +487,13 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         if (!fpcol)
             fprintf(out, "format/producer: %s %s (every tensor)\n", fp4_qformat_name(ord[0]->q.format),
                     fp4_qproducer_name(ord[0]->q.producer));
-        int room = cols - 62 - (fpcol ? fw + 1 : 0);
+        int flagw = 0; /* the widest flag and its space */
+        for (int i = 0; i < n; i++) {
+            char flag[64];
+            row_flag(&rows[i], flag, sizeof flag);
+            if (flag[0] && (int)strlen(flag) + 1 > flagw) flagw = (int)strlen(flag) + 1;
+        }
+        int room = cols - 62 - (fpcol ? fw + 1 : 0) - flagw;
         /* narrower still (a width of 40): one record per tensor, its name on a line of its
          * own and its values as KEY=VALUE words under it, wrapped at spaces (SPEC 9) */
         record = room < 12 && w > room;
@@ -501,7 +525,9 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                  fp4_qproducer_name(t->q.producer));
         char gain[16] = "-";
         if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
-        const bool keep = rows[i].score > FP4_KEEP_Z;
+        char flag[64];
+        row_flag(&rows[i], flag, sizeof flag);
+        const char *sep = !flag[0] ? "" : compact ? " " : "  "; /* record: compact too */
         if (record) {
             char *sh = fp4_text_escape(t->name, FP4_ESC_CONTROL | FP4_ESC_UTF8, NULL);
             const char *nm = sh ? sh : t->name;
@@ -511,30 +537,30 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
             free(sh);
             pct_text(fl, sizeof fl, rows[i].f, "%.2f");
             fprintf(out, "\n %s%s export=%s alpha=%.5f flush%%=%s RTN=%s RTN_alpha=%.5f gain=%s "
-                         "nonnear%%=%.4f same%%=%.4f%s\n",
+                         "nonnear%%=%.4f same%%=%.4f%s%s\n",
                     fpcol ? " " : "", fpcol ? fp : "", e, fp4_audit_alpha(&t->export_), fl, r,
                     fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
                     100.0 * frac(t->scale_match, t->scale_bytes),
-                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : keep ? " KEEP" : "");
+                    sep, flag);
             continue;
         }
         audit_put_name(out, t->name, w, compact);
         if (compact) {
             pct_text(fl, sizeof fl, rows[i].f, "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, fp);
-            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f%s\n", e,
+            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f%s%s\n", e,
                     fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
                     100.0 * frac(t->scale_match, t->scale_bytes),
-                    t->layout_fit != FP4_AUDIT_H_DECLARED ? " LAYOUT" : keep ? " KEEP" : "");
+                    sep, flag);
         } else {
             pct_text(fl, sizeof fl, rows[i].f, "%.4f");
-            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f%s\n", fp, e,
+            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f%s%s\n", fp, e,
                     fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
                     100.0 * frac(t->scale_match, t->scale_bytes),
-                    t->layout_fit != FP4_AUDIT_H_DECLARED ? "  LAYOUT" : keep ? "  KEEP" : "");
+                    sep, flag);
         }
     }
     int npool = 0;
@@ -587,10 +613,11 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                      "reproduces (SPEC 11)\n", compact ? "same% = " : "");
         fprintf(out, "%s: non-zero source values the export stores as +-0; rows: %s\n",
                 compact ? "flush%" : "flushed%",
-                ranked ? "most outlying first by the verdict's keep score (SPEC 9: the larger "
-                         "modified z-score of the flushed share and of the export SQNR against "
-                         "the typical tensor's); KEEP: above 3.5, a tensor to keep in high "
-                         "precision"
+                ranked ? "most outlying first by the verdict's keep score (SPEC 9: the largest "
+                         "modified z-score of the flushed share, the export SQNR and its non-amax "
+                         "SQNR against the typical tensor's); KEEP: above 3.5, a tensor to keep "
+                         "in high precision, with the statistic that tells why (flushed, SQNR, "
+                         "non-amax)"
                        : "lowest export SQNR first");
     } else if (n > 0) {
         fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");

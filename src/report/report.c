@@ -1371,10 +1371,7 @@ static void keep_table(FILE *out, const fp4_run *run, int nw)
             put_name(out, nm, nw);
         }
         fprintf(out, " flushed %6.2f%%  SQNR %7.3f dB  non-amax %7.3f dB  z %.1f (%s)\n",
-                100.0 * r->flushed, r->sqnr_db, r->sqnr_na_db, r->score,
-                r->by == FP4_KEEP_BY_FLUSHED ? "flushed"
-                : r->by == FP4_KEEP_BY_SQNR  ? "SQNR"
-                                             : "non-amax");
+                100.0 * r->flushed, r->sqnr_db, r->sqnr_na_db, r->score, fp4_keep_by_word(r->by));
     }
     if (k.nkeep > 10) fprintf(out, "    ... (%d more in the JSON)\n", k.nkeep - 10);
     {

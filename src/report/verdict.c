@@ -231,6 +231,31 @@ const char *fp4_keep_by_name(fp4_keep_by by)
     return "flushed";
 }
 
+const char *fp4_keep_by_word(fp4_keep_by by)
+{
+    switch (by) {
+    case FP4_KEEP_BY_SQNR: return "SQNR";
+    case FP4_KEEP_BY_SQNR_NONAMAX: return "non-amax";
+    case FP4_KEEP_BY_FLUSHED: break;
+    }
+    return "flushed";
+}
+
+double fp4_keep_score(double z_flushed, double z_sqnr, double z_sqnr_na, fp4_keep_by *by)
+{
+    /* the score: the largest z. `by`: the first of flushed, SQNR, non-amax SQNR whose z is
+     * above the threshold (the plainest reading of the loss: a flushing tensor's non-amax SQNR
+     * falls too), else the largest z (equal: in that order) */
+    fp4_keep_by b = FP4_KEEP_BY_FLUSHED;
+    double score = z_flushed;
+    if (z_sqnr > score) b = FP4_KEEP_BY_SQNR, score = z_sqnr;
+    if (z_sqnr_na > score) b = FP4_KEEP_BY_SQNR_NONAMAX, score = z_sqnr_na;
+    if (z_flushed > FP4_KEEP_Z) b = FP4_KEEP_BY_FLUSHED;
+    else if (z_sqnr > FP4_KEEP_Z) b = FP4_KEEP_BY_SQNR;
+    *by = b;
+    return score;
+}
+
 static int keep_cmp(const fp4_keep_row *a, const fp4_keep_row *b)
 {
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
@@ -305,15 +330,7 @@ fp4_status fp4_verdict_keep(const fp4_run *run, fp4_keep *out)
         r->z_sqnr_na = isfinite(a[t]) && isfinite(out->median_sqnr_na_db)
                            ? 0.6745 * (out->median_sqnr_na_db - a[t]) / da
                            : 0;
-        /* the score: the largest z. `by`: the first of flushed, SQNR, non-amax SQNR whose z
-         * is above the threshold (the plainest reading of the loss: a flushing tensor's
-         * non-amax SQNR falls too), else the largest z (equal: in that order) */
-        r->by = FP4_KEEP_BY_FLUSHED;
-        r->score = r->z_flushed;
-        if (r->z_sqnr > r->score) r->by = FP4_KEEP_BY_SQNR, r->score = r->z_sqnr;
-        if (r->z_sqnr_na > r->score) r->by = FP4_KEEP_BY_SQNR_NONAMAX, r->score = r->z_sqnr_na;
-        if (r->z_flushed > FP4_KEEP_Z) r->by = FP4_KEEP_BY_FLUSHED;
-        else if (r->z_sqnr > FP4_KEEP_Z) r->by = FP4_KEEP_BY_SQNR;
+        r->score = fp4_keep_score(r->z_flushed, r->z_sqnr, r->z_sqnr_na, &r->by);
         r->keep = n >= FP4_KEEP_MIN_TENSORS && r->score > FP4_KEEP_Z;
     }
     /* insertion sort: a total order (ties on the tensor index) */

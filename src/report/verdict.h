@@ -89,6 +89,16 @@ typedef enum fp4_keep_by {
 
 /* "flushed", "sqnr", "sqnr_nonamax" (the JSON's `by`) */
 const char *fp4_keep_by_name(fp4_keep_by by);
+/* "flushed", "SQNR", "non-amax" (the tables' reason words: the keep list's "z 35.7 (non-amax)",
+ * audit's "KEEP (non-amax)") */
+const char *fp4_keep_by_word(fp4_keep_by by);
+
+/* The keep score of one tensor's three modified z-scores (see above; a z of a value that is not
+ * finite passed as 0): max(z_flushed, z_sqnr, z_sqnr_na), and in *by the first of them above
+ * FP4_KEEP_Z, else the largest (equal: in that order). The tensor is kept when the score is
+ * > FP4_KEEP_Z. The analyses' keep list (fp4_verdict_keep) and audit's table (SPEC §11) both
+ * use it. */
+double fp4_keep_score(double z_flushed, double z_sqnr, double z_sqnr_na, fp4_keep_by *by);
 
 typedef struct fp4_keep_row {
     int t;                  /* index in run->tensors */

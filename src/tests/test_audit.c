@@ -163,9 +163,9 @@ static void test_table_rank(void **state)
     assert_non_null(strstr(buf, "   20.000  0.99000    1.0000  "));
     const char *e = strstr(buf, "\n/e ");
     const char *eol = strchr(e + 1, '\n');
-    assert_true(eol - e > 6 && !strncmp(eol - 6, "  KEEP", 6));
-    assert_int_equal((int)(strstr(buf, "KEEP") - buf), (int)(eol - 4 - buf));
-    assert_null(strstr(eol, "  KEEP\n"));
+    assert_true(eol - e > 16 && !strncmp(eol - 16, "  KEEP (flushed)", 16));
+    assert_int_equal((int)(strstr(buf, "KEEP") - buf), (int)(eol - 14 - buf));
+    assert_null(strstr(eol, "  KEEP ("));
     /* the pooled flushed share: 340 of 5000 */
     assert_non_null(strstr(buf, "(pooled, 5 tensors)"));
     assert_non_null(strstr(buf, "    6.8000  "));
@@ -179,6 +179,48 @@ static void test_table_rank(void **state)
     assert_true(pb && pc && pa && pb < pc && pc < pa);
     assert_null(strstr(buf, "KEEP"));
     assert_non_null(strstr(buf, "rows: lowest export SQNR first"));
+    free(buf);
+}
+
+/* The keep score's third z (issue 27, SPEC §9): five tensors of one SQNR (20 dB) and flushed
+ * share (1 %), non-amax SQNRs 18.0, 18.1, 18.2, 14.0 and 18.3 dB (median 18.1, MAD 0.1): /d's
+ * z_a = 0.6745 * 4.1 / 0.1 = 27.7 puts it first, KEEP by its non-amax SQNR alone (z_f = z_s = 0
+ * for all); the others' z_a at most 0.6745. Without z_a, no KEEP at all. */
+static void test_table_keep_nonamax(void **state)
+{
+    (void)state;
+    fp4_audit_tensor t[5];
+    memset(t, 0, sizeof t);
+    char *names[5] = {"/a", "/b", "/c", "/d", "/e"};
+    /* sum x^2 = 100: ee = 100 / 10^(dB / 10) */
+    const double na_ee[5] = {1.584893192461113, 1.548816618912481, 1.513561248436208,
+                             3.981071705534972, 1.479108388168207};
+    for (int i = 0; i < 5; i++) {
+        t[i].name = names[i];
+        t[i].q = qt(FP4_QF_NVFP4, FP4_QP_MODELOPT);
+        t[i].layout_fit = FP4_AUDIT_H_DECLARED;
+        t[i].export_ = (fp4_audit_sums){100.0, 1.0, 99.0, 1000};
+        t[i].export_na = (fp4_audit_sums){100.0, na_ee[i], 99.0, 900};
+        t[i].requant = t[i].export_;
+        t[i].requant_na = t[i].export_na;
+        t[i].src_nonzero = 1000;
+        t[i].flushed = 10;
+        t[i].scale_bytes = t[i].scale_match = 1;
+    }
+    fp4_audit a;
+    memset(&a, 0, sizeof a);
+    a.t = t;
+    a.n = 5;
+    a.pooled_export = a.pooled_requant = (fp4_audit_sums){500.0, 5.0, 495.0, 5000};
+    char *buf = NULL;
+    size_t len = 0;
+    table_of(&a, &buf, &len);
+    const char *d = strstr(buf, "\n/d ");
+    assert_non_null(d);
+    assert_ptr_equal(strchr(buf, '\n'), d); /* the first row */
+    const char *eol = strchr(d + 1, '\n');
+    assert_true(eol - d > 17 && !strncmp(eol - 17, "  KEEP (non-amax)", 17));
+    assert_null(strstr(eol, "KEEP ("));
     free(buf);
 }
 
@@ -353,7 +395,9 @@ int main(void)
         cmocka_unit_test(test_is_nearest),   cmocka_unit_test(test_e2m1_rtne),
         cmocka_unit_test(test_global_rules), cmocka_unit_test(test_block_rules),
         cmocka_unit_test(test_sqnr),
-        cmocka_unit_test(test_table_rank),         cmocka_unit_test(test_fixtures),
+        cmocka_unit_test(test_table_rank),
+        cmocka_unit_test(test_table_keep_nonamax),
+        cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_bucket_use),
     };
     return cmocka_run_group_tests_name("audit", tests, NULL, NULL);
