@@ -79,7 +79,7 @@ typedef struct fp4_qtensor {
     int64_t scale_cols;       /* block scales per row as stored (K / block for flat) */
     bool scale_1d;            /* swizzled scales stored 1-D as U8 (TensorRT-LLM's CUTLASS
                                  layout, ModelOpt try_tensorrt): the same tile order */
-    char layout[96];          /* "nibble low=even, scales flat e4m3, global multiplied" */
+    char layout[192];         /* "nibble low=even, e4m3 scales flat, global multiplied" */
     char *packed, *scale, *global, *input_scale; /* member tensor names (owned; global and
                                                     input_scale NULL when absent) */
     char **also;              /* the tensors of this logical tensor's other spelling (owned),
@@ -193,7 +193,7 @@ void fp4_quant_skip_reason(const fp4_qtensor *q, char *buf, size_t n);
 typedef struct fp4_qsummary {
     char format[8];           /* "nvfp4", "mxfp4" */
     char producer[24];        /* "modelopt", ... (fp4_qproducer_name) */
-    char layout[96];          /* fp4_qtensor.layout */
+    char layout[192];         /* fp4_qtensor.layout */
     int block;                /* elements per block scale */
     int64_t histogram[16];    /* elements per code (bit 3 the sign), every element once */
     int64_t scale_bytes;      /* block scales: rows * K / block (swizzle padding not counted) */

@@ -39,18 +39,19 @@ static double frac(int64_t a, int64_t b) { return b > 0 ? (double)a / (double)b 
 
 /* One side (export, requant) against the source: SQNR, status, alpha, the non-amax SQNR and
  * its status (sums na), the code histogram and its bucket use (bucket_ratio_15,
- * bucket_ratio_8, max_frac). */
+ * bucket_ratio_8, max_frac). `none`: the pool of no tensor, both statuses "none_pooled"
+ * (never "zero_signal", which says the tensors' source is all zero). */
 static void sums_json(cJSON *parent, const char *key, const fp4_audit_sums *s,
-                      const fp4_audit_sums *na, const int64_t hist[16])
+                      const fp4_audit_sums *na, const int64_t hist[16], bool none)
 {
     cJSON *o = cJSON_AddObjectToObject(parent, key);
     if (!o) return;
     const char *status;
     num(o, "sqnr_db", fp4_audit_sqnr(s, &status));
-    cJSON_AddStringToObject(o, "sqnr_status", status);
+    cJSON_AddStringToObject(o, "sqnr_status", none ? "none_pooled" : status);
     num(o, "alpha", fp4_audit_alpha(s));
     num(o, "sqnr_nonamax_db", fp4_audit_sqnr(na, &status));
-    cJSON_AddStringToObject(o, "sqnr_nonamax_status", status);
+    cJSON_AddStringToObject(o, "sqnr_nonamax_status", none ? "none_pooled" : status);
     cJSON *h = cJSON_AddArrayToObject(o, "histogram");
     for (int c = 0; h && c < 16; c++)
         cJSON_AddItemToArray(h, cJSON_CreateNumber((double)hist[c]));
@@ -68,8 +69,8 @@ cJSON *fp4_report_audit_pooled_json(int tensors, const fp4_audit_sums ex[2],
     cJSON *po = cJSON_CreateObject();
     if (!po) return NULL;
     cJSON_AddNumberToObject(po, "tensors", tensors);
-    sums_json(po, "export", &ex[0], &ex[1], ex_hist);
-    sums_json(po, "requant", &rq[0], &rq[1], rq_hist);
+    sums_json(po, "export", &ex[0], &ex[1], ex_hist, tensors == 0);
+    sums_json(po, "requant", &rq[0], &rq[1], rq_hist, tensors == 0);
     num(po, "nonnearest_frac", frac(nonnearest, elements));
     num(po, "scale_match_frac", frac(scale_match, scale_bytes));
     return po;
@@ -171,8 +172,8 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
             cJSON_AddStringToObject(qo, "layout", q->layout);
             cJSON_AddNumberToObject(qo, "block", q->block);
         }
-        sums_json(o, "export", &t->export_, &t->export_na, t->histogram);
-        sums_json(o, "requant", &t->requant, &t->requant_na, t->rq_histogram);
+        sums_json(o, "export", &t->export_, &t->export_na, t->histogram, false);
+        sums_json(o, "requant", &t->requant, &t->requant_na, t->rq_histogram, false);
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
@@ -622,17 +623,34 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
     } else if (n > 0) {
         fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");
     }
-    /* findings */
+    /* findings: every audited tensor needing one other layout is one line */
+    bool one_layout = n > 1;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n && one_layout; i++) {
+        const char *s1;
+        const double v = fp4_audit_sqnr(&ord[i]->hyp[FP4_AUDIT_H_DECLARED], &s1);
+        one_layout = ord[i]->layout_fit != FP4_AUDIT_H_DECLARED &&
+                     !strcmp(fp4_audit_hypothesis_label(ord[i], ord[i]->layout_fit),
+                             fp4_audit_hypothesis_label(ord[0], ord[0]->layout_fit));
+        if (!isnan(v)) lo = fmin(lo, v), hi = fmax(hi, v);
+    }
+    if (one_layout) {
+        fprintf(out, "layout: every tensor: %s, not as declared (as declared: ",
+                fp4_audit_hypothesis_label(ord[0], ord[0]->layout_fit));
+        if (lo <= hi) fprintf(out, "%.3f to %.3f dB", lo, hi);
+        else fprintf(out, "no SQNR");
+        fprintf(out, "); each tensor measured so, left out of the pool\n");
+    }
     for (int i = 0; i < n; i++) {
         const fp4_audit_tensor *t = ord[i];
-        if (t->layout_fit != FP4_AUDIT_H_DECLARED) {
+        if (t->layout_fit != FP4_AUDIT_H_DECLARED && !one_layout) {
             const char *s1, *s2;
             fprintf(out,
-                    "layout: %s: the export is sane only with %s (%.3f dB; as declared, %s: "
-                    "%.3f dB); left out of the pool\n",
+                    "layout: %s: the export is sane only with %s (%.3f dB; as declared: "
+                    "%.3f dB); measured so (%s), left out of the pool\n",
                     t->name, fp4_audit_hypothesis_label(t, t->layout_fit),
-                    fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1), t->q.layout,
-                    fp4_audit_sqnr(&t->export_, &s2));
+                    fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1),
+                    fp4_audit_sqnr(&t->hyp[FP4_AUDIT_H_DECLARED], &s2), t->q.layout);
         }
         if (t->q.format == FP4_QF_NVFP4 && t->global_stored != t->global_rule)
             fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g\n",

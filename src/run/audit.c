@@ -588,6 +588,9 @@ typedef struct piece_counts {
  * element by element in row-major order, so that the numbers do not depend on the threads. */
 typedef struct slab_work {
     const fp4_qtensor *q, *recip, *other;
+    const fp4_qtensor *dq; /* the layout the numbers are taken under: q, or the hypothesis
+                              that fits (its scale layout, its global direction); q's rules */
+    int flip;              /* 1: under the nibble order swapped (dq's codes k ^ 1) */
     const uint8_t *packed, *scales;
     float global, grule;
     bool nv, gguf, try_recip, try_swz;
@@ -606,7 +609,14 @@ static void slab_piece(void *ctx, int64_t k)
     const int64_t K = w->K, off = a * K;
     piece_counts *c = &w->pc[k];
     memset(c, 0, sizeof *c);
-    if (w->dec) fp4_quant_decode(q, w->packed, w->scales, w->global, w->r0 + a, nr, w->dec + off);
+    if (w->dec) {
+        fp4_quant_decode(w->dq, w->packed, w->scales, w->global, w->r0 + a, nr, w->dec + off);
+        for (int64_t e = 0; w->flip && e < nr * K; e += 2) { /* K is even */
+            const float v = w->dec[off + e];
+            w->dec[off + e] = w->dec[off + e + 1];
+            w->dec[off + e + 1] = v;
+        }
+    }
     if (w->try_recip && w->rec)
         fp4_quant_decode(w->recip, w->packed, w->scales, w->global, w->r0 + a, nr, w->rec + off);
     if (w->try_swz && w->swz)
@@ -617,14 +627,14 @@ static void slab_piece(void *ctx, int64_t k)
         const float *xr = w->x + r * K;
         float *rq = w->rq + r * K;
         for (int64_t b = 0; b < w->nb; b++) {
-            const uint8_t sb = w->scales[fp4_quant_scale_index(q, row, b)];
-            const float s = fp4_quant_block_scale(q, sb, w->global);
+            const uint8_t sb = w->scales[fp4_quant_scale_index(w->dq, row, b)];
+            const float s = fp4_quant_block_scale(w->dq, sb, w->global);
             if (w->nv && !w->gguf && (sb & 0x7F) == 0x7F) c->e4m3_nan++; /* ggml: 0 and 240 */
             if (!w->nv && sb == 0xFF) c->e8m0_ff++;
             float amax = 0.0f;
             for (int64_t j = 0; j < q->block; j++) {
                 const int64_t kk = b * q->block + j;
-                const unsigned code = fp4_quant_code(q, w->packed, row, kk);
+                const unsigned code = fp4_quant_code(w->dq, w->packed, row, kk ^ w->flip);
                 c->histogram[code]++;
                 c->nonnearest += !fp4_audit_is_nearest(xr[kk], fp4_e2m1_value(code), s);
                 if (xr[kk] != 0.0f) { /* NaN counts as non-zero, as the analyses' flushed share */
@@ -690,9 +700,27 @@ typedef struct audit_bufs {
 /* Pieces of at least this many elements (a piece is whole rows). */
 #define AUDIT_PIECE_ELEMS (1 << 16)
 
-/* One tensor: every measure over the slabs of its rows. */
+/* q read under layout hypothesis h (FP4_AUDIT_H_*) for its decode, codes and scale bytes:
+ * its scale layout or its per-tensor scale's direction the other one (the nibble order is
+ * slab_work.flip). */
+static fp4_qtensor hypothesis_qtensor(const fp4_qtensor *q, int h)
+{
+    fp4_qtensor o = *q;
+    if (h == FP4_AUDIT_H_RECIPROCAL)
+        o.producer = q->producer == FP4_QP_COMPRESSED_TENSORS ? FP4_QP_MODELOPT
+                                                              : FP4_QP_COMPRESSED_TENSORS;
+    if (h == FP4_AUDIT_H_SWIZZLE)
+        o.scale_layout = q->scale_layout == FP4_QS_FLAT ? FP4_QS_SWIZZLED : FP4_QS_FLAT;
+    return o;
+}
+
+/* One tensor: every measure over the slabs of its rows, under layout hypothesis `as`
+ * (FP4_AUDIT_H_DECLARED: as declared, every hypothesis tried, on the device when there is
+ * one; another: that one alone, on the CPU, into t->hyp[FP4_AUDIT_H_DECLARED], the tensor's
+ * measures once it fits, SPEC §11). */
 static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair *d,
-                               fp4_audit_tensor *t, float group_amax, const audit_bufs *bu)
+                               fp4_audit_tensor *t, float group_amax, const audit_bufs *bu,
+                               int as)
 {
     const fp4_qtensor *q = &t->q;
     float *x = bu->x, *dec = bu->dec;
@@ -705,17 +733,20 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     t->global_stored = global;
     t->global_rule = grule;
     t->group_amax = group_amax;
-    fp4_qtensor recip = *q; /* the other direction of the global scale */
-    recip.producer = q->producer == FP4_QP_COMPRESSED_TENSORS ? FP4_QP_MODELOPT
-                                                              : FP4_QP_COMPRESSED_TENSORS;
-    t->hyp_tried[FP4_AUDIT_H_DECLARED] = t->hyp_tried[FP4_AUDIT_H_NIBBLE_SWAP] = true;
+    /* the other direction of the global scale; the other scale layout, where both have one
+     * shape */
+    const fp4_qtensor recip = hypothesis_qtensor(q, FP4_AUDIT_H_RECIPROCAL);
+    const fp4_qtensor other = hypothesis_qtensor(q, FP4_AUDIT_H_SWIZZLE);
+    const fp4_qtensor dq = hypothesis_qtensor(q, as);
+    const bool first = as == FP4_AUDIT_H_DECLARED;
+    t->hyp_tried[FP4_AUDIT_H_DECLARED] = true;
+    t->hyp_tried[FP4_AUDIT_H_NIBBLE_SWAP] = first;
     /* ggml's blocks hold their own scales and no global one: neither alternative exists */
     const bool gguf = q->scale_layout == FP4_QS_GGUF;
-    t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = nv && !gguf;
-    fp4_qtensor other = *q; /* the other scale layout, where both have one shape */
-    other.scale_layout = q->scale_layout == FP4_QS_FLAT ? FP4_QS_SWIZZLED : FP4_QS_FLAT;
-    t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = nv && !gguf && q->rank == 2 && q->rows % 128 == 0 &&
-                                        q->scale_cols % 4 == 0;
+    t->hyp_tried[FP4_AUDIT_H_RECIPROCAL] = first && nv && !gguf;
+    t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = first && nv && !gguf && q->rank == 2 &&
+                                        q->rows % 128 == 0 && q->scale_cols % 4 == 0;
+    const fp4_backend *be = first ? bu->be : NULL; /* a hypothesis alone: the CPU */
 
     int64_t rows_per, count;
     slab_plan(q, &rows_per, &count);
@@ -734,7 +765,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
             }
         t->source_transposed = e1 < e0;
     }
-    if (t->source_transposed) {
+    if (t->source_transposed && first) {
         size_t l = strlen(t->q.layout);
         snprintf(t->q.layout + l, sizeof t->q.layout - l, ", source transposed");
     }
@@ -742,7 +773,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     fp4c_qdec qd[3];
     double *seg = NULL;
     const int64_t seg_row = (K + FP4C_AUDIT_SEG - 1) / FP4C_AUDIT_SEG;
-    if (bu->be) {
+    if (be) {
         fp4_quant_qdec(q, &qd[0]);
         fp4_quant_qdec(&recip, &qd[1]);
         fp4_quant_qdec(&other, &qd[2]);
@@ -750,12 +781,13 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         seg = malloc((size_t)(maxr * seg_row * FP4C_AS_N) * sizeof *seg);
         if (!seg) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
-    slab_work w = {.q = q, .recip = &recip, .other = &other, .packed = packed,
+    slab_work w = {.q = q, .recip = &recip, .other = &other, .dq = &dq,
+                   .flip = as == FP4_AUDIT_H_NIBBLE_SWAP, .packed = packed,
                    .scales = scales, .global = global, .grule = grule, .nv = nv,
                    .gguf = gguf, .try_recip = t->hyp_tried[FP4_AUDIT_H_RECIPROCAL],
                    .try_swz = t->hyp_tried[FP4_AUDIT_H_SWIZZLE], .K = K, .nb = nb, .x = x,
-                   .dec = bu->be ? NULL : dec, .rec = bu->be ? NULL : bu->rec,
-                   .swz = bu->be ? NULL : bu->swz, .rq = bu->rq};
+                   .dec = be ? NULL : dec, .rec = be ? NULL : bu->rec,
+                   .swz = be ? NULL : bu->swz, .rq = bu->rq};
     fp4_status st = FP4_OK;
     int64_t nonfinite = 0; /* NaN/Inf in the source: an errors entry, no number (SPEC §11) */
     for (int64_t s0 = 0; s0 < q->dims[0]; s0 += count) {
@@ -766,7 +798,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         if ((st = pair_read(src, d, s0, c, x)) != FP4_OK) break;
         for (int64_t i = 0; i < n; i++) nonfinite += !isfinite(x[i]);
         if (t->source_transposed) transpose_slabs(x, bu->rq, c, rows_per, K);
-        if (bu->be) {
+        if (be) {
             const fp4_audit_slab sl = {
                 .dec = {&qd[0], w.try_recip ? &qd[1] : NULL, w.try_swz ? &qd[2] : NULL},
                 .tensor = bu->tensor, .packed = packed, .scales = scales,
@@ -795,7 +827,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
             for (int64_t k = 0; k < npieces; k++) slab_piece(&w, k);
         for (int64_t k = 0; k < npieces; k++) counts_merge(t, &pc[k]);
         free(pc);
-        if (bu->be) { /* the device's per-segment sums, in the CPU's order */
+        if (be) { /* the device's per-segment sums, in the CPU's order */
             for (int64_t g = 0; g < nr * seg_row; g++) {
                 const double *p = seg + g * FP4C_AS_N;
                 seg_add(&t->hyp[FP4_AUDIT_H_DECLARED], p + FP4C_AS_DECL);
@@ -811,7 +843,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
             t->export_na.n += n / q->block * (q->block - 1);
         } else {
             sums_add(&t->hyp[FP4_AUDIT_H_DECLARED], x, dec, nr, K, 0);
-            sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, dec, nr, K, 1);
+            if (first) sums_add(&t->hyp[FP4_AUDIT_H_NIBBLE_SWAP], x, dec, nr, K, 1);
             if (w.try_recip) sums_add(&t->hyp[FP4_AUDIT_H_RECIPROCAL], x, bu->rec, nr, K, 0);
             if (w.try_swz) sums_add(&t->hyp[FP4_AUDIT_H_SWIZZLE], x, bu->swz, nr, K, 0);
             sums_add_nonamax(&t->export_na, x, dec, nr, K, q->block);
@@ -851,6 +883,99 @@ static bool sane(const fp4_audit_sums *h, const fp4_audit_sums *rq)
     const char *st, *rs;
     double e = fp4_audit_sqnr(h, &st);
     return fp4_audit_sane(e, st, fp4_audit_sqnr(rq, &rs));
+}
+
+/* Which layout makes the export sane, judged against our own requantization: as declared
+ * when sane, else the sane hypothesis of the highest SQNR, else -1. */
+static int layout_fit_of(const fp4_audit_tensor *t)
+{
+    if (sane(&t->hyp[FP4_AUDIT_H_DECLARED], &t->requant)) return FP4_AUDIT_H_DECLARED;
+    const char *s1;
+    double best = -INFINITY;
+    int fit = -1;
+    for (int h = 1; h < FP4_AUDIT_NH; h++) {
+        double v = t->hyp_tried[h] ? fp4_audit_sqnr(&t->hyp[h], &s1) : NAN;
+        if (t->hyp_tried[h] && sane(&t->hyp[h], &t->requant) && !(v <= best)) {
+            best = isnan(v) ? INFINITY : v;
+            fit = h;
+        }
+    }
+    return fit;
+}
+
+/* The layout of a tensor measured under hypothesis h (SPEC §11): the part of its declared
+ * layout that was read otherwise replaced by what was read, the declared one in parentheses
+ * ("e4m3 scales swizzled 128x4 (declared flat)"); a layout without that part (ggml's blocks)
+ * gets the reading appended. */
+static void layout_note(fp4_audit_tensor *t, int h)
+{
+    const fp4_qtensor *q = &t->q;
+    const bool ct = q->producer == FP4_QP_COMPRESSED_TENSORS;
+    const char *from, *to;
+    char note[128];
+    switch (h) {
+    case FP4_AUDIT_H_NIBBLE_SWAP:
+        from = "nibble low=even";
+        to = "nibble low=odd";
+        snprintf(note, sizeof note, "nibble order swapped");
+        break;
+    case FP4_AUDIT_H_RECIPROCAL:
+        from = ct ? "global divided" : "global multiplied";
+        to = ct ? "global multiplied" : "global divided";
+        snprintf(note, sizeof note, "%s", to);
+        break;
+    default:
+        from = q->scale_layout == FP4_QS_FLAT ? "scales flat" : "scales swizzled 128x4";
+        to = q->scale_layout == FP4_QS_FLAT ? "scales swizzled 128x4" : "scales flat";
+        snprintf(note, sizeof note, "%s", to);
+    }
+    char was[sizeof t->q.layout], is[2 * sizeof t->q.layout];
+    snprintf(was, sizeof was, "%s", q->layout);
+    const char *at = strstr(was, from);
+    if (at)
+        snprintf(is, sizeof is, "%.*s%s (declared %s)%s", (int)(at - was), was, to,
+                 from + (strncmp(from, "scales ", 7) ? strcspn(from, " ") + 1 : 7),
+                 at + strlen(from));
+    else
+        snprintf(is, sizeof is, "%s, read with %s", was, note);
+    memcpy(t->q.layout, is, sizeof t->q.layout - 1); /* at most 96 + 64: it fits */
+    t->q.layout[sizeof t->q.layout - 1] = '\0';
+}
+
+/* The measures of t again, under the hypothesis that fits (t->layout_fit, not the declared
+ * layout: SPEC §11): every count, sum and the requantization, the hypotheses' SQNRs kept as
+ * the first pass found them. The export's sums are those the first pass took for that
+ * hypothesis, bit for bit (FP4_ERR_INTERNAL if not: never a number of another reading). */
+static fp4_status audit_as_fit(fp4_source *src, fp4_source *qsrc, const src_pair *d,
+                               fp4_audit_tensor *t, float group_amax, const audit_bufs *bu)
+{
+    fp4_audit_sums hyp[FP4_AUDIT_NH];
+    bool tried[FP4_AUDIT_NH];
+    memcpy(hyp, t->hyp, sizeof hyp);
+    memcpy(tried, t->hyp_tried, sizeof tried);
+    memset(t->hyp, 0, sizeof t->hyp);
+    memset(&t->export_, 0, sizeof t->export_);
+    memset(&t->requant, 0, sizeof t->requant);
+    memset(&t->export_na, 0, sizeof t->export_na);
+    memset(&t->requant_na, 0, sizeof t->requant_na);
+    memset(t->histogram, 0, sizeof t->histogram);
+    memset(t->rq_histogram, 0, sizeof t->rq_histogram);
+    memset(t->diff, 0, sizeof t->diff);
+    memset(t->mx_rule_match, 0, sizeof t->mx_rule_match);
+    t->nonnearest = t->scale_bytes = t->scale_match = t->zero_blocks = 0;
+    t->src_nonzero = t->flushed = t->e8m0_ff = t->e4m3_nan = 0;
+    const int h = t->layout_fit;
+    FP4_TRY(audit_tensor(src, qsrc, d, t, group_amax, bu, h));
+    const fp4_audit_sums *e = &t->export_, *f = &hyp[h];
+    if (memcmp(&e->xx, &f->xx, sizeof e->xx) || memcmp(&e->ee, &f->ee, sizeof e->ee) ||
+        memcmp(&e->xq, &f->xq, sizeof e->xq) || e->n != f->n)
+        return fp4_error(FP4_ERR_INTERNAL, "%s: the export read with %s is not the reading "
+                                           "that fitted",
+                         t->name, fp4_audit_hypothesis_label(t, h));
+    memcpy(t->hyp, hyp, sizeof hyp);
+    memcpy(t->hyp_tried, tried, sizeof tried);
+    layout_note(t, h);
+    return FP4_OK;
 }
 
 /* A float tensor (as io/source.c's desc_is_float): integers and classes are not. */
@@ -1316,7 +1441,9 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         for (int k = 0; k < d.n && k < 2; k++)
             if (d.d[k].nelems > 0) bytes_done += d.d[k].nelems * fp4_stored_size(d.d[k].stored);
         const audit_bufs bu = {x, dec, rec, swz, alt, be, a->n};
-        fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, &bu);
+        fp4_status ts = audit_tensor(src, qsrc, &d, t, gam, &bu, FP4_AUDIT_H_DECLARED);
+        if (ts == FP4_OK && (t->layout_fit = layout_fit_of(t)) > FP4_AUDIT_H_DECLARED)
+            ts = audit_as_fit(src, qsrc, &d, t, gam, &bu);
         pair_free(&d);
         if (ts == FP4_ERR_INTERNAL || ts == FP4_ERR_DEVICE) { /* the run's, not the tensor's */
             st = ts;
@@ -1326,21 +1453,6 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if ((st = add_error(a, q->name, ts, fp4_last_error(), pos[i])) != FP4_OK) goto out;
             t->layout_fit = -1;
             continue;
-        }
-        /* which layout makes the export sane, judged against our own requantization */
-        t->layout_fit = -1;
-        if (sane(&t->hyp[FP4_AUDIT_H_DECLARED], &t->requant)) {
-            t->layout_fit = FP4_AUDIT_H_DECLARED;
-        } else {
-            const char *s1;
-            double best = -INFINITY;
-            for (int h = 1; h < FP4_AUDIT_NH; h++) {
-                double v = t->hyp_tried[h] ? fp4_audit_sqnr(&t->hyp[h], &s1) : NAN;
-                if (t->hyp_tried[h] && sane(&t->hyp[h], &t->requant) && !(v <= best)) {
-                    best = isnan(v) ? INFINITY : v;
-                    t->layout_fit = h;
-                }
-            }
         }
         if (t->layout_fit < 0) {
             const char *s1;

@@ -333,7 +333,14 @@ static void test_fixtures(void **state)
                      FP4_OK);
     assert_int_equal(a.n, 1);
     assert_int_equal(a.t[0].layout_fit, FP4_AUDIT_H_NIBBLE_SWAP);
-    assert_true(a.t[0].nonnearest * 2 > a.t[0].export_.n);
+    /* measured under the swapped order that fits (issue 27): a round-to-nearest export, its
+     * numbers our requantization's; the declared reading's SQNR kept apart */
+    assert_true(a.t[0].nonnearest * 100 < a.t[0].export_.n);
+    assert_int_equal(a.t[0].scale_match, a.t[0].scale_bytes);
+    assert_double_exact(a.t[0].export_.ee, a.t[0].requant.ee);
+    assert_double_exact(a.t[0].export_.ee, a.t[0].hyp[FP4_AUDIT_H_NIBBLE_SWAP].ee);
+    assert_true(a.t[0].hyp[FP4_AUDIT_H_DECLARED].ee > 10 * a.t[0].export_.ee);
+    assert_non_null(strstr(a.t[0].q.layout, "nibble low=odd (declared low=even)"));
     fp4_audit_free(&a);
     /* swizzled scales in the flat shape: the other scale layout fits */
     assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/bad_swizzle",
@@ -344,6 +351,14 @@ static void test_fixtures(void **state)
     assert_int_equal(a.t[0].layout_fit, FP4_AUDIT_H_SWIZZLE);
     assert_string_equal(fp4_audit_hypothesis_label(&a.t[0], a.t[0].layout_fit),
                         "scales swizzled 128x4");
+    /* its numbers under the swizzled reading: every scale byte the rule's (issue 27) */
+    assert_int_equal(a.t[0].scale_match, a.t[0].scale_bytes);
+    assert_double_exact(a.t[0].export_.ee, a.t[0].hyp[FP4_AUDIT_H_SWIZZLE].ee);
+    assert_double_exact(a.t[0].export_.xq, a.t[0].hyp[FP4_AUDIT_H_SWIZZLE].xq);
+    assert_true(a.t[0].hyp[FP4_AUDIT_H_DECLARED].ee > 2 * a.t[0].export_.ee);
+    assert_string_equal(a.t[0].q.layout, "nibble low=even, e4m3 scales swizzled 128x4 (declared "
+                                         "flat), global multiplied");
+    assert_int_equal(a.pooled_elements, 0);
     fp4_audit_free(&a);
     /* k_proj with a global scale of its own: the qkv group does not share one, its scale
      * bytes and global differ from the rule, the others still match */
