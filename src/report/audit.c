@@ -652,10 +652,21 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                     fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1),
                     fp4_audit_sqnr(&t->hyp[FP4_AUDIT_H_DECLARED], &s2), t->q.layout);
         }
-        if (t->q.format == FP4_QF_NVFP4 && t->global_stored != t->global_rule)
-            fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g\n",
+        if (t->q.format == FP4_QF_NVFP4 && t->global_stored != t->global_rule) {
+            /* a scale from the tensor's own amax where the rule takes its fused group's */
+            const bool own = t->group[0] && t->tensor_amax >= 0 &&
+                             t->global_stored ==
+                                 fp4_audit_global_rule(t->q.producer, (float)t->tensor_amax);
+            fprintf(out, "global scale: %s: stored %.9g, the %s rule gives %.9g from the %s amax %.9g",
                     t->name, (double)t->global_stored, fp4_qproducer_name(t->q.producer),
                     (double)t->global_rule, t->group[0] ? t->group : "tensor", t->group_amax);
+            if (own)
+                fprintf(out, " (one scale per fused group); the stored one is the rule's from this "
+                             "tensor's own amax %.9g (per tensor); block scales judged under the "
+                             "stored one",
+                        t->tensor_amax);
+            fputc('\n', out);
+        }
         if (t->scale_match < t->scale_bytes) {
             fprintf(out, "scale bytes: %s: %lld of %lld block scales are not what the %s rule "
                          "gives from the source",

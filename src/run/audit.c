@@ -654,11 +654,16 @@ static void slab_piece(void *ctx, int64_t k)
                     c->mx_rule_match[m] += fp4_audit_scale_rule(&o, amax, 1.0f) == sb;
                 }
             }
-            const uint8_t want = fp4_audit_scale_rule(q, amax, w->grule);
-            const int diff = (int)sb - (int)want;
+            /* the stored byte against the block rule given the STORED per-tensor scale (what
+             * the producer's block rule takes; a per-tensor scale other than the rule's is the
+             * global scale's own finding, said once: SPEC §11) */
+            const uint8_t as_stored = fp4_audit_scale_rule(q, amax, w->global);
+            const int diff = (int)sb - (int)as_stored;
             c->scale_bytes++;
             c->scale_match += diff == 0;
             c->diff[(diff < -8 ? -8 : diff > 8 ? 8 : diff) + 8]++;
+            /* our requantization: the rule's per-tensor scale, then its block byte */
+            const uint8_t want = fp4_audit_scale_rule(q, amax, w->grule);
             const float sr = fp4_quant_block_scale(q, want, w->grule);
             for (int64_t j = 0; j < q->block; j++) {
                 const int64_t kk = b * q->block + j;
@@ -1423,6 +1428,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         t->group_key = strdup(keys[i]);
         t->group_shared = -1;
         t->scale_rule_fit = -1;
+        t->tensor_amax = amax[i];
         t->source_transposed = transposed;
         if (d.note) { /* gate/up fused on one side only (pair_gate_up) */
             size_t l = strlen(t->q.layout);

@@ -73,7 +73,8 @@ typedef struct fp4_audit_tensor {
     int64_t histogram[16];      /* stored codes */
     int64_t rq_histogram[16];   /* the codes of our round-to-nearest requantization */
     int64_t nonnearest;         /* elements whose stored code is not a nearest grid point */
-    int64_t scale_bytes, scale_match;
+    int64_t scale_bytes, scale_match; /* block scales, and those the block rule gives from the
+                                         source amax under the STORED per-tensor scale */
     int64_t diff[FP4_AUDIT_DIFF_BINS];
     int64_t zero_blocks;        /* blocks whose source values are all zero */
     int64_t src_nonzero;        /* source elements that are not ±0 (the table's flushed share) */
@@ -84,6 +85,9 @@ typedef struct fp4_audit_tensor {
     int64_t e8m0_ff, e4m3_nan;  /* special scale bytes stored */
     float global_stored, global_rule; /* NVFP4: the stored per-tensor scale and the rule's */
     double group_amax;          /* the fused group's source amax the rule used */
+    double tensor_amax;         /* this tensor's own source amax (NVFP4; -1 when not read):
+                                   a per-tensor scale from it where the rule takes the group's
+                                   is named so in the table's "global scale:" line */
     char group[64];             /* "qkv", "gate_up", "w13" or "" */
     char *group_key;            /* the module and group ("model.layers.0.self_attn.#qkv"; owned) */
     int group_shared;           /* NVFP4 in a group: 1 when every audited member stores the same

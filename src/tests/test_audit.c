@@ -372,9 +372,14 @@ static void test_fixtures(void **state)
                                                           !strstr(t->name, "down_proj");
         assert_int_equal(t->group_shared, qkv ? 0 : -1);
         assert_int_equal(t->layout_fit, FP4_AUDIT_H_DECLARED);
-        if (k) {
-            assert_true(t->scale_match < t->scale_bytes);
+        if (k) { /* its block bytes are its own global scale's: judged under the stored one,
+                  * every one the rule's (issue 27); the global scale alone differs, and it is
+                  * the rule's from k_proj's own amax */
+            assert_int_equal(t->scale_match, t->scale_bytes);
             assert_true(t->global_stored != t->global_rule);
+            assert_true(t->tensor_amax < t->group_amax);
+            assert_double_exact(t->global_stored,
+                                fp4_audit_global_rule(t->q.producer, (float)t->tensor_amax));
         } else {
             assert_int_equal(t->scale_match, t->scale_bytes);
             assert_double_exact(t->global_stored, t->global_rule);
