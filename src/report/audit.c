@@ -129,6 +129,14 @@ static const char *fit_name(const fp4_audit_tensor *t)
     return t->layout_fit >= 0 ? fp4_audit_hypothesis_label(t, t->layout_fit) : "none";
 }
 
+/* Whether the table flags t REEXPORT and the JSON's "reexport" is true: read as declared and
+ * fp4_audit_reexport (SPEC §11). */
+static bool tensor_reexport(const fp4_audit_tensor *t)
+{
+    return t->layout_fit == FP4_AUDIT_H_DECLARED &&
+           fp4_audit_reexport(&t->export_, &t->requant, t->nonnearest, t->export_.n);
+}
+
 char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
 {
     cJSON *root = cJSON_CreateObject();
@@ -177,6 +185,10 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
+        if (t->layout_fit == FP4_AUDIT_H_DECLARED)
+            cJSON_AddBoolToObject(o, "reexport", tensor_reexport(t));
+        else
+            cJSON_AddNullToObject(o, "reexport");
         num(o, "scale_match_frac", frac(t->scale_match, t->scale_bytes));
         cJSON_AddNumberToObject(o, "scale_bytes", (double)t->scale_bytes);
         cJSON *df = cJSON_AddArrayToObject(o, "scale_byte_diff");
@@ -293,8 +305,9 @@ static int by_sqnr(const void *pa, const void *pb)
  * lowest export SQNR first. */
 typedef struct audit_row {
     const fp4_audit_tensor *t;
-    double f, s, a, score;
+    double f, score;    /* f: the export's flushed share (the table's column) */
     fp4_keep_by by;
+    bool reexport;      /* read as declared and fp4_audit_reexport */
 } audit_row;
 
 static double flushed_share(const fp4_audit_tensor *t)
@@ -331,31 +344,44 @@ static int by_rank(const void *pa, const void *pb)
     const bool la = a->t->layout_fit != FP4_AUDIT_H_DECLARED,
                lb = b->t->layout_fit != FP4_AUDIT_H_DECLARED;
     if (la != lb) return la ? -1 : 1;
+    if (a->reexport != b->reexport) return a->reexport ? -1 : 1;
     const double x = isnan(a->score) ? -INFINITY : a->score,
                  y = isnan(b->score) ? -INFINITY : b->score;
     if (x != y) return x > y ? -1 : 1;
     return by_sqnr(&a->t, &b->t);
 }
 
-/* Fill rows[0..n) (ord's tensors) with f, s, a, the score and its reason, and sort them. */
+/* Fill rows[0..n) (ord's tensors) with the flushed share, the re-export flag, the score and its
+ * reason, and sort them. The score judges each tensor by its export's flushed share, SQNR and
+ * non-amax SQNR; a re-export tensor by our round-to-nearest's (what re-exporting it gives). */
 static void audit_rank(audit_row *rows, int n)
 {
-    double *v[3], *w = calloc((size_t)n + 1, sizeof *w);
-    for (int k = 0; k < 3; k++) v[k] = calloc((size_t)n + 1, sizeof *v[k]);
+    double *j[3], *v[3], *w = calloc((size_t)n + 1, sizeof *w);
+    bool ok = w != NULL;
+    for (int k = 0; k < 3; k++) {
+        j[k] = calloc((size_t)n + 1, sizeof *j[k]);
+        v[k] = calloc((size_t)n + 1, sizeof *v[k]);
+        ok = ok && j[k] && v[k];
+    }
     int m = 0;
     for (int i = 0; i < n; i++) {
+        const fp4_audit_tensor *t = rows[i].t;
         const char *st;
-        rows[i].f = flushed_share(rows[i].t);
-        rows[i].s = fp4_audit_sqnr(&rows[i].t->export_, &st);
-        rows[i].a = fp4_audit_sqnr(&rows[i].t->export_na, &st);
+        rows[i].f = flushed_share(t);
+        rows[i].reexport = tensor_reexport(t);
         rows[i].score = NAN;
         rows[i].by = FP4_KEEP_BY_FLUSHED;
-        if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED || !v[0] || !v[1] || !v[2]) continue;
-        v[0][m] = rows[i].f;
-        v[1][m] = rows[i].s;
-        v[2][m++] = rows[i].a;
+        if (t->layout_fit != FP4_AUDIT_H_DECLARED || !ok) continue;
+        const bool rq = rows[i].reexport;
+        j[0][i] = !rq ? rows[i].f
+                  : t->src_nonzero > 0 ? (double)t->rq_flushed / (double)t->src_nonzero
+                                       : NAN;
+        j[1][i] = fp4_audit_sqnr(rq ? &t->requant : &t->export_, &st);
+        j[2][i] = fp4_audit_sqnr(rq ? &t->requant_na : &t->export_na, &st);
+        for (int k = 0; k < 3; k++) v[k][m] = j[k][i];
+        m++;
     }
-    if (v[0] && v[1] && v[2] && w && m >= FP4_KEEP_MIN_TENSORS) {
+    if (ok && m >= FP4_KEEP_MIN_TENSORS) {
         double med[3], mad[3];
         for (int k = 0; k < 3; k++) med_mad(v[k], m, w, &med[k], &mad[k]);
         mad[0] = fmax(mad[0], FP4_KEEP_MAD_FLUSHED);
@@ -364,27 +390,31 @@ static void audit_rank(audit_row *rows, int n)
         for (int i = 0; i < n; i++) {
             if (rows[i].t->layout_fit != FP4_AUDIT_H_DECLARED) continue;
             /* as the verdict's: a value that is not finite has that z 0 */
-            const audit_row *r = &rows[i];
-            double zf = isfinite(r->f) && isfinite(med[0]) ? 0.6745 * (r->f - med[0]) / mad[0] : 0;
-            double zs = isfinite(r->s) && isfinite(med[1]) ? 0.6745 * (med[1] - r->s) / mad[1] : 0;
-            double za = isfinite(r->a) && isfinite(med[2]) ? 0.6745 * (med[2] - r->a) / mad[2] : 0;
+            const double f = j[0][i], sq = j[1][i], a = j[2][i];
+            double zf = isfinite(f) && isfinite(med[0]) ? 0.6745 * (f - med[0]) / mad[0] : 0;
+            double zs = isfinite(sq) && isfinite(med[1]) ? 0.6745 * (med[1] - sq) / mad[1] : 0;
+            double za = isfinite(a) && isfinite(med[2]) ? 0.6745 * (med[2] - a) / mad[2] : 0;
             rows[i].score = fp4_keep_score(zf, zs, za, &rows[i].by);
         }
     }
-    for (int k = 0; k < 3; k++) free(v[k]);
+    for (int k = 0; k < 3; k++) free(j[k]), free(v[k]);
     free(w);
     qsort(rows, (size_t)n, sizeof *rows, by_rank);
 }
 
-/* The row's flag: "LAYOUT" (left out of the pool), "KEEP (WHY)" (WHY the keep list's word for
- * the z-score that decided: flushed, SQNR, non-amax) or "". */
+/* The row's flag: "LAYOUT" (left out of the pool); else "REEXPORT" (the export is worse than
+ * round-to-nearest) and/or "KEEP (WHY)" (WHY the keep list's word for the z-score that decided:
+ * flushed, SQNR, non-amax), space-separated; or "". */
 static void row_flag(const audit_row *r, char *buf, size_t cap)
 {
+    const bool keep = r->score > FP4_KEEP_Z;
     buf[0] = '\0';
     if (r->t->layout_fit != FP4_AUDIT_H_DECLARED)
         snprintf(buf, cap, "LAYOUT");
-    else if (r->score > FP4_KEEP_Z)
-        snprintf(buf, cap, "KEEP (%s)", fp4_keep_by_word(r->by));
+    else if (r->reexport || keep)
+        snprintf(buf, cap, "%s%s%s%s%s", r->reexport ? "REEXPORT" : "",
+                 r->reexport && keep ? " " : "", keep ? "KEEP (" : "",
+                 keep ? fp4_keep_by_word(r->by) : "", keep ? ")" : "");
 }
 
 static void pct_text(char *buf, size_t cap, double v, const char *fmt)
@@ -461,10 +491,11 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
     }
     for (int i = 0; i < n; i++) rows[i].t = ord[i];
     audit_rank(rows, n);
-    bool ranked = false;
+    bool ranked = false, reexport = false;
     for (int i = 0; i < n; i++) {
         ord[i] = rows[i].t;
         ranked |= !isnan(rows[i].score);
+        reexport |= rows[i].reexport;
     }
     char e[32], r[32], fp[48], fl[32];
     /* under a width, when the full row does not fit: the compact layout (one space between
@@ -620,6 +651,11 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                          "in high precision, with the statistic that tells why (flushed, SQNR, "
                          "non-amax)"
                        : "lowest export SQNR first");
+        if (reexport)
+            fprintf(out, "REEXPORT: the export is worse than round-to-nearest of its source: "
+                         "re-export (its SQNR more than %g dB below RTN's, over %g%% of its codes "
+                         "not nearest; listed first, its keep score judged on the RTN numbers)\n",
+                    FP4_AUDIT_REEXPORT_DB, 100.0 * FP4_AUDIT_REEXPORT_NONNEAR);
     } else if (n > 0) {
         fprintf(out, "(no tensor pooled: every one audited needs another layout)\n");
     }
@@ -651,6 +687,19 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                     t->name, fp4_audit_hypothesis_label(t, t->layout_fit),
                     fp4_audit_sqnr(&t->hyp[t->layout_fit], &s1),
                     fp4_audit_sqnr(&t->hyp[FP4_AUDIT_H_DECLARED], &s2), t->q.layout);
+        }
+        if (rows[i].reexport) {
+            const char *s1, *s2;
+            const double ev = fp4_audit_sqnr(&t->export_, &s1), rv = fp4_audit_sqnr(&t->requant, &s2);
+            char rt[48];
+            if (isnan(rv))
+                snprintf(rt, sizeof rt, "%s", s2);
+            else
+                snprintf(rt, sizeof rt, "%.3f dB, gain %+.3f dB", rv, ev - rv);
+            fprintf(out, "re-export: %s: the export (%.3f dB) is worse than fp4diag's "
+                         "round-to-nearest of its source (%s) and %.2f%% of its codes are not "
+                         "nearest: re-export it with round-to-nearest\n",
+                    t->name, ev, rt, 100.0 * frac(t->nonnearest, t->export_.n));
         }
         if (t->q.format == FP4_QF_NVFP4 && t->global_stored != t->global_rule) {
             /* a scale from the tensor's own amax where the rule takes its fused group's */

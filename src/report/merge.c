@@ -1233,7 +1233,8 @@ static const char *audit_buckets_check(const cJSON *o, int side, int64_t element
  * they give, the scale-byte differences summing to the counts (the 0 bin the matches), the shape and
  * block holding the elements, the layout verdict and the pool flag as the run decides them
  * (fp4_audit_sane from the SQNRs, the fitting hypothesis the sane one of the highest SQNR), the
- * per-tensor scale's match. NULL when all agree, else the field that does not. */
+ * per-tensor scale's match, the re-export flag (fp4_audit_reexport; null when not read as
+ * declared). NULL when all agree, else the field that does not. */
 static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_audit_sums e[2],
                                       const fp4_audit_sums r[2], int64_t elements, int64_t nonnear,
                                       int64_t match, int64_t bytes, int64_t eh[16], int64_t rh[16])
@@ -1371,6 +1372,12 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
         return "layout_check.hypotheses";
     if (cJSON_IsTrue(asd) != declared) return "layout_check.as_declared";
     if (cJSON_IsTrue(pooled) != declared) return "shard.tensors[].pooled";
+    /* the re-export flag: the rule on the sums and counts, for a tensor read as declared */
+    const cJSON *rx = get(o, "reexport");
+    if (declared ? !cJSON_IsBool(rx) ||
+                       cJSON_IsTrue(rx) != fp4_audit_reexport(e, r, nonnear, elements)
+                 : !cJSON_IsNull(rx))
+        return "reexport";
     return NULL;
 }
 

@@ -51,6 +51,19 @@ double fp4_audit_alpha(const fp4_audit_sums *s)
     return s->xx > 0 && isfinite(s->xq) ? s->xq / s->xx : NAN;
 }
 
+bool fp4_audit_reexport(const fp4_audit_sums *ex, const fp4_audit_sums *rq, int64_t nonnearest,
+                        int64_t elements)
+{
+    if (!(elements > 0 &&
+          (double)nonnearest / (double)elements > FP4_AUDIT_REEXPORT_NONNEAR))
+        return false;
+    const char *es, *rs;
+    const double e = fp4_audit_sqnr(ex, &es), r = fp4_audit_sqnr(rq, &rs);
+    if (strcmp(es, "ok")) return false;
+    if (!strcmp(rs, "exact")) return true;
+    return !strcmp(rs, "ok") && e - r < -FP4_AUDIT_REEXPORT_DB;
+}
+
 fp4_audit_buckets fp4_audit_bucket_use(const int64_t hist[16])
 {
     uint64_t h[16], n = 0;
@@ -579,6 +592,7 @@ static void sums_merge(fp4_audit_sums *a, const fp4_audit_sums *b)
 typedef struct piece_counts {
     int64_t histogram[16], rq_histogram[16], nonnearest, scale_bytes, scale_match;
     int64_t diff[FP4_AUDIT_DIFF_BINS], zero_blocks, e8m0_ff, e4m3_nan, src_nonzero, flushed;
+    int64_t rq_flushed;
     int64_t mx_rule_match[FP4_AUDIT_MX_RULES];
 } piece_counts;
 
@@ -670,6 +684,7 @@ static void slab_piece(void *ctx, int64_t k)
                 /* the producer's fp32 quotient, rounded to nearest (ties to even) */
                 const unsigned code = sr == 0.0f ? 0u : fp4_audit_e2m1_rtne(xr[kk] / sr);
                 c->rq_histogram[code]++;
+                c->rq_flushed += xr[kk] != 0.0f && (code & 7u) == 0;
                 rq[kk] = fp4_e2m1_value(code) * sr;
             }
         }
@@ -690,6 +705,7 @@ static void counts_merge(fp4_audit_tensor *t, const piece_counts *c)
     t->zero_blocks += c->zero_blocks;
     t->src_nonzero += c->src_nonzero;
     t->flushed += c->flushed;
+    t->rq_flushed += c->rq_flushed;
     t->e8m0_ff += c->e8m0_ff;
     t->e4m3_nan += c->e4m3_nan;
 }

@@ -79,6 +79,7 @@ typedef struct fp4_audit_tensor {
     int64_t zero_blocks;        /* blocks whose source values are all zero */
     int64_t src_nonzero;        /* source elements that are not ±0 (the table's flushed share) */
     int64_t flushed;            /* of those, the ones the export stores as ±0 (code 0 or 8) */
+    int64_t rq_flushed;         /* of those, the ones our requantization gives ±0 */
     int64_t mx_rule_match[FP4_AUDIT_MX_RULES]; /* MXFP4: stored bytes each MX rule reproduces */
     int scale_rule_fit;         /* MXFP4 whose declared rule misses a byte: the other MX rule
                                    that reproduces every stored byte (FP4_AUDIT_MX_*), else -1 */
@@ -103,6 +104,18 @@ typedef struct fp4_audit_tensor {
  * against): "exact", or a number at most 3 dB below r. A tensor is pooled when its declared
  * layout is sane; else the sane hypothesis of the highest SQNR fits (none: an errors entry). */
 bool fp4_audit_sane(double e, const char *estatus, double r);
+
+/* Whether an export is worse than fp4diag's round-to-nearest of its source (SPEC §11, the
+ * table's REEXPORT): more than FP4_AUDIT_REEXPORT_NONNEAR of its `elements` codes are not a
+ * nearest grid point (nonnearest / elements) and its SQNR (sums ex) is more than
+ * FP4_AUDIT_REEXPORT_DB below the requantization's (sums rq): gain = export - requant dB below
+ * -FP4_AUDIT_REEXPORT_DB, both statuses "ok"; an export "ok" against a requant "exact" counts
+ * as below. False for anything else (an exact export, no signal, a non-finite sum). The audit
+ * judges it for a tensor read as declared (a layout fault is named instead). */
+#define FP4_AUDIT_REEXPORT_DB 1.0
+#define FP4_AUDIT_REEXPORT_NONNEAR 0.01
+bool fp4_audit_reexport(const fp4_audit_sums *ex, const fp4_audit_sums *rq, int64_t nonnearest,
+                        int64_t elements);
 
 /* The name of hypothesis h for tensor t (the swizzle one names the layout tried). */
 const char *fp4_audit_hypothesis_label(const fp4_audit_tensor *t, int h);

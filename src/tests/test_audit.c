@@ -224,6 +224,86 @@ static void test_table_keep_nonamax(void **state)
     free(buf);
 }
 
+/* The re-export rule (SPEC §11): over 1 % of the codes not nearest and the export's SQNR more
+ * than 1 dB below the requantization's (an exact requant: below); else false. */
+static void test_reexport_rule(void **state)
+{
+    (void)state;
+    const fp4_audit_sums rq = {100.0, 1.0, 99.0, 1000};          /* 20 dB */
+    fp4_audit_sums ex = {100.0, 1.5848931924611134, 99.0, 1000}; /* 18 dB: gain -2 */
+    assert_true(fp4_audit_reexport(&ex, &rq, 11, 1000));
+    assert_false(fp4_audit_reexport(&ex, &rq, 10, 1000)); /* 1 %: not over */
+    assert_false(fp4_audit_reexport(&ex, &rq, 0, 0));
+    ex.ee = 1.2; /* gain -0.79 dB */
+    assert_false(fp4_audit_reexport(&ex, &rq, 500, 1000));
+    ex.ee = 1.3; /* gain -1.14 dB */
+    assert_true(fp4_audit_reexport(&ex, &rq, 500, 1000));
+    fp4_audit_sums exact = rq;
+    exact.ee = 0;
+    assert_true(fp4_audit_reexport(&ex, &exact, 500, 1000));  /* ok vs exact: below */
+    assert_false(fp4_audit_reexport(&exact, &rq, 500, 1000)); /* an exact export */
+    fp4_audit_sums zero = {0, 0, 0, 1000};
+    assert_false(fp4_audit_reexport(&zero, &zero, 500, 1000));
+}
+
+/* REEXPORT in the table: five tensors of 20 dB, 1 % flushed, non-amax 18 dB; /d's export is
+ * 2 dB worse than its requant with 5 % not nearest: REEXPORT, listed first, and not KEEP (its
+ * export SQNR would give z_s = 13.5, but the score judges its requant, typical); /e likewise,
+ * and its requant flushes 30 % (z_f = 39.1): "REEXPORT KEEP (flushed)". */
+static void test_table_reexport(void **state)
+{
+    (void)state;
+    fp4_audit_tensor t[5];
+    memset(t, 0, sizeof t);
+    char *names[5] = {"/a", "/b", "/c", "/d", "/e"};
+    for (int i = 0; i < 5; i++) {
+        t[i].name = names[i];
+        t[i].q = qt(FP4_QF_NVFP4, FP4_QP_MODELOPT);
+        t[i].layout_fit = FP4_AUDIT_H_DECLARED;
+        t[i].requant = (fp4_audit_sums){100.0, 1.0, 99.0, 1000};
+        t[i].export_ = t[i].requant;
+        t[i].requant_na = (fp4_audit_sums){100.0, 1.5848931924611134, 99.0, 900};
+        t[i].export_na = t[i].requant_na;
+        t[i].src_nonzero = 1000;
+        t[i].flushed = t[i].rq_flushed = 10;
+        t[i].scale_bytes = t[i].scale_match = 1;
+    }
+    for (int i = 3; i < 5; i++) {
+        t[i].export_.ee = 1.5848931924611134; /* 18 dB */
+        t[i].nonnearest = 50;
+    }
+    t[4].rq_flushed = 300;
+    fp4_audit a;
+    memset(&a, 0, sizeof a);
+    a.t = t;
+    a.n = 5;
+    a.pooled_export = a.pooled_requant = (fp4_audit_sums){500.0, 5.0, 495.0, 5000};
+    char *buf = NULL;
+    size_t len = 0;
+    table_of(&a, &buf, &len);
+    const char *e = strstr(buf, "\n/e "), *d = strstr(buf, "\n/d "), *aa = strstr(buf, "\n/a ");
+    assert_true(e && d && aa);
+    assert_ptr_equal(strchr(buf, '\n'), e); /* REEXPORT first, then by score */
+    assert_ptr_equal(strchr(e + 1, '\n'), d);
+    const char *eol = strchr(e + 1, '\n');
+    assert_true(eol - e > 25 && !strncmp(eol - 25, "  REEXPORT KEEP (flushed)", 25));
+    eol = strchr(d + 1, '\n');
+    assert_true(eol - d > 10 && !strncmp(eol - 10, "  REEXPORT", 10));
+    assert_null(strstr(eol, "KEEP (")); /* no other row kept */
+    assert_non_null(strstr(buf, "\nREEXPORT: the export is worse than round-to-nearest"));
+    assert_non_null(strstr(buf, "\nre-export: /d: the export (18.000 dB) is worse than fp4diag's "
+                                "round-to-nearest of its source (20.000 dB, gain -2.000 dB) and "
+                                "5.00% of its codes are not nearest: re-export it with "
+                                "round-to-nearest\n"));
+    free(buf);
+    /* none flagged: no legend line */
+    t[3].nonnearest = t[4].nonnearest = 0;
+    table_of(&a, &buf, &len);
+    assert_null(strstr(buf, "REEXPORT"));
+    assert_null(strstr(buf, "re-export"));
+    free(buf);
+}
+
 /* Bucket use of a code histogram: known answers (SPEC §5's B15/B8 and the share at ±6). */
 static void test_bucket_use(void **state)
 {
@@ -417,6 +497,8 @@ int main(void)
         cmocka_unit_test(test_sqnr),
         cmocka_unit_test(test_table_rank),
         cmocka_unit_test(test_table_keep_nonamax),
+        cmocka_unit_test(test_reexport_rule),
+        cmocka_unit_test(test_table_reexport),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_bucket_use),
     };
