@@ -129,6 +129,16 @@ static const char *fit_name(const fp4_audit_tensor *t)
     return t->layout_fit >= 0 ? fp4_audit_hypothesis_label(t, t->layout_fit) : "none";
 }
 
+/* Where the requantization's per-tensor scale comes from (SPEC §11, requant.global_scale_from):
+ * NVFP4 "group amax" (a member of a fused group: the group's amax, as the producer computes it),
+ * "tensor amax" (no group), "none" (GGUF: 1.0, llama-quantize writes none); MXFP4 NULL. */
+static const char *global_scale_from(const fp4_audit_tensor *t)
+{
+    if (t->q.format != FP4_QF_NVFP4) return NULL;
+    if (t->q.producer == FP4_QP_GGUF) return "none";
+    return t->group[0] ? "group amax" : "tensor amax";
+}
+
 /* Whether the table flags t REEXPORT and the JSON's "reexport" is true: read as declared and
  * fp4_audit_reexport (SPEC §11). */
 static bool tensor_reexport(const fp4_audit_tensor *t)
@@ -182,6 +192,12 @@ char *fp4_report_audit_json(int argc, char **argv, const fp4_audit *a)
         }
         sums_json(o, "export", &t->export_, &t->export_na, t->histogram, false);
         sums_json(o, "requant", &t->requant, &t->requant_na, t->rq_histogram, false);
+        cJSON *rqo = cJSON_GetObjectItemCaseSensitive(o, "requant");
+        const char *gfrom = global_scale_from(t);
+        if (rqo && gfrom)
+            cJSON_AddStringToObject(rqo, "global_scale_from", gfrom);
+        else if (rqo)
+            cJSON_AddNullToObject(rqo, "global_scale_from");
         cJSON_AddNumberToObject(o, "elements", (double)t->export_.n);
         num(o, "nonnearest_frac", frac(t->nonnearest, t->export_.n));
         cJSON_AddNumberToObject(o, "nonnearest", (double)t->nonnearest);
@@ -491,11 +507,13 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
     }
     for (int i = 0; i < n; i++) rows[i].t = ord[i];
     audit_rank(rows, n);
-    bool ranked = false, reexport = false;
+    bool ranked = false, reexport = false, nvgroup = false;
     for (int i = 0; i < n; i++) {
         ord[i] = rows[i].t;
         ranked |= !isnan(rows[i].score);
         reexport |= rows[i].reexport;
+        const char *gf = global_scale_from(ord[i]);
+        nvgroup |= gf && !strcmp(gf, "group amax");
     }
     char e[32], r[32], fp[48], fl[32];
     /* under a width, when the full row does not fit: the compact layout (one space between
@@ -639,8 +657,11 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
                     100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
         }
         fprintf(out, "export: the checkpoint as stored vs SOURCE; RTN: fp4diag's round-to-nearest "
-                     "of SOURCE with the producer's scale rule;\n"
-                     "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
+                     "of SOURCE with the producer's scale rule%s;\n",
+                nvgroup ? ", NVFP4 with the export's per-tensor scale rule (amax of the fused "
+                          "group; sqnr --format nvfp4 takes the tensor's own amax)"
+                        : "");
+        fprintf(out, "gain = export - RTN; nonnear%%: codes not a nearest grid point of the source "
                      "under the stored scale; %sscale same%%: stored block-scale bytes the rule "
                      "reproduces (SPEC 11)\n", compact ? "same% = " : "");
         fprintf(out, "%s: non-zero source values the export stores as +-0; rows: %s\n",

@@ -1338,6 +1338,19 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     } else if (!cJSON_IsNull(g)) {
         return "global_scale";
     }
+    /* where requant's per-tensor scale comes from: the format, producer and name decide it */
+    {
+        const cJSON *gf = get(get(o, "requant"), "global_scale_from"), *nm = get(o, "name");
+        char key[8], kind[32] = "";
+        if (cJSON_IsString(nm))
+            fp4_audit_group_key(nm->valuestring, key, sizeof key, kind, sizeof kind);
+        const char *want = !nv                      ? NULL
+                           : producer == FP4_QP_GGUF ? "none"
+                           : kind[0]                 ? "group amax"
+                                                     : "tensor amax";
+        if (want ? !cJSON_IsString(gf) || strcmp(gf->valuestring, want) : !cJSON_IsNull(gf))
+            return "requant.global_scale_from";
+    }
     /* the layout verdict, decided as the run decides it (run/audit.c) */
     const cJSON *lo = get(o, "layout_check"), *fits = get(lo, "fits"), *asd = get(lo, "as_declared");
     const cJSON *hy = get(lo, "hypotheses"), *pooled = get(x, "pooled");

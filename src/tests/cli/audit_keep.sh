@@ -7,7 +7,9 @@
 # An export worse than round-to-nearest of its source (both o_proj with 5 % of their codes one
 # level up: gain about -2 dB, 4 % not nearest) is flagged REEXPORT, "reexport": true in the
 # JSON, not KEEP (its RTN numbers are typical); `merge` of a split run gives the same flags and
-# refuses a part whose flag is not what its sums give. Data: src/tests/cli/lib/mk_keep.py.
+# refuses a part whose flag is not what its sums give. The RTN column's per-tensor scale is the
+# export's rule (the fused group's amax), which the legend and requant.global_scale_from say:
+# sqnr's q_proj SQNR (the tensor's own amax) differs from it. Data: src/tests/cli/lib/mk_keep.py.
 set -u
 FP4DIAG=${FP4DIAG:-$PWD/fp4diag}
 python3 -c 'import numpy' 2>/dev/null || { echo "numpy not installed"; exit 77; }
@@ -74,6 +76,24 @@ PY
 grep -q '"reexport":	true' "$tmp/good.json" && fail "a round-to-nearest export flagged reexport"
 grep -q 'REEXPORT' "$tmp/audit.txt" && fail "a round-to-nearest export flagged REEXPORT"
 
+# the RTN column's per-tensor scale: the fused group's amax (q/k/v, gate/up), else the tensor's;
+# sqnr takes the tensor's own, so its q_proj SQNR is not audit's RTN (both labelled)
+grep -q "^export: the checkpoint as stored vs SOURCE; RTN: fp4diag's round-to-nearest of SOURCE with the producer's scale rule, NVFP4 with the export's per-tensor scale rule (amax of the fused group; sqnr --format nvfp4 takes the tensor's own amax);" "$tmp/audit.txt" ||
+    { cat "$tmp/audit.txt"; fail "the RTN column's scale rule is not in the legend"; }
+python3 - "$tmp/good.json" "$tmp/sqnr.json" <<'PY' || fail "requant.global_scale_from"
+import json, sys
+a, s = (json.load(open(f)) for f in sys.argv[1:])
+for t in a["tensors"]:
+    m = t["name"].split(".")[-2]
+    want = "group amax" if m in ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj") else "tensor amax"
+    assert t["requant"]["global_scale_from"] == want, (t["name"], t["requant"])
+assert "global_scale_from" not in a["pooled"]["requant"], a["pooled"]["requant"]
+q = "model.layers.0.self_attn.q_proj.weight"
+rtn = [t["requant"]["sqnr_db"] for t in a["tensors"] if t["name"] == q][0]
+own = [r["sqnr_db"] for t in s["tensors"] if t["name"] == q for r in t["results"]][0]
+assert abs(rtn - own) > 1e-4, (rtn, own)
+PY
+
 # split and merged: the single run's flags; an edited flag is refused
 "$FP4DIAG" audit "$tmp/source" "$tmp/modelopt_bad" --shard 0/2 -q -o "$tmp/p0.json" || fail "p0"
 "$FP4DIAG" audit "$tmp/source" "$tmp/modelopt_bad" --shard 1/2 -q -o "$tmp/p1.json" || fail "p1"
@@ -92,6 +112,16 @@ for i in (0, 1):
         t["reexport"] = not t["reexport"]
     json.dump(r, open(sys.argv[3 + i], "w"))
 PY
+python3 - "$tmp/p0.json" "$tmp/g0.json" <<'PY' || fail "edit"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = [t for t in r["tensors"] if t["requant"]["global_scale_from"] == "group amax"][0]
+t["requant"]["global_scale_from"] = "tensor amax"
+json.dump(r, open(sys.argv[2], "w"))
+PY
+"$FP4DIAG" merge "$tmp/g0.json" "$tmp/p1.json" -o "$tmp/m2.json" 2>"$tmp/e"; rc=$?
+[ $rc -eq 3 ] && grep -q '("requant.global_scale_from"; edited part?)' "$tmp/e" ||
+    { cat "$tmp/e"; fail "an edited global_scale_from: exit $rc"; }
 for edited in "$tmp/e0.json $tmp/p1.json" "$tmp/p0.json $tmp/e1.json"; do
     # shellcheck disable=SC2086
     "$FP4DIAG" merge $edited -o "$tmp/m2.json" 2>"$tmp/e"; rc=$?

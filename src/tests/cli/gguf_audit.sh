@@ -37,6 +37,8 @@ for t in r["tensors"]:
     assert t["scale_match_frac"] == 1, t
     assert t["nonnearest_frac"] == 0, t
     assert t["layout_check"]["as_declared"], t
+    # requant's per-tensor scale: none for GGUF NVFP4 (1.0), null for MXFP4 (SPEC 11)
+    assert t["requant"]["global_scale_from"] == ("none" if t["quant"]["format"] == "nvfp4" else None), t["requant"]
 # the pooled line over the MXFP4 and the NVFP4 tensor is energy-weighted (SPEC 11: sum of the
 # signal over sum of the noise); the NVFP4 tensor's signal is ~2e4 times smaller, so it sits
 # 3e-5 dB from the MXFP4 tensor's alone, never on it
