@@ -711,7 +711,8 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         }
         if (rows[i].reexport) {
             const char *s1, *s2;
-            const double ev = fp4_audit_sqnr(&t->export_, &s1), rv = fp4_audit_sqnr(&t->requant, &s2);
+            const double ev = fp4_audit_sqnr(&t->export_, &s1);
+            const double rv = fp4_audit_sqnr(&t->requant, &s2);
             char rt[48];
             if (isnan(rv))
                 snprintf(rt, sizeof rt, "%s", s2);
