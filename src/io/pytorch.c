@@ -790,6 +790,15 @@ static fp4_status pt_describe(void *impl, const char *name, fp4_tensor_desc *out
     out->file_offset = t->base ? (int64_t)t->file_offset : -1;
     snprintf(out->part, sizeof out->part, "%s", t->part);
     snprintf(out->problem, sizeof out->problem, "%s", t->problem);
+    if (t->base && p->rank <= FP4_PKL_MAX_RANK) { /* file, first byte, type, order, shape */
+        size_t at = (size_t)snprintf(out->view, sizeof out->view, "%d:%llu:%d:%c", e->f,
+                                     (unsigned long long)t->file_offset, (int)t->k,
+                                     t->fortran ? 'F' : 'C');
+        for (int i = 0; i < p->rank && at < sizeof out->view; i++)
+            at += (size_t)snprintf(out->view + at, sizeof out->view - at, ":%lld",
+                                   (long long)p->size[i]);
+        if (at >= sizeof out->view) out->view[0] = 0; /* too long to compare: never shared */
+    }
     return FP4_OK;
 }
 

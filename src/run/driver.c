@@ -516,6 +516,38 @@ static void recipe_reason(const fp4_source *src, const fp4_qset *qset, const fp4
     }
 }
 
+/* The tensors reading the same numbers (io/source.h `view`, equal and non-empty): group[i] is
+ * the first index of i's view in infos[0..n) (i itself when alone or without one); at[] is
+ * -1 throughout. Sorted, not compared pairwise: a pickle may name one storage 20,000 times. */
+typedef struct view_ix {
+    const char *view;
+    int i;
+} view_ix;
+
+static int cmp_view(const void *a, const void *b)
+{
+    const view_ix *x = a, *y = b;
+    const int c = strcmp(x->view, y->view);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static void view_groups(const fp4_tensor_desc *infos, int n, int *group, int *at)
+{
+    for (int i = 0; i < n; i++) {
+        group[i] = i;
+        at[i] = -1;
+    }
+    view_ix *ord = malloc(((size_t)n + 1) * sizeof *ord);
+    if (!ord) return; /* no grouping: every tensor analysed, as before */
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (infos[i].view[0]) ord[m++] = (view_ix){infos[i].view, i};
+    qsort(ord, (size_t)m, sizeof *ord, cmp_view);
+    for (int i = 1; i < m; i++)
+        if (strcmp(ord[i].view, ord[i - 1].view) == 0) group[ord[i].i] = group[ord[i - 1].i];
+    free(ord);
+}
+
 fp4_status fp4_run_analysis(const fp4_run_config *opt, const char *file,
                             const char *const *patterns, int npatterns, fp4_run *run)
 {
@@ -541,6 +573,7 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
     int ninfos = 0;
     fp4_qset qset = {0};
     int *qidx = NULL;
+    int *group = NULL, *at = NULL; /* the views' groups (view_groups) */
     fp4_qconfig *cfgs_t = NULL;
     fp4_status st;
     int nseq = 0;
@@ -629,6 +662,18 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
+    /* One storage viewed under several names (tied weights): the views that read the same
+     * numbers (io/source.h `view`) are one group; the first kept is analysed, the others are
+     * skipped as "same data as NAME" (a file of N views of one storage would otherwise cost
+     * N analyses for N pickle entries). group[i]: the first index of i's view; at[g]: where
+     * the group's analysed tensor lies in the compacted infos, -1 before it is kept. */
+    group = malloc(((size_t)ninfos + 1) * sizeof *group);
+    at = malloc(((size_t)ninfos + 1) * sizeof *at);
+    if (!group || !at) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
+    view_groups(infos, ninfos, group, at);
     /* The default selection: what is left out is listed, not analysed (compacts infos). */
     int kept = 0;
     for (int i = 0; i < ninfos; i++) {
@@ -680,6 +725,16 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
             if (st != FP4_OK) goto out;
             if (!reason) recipe_reason(src, &qset, opt, &infos[i], patterns, npatterns, why,
                                        sizeof why, &reason);
+            if (!reason && infos[i].view[0] && !infos[i].problem[0]) {
+                int *g = &at[group[i]];
+                if (*g >= 0) {
+                    snprintf(why, sizeof why, "same data as %s (one storage under two names: "
+                             "analysed once)", infos[*g].name);
+                    reason = why;
+                } else {
+                    *g = kept; /* where it goes below */
+                }
+            }
         }
         if (reason) {
             fp4_tensor_skip *sk = &run->skipped[run->nskipped];
@@ -818,6 +873,8 @@ out:
     fp4_progress_end(&pm);
     if (infos) fp4_tensor_desc_free_list(infos, ninfos);
     free(qidx);
+    free(group);
+    free(at);
     fp4_qset_free(&qset);
     free(cfgs_t);
     if (be) fp4_backend_close(be);
