@@ -957,6 +957,12 @@ static fp4_status h5io_describe(fp4_h5file *f, hid_t d, const char *path, fp4_te
     info->stored_bytes = (int64_t)H5Dget_storage_size(d);
     info->file_offset = -1; /* chunks, or HDF5 decides: not one plain range we report */
     h5io_describe_pointers(f, d, dcpl, sc, info);
+    /* one object under several names (hard links): its file and address say so (io/source.h
+     * `view`); the same H5O_info_t family as h5io_open_dset's */
+    H5O_info_t oi;
+    if (!info->problem[0] && H5Oget_info2(d, &oi, H5O_INFO_BASIC) >= 0)
+        snprintf(info->view, sizeof info->view, "h5:%lu:%llu", (unsigned long)oi.fileno,
+                 (unsigned long long)oi.addr);
 out:
     if (t >= 0) H5Tclose(t);
     if (s >= 0) H5Sclose(s);

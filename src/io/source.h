@@ -87,10 +87,10 @@ typedef struct fp4_tensor_desc {
                                     name) or its member (an .npz's "x.npy"); "" otherwise */
     char view[96];               /* where and how its numbers are read, for a source where
                                     two names may read the same ones (a PyTorch storage
-                                    viewed under two names: tied weights): tensors of one
-                                    source with equal non-empty `view` hold the same numbers
-                                    (the analyses read it once, SPEC §9); "" otherwise or
-                                    when `problem` */
+                                    viewed under two names: tied weights; an HDF5 dataset
+                                    under two hard links): tensors of one source with equal
+                                    non-empty `view` hold the same numbers (the analyses
+                                    read it once, SPEC §9); "" otherwise or when `problem` */
     char problem[160];           /* "" when the tensor can be read; else why not, the text of
                                     its error after "FILE: NAME: " ("string class is not
                                     supported", "filter blosc (32001) is not available",

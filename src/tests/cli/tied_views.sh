@@ -1,9 +1,10 @@
 #!/bin/sh
-# pytorch_tied_views.sh — one storage viewed under several names (tied weights): the views that
-# read the same numbers (same storage, offset, shape, order and type) are analysed once, the
-# others listed in `skipped` as "same data as NAME"; a view that reads the storage another way
+# tied_views.sh — one storage viewed under several names (tied weights): the views that read
+# the same numbers (same storage, offset, shape, order and type) are analysed once, the others
+# listed in `skipped` as "same data as NAME"; a view that reads the storage another way
 # (transposed, another shape or offset) is analysed on its own. A file of N views of one
-# storage costs one analysis, not N (N x 4 MiB of work for N x 78 pickle bytes before).
+# storage costs one analysis, not N (N x 4 MiB of work for N x 78 pickle bytes before). The
+# same for one HDF5 dataset under two hard links (a copy of it is analysed).
 set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -26,7 +27,7 @@ tw.save(sys.argv[1] + "/m.pt", collections.OrderedDict([
 PY
 check() { # WANT_TENSORS WANT_SKIPPED(name=leader,...) ARGS...
     want_t=$1 want_s=$2; shift 2
-    "$FP4DIAG" sqnr -q --format e2m1 -o "$tmp/r.json" "$tmp/m.pt" "$@" 2>"$tmp/err" ||
+    "$FP4DIAG" sqnr -q --format e2m1 -o "$tmp/r.json" "$in" "$@" 2>"$tmp/err" ||
         { cat "$tmp/err"; echo "FAIL: sqnr $*: exit $?"; exit 1; }
     python3 - "$tmp/r.json" "$want_t" "$want_s" <<'PY' || { echo "FAIL: sqnr $*"; exit 1; }
 import json, sys
@@ -41,6 +42,7 @@ for n, leader in want.items():
 assert r["errors"] == [], r["errors"]
 PY
 }
+in=$tmp/m.pt
 check a.weight,t.weight,h.weight,o.weight b.weight=a.weight,c.weight=a.weight
 check a.weight,t.weight,h.weight,o.weight b.weight=a.weight,c.weight=a.weight --all-tensors
 # the first analysed view leads: a left out, b is analysed and c is b's
@@ -72,4 +74,16 @@ tw.save(sys.argv[1] + "/m.pt", collections.OrderedDict([
     ("t.weight", tw.Tensor(s, 0, (64, 64), (1, 64))), ("u.weight", tw.Tensor(s, 0, (64, 64), (1, 64)))]))
 PY
 check t.weight u.weight=t.weight
+python3 -c 'import h5py' 2>/dev/null || { echo "no h5py: the HDF5 case not run"; exit 0; }
+python3 - "$tmp" <<'PY' || exit 1
+import sys, h5py, numpy as np
+r = np.random.default_rng(2)
+with h5py.File(sys.argv[1] + "/hl.h5", "w") as f:
+    f.create_dataset("a/w", data=r.standard_normal((32, 64)).astype("f4"))
+    f.create_dataset("b/w", data=r.standard_normal((32, 64)).astype("f4"))
+    f["c/w"] = f["a/w"]                     # a hard link
+    f.create_dataset("e/w", data=f["a/w"][()])  # a copy: another object, analysed
+PY
+in=$tmp/hl.h5
+check /a/w,/b/w,/e/w /c/w=/a/w
 exit 0
