@@ -547,9 +547,13 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
     out->numeric = kt != FP4_RAW_NONE;
     out->exact_fp32 = fp4_raw_exact(k);
     out->codec_available = true;
-    out->logical_bytes = (int64_t)(t->end - t->begin);
+    /* a cut tensor's offsets are bounded by nothing the file holds: -1 where they overflow */
+    out->logical_bytes = t->end - t->begin <= (uint64_t)INT64_MAX ? (int64_t)(t->end - t->begin) : -1;
     out->stored_bytes = out->logical_bytes;
-    out->file_offset = (int64_t)(f->h.data_start + t->begin);
+    if (t->cut) /* what the file still holds of it */
+        out->stored_bytes = f->h.data_len > t->begin ? (int64_t)(f->h.data_len - t->begin) : 0;
+    out->file_offset = t->begin <= (uint64_t)INT64_MAX - f->h.data_start
+                           ? (int64_t)(f->h.data_start + t->begin) : -1;
     if (s->nfiles > 1 || strcmp(f->path, s->file) != 0) {
         const char *base = strrchr(f->path, '/');
         snprintf(out->part, sizeof out->part, "%s", base ? base + 1 : f->path);

@@ -35,6 +35,8 @@ st("cutshard/s2.safetensors", json.dumps({"y": T("F32", [64], 0, 256), "z": T("F
 json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
           open(os.path.join(d, "cutshard/model.safetensors.index.json"), "w"))
 json.dump({"weight_map": {"w": "self.safetensors.index.json"}}, open(os.path.join(d, "self.safetensors.index.json"), "w"))
+# cut past any size: [8, 2^64 - 1] of an unknown type after 8 bytes of data
+st("hugecut.safetensors", json.dumps({"a": T("F32", [2], 0, 8), "u": T("X9", [1], 8, (1 << 64) - 1)}), b"\0" * 8)
 os.makedirs(os.path.join(d, "missing"))
 json.dump({"weight_map": {"a": "model-00001-of-00002.safetensors"}}, open(os.path.join(d, "missing/model.safetensors.index.json"), "w"))
 os.makedirs(os.path.join(d, "notheld"))
@@ -121,6 +123,21 @@ cut oob.safetensors --all-tensors -- "" a
 cut cutshard --all-tensors -- x,y z
 cut cutshard/model.safetensors.index.json --all-tensors -- x,y z
 cut cutshard/model.safetensors.index.json --all-tensors --exclude z -- x,y ""
+cut hugecut.safetensors --all-tensors -- a u
+# ls of it: its sizes null or what the file holds (never negative), the schema's
+"$FP4DIAG" ls --json "$tmp/hugecut.safetensors" >"$tmp/ls.json" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
+python3 - "$tmp/ls.json" "$PWD/schema/ls.schema.json" <<'PY' || { echo "hugecut: ls"; fail=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+u = [t for t in r["datasets"] if t["name"] == "u"][0]
+assert u["logical_bytes"] is None and u["stored_bytes"] == 0 and u["offset"] > 0, u
+assert "past the file's end" in u["problem"], u
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+PY
 # unreadable types (selected: --all-tensors): errors entries naming tensor and type, the
 # readable tensor reported, exit 3
 for f in types.safetensors mixed.npz; do
