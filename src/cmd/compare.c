@@ -1,6 +1,7 @@
 /* compare.c — `fp4diag compare BASE.json NEW.json`: its thresholds (an extension of the
  * shared option parser), the difference table (or --json), and one stderr line per
  * regression; the matching itself is report/compare.c. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -767,6 +768,11 @@ fp4_status cmd_compare(int argc, char **argv)
         st = print_json(&res, &o, base, newp, all, output);
     else if (verbosity >= 0)
         print_table(&res, &o, all, verbosity);
+    /* a table that did not reach stdout (a full disk, a closed pipe) is no comparison */
+    if (st == FP4_OK && (fflush(stdout) != 0 || ferror(stdout)))
+        st = fp4_error(FP4_ERR_INPUT, "stdout: write error: %s",
+                       errno == EPIPE ? "the reading end of the pipe was closed"
+                                      : strerror(errno));
     for (size_t i = 0; i < res.nrows; i++) {
         const fp4_compare_row *r = &res.rows[i];
         if (!r->fails) continue;

@@ -48,4 +48,11 @@ grep -q '"verdict":[[:space:]]*"same"' "$T/cmp.json" || fail "--all does not lis
 expect 0 "$F" compare --help
 grep -q 'usage: fp4diag compare' "$T/out" || fail "--help does not print the usage"
 expect 0 "$F" help compare
+# a table that cannot be written (a full disk) is an error, as for every command
+if [ -w /dev/full ]; then
+    "$F" compare "$S" "$S" >/dev/full 2>"$T/err"; rc=$?
+    [ "$rc" -eq 3 ] || fail "compare > /dev/full exited $rc, expected 3"
+    grep -q 'stdout: write error: No space left on device' "$T/err" ||
+        fail "compare > /dev/full: $(cat "$T/err")"
+fi
 echo "ok"
