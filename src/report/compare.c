@@ -124,6 +124,11 @@ static fp4_status get_num(const cJSON *obj, const char *key, double *v, const ch
     if (!it || cJSON_IsNull(it)) return FP4_OK;
     if (!cJSON_IsNumber(it))
         return fp4_error(FP4_ERR_INPUT, "%s: %s: \"%s\" is not a number", label, where, key);
+    /* JSON has no infinity: a number past the double range (1e400) is no value a run wrote */
+    if (!isfinite(it->valuedouble))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: \"%s\" is out of the range of a double (no "
+                                        "run writes it)",
+                         label, where, key);
     *v = it->valuedouble;
     return FP4_OK;
 }
@@ -139,11 +144,28 @@ static fp4_status get_str(const cJSON *obj, const char *key, const char **s, con
 }
 
 /* sqnr_db and sqnr_status of one result or path; a number without a status is "ok", a null
- * without one is "null" (a writer bug, but still comparable). */
+ * without one is "null" (a writer bug, but still comparable). A status is one a run writes,
+ * and sqnr_db a number exactly when it is "ok" (null otherwise): a report whose SQNRs were
+ * lost (null beside "ok") is refused, never compared as merely "changed". */
 static fp4_status read_sqnr(const cJSON *obj, entry *e, const char *label, const char *where)
 {
     FP4_TRY(get_num(obj, "sqnr_db", &e->sqnr, label, where));
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(obj, "sqnr_status");
+    if (st) {
+        static const char *const known[] = {"ok", "exact", "zero_signal", "nonfinite"};
+        bool is_known = false;
+        for (size_t k = 0; cJSON_IsString(st) && k < sizeof known / sizeof *known; k++)
+            is_known |= !strcmp(st->valuestring, known[k]);
+        if (!is_known)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: \"sqnr_status\" is not one of ok, exact, "
+                                            "zero_signal, nonfinite",
+                             label, where);
+        const bool ok = !strcmp(st->valuestring, "ok");
+        if (ok == isnan(e->sqnr))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: \"sqnr_db\" is %s beside sqnr_status "
+                                            "\"%s\" (a run writes a number exactly for \"ok\")",
+                             label, where, ok ? "null or absent" : "a number", st->valuestring);
+    }
     const char *s = cJSON_IsString(st) && st->valuestring ? st->valuestring
                     : cJSON_GetObjectItemCaseSensitive(obj, "sqnr_db") == NULL ? ""
                     : isnan(e->sqnr)                                           ? "null"
@@ -190,6 +212,28 @@ static fp4_status result_variant(const cJSON *r, unsigned ignore, char *buf, siz
     return FP4_OK;
 }
 
+/* A result's "counts" (when present): an object of whole counts in [0, 2^53] (every count a
+ * run makes is exact in a JSON number), "elements" among them. */
+static fp4_status check_counts(const cJSON *counts, const char *label, const char *where)
+{
+    if (!counts) return FP4_OK;
+    if (!cJSON_IsObject(counts))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: \"counts\" is not an object", label, where);
+    const cJSON *el = cJSON_GetObjectItemCaseSensitive(counts, "elements"), *c;
+    if (!el)
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: \"counts\" without \"elements\"", label,
+                         where);
+    cJSON_ArrayForEach(c, counts)
+    {
+        if (!cJSON_IsNumber(c) || !(c->valuedouble >= 0) ||
+            !(c->valuedouble <= 9007199254740992.0) || c->valuedouble != floor(c->valuedouble))
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: counts.%s is not a count (a whole number "
+                                            "from 0 to 2^53)",
+                             label, where, c->string ? c->string : "?");
+    }
+    return FP4_OK;
+}
+
 static fp4_status read_results(const cJSON *results, const char *name, unsigned ignore,
                                entries *out, const char *label, const char *where)
 {
@@ -210,6 +254,7 @@ static fp4_status read_results(const cJSON *results, const char *name, unsigned 
         FP4_TRY(get_num(r, "alpha", &e->alpha, label, w));
         FP4_TRY(get_num(r, "bucket_ratio_15", &e->b15, label, w));
         FP4_TRY(get_num(r, "bucket_ratio_8", &e->b8, label, w));
+        FP4_TRY(check_counts(cJSON_GetObjectItemCaseSensitive(r, "counts"), label, w));
     }
     return FP4_OK;
 }
@@ -507,6 +552,20 @@ static fp4_status parse_doc(const char *text, const char *label, cJSON **doc, co
                          cJSON_IsString(schema) ? "\"" : "", FP4_REPORT_SCHEMA,
                          FP4_AUDIT_SCHEMA);
     FP4_TRY(get_str(*doc, "command", cmd, label, "top level"));
+    /* the command the run was: argv ["fp4diag", COMMAND, ...] as every writer puts it (a
+     * report whose "command" was edited would be compared as another kind) */
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(*doc, "argv");
+    if (argv) {
+        const cJSON *a0 = cJSON_GetArrayItem(argv, 0), *a1 = cJSON_GetArrayItem(argv, 1);
+        if (!cJSON_IsArray(argv) || !cJSON_IsString(a0) || !cJSON_IsString(a1))
+            return fp4_error(FP4_ERR_INPUT, "%s: \"argv\" is not the command line of a run "
+                                            "(an array of strings, the command second)",
+                             label);
+        if (strcmp(a1->valuestring, *cmd))
+            return fp4_error(FP4_ERR_INPUT, "%s: \"command\" is \"%s\" but the run was '%s' "
+                                            "(argv): the report is not what that run wrote",
+                             label, *cmd, a1->valuestring);
+    }
     if (audit != !strcmp(*cmd, "audit"))
         return fp4_error(FP4_ERR_INPUT, "%s: a '%s' report with schema \"%s\"", label, *cmd,
                          schema->valuestring);

@@ -178,6 +178,63 @@ static void test_null_sqnr_status(void **state)
     free(a), free(zero), free(exact);
 }
 
+/* s with its first `from` replaced by `to` (the test's own fixtures: `from` is there). */
+static char *edit(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    assert_non_null(at);
+    char *t = malloc(strlen(s) + strlen(to) + 1);
+    assert_non_null(t);
+    sprintf(t, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return t;
+}
+
+/* A report holding numbers no run writes is invalid (FP4_ERR_INPUT naming it and the field),
+ * never compared: a number past the double range (read as infinity), an SQNR null beside
+ * status "ok" or a number beside another status, an unknown status, a "command" that is not
+ * the run's (argv), counts that are not whole numbers in [0, 2^53]. */
+#define B8 "\"bucket_ratio_8\":0.9"
+static void test_forged_numbers(void **state)
+{
+    (void)state;
+    char *a = mk("sqnr", "20.5", "ok", 0.99, 0.8, "21.0");
+    char *bad[] = {
+        mk("sqnr", "1e400", "ok", 0.99, 0.8, "21.0"),
+        mk("sqnr", "20.5", "ok", 0.99, 0.8, "-1e400"),
+        mk("sqnr", "null", "ok", 0.99, 0.8, "21.0"),
+        mk("sqnr", "20.5", "exact", 0.99, 0.8, "21.0"),
+        mk("sqnr", "null", "lost", 0.99, 0.8, "21.0"),
+        edit(a, "\"alpha\":", "\"alpha\":1e999,\"x\":"),
+        edit(a, "\"config\"", "\"argv\":[\"fp4diag\",\"bias\",\"m.h5\"],\"config\""),
+        edit(a, "\"config\"", "\"argv\":[\"fp4diag\"],\"config\""),
+        edit(a, B8, B8 ",\"counts\":{\"elements\":1e300}"),
+        edit(a, B8, B8 ",\"counts\":{\"elements\":-5}"),
+        edit(a, B8, B8 ",\"counts\":{\"elements\":8,\"nan\":0.5}"),
+        edit(a, B8, B8 ",\"counts\":{\"nan\":0}"),
+    };
+    static const char *const why[] = {
+        "out of the range of a double", "out of the range of a double", "beside sqnr_status",
+        "beside sqnr_status", "sqnr_status", "out of the range of a double",
+        "the run was 'bias'", "argv", "counts.elements", "counts.elements", "counts.nan",
+        "without \"elements\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fp4_compare_result r;
+        assert_int_equal(fp4_compare_texts(a, "BASE", bad[i], "NEW", NULL, &r), FP4_ERR_INPUT);
+        assert_non_null(strstr(fp4_last_error(), "NEW"));
+        if (!strstr(fp4_last_error(), why[i])) fail_msg("case %zu: %s", i, fp4_last_error());
+        fp4_compare_result_free(&r);
+        free(bad[i]);
+    }
+    /* what a run writes passes: its own argv, whole counts */
+    char *ok = edit(a, "\"config\"", "\"argv\":[\"fp4diag\",\"sqnr\",\"m.h5\"],\"config\"");
+    char *ok2 = edit(ok, B8, B8 ",\"counts\":{\"elements\":9007199254740992,\"nan\":0}");
+    fp4_compare_result r = run(a, ok2, NULL, FP4_OK);
+    assert_int_equal(r.nsame, 2);
+    fp4_compare_result_free(&r);
+    free(ok), free(ok2), free(a);
+}
+
 static const char one_result[] =
     "{\"schema\":\"fp4diag.report/1\",\"command\":\"sqnr\",\"config\":{\"seed\":1},"
     "\"tensors\":[{\"name\":\"/blocks/0/fc1/weight\",\"results\":["
@@ -491,6 +548,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identical_is_same),  cmocka_unit_test(test_sqnr_drop_threshold),
         cmocka_unit_test(test_alpha_and_buckets),  cmocka_unit_test(test_null_sqnr_status),
+        cmocka_unit_test(test_forged_numbers),
         cmocka_unit_test(test_missing_and_added),  cmocka_unit_test(test_gemm_paths),
         cmocka_unit_test(test_unreadable_reports), cmocka_unit_test(test_files),
         cmocka_unit_test(test_ignore_key),
