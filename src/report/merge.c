@@ -11,7 +11,9 @@
 
 #include <cJSON.h>
 
-#include "io/st_parse.h" /* fp4_json_doc_check */
+#include "io/gguf_parse.h" /* fp4_ggml_type_name */
+#include "io/rawconv.h"    /* fp4_raw_name */
+#include "io/st_parse.h"   /* fp4_json_doc_check */
 #include "run/driver.h"
 #include "run/gemm.h"
 #include "num/metrics.h"
@@ -518,29 +520,68 @@ static fp4_status check_units(const part *p, int n, const unit *r, int nr, const
     return st;
 }
 
-static fp4_status tensor_from_json(const part *pt, const unit *u, int ncfg, fp4_tensor_result *tr)
+/* Whether `s` names a dtype a reader of fp4diag gives (io/rawconv.c, io/gguf_parse.c, the
+ * HDF5 reader's "float(1,E,M,B)" of other float layouts). */
+static bool dtype_read(const char *s)
 {
-    const cJSON *o = u->obj;
-    const cJSON *name = get(o, "name"), *shape = get(o, "shape"), *dtype = get(o, "dtype");
+    for (int k = FP4_RAW_NONE + 1; k < FP4_RAW_COUNT; k++)
+        if (!strcmp(s, fp4_raw_name((fp4_raw)k))) return true;
+    for (uint32_t t = 0; t < 256; t++) {
+        const char *g = fp4_ggml_type_name(t, NULL, NULL);
+        if (g && !strcmp(s, g)) return true;
+    }
+    unsigned e = 0, m = 0, b = 0;
+    char again[64];
+    if (sscanf(s, "float(1,%u,%u,%u)", &e, &m, &b) == 3) {
+        snprintf(again, sizeof again, "float(1,%u,%u,%u)", e, m, b);
+        return !strcmp(again, s);
+    }
+    return false;
+}
+
+/* One analysed tensor of a part: its exact partial sums into tr->metrics, and what the tensor
+ * shows beside them checked (SPEC §9): the shape holds the elements every result counted, the
+ * axis is the one the run's --axis gives for its rank, the dtype one a reader gives.
+ * FP4_ERR_INPUT naming the part, the tensor and the field. */
+static fp4_status tensor_from_json(const part *pt, const unit *u, const fp4_run_config *o,
+                                   int ncfg, fp4_tensor_result *tr)
+{
+    const cJSON *obj = u->obj;
+    const cJSON *name = get(obj, "name"), *shape = get(obj, "shape"), *dtype = get(obj, "dtype");
     const cJSON *ps = get(u->partial, "partials");
     if (!cJSON_IsString(name) || !cJSON_IsArray(shape) || !cJSON_IsString(dtype) ||
         cJSON_GetArraySize(shape) > FP4_MAX_RANK || cJSON_GetArraySize(ps) != ncfg)
         return fp4_error(FP4_ERR_INPUT, "%s: tensor %d: malformed (name, shape, dtype, partials)",
                          pt->name, u->index);
     tr->index = u->index;
-    tr->axis = get_int(o, "axis", 0);
     if (!(tr->info.name = strdup(name->valuestring)))
         return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    if (strlen(dtype->valuestring) >= sizeof tr->info.dtype || !dtype_read(dtype->valuestring))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: \"dtype\" is not a dtype fp4diag reads "
+                                        "(edited part?)",
+                         pt->name, tr->info.name);
     snprintf(tr->info.dtype, sizeof tr->info.dtype, "%s", dtype->valuestring);
     tr->info.rank = cJSON_GetArraySize(shape);
-    tr->info.nelems = 1;
+    uint64_t elements = 1;
+    bool fits = true;
     for (int d = 0; d < tr->info.rank; d++) {
         const cJSON *x = cJSON_GetArrayItem(shape, d);
         if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0) || x->valuedouble > 4.0e18 ||
             x->valuedouble != floor(x->valuedouble))
             return fp4_error(FP4_ERR_INPUT, "%s: %s: malformed shape", pt->name, tr->info.name);
         tr->info.dims[d] = (int64_t)x->valuedouble;
+        const uint64_t n = (uint64_t)tr->info.dims[d];
+        if (n && elements > UINT64_MAX / n) fits = false;
+        else elements *= n;
     }
+    /* the axis as the run resolves --axis for the tensor's rank (run/driver.c) */
+    const int rank = tr->info.rank;
+    const int want = rank == 0 ? 0 : o->axis < 0 ? o->axis + rank : o->axis;
+    tr->axis = int_of(get(obj, "axis"), FP4_MAX_RANK);
+    if (tr->axis < 0 || tr->axis != want || (rank > 0 && tr->axis >= rank))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: \"axis\" is not the axis --axis %d gives a "
+                                        "tensor of rank %d (edited part?)",
+                         pt->name, tr->info.name, o->axis, rank);
     tr->info.nelems = -1; /* unused: the report prints the shape */
     tr->metrics = calloc((size_t)(ncfg ? ncfg : 1), sizeof *tr->metrics);
     if (!tr->metrics) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
@@ -549,6 +590,12 @@ static fp4_status tensor_from_json(const part *pt, const unit *u, int ncfg, fp4_
             return fp4_error(FP4_ERR_INPUT, "%s: %s: malformed exact partial sums", pt->name,
                              tr->info.name);
         fp4_metrics_finish(&tr->metrics[c]);
+        /* every result counts the tensor's elements (counts.elements: of the input) */
+        if (!fits || tr->metrics[c].elements != elements)
+            return fp4_error(FP4_ERR_INPUT, "%s: %s: \"shape\" does not hold the %llu elements "
+                                            "its exact sums count (edited part?)",
+                             pt->name, tr->info.name,
+                             (unsigned long long)tr->metrics[c].elements);
     }
     return FP4_OK;
 }
@@ -718,7 +765,7 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
         goto out;
     }
     for (int i = 0; i < nt; i++) {
-        st = tensor_from_json(&p[tu[i].part], &tu[i], run.ncfg, &run.tensors[i]);
+        st = tensor_from_json(&p[tu[i].part], &tu[i], &o, run.ncfg, &run.tensors[i]);
         run.ntensors = i + 1;
         if (st != FP4_OK) goto out;
         if (strcmp(run.tensors[i].info.name, run.datasets[tu[i].index])) {

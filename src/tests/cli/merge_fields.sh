@@ -1,0 +1,45 @@
+#!/bin/sh
+# merge_fields.sh — merge copies no field of a part it has not checked (hostile input): an
+# analysis tensor's shape that does not hold the elements its exact sums count, an axis that is
+# not the one --axis gives its rank, a dtype no reader gives are refused with one line naming
+# the part, the tensor and the field; nothing is written on a refusal; the unedited parts merge.
+. src/tests/cli/lib/parts.sh
+cd "$tmp" || exit 1
+for i in 0 1; do
+    "$FP4DIAG" sqnr "$C" --format e2m1 -q --shard $i/2 -o s$i.json 2>/dev/null ||
+        fail "sqnr share $i"
+done
+"$FP4DIAG" merge s0.json s1.json -o ok.json 2>err || { cat err; fail "unedited sqnr parts refused"; }
+# edit PART OUT PYTHON: a copy of PART with PYTHON applied to its JSON d
+edit() {
+    python3 - "$1" "$2" "$3" <<'PY' || fail "edit $2"
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+}
+bad() { # bad WHAT GREP PARTS...
+    what=$1 pat=$2; shift 2
+    rm -f bad.json
+    "$FP4DIAG" merge "$@" -o bad.json 2>err; rc=$?
+    [ "$rc" -eq 3 ] || { cat err; fail "$what: exit $rc, want 3"; }
+    grep -q -- "$pat" err || { cat err; fail "$what: message lacks '$pat'"; }
+    [ "$(wc -l <err)" -eq 1 ] || { cat err; fail "$what: not one line"; }
+    [ -e bad.json ] && fail "$what: wrote a report"
+    return 0
+}
+# analysis parts: shape, axis, dtype
+edit s0.json a_shape.json 'd["tensors"][0]["shape"] = [1, 7]'
+bad shape "a_shape.json: .*: \"shape\" does not hold the [0-9]* elements" a_shape.json s1.json
+edit s0.json a_shape2.json 't = d["tensors"][0]; t["shape"] = t["shape"][::-1] + [1]'
+"$FP4DIAG" merge a_shape2.json s1.json -o x.json 2>/dev/null &&
+    python3 -c 'import json,sys; sys.exit(json.load(open("x.json"))["tensors"][0]["shape"][-1] == 1)' &&
+    fail "a shape of other dims but the same product copied"
+edit s0.json a_axis.json 'd["tensors"][0]["axis"] = 5'
+bad axis "a_axis.json: .*: \"axis\" is not the axis --axis -1 gives a tensor of rank 2" a_axis.json s1.json
+edit s0.json a_axis0.json 'd["tensors"][0]["axis"] = 0'
+bad axis0 "a_axis0.json: .*: \"axis\"" a_axis0.json s1.json
+edit s0.json a_dtype.json 'd["tensors"][0]["dtype"] = "bf16x"'
+bad dtype "a_dtype.json: .*: \"dtype\" is not a dtype fp4diag reads" a_dtype.json s1.json
+exit 0
