@@ -261,6 +261,29 @@ static void set_layout(fp4_qtensor *q)
              g);
 }
 
+bool fp4_qlayout_possible(fp4_qformat format, fp4_qproducer producer, const char *layout,
+                          bool *swizzled)
+{
+    static char global[] = "g";
+    for (int sl = FP4_QS_FLAT; sl <= FP4_QS_GGUF; sl++)
+        for (int one_d = 0; one_d < 2; one_d++)
+            for (int gl = 0; gl < 2; gl++) {
+                if ((sl == FP4_QS_GGUF) != (producer == FP4_QP_GGUF) ||
+                    (one_d && sl != FP4_QS_SWIZZLED))
+                    continue;
+                fp4_qtensor q;
+                memset(&q, 0, sizeof q);
+                q.format = format, q.producer = producer, q.scale_layout = (fp4_qscale_layout)sl;
+                q.scale_1d = one_d, q.global = gl ? global : NULL;
+                set_layout(&q);
+                if (!strcmp(q.layout, layout)) {
+                    *swizzled = sl == FP4_QS_SWIZZLED;
+                    return true;
+                }
+            }
+    return false;
+}
+
 /* The other scale tensors of module <m> (SPEC §10): every <m>.LEAF not a member of q whose
  * leaf names a scale. Recognised and left alone (they scale activations or the KV cache, not
  * the weight): k_scale, v_scale, output_scale (ModelOpt and compressed-tensors' KV-cache

@@ -66,6 +66,13 @@ typedef enum fp4_qscale_layout {
 const char *fp4_qformat_name(fp4_qformat f);
 const char *fp4_qproducer_name(fp4_qproducer p);
 
+/* Whether `layout` is a fp4_qtensor.layout the reader writes for a tensor of `format` by
+ * `producer` (its scale layout, 1-D or 2-D scales, per-tensor scale present or not); when so,
+ * *swizzled says whether that layout's scales are swizzled (FP4_QS_SWIZZLED). For `merge`,
+ * which checks a part's quant.layout (SPEC §11). */
+bool fp4_qlayout_possible(fp4_qformat format, fp4_qproducer producer, const char *layout,
+                          bool *swizzled);
+
 /* One logical quantized tensor. */
 typedef struct fp4_qtensor {
     char *name;               /* "model.layers.0.self_attn.q_proj.weight" (owned) */

@@ -89,7 +89,8 @@ static cJSON *hex3(const fp4_audit_sums *s)
 }
 
 /* --shard: the share, the selection positions it took, per tensor the exact state `merge`
- * pools (hex floats), the positions of its errors, and the inputs' fingerprint. */
+ * pools and checks the shown numbers against (hex floats: the sums, those of each layout
+ * hypothesis tried; the counts), the positions of its errors, and the inputs' fingerprint. */
 static void add_shard(cJSON *root, const fp4_audit *a)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
@@ -117,6 +118,10 @@ static void add_shard(cJSON *root, const fp4_audit *a)
         cJSON_AddNumberToObject(o, "scale_match", (double)t->scale_match);
         cJSON_AddNumberToObject(o, "scale_bytes", (double)t->scale_bytes);
         cJSON_AddBoolToObject(o, "pooled", t->layout_fit == FP4_AUDIT_H_DECLARED);
+        cJSON_AddNumberToObject(o, "zero_blocks", (double)t->zero_blocks);
+        cJSON *hs = cJSON_AddArrayToObject(o, "hypotheses"); /* as layout_check lists them */
+        for (int k = 0; hs && k < FP4_AUDIT_NH; k++)
+            if (t->hyp_tried[k]) cJSON_AddItemToArray(hs, hex3(&t->hyp[k]));
     }
     cJSON *es = cJSON_AddArrayToObject(sh, "errors");
     for (int i = 0; es && i < a->nerrors; i++)

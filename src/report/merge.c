@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "io/gguf_parse.h" /* fp4_ggml_type_name */
+#include "io/quantized.h"  /* fp4_qlayout_possible */
 #include "io/rawconv.h"    /* fp4_raw_name */
 #include "io/st_parse.h"   /* fp4_json_doc_check */
 #include "run/driver.h"
@@ -1331,6 +1332,15 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     if (ff < 0 || nan8 < 0 || ff > bytes || nan8 > bytes || (nan8 > 0 && (!nv || producer == FP4_QP_GGUF)) ||
         (ff > 0 && nv))
         return "special_scale_bytes";
+    /* such a byte decodes its block to NaN (E4M3 NaN; E8M0 0xFF is 2^128, inf, and 0 x inf
+     * NaN) outside GGUF's blocks, and the export's sums, finite here, would not be */
+    if (producer != FP4_QP_GGUF && isfinite(e->ee) && (nan8 > 0 || ff > 0))
+        return "special_scale_bytes";
+    /* the layout is one the reader writes for the format and producer */
+    bool swizzled = false;
+    if (!fp4_qlayout_possible(nv ? FP4_QF_NVFP4 : FP4_QF_MXFP4, (fp4_qproducer)producer,
+                              get(qo, "layout")->valuestring, &swizzled))
+        return "quant.layout";
     /* the other MX rule named as the one the stored bytes follow: a known name, never the
      * declared producer's own rule, only for MXFP4 when the declared rule misses a byte */
     const cJSON *rf = get(o, "scale_rule_fit");
@@ -1345,7 +1355,7 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     /* blocks of an all-zero source: all of them when the source's energy is 0, not all when
      * it is finite and positive */
     int64_t zb = count_of(o, "zero_blocks");
-    if (zb < 0 || zb > bytes || (e->n > 0 && e->xx == 0 && zb != bytes) ||
+    if (zb < 0 || zb > bytes || zb != count_of(x, "zero_blocks") || (e->n > 0 && e->xx == 0 && zb != bytes) ||
         (bytes > 0 && zb == bytes && isfinite(e->xx) && e->xx > 0))
         return "zero_blocks";
     /* the per-tensor scale (NVFP4 only): match is stored == rule */
@@ -1406,29 +1416,54 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     if (!cJSON_IsString(fits) || !cJSON_IsBool(asd) || !cJSON_IsArray(hy) ||
         cJSON_GetArraySize(hy) < 1 || cJSON_GetArraySize(hy) > FP4_AUDIT_NH)
         return "layout_check";
-    if (!hyp_entry(cJSON_GetArrayItem(hy, 0), &label, &v, &status) ||
-        strcmp(label, fp4_audit_hypothesis_name(FP4_AUDIT_H_DECLARED)))
-        return "layout_check.hypotheses";
+    /* each hypothesis' SQNR from its exact sums (shard.tensors[].hypotheses, in the order
+     * shown; the first is as declared), its label the run's name for it in the run's order
+     * ("scales flat" for the swizzle test of swizzled scales) */
+    const cJSON *hx = get(x, "hypotheses");
+    if (cJSON_GetArraySize(hx) != cJSON_GetArraySize(hy)) return "layout_check.hypotheses";
+    fp4_audit_sums hsum[FP4_AUDIT_NH];
+    int last = -1;
+    for (int h = 0; h < cJSON_GetArraySize(hy); h++) {
+        const cJSON *hh = cJSON_GetArrayItem(hy, h);
+        const char *hst;
+        if (!hyp_entry(hh, &label, &v, &status) ||
+            !audit_sums_of(cJSON_GetArrayItem(hx, h), elements, &hsum[h]))
+            return "layout_check.hypotheses";
+        const double hq = fp4_audit_sqnr(&hsum[h], &hst);
+        if (strcmp(status, hst) || !num_matches(get(hh, "sqnr_db"), hq, 1e-13))
+            return "layout_check.hypotheses";
+        int k = last + 1;
+        while (k < FP4_AUDIT_NH &&
+               strcmp(label, k == FP4_AUDIT_H_SWIZZLE && swizzled
+                                 ? "scales flat"
+                                 : fp4_audit_hypothesis_name(k)))
+            k++;
+        if (k >= FP4_AUDIT_NH || (h == 0 && k != FP4_AUDIT_H_DECLARED))
+            return "layout_check.hypotheses[].layout";
+        last = k;
+    }
+    hyp_entry(cJSON_GetArrayItem(hy, 0), &label, &v, &status);
     const bool declared = fp4_audit_sane(v, status, rq);
     const char *fit = declared ? label : NULL, *fit_status = status;
     const cJSON *fit_entry = cJSON_GetArrayItem(hy, 0);
+    int fit_h = 0;
     double best = -INFINITY;
     for (int h = 1; h < cJSON_GetArraySize(hy); h++) {
         const cJSON *hh = cJSON_GetArrayItem(hy, h);
-        if (!hyp_entry(hh, &label, &v, &status)) return "layout_check.hypotheses";
-        for (int k = 0; k < h; k++)
-            if (!strcmp(label, get(cJSON_GetArrayItem(hy, k), "layout")->valuestring))
-                return "layout_check.hypotheses";
+        hyp_entry(hh, &label, &v, &status);
         if (!declared && fp4_audit_sane(v, status, rq) && !(v <= best)) {
             best = isnan(v) ? INFINITY : v;
             fit = label;
             fit_status = status;
             fit_entry = hh;
+            fit_h = h;
         }
     }
     if (!fit || strcmp(fits->valuestring, fit)) return "layout_check.fits";
     /* the export's numbers are those of the reading that fits (SPEC §11) */
-    if (strcmp(fit_status, es) || !num_matches(get(fit_entry, "sqnr_db"), eq, 1e-13))
+    if (strcmp(fit_status, es) || !num_matches(get(fit_entry, "sqnr_db"), eq, 1e-13) ||
+        !(same_double(hsum[fit_h].xx, e->xx) && same_double(hsum[fit_h].ee, e->ee) &&
+          same_double(hsum[fit_h].xq, e->xq)))
         return "layout_check.hypotheses";
     if (cJSON_IsTrue(asd) != declared) return "layout_check.as_declared";
     if (cJSON_IsTrue(pooled) != declared) return "shard.tensors[].pooled";

@@ -1,8 +1,11 @@
 #!/bin/sh
 # merge_fields.sh — merge copies no field of a part it has not checked (hostile input): an
 # analysis tensor's shape that does not hold the elements its exact sums count, an axis that is
-# not the one --axis gives its rank, a dtype no reader gives are refused with one line naming
-# the part, the tensor and the field; nothing is written on a refusal; the unedited parts merge.
+# not the one --axis gives its rank, a dtype no reader gives; an audit tensor's zero_blocks
+# other than the part's exact state, a special scale byte its finite export sums rule out, a
+# quant.layout the reader never writes, a layout hypothesis' SQNR other than its exact sums
+# give or its label out of the run's order — each is refused with one line naming the part, the
+# tensor and the field; nothing is written on a refusal; the unedited parts merge.
 . src/tests/cli/lib/parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
@@ -42,4 +45,26 @@ edit s0.json a_axis0.json 'd["tensors"][0]["axis"] = 0'
 bad axis0 "a_axis0.json: .*: \"axis\"" a_axis0.json s1.json
 edit s0.json a_dtype.json 'd["tensors"][0]["dtype"] = "bf16x"'
 bad dtype "a_dtype.json: .*: \"dtype\" is not a dtype fp4diag reads" a_dtype.json s1.json
+# audit parts
+Q=$OLDPWD/testdata/quantized
+for i in 0 1; do
+    "$FP4DIAG" audit -q --shard $i/2 -o q$i.json "$Q/source/model.safetensors" \
+        "$Q/modelopt_nvfp4/model.safetensors" 2>/dev/null || fail "audit share $i"
+done
+"$FP4DIAG" merge q0.json q1.json -o okq.json 2>err || { cat err; fail "unedited audit parts refused"; }
+shown() { echo "the numbers shown are not what its exact sums give (\"$1\""; }
+edit q0.json z.json 'd["tensors"][0]["zero_blocks"] += 1'
+bad zero_blocks "z.json: .*: $(shown zero_blocks)" z.json q1.json
+edit q0.json n.json 'd["tensors"][0]["special_scale_bytes"]["e4m3_nan"] += 1'
+bad e4m3_nan "n.json: .*: $(shown special_scale_bytes)" n.json q1.json
+edit q0.json l.json 'd["tensors"][0]["quant"]["layout"] = "nibble high=even (forged)"'
+bad layout "l.json: .*: $(shown quant.layout)" l.json q1.json
+edit q0.json l2.json 'd["tensors"][0]["quant"]["layout"] += "x"'
+bad layout2 "l2.json: .*: $(shown quant.layout)" l2.json q1.json
+edit q0.json h.json 'd["tensors"][0]["layout_check"]["hypotheses"][1]["sqnr_db"] = 42.0'
+bad hyp_sqnr "h.json: .*: $(shown layout_check.hypotheses)" h.json q1.json
+edit q0.json h2.json 'h = d["tensors"][0]["layout_check"]["hypotheses"]; h[1], h[2] = h[2], h[1]'
+bad hyp_order "h2.json: .*: $(shown layout_check.hypotheses)" h2.json q1.json
+edit q0.json h3.json 'd["tensors"][0]["layout_check"]["hypotheses"][1]["layout"] = "scales flat"'
+bad hyp_label "h3.json: .*: $(shown 'layout_check.hypotheses\[\]\.layout')" h3.json q1.json
 exit 0
