@@ -975,6 +975,198 @@ static fp4_status gemm_layer_from_json(const part *pt, const unit *u, const cJSO
 }
 
 
+static bool same_num(const cJSON *a, const cJSON *b);
+
+/* Whether object o has exactly the keys `keys` (NULL-terminated), `opt` (may be NULL) as an
+ * optional one: a key a run does not write would be copied unchecked. */
+static bool keys_exactly(const cJSON *o, const char *const *keys, const char *opt)
+{
+    if (!cJSON_IsObject(o)) return false;
+    int want = 0;
+    for (; keys[want]; want++)
+        if (!get(o, keys[want])) return false;
+    int have = cJSON_GetArraySize(o);
+    return have == want || (opt && get(o, opt) && have == want + 1);
+}
+
+/* A whole count in [1, 2^53]. */
+static int64_t dim_of(const cJSON *v)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 1) || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != floor(v->valuedouble))
+        return -1;
+    return (int64_t)v->valuedouble;
+}
+
+static bool is_shape2(const cJSON *sh, int64_t a, int64_t b)
+{
+    return cJSON_GetArraySize(sh) == 2 && dim_of(cJSON_GetArrayItem(sh, 0)) == a &&
+           dim_of(cJSON_GetArrayItem(sh, 1)) == b;
+}
+
+/* The rht object a path of the run shows: {size, signs} of the config when the config turns
+ * it on for `path`, else false. */
+static bool rht_matches(const cJSON *shown, const cJSON *cfg, const char *path)
+{
+    const cJSON *on = get(get(cfg, "rht"), path);
+    if (!cJSON_IsString(on)) return false;
+    if (strcmp(on->valuestring, "on")) return cJSON_IsFalse(shown);
+    const cJSON *sz = get(shown, "size"), *sg = get(shown, "signs");
+    return cJSON_IsObject(shown) && cJSON_GetArraySize(shown) == 2 &&
+           same_num(sz, get(cfg, "rht_size")) && cJSON_IsString(sg) &&
+           cJSON_Compare(sg, get(cfg, "rht_signs"), true);
+}
+
+/* What one layer of a gemm part shows besides the numbers its exact sums decide (those:
+ * gemm_layer_from_json), against the run's config (the same in every part), the parts'
+ * input fingerprints and the layer's own operand shapes (SPEC §9): the recipe the config's;
+ * each input read from a fingerprinted file, a dtype a reader gives, its shape the layer's
+ * M x K, N x K, M x N; each path's shape, contraction and padding what M, N, K and the
+ * operands' block and RHT give, its RHT the config's for the path; each operand the tensor,
+ * role and transposition the path takes, the config's format, scale, block, rounding and the
+ * path's RHT, the SR stream the run numbers it, its NMSE and SQNR, alpha and delta one
+ * another's (the run's formulas), the same configuration as the layers before it (`first`:
+ * the first layer's paths, NULL for it). No key a run does not write. NULL when all hold,
+ * else the field that does not. */
+static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON *pps,
+                                     const cJSON *first)
+{
+    static const char *const lkeys[] = {"name", "recipe", "inputs", "paths", NULL};
+    static const char *const ikeys[] = {"source", "shape", "dtype", NULL};
+    static const char *const pkeys[] = {"path", "shape", "contraction", "padded_contraction",
+                                        "rht", "sqnr_db", "sqnr_status", "eta", "alpha_a",
+                                        "alpha_b", "alpha_product", "operands", NULL};
+    static const char *const okeys[] = {"name", "role", "transposed", "format", "scale",
+                                        "block", "weight_2d", "rht", "rounding", "sqnr_db",
+                                        "sqnr_status", "nmse", "alpha", "delta", "tensor_amax",
+                                        NULL};
+    const cJSON *cfg = get(pt->doc, "config"), *in = get(L, "inputs");
+    if (!keys_exactly(L, lkeys, NULL)) return "layer keys";
+    if (!cJSON_IsString(get(L, "recipe")) || !cJSON_Compare(get(L, "recipe"), get(cfg, "recipe"), true))
+        return "recipe";
+    /* the operand shapes: x M x K, w N x K, dy M x N, as the run reads M, N, K */
+    const cJSON *sx = get(get(in, "x"), "shape"), *sw = get(get(in, "w"), "shape"),
+                *sd = get(get(in, "dy"), "shape");
+    const int64_t m = dim_of(cJSON_GetArrayItem(sx ? sx : sd, 0));
+    const int64_t k = dim_of(cJSON_GetArrayItem(sx ? sx : sw, 1));
+    const int64_t nn = dim_of(cJSON_GetArrayItem(sw ? sw : sd, sw ? 0 : 1));
+    if (!cJSON_IsObject(in) || cJSON_GetArraySize(in) < 1) return "inputs";
+    const cJSON *t;
+    cJSON_ArrayForEach(t, in)
+    {
+        int ti = -1;
+        for (int q = FP4_GEMM_X; q <= FP4_GEMM_DY; q++)
+            if (t->string && !strcmp(t->string, fp4_gemm_tensor_name((fp4_gemm_tensor)q))) ti = q;
+        if (ti < 0 || !keys_exactly(t, ikeys, NULL)) return "inputs";
+        const cJSON *src = get(t, "source"), *dt = get(t, "dtype"), *e;
+        bool read = false; /* "FILE:DATASET" of a file every share fingerprinted */
+        cJSON_ArrayForEach(e, get(pt->shard, "fingerprint"))
+        {
+            const cJSON *f = get(e, "file");
+            size_t fl = cJSON_IsString(f) ? strlen(f->valuestring) : 0;
+            read |= fl && cJSON_IsString(src) && !strncmp(src->valuestring, f->valuestring, fl) &&
+                    src->valuestring[fl] == ':' && src->valuestring[fl + 1];
+        }
+        if (!read) return "inputs[].source";
+        if (!cJSON_IsString(dt) || !dtype_read(dt->valuestring)) return "inputs[].dtype";
+        const int64_t d0 = ti == FP4_GEMM_W ? nn : m, d1 = ti == FP4_GEMM_DY ? nn : k;
+        if (m < 0 || nn < 0 || k < 0 || !is_shape2(get(t, "shape"), d0, d1))
+            return "inputs[].shape";
+    }
+    const cJSON *paths = get(L, "paths"), *y;
+    int j = -1;
+    cJSON_ArrayForEach(y, paths)
+    {
+        fp4_gemm_path path;
+        const cJSON *pn = get(y, "path");
+        j++;
+        if (!keys_exactly(y, pkeys, NULL) || !cJSON_IsString(pn) ||
+            fp4_gemm_path_parse(pn->valuestring, &path) != FP4_OK)
+            return "paths[] keys";
+        fp4_gemm_path_shape sh;
+        fp4_gemm_path_shape_of(path, m, nn, k, &sh);
+        if (!is_shape2(get(y, "shape"), sh.rows, sh.cols)) return "paths[].shape";
+        if (dim_of(get(y, "contraction")) != sh.contraction) return "paths[].contraction";
+        if (!rht_matches(get(y, "rht"), cfg, pn->valuestring)) return "paths[].rht";
+        const cJSON *ops = get(y, "operands"), *fy = NULL, *f;
+        cJSON_ArrayForEach(f, first)
+            if (cJSON_Compare(get(f, "path"), pn, true)) fy = f;
+        for (int q = 0; q < 2; q++) {
+            const cJSON *op = cJSON_GetArrayItem(ops, q), *nm = get(op, "name");
+            const fp4_gemm_tensor tt = q ? sh.b : sh.a;
+            const char *tn = fp4_gemm_tensor_name(tt);
+            const cJSON *rnd = get(op, "rounding");
+            const bool sr = cJSON_IsString(rnd) && !strcmp(rnd->valuestring, "sr");
+            if (!keys_exactly(op, okeys, sr ? "sr_stream" : NULL)) return "operands[] keys";
+            if (!cJSON_IsString(nm) || strcmp(nm->valuestring, tn) ||
+                cJSON_IsTrue(get(op, "transposed")) != (q ? sh.b_transposed : sh.a_transposed) ||
+                !cJSON_IsBool(get(op, "transposed")))
+                return "operands[].name, transposed";
+            if (!cJSON_Compare(get(op, "format"), cJSON_GetArrayItem(get(cfg, "formats"), 0), true) ||
+                cJSON_GetArraySize(get(cfg, "formats")) != 1)
+                return "operands[].format";
+            if (!cJSON_Compare(get(op, "scale"), get(cfg, "scale"), true)) return "operands[].scale";
+            if (!same_num(get(op, "block"), get(cfg, "block")) || dim_of(get(op, "block")) < 0)
+                return "operands[].block";
+            if (!cJSON_IsBool(get(op, "weight_2d"))) return "operands[].weight_2d";
+            if (!cJSON_Compare(get(op, "rht"), get(y, "rht"), true)) return "operands[].rht";
+            if (!cJSON_Compare(rnd, get(get(cfg, "rounding"), tn), true))
+                return "operands[].rounding";
+            if (sr) {
+                const cJSON *ss = get(op, "sr_stream");
+                const double want = (double)(FP4_GEMM_STREAM_BASE + 4u * (uint32_t)path + (uint32_t)tt);
+                if (!cJSON_IsNumber(ss) || ss->valuedouble != want) return "operands[].sr_stream";
+            }
+            /* SQNR, NMSE, alpha, delta and amax from the operand's exact sums
+             * (shard.partials[].paths[].operands), by the run's fp4_metrics_finish */
+            const cJSON *xo = cJSON_GetArrayItem(get(cJSON_GetArrayItem(pps, j), "operands"), q);
+            const cJSON *xs = get(xo, "sums");
+            double v[4];
+            for (int w = 0; w < 4; w++) {
+                const cJSON *h = w < 3 ? cJSON_GetArrayItem(xs, w) : get(xo, "tensor_amax");
+                char *end = NULL;
+                v[w] = cJSON_IsString(h) ? strtod(h->valuestring, &end) : 0;
+                if (!end || end == h->valuestring || *end || cJSON_GetArraySize(xs) != 3 ||
+                    cJSON_GetArraySize(xo) != 2)
+                    return "shard.partials operands sums";
+            }
+            fp4_metrics mt;
+            memset(&mt, 0, sizeof mt);
+            mt.sum_x2 = v[0], mt.sum_err2 = v[1], mt.sum_xqx = v[2];
+            mt.tensor_amax = (float)v[3];
+            if ((double)mt.tensor_amax != v[3] && !isnan(v[3])) return "shard.partials operands sums";
+            fp4_metrics_finish(&mt);
+            const cJSON *st = get(op, "sqnr_status");
+            if (!cJSON_IsString(st) || strcmp(st->valuestring, sqnr_status_str(mt.sqnr_status)))
+                return "operands[].sqnr_status";
+            if (!num_matches(get(op, "sqnr_db"),
+                             mt.sqnr_status == FP4_SQNR_OK ? mt.sqnr_db : (double)NAN,
+                             DBL_EPSILON))
+                return "operands[].sqnr_db";
+            if (!num_matches(get(op, "nmse"), mt.nmse, DBL_EPSILON)) return "operands[].nmse";
+            if (!num_matches(get(op, "alpha"), mt.alpha, DBL_EPSILON)) return "operands[].alpha";
+            if (!num_matches(get(op, "delta"), mt.delta, DBL_EPSILON)) return "operands[].delta";
+            if (!num_matches(get(op, "tensor_amax"), (double)mt.tensor_amax, DBL_EPSILON))
+                return "operands[].tensor_amax";
+            /* the configuration the layers before it show for the same path and operand */
+            if (fy) {
+                const cJSON *fo = cJSON_GetArrayItem(get(fy, "operands"), q);
+                static const char *const same[] = {"weight_2d", "rht", "rounding", "format", "block", "scale"};
+                for (size_t w = 0; w < sizeof same / sizeof *same; w++)
+                    if (!cJSON_Compare(get(op, same[w]), get(fo, same[w]), true))
+                        return "operands[] (another configuration than the first layer's)";
+            }
+        }
+        /* the padded contraction: K up to the block, or the RHT size when larger */
+        const cJSON *rh = get(y, "rht");
+        int64_t g = dim_of(get(cJSON_GetArrayItem(ops, 0), "block"));
+        if (cJSON_IsObject(rh) && dim_of(get(rh, "size")) > g) g = dim_of(get(rh, "size"));
+        if (g < 1 || dim_of(get(y, "padded_contraction")) != (sh.contraction + g - 1) / g * g)
+            return "paths[].padded_contraction";
+    }
+    return NULL;
+}
+
 static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
                              fp4_merge_result *res)
 {
@@ -1019,9 +1211,19 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
     }
     /* the exact per-layer sums the pooled summary reads, each layer checked against them */
     const cJSON *selnames = get(p[0].shard, "layers");
-    for (int i = 0; i < nl; i++)
+    for (int i = 0; i < nl; i++) {
         if ((st = gemm_layer_from_json(&p[lu[i].part], &lu[i], selnames, &layers[i])) != FP4_OK)
             goto out;
+        const char *field =
+            gemm_layer_fields(&p[lu[i].part], lu[i].obj, get(lu[i].partial, "paths"),
+                              i ? get(lu[0].obj, "paths") : NULL);
+        if (field) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: layer %s: \"%s\" is not what the run's config, "
+                                          "its inputs and shapes give (edited part?)",
+                           p[lu[i].part].name, layers[i].name, field);
+            goto out;
+        }
+    }
     unsigned paths = 0;
     const cJSON *cp = get(get(doc, "config"), "paths"), *x;
     cJSON_ArrayForEach(x, cp)

@@ -4,7 +4,10 @@
 # not the one --axis gives its rank, a dtype no reader gives; an audit tensor's zero_blocks
 # other than the part's exact state, a special scale byte its finite export sums rule out, a
 # quant.layout the reader never writes, a layout hypothesis' SQNR other than its exact sums
-# give or its label out of the run's order — each is refused with one line naming the part, the
+# give or its label out of the run's order; a gemm layer's recipe, an input's source (a file the
+# shares did not fingerprint), shape or dtype, a path's shape or contraction, an operand's
+# configuration or its SQNR or tensor_amax other than its exact sums give, a key no run writes
+# — each is refused with one line naming the part, the
 # tensor and the field; nothing is written on a refusal; the unedited parts merge.
 . src/tests/cli/lib/parts.sh
 cd "$tmp" || exit 1
@@ -67,4 +70,34 @@ edit q0.json h2.json 'h = d["tensors"][0]["layout_check"]["hypotheses"]; h[1], h
 bad hyp_order "h2.json: .*: $(shown layout_check.hypotheses)" h2.json q1.json
 edit q0.json h3.json 'd["tensors"][0]["layout_check"]["hypotheses"][1]["layout"] = "scales flat"'
 bad hyp_label "h3.json: .*: $(shown 'layout_check.hypotheses\[\]\.layout')" h3.json q1.json
+# gemm parts: g0 holds the first layer
+for i in 0 1; do
+    "$FP4DIAG" gemm "$G" -q --shard $i/2 -o g$i.json 2>/dev/null || fail "gemm share $i"
+done
+"$FP4DIAG" merge g0.json g1.json -o okg.json 2>err || { cat err; fail "unedited gemm parts refused"; }
+python3 -c 'import json,sys; sys.exit(not json.load(open("g0.json"))["layers"])' ||
+    { mv g0.json gx.json; mv g1.json g0.json; mv gx.json g1.json; }
+gbad() { # gbad WHAT FIELD PYTHON (L: the first layer of g0, P its first path, A its operand a)
+    edit g0.json "g_$1.json" "L = d['layers'][0]; P = L['paths'][0]; A = P['operands'][0]
+$3"
+    bad "$1" "g_$1.json: layer .*: \"$2\" is not what" "g_$1.json" g1.json
+}
+gbad recipe recipe 'L["recipe"] = "nvfp4"'
+gbad source 'inputs\[\]\.source' 'L["inputs"]["x"]["source"] = "/etc/passwd:/x"'
+gbad in_shape 'inputs\[\]\.shape' 'L["inputs"]["x"]["shape"] = [7, 7]'
+gbad in_dtype 'inputs\[\]\.dtype' 'L["inputs"]["w"]["dtype"] = "f32x"'
+gbad path_shape 'paths\[\]\.shape' 'P["shape"] = [7, 7]'
+gbad contraction 'paths\[\]\.contraction' 'P["contraction"] += 1'
+gbad padded 'paths\[\]\.padded_contraction' 'P["padded_contraction"] += 16'
+gbad path_rht 'paths\[\]\.rht' 'P["rht"] = False'
+gbad op_format 'operands\[\]\.format' 'A["format"] = "e2m1"'
+gbad op_block 'operands\[\]\.block' 'A["block"] = 32'
+gbad op_transposed 'operands\[\]\.name, transposed' 'A["transposed"] = not A["transposed"]'
+gbad op_rounding 'operands\[\]\.rounding' 'A["rounding"] = "sr"; A["sr_stream"] = 1'
+gbad op_sqnr 'operands\[\]\.sqnr_db' 'A["sqnr_db"] = 99.0'
+gbad op_nmse 'operands\[\]\.nmse' 'A["nmse"] *= 1.5'
+gbad op_delta 'operands\[\]\.delta' 'A["delta"] += 0.125'
+gbad op_amax 'operands\[\]\.tensor_amax' 'A["tensor_amax"] = 1e6'
+gbad key 'layer keys' 'L["note"] = "forged"'
+gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
 exit 0
