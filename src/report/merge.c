@@ -1017,6 +1017,33 @@ static bool rht_matches(const cJSON *shown, const cJSON *cfg, const char *path)
            cJSON_Compare(sg, get(cfg, "rht_signs"), true);
 }
 
+/* Whether the run named its operands itself (--x, --w, --dy; their datasets then any). */
+static bool gemm_named_operands(const part *pt)
+{
+    const cJSON *a;
+    cJSON_ArrayForEach(a, get(pt->doc, "argv"))
+    {
+        if (!cJSON_IsString(a)) continue;
+        const char *t = a->valuestring;
+        if (!strcmp(t, "--")) break;
+        if (!strncmp(t, "--x", 3) || !strncmp(t, "--w", 3) || !strncmp(t, "--dy", 4))
+            if (!t[t[2] == 'd' ? 4 : 3] || t[t[2] == 'd' ? 4 : 3] == '=') return true;
+    }
+    return false;
+}
+
+/* Whether `dset` is the dataset the run reads as operand `tn` of the layer (group) `name`: the
+ * group's member as the file spells it (cmd/gemm.c operand_name: "/blocks/0/x", "/x" in the
+ * root group, "model.layers.1.mlp.x"), or, when the run named its operands, any. */
+static bool gemm_dataset_ok(const char *name, const char *tn, const char *dset, bool named)
+{
+    if (named) return true;
+    size_t nl = strlen(name);
+    if (!strcmp(name, "/")) return dset[0] == '/' && !strcmp(dset + 1, tn);
+    return !strncmp(dset, name, nl) && (dset[nl] == '/' || dset[nl] == '.') &&
+           !strcmp(dset + nl + 1, tn);
+}
+
 /* What one layer of a gemm part shows besides the numbers its exact sums decide (those:
  * gemm_layer_from_json), against the run's config (the same in every part), the parts'
  * input fingerprints and the layer's own operand shapes (SPEC §9): the recipe the config's;
@@ -1041,6 +1068,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
                                         "sqnr_status", "nmse", "alpha", "delta", "tensor_amax",
                                         NULL};
     const cJSON *cfg = get(pt->doc, "config"), *in = get(L, "inputs");
+    const bool named = gemm_named_operands(pt);
     if (!keys_exactly(L, lkeys, NULL)) return "layer keys";
     if (!cJSON_IsString(get(L, "recipe")) || !cJSON_Compare(get(L, "recipe"), get(cfg, "recipe"), true))
         return "recipe";
@@ -1058,14 +1086,15 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
         for (int q = FP4_GEMM_X; q <= FP4_GEMM_DY; q++)
             if (t->string && !strcmp(t->string, fp4_gemm_tensor_name((fp4_gemm_tensor)q))) ti = q;
         if (ti < 0 || !keys_exactly(t, ikeys, NULL)) return "inputs";
-        const cJSON *src = get(t, "source"), *dt = get(t, "dtype"), *e;
+        const cJSON *src = get(t, "source"), *dt = get(t, "dtype"), *e, *ln = get(L, "name");
         bool read = false; /* "FILE:DATASET" of a file every share fingerprinted */
         cJSON_ArrayForEach(e, get(pt->shard, "fingerprint"))
         {
             const cJSON *f = get(e, "file");
             size_t fl = cJSON_IsString(f) ? strlen(f->valuestring) : 0;
             read |= fl && cJSON_IsString(src) && !strncmp(src->valuestring, f->valuestring, fl) &&
-                    src->valuestring[fl] == ':' && src->valuestring[fl + 1];
+                    src->valuestring[fl] == ':' && cJSON_IsString(ln) &&
+                    gemm_dataset_ok(ln->valuestring, t->string, src->valuestring + fl + 1, named);
         }
         if (!read) return "inputs[].source";
         if (!cJSON_IsString(dt) || !dtype_read(dt->valuestring)) return "inputs[].dtype";
@@ -1824,6 +1853,15 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
                                                cJSON_CreateNumber(part_seconds_max(p, n)));
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
     /* parts run on different devices (the numbers are the same on either): "cpu+cuda" */
+    for (int i = 0; i < n; i++) {
+        const cJSON *d = get(p[i].doc, "device");
+        if (!cJSON_IsString(d) || (strcmp(d->valuestring, "cpu") && strcmp(d->valuestring, "cuda"))) {
+            st = fp4_error(FP4_ERR_INPUT, "%s: \"device\" is not one an audit runs on (cpu, "
+                                          "cuda; edited part?)",
+                           p[i].name);
+            goto out;
+        }
+    }
     for (int i = 1; i < n && cJSON_IsString(get(doc, "device")); i++) {
         const cJSON *d = get(p[i].doc, "device");
         if (!cJSON_Compare(d, get(doc, "device"), true) &&

@@ -56,6 +56,8 @@ for i in 0 1; do
 done
 "$FP4DIAG" merge q0.json q1.json -o okq.json 2>err || { cat err; fail "unedited audit parts refused"; }
 shown() { echo "the numbers shown are not what its exact sums give (\"$1\""; }
+edit q0.json dev.json 'd["device"] = "cpux"'
+bad device "dev.json: \"device\" is not one an audit runs on" dev.json q1.json
 edit q0.json z.json 'd["tensors"][0]["zero_blocks"] += 1'
 bad zero_blocks "z.json: .*: $(shown zero_blocks)" z.json q1.json
 edit q0.json n.json 'd["tensors"][0]["special_scale_bytes"]["e4m3_nan"] += 1'
@@ -84,6 +86,7 @@ $3"
 }
 gbad recipe recipe 'L["recipe"] = "nvfp4"'
 gbad source 'inputs\[\]\.source' 'L["inputs"]["x"]["source"] = "/etc/passwd:/x"'
+gbad dataset 'inputs\[\]\.source' 'L["inputs"]["x"]["source"] += "x"'
 gbad in_shape 'inputs\[\]\.shape' 'L["inputs"]["x"]["shape"] = [7, 7]'
 gbad in_dtype 'inputs\[\]\.dtype' 'L["inputs"]["w"]["dtype"] = "f32x"'
 gbad path_shape 'paths\[\]\.shape' 'P["shape"] = [7, 7]'
