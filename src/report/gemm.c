@@ -217,8 +217,8 @@ static cJSON *hexnum(double v)
 }
 
 /* --shard: which share, every selected layer, this share's positions, and per layer and path
- * the exact sums the pooled summary reads (C99 hex floats: Σz², Σ(ẑ−z)², Σẑz, η) and those of
- * its two operands (Σx², Σ(x̂−x)², Σx̂x, and the amax) that merge checks them against. */
+ * the exact sums the pooled summary reads (C99 hex floats: Σz², Σ(ẑ−z)², Σẑz, η) and its
+ * operands' own (Σx², Σ(x̂−x)², Σx̂x, the amax), which merge checks the layer against. */
 static void add_shard(cJSON *root, const fp4_gemm_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
@@ -250,8 +250,8 @@ static void add_shard(cJSON *root, const fp4_gemm_run *run)
             const double v[5] = {r->sum_z2, r->sum_err2, r->sum_zqz, r->eta, r->sqnr_db};
             for (int k = 0; s && k < 5; k++) cJSON_AddItemToArray(s, hexnum(v[k]));
             cJSON_AddStringToObject(x, "sqnr_status", sqnr_status_name(r->sqnr_status));
-            /* the operands' own sums (Σx², Σ(x̂−x)², Σx̂x) and amax, which their NMSE, SQNR,
-             * alpha, delta and tensor_amax are */
+            /* the operands' own sums (Σx², Σ(x̂−x)², Σx̂x) and amax: their NMSE, SQNR,
+             * alpha, delta and tensor_amax */
             cJSON *os = cJSON_AddArrayToObject(x, "operands");
             for (int k = 0; os && k < 2; k++) {
                 const fp4_metrics *m = &r->op[k].m;

@@ -1070,7 +1070,8 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
     const cJSON *cfg = get(pt->doc, "config"), *in = get(L, "inputs");
     const bool named = gemm_named_operands(pt);
     if (!keys_exactly(L, lkeys, NULL)) return "layer keys";
-    if (!cJSON_IsString(get(L, "recipe")) || !cJSON_Compare(get(L, "recipe"), get(cfg, "recipe"), true))
+    if (!cJSON_IsString(get(L, "recipe")) ||
+        !cJSON_Compare(get(L, "recipe"), get(cfg, "recipe"), true))
         return "recipe";
     /* the operand shapes: x M x K, w N x K, dy M x N, as the run reads M, N, K */
     const cJSON *sx = get(get(in, "x"), "shape"), *sw = get(get(in, "w"), "shape"),
@@ -1131,10 +1132,12 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
                 cJSON_IsTrue(get(op, "transposed")) != (q ? sh.b_transposed : sh.a_transposed) ||
                 !cJSON_IsBool(get(op, "transposed")))
                 return "operands[].name, transposed";
-            if (!cJSON_Compare(get(op, "format"), cJSON_GetArrayItem(get(cfg, "formats"), 0), true) ||
+            if (!cJSON_Compare(get(op, "format"), cJSON_GetArrayItem(get(cfg, "formats"), 0),
+                               true) ||
                 cJSON_GetArraySize(get(cfg, "formats")) != 1)
                 return "operands[].format";
-            if (!cJSON_Compare(get(op, "scale"), get(cfg, "scale"), true)) return "operands[].scale";
+            if (!cJSON_Compare(get(op, "scale"), get(cfg, "scale"), true))
+                return "operands[].scale";
             if (!same_num(get(op, "block"), get(cfg, "block")) || dim_of(get(op, "block")) < 0)
                 return "operands[].block";
             if (!cJSON_IsBool(get(op, "weight_2d"))) return "operands[].weight_2d";
@@ -1143,7 +1146,8 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
                 return "operands[].rounding";
             if (sr) {
                 const cJSON *ss = get(op, "sr_stream");
-                const double want = (double)(FP4_GEMM_STREAM_BASE + 4u * (uint32_t)path + (uint32_t)tt);
+                const double want =
+                    (double)(FP4_GEMM_STREAM_BASE + 4u * (uint32_t)path + (uint32_t)tt);
                 if (!cJSON_IsNumber(ss) || ss->valuedouble != want) return "operands[].sr_stream";
             }
             /* SQNR, NMSE, alpha, delta and amax from the operand's exact sums
@@ -1163,7 +1167,8 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
             memset(&mt, 0, sizeof mt);
             mt.sum_x2 = v[0], mt.sum_err2 = v[1], mt.sum_xqx = v[2];
             mt.tensor_amax = (float)v[3];
-            if ((double)mt.tensor_amax != v[3] && !isnan(v[3])) return "shard.partials operands sums";
+            if ((double)mt.tensor_amax != v[3] && !isnan(v[3]))
+                return "shard.partials operands sums";
             fp4_metrics_finish(&mt);
             const cJSON *st = get(op, "sqnr_status");
             if (!cJSON_IsString(st) || strcmp(st->valuestring, sqnr_status_str(mt.sqnr_status)))
@@ -1180,7 +1185,8 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
             /* the configuration the layers before it show for the same path and operand */
             if (fy) {
                 const cJSON *fo = cJSON_GetArrayItem(get(fy, "operands"), q);
-                static const char *const same[] = {"weight_2d", "rht", "rounding", "format", "block", "scale"};
+                static const char *const same[] = {"weight_2d", "rht",   "rounding",
+                                                   "format",    "block", "scale"};
                 for (size_t w = 0; w < sizeof same / sizeof *same; w++)
                     if (!cJSON_Compare(get(op, same[w]), get(fo, same[w]), true))
                         return "operands[] (another configuration than the first layer's)";
@@ -1586,7 +1592,8 @@ static const char *audit_tensor_check(const cJSON *o, const cJSON *x, const fp4_
     /* blocks of an all-zero source: all of them when the source's energy is 0, not all when
      * it is finite and positive */
     int64_t zb = count_of(o, "zero_blocks");
-    if (zb < 0 || zb > bytes || zb != count_of(x, "zero_blocks") || (e->n > 0 && e->xx == 0 && zb != bytes) ||
+    if (zb < 0 || zb > bytes || zb != count_of(x, "zero_blocks") ||
+        (e->n > 0 && e->xx == 0 && zb != bytes) ||
         (bytes > 0 && zb == bytes && isfinite(e->xx) && e->xx > 0))
         return "zero_blocks";
     /* the per-tensor scale (NVFP4 only): match is stored == rule */
@@ -1855,7 +1862,8 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
     /* parts run on different devices (the numbers are the same on either): "cpu+cuda" */
     for (int i = 0; i < n; i++) {
         const cJSON *d = get(p[i].doc, "device");
-        if (!cJSON_IsString(d) || (strcmp(d->valuestring, "cpu") && strcmp(d->valuestring, "cuda"))) {
+        if (!cJSON_IsString(d) ||
+            (strcmp(d->valuestring, "cpu") && strcmp(d->valuestring, "cuda"))) {
             st = fp4_error(FP4_ERR_INPUT, "%s: \"device\" is not one an audit runs on (cpu, "
                                           "cuda; edited part?)",
                            p[i].name);
