@@ -423,6 +423,90 @@ group_params_fp32(const fp4_qplan *p, const float *am, const int32_t *bad, int n
     }
 }
 
+/* fp4c_block_params' nvfp4 case (SPEC §3) for the GRP lanes at once, in GCC vectors compiled
+ * by each variant: the same fp32 operations in the same order, lane by lane. v = amax_s · m
+ * then fp4c_minf(v, 448) (v < 448 ? v : 448); its E4M3 byte as fp4c_e4m3_encode (NaN 0, not
+ * below 448 0x7E, below 2^-6 the subnormal step by adding and taking off 2^23, else RTNE of
+ * the bits to 3 mantissa bits, at most 0x7E); ef its value as fp4c_e4m3_decode (codes <= 0x7E:
+ * never NaN); mul = fp4c_minf(1 / (ef · S_dec), FLT_MAX); s_eff = (double)(ef · S_dec);
+ * live: amax_b > 0 and s_eff > 0; underflow: amax_b > 0 and not live. m: p->nv_m (the
+ * config's scale to g_max) or p->nv_m4 (Four over Six's scale to 4). Outputs as group_params
+ * (div is 1 in every lane); a lane past nb or non-finite is dead (mul 0, d1 d2 0, se 1, jn 0,
+ * not live, no underflow, sbyte 0). test_engine compares it with fp4c_block_params. */
+typedef uint32_t v8u __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) void
+group_params_nv(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile,
+                int nb, const int *jnv, float m, float *mul, float *dv, float *d1, float *d2,
+                double *se, int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
+{
+    v8f amb, ams;
+    v8i vbad, vjn;
+    memcpy(&amb, am, sizeof amb);
+    if (p->cfg.weight_2d) /* the tile amax: nb entries */
+        for (int k = 0; k < GRP; k++) ams[k] = k < nb ? tile[k] : 0.0f;
+    else
+        ams = amb;
+    memcpy(&vbad, bad, sizeof vbad);
+    memcpy(&vjn, jnv, sizeof vjn);
+    const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const v8i ok = (lane < nb) & (vbad == 0);
+    const v8f zf = {0}, e4max = zf + FP4C_E4M3_MAX, fmax = zf + FP4C_FLT_MAX;
+    const v8f sdec = zf + p->nv_sdec;
+    /* fp4c_minf(amax_s * m, 448) */
+    const v8f pr = ams * (zf + m);
+    const v8i plt = pr < e4max;
+    const v8f v = vf_bits(((v8i)pr & plt) | ((v8i)e4max & ~plt));
+    /* fp4c_e4m3_encode(v) */
+    const v8f av = vf_bits((v8i)v & 0x7FFFFFFF);
+    const v8i isnan = av != av, big = ~(av < e4max) & ~isnan, sub = av < 0.015625f;
+    const v8f avs = vf_bits((v8i)av & sub); /* the subnormal step's lanes (no out-of-range
+                                               conversion in the others) */
+    const v8i csub = __builtin_convertvector((avs * 512.0f + 8388608.0f) - 8388608.0f, v8i);
+    v8u b = (v8u)av;
+    b += 0x7FFFFu + ((b >> 20) & 1u);
+    b &= ~0xFFFFFu;
+    v8i cn = ((((v8i)(b >> 23) - 127) + 7) << 3) | (v8i)((b >> 20) & 7u);
+    cn = (v8i)((cn & (cn <= 0x7E)) | (0x7E & (cn > 0x7E)));
+    const v8i code = (0x7E & big) | (csub & sub) | (cn & ~sub & ~big & ~isnan);
+    /* fp4c_e4m3_decode(code) */
+    const v8i ce = (code >> 3) & 15, cm = code & 7;
+    const v8f dsub = __builtin_convertvector(cm, v8f) * (1.0f / 512.0f);
+    const v8f dnorm = vf_bits(((ce - 7 + 127) << 23) | (cm << 20));
+    const v8i e0 = ce == 0;
+    const v8f ef = vf_bits(((v8i)dsub & e0) | ((v8i)dnorm & ~e0));
+    const v8f s = ef * sdec;
+    const v8f r = (zf + 1.0f) / s;
+    const v8i rlt = r < fmax;
+    const v8f vmul = vf_bits(((v8i)r & rlt) | ((v8i)fmax & ~rlt));
+    const v8i pos = amb > zf;
+    const v8i live = ok & pos & (s > zf);
+    const v8i ufl = ok & pos & ~live;
+    const v8f vd1 = vf_bits((v8i)ef & ok), vd2 = vf_bits((v8i)sdec & ok);
+    const v8f vm = vf_bits((v8i)vmul & ok);
+    memcpy(mul, &vm, sizeof vm);
+    memcpy(d1, &vd1, sizeof vd1);
+    memcpy(d2, &vd2, sizeof vd2);
+    const v8d sd = __builtin_convertvector(s, v8d);
+    const v8l live64 = __builtin_convertvector(live, v8l);
+    const v8d vse = (v8d)(((v8l)sd & live64) | ((v8l)((v8d){0} + 1.0) & ~live64));
+    memcpy(se, &vse, sizeof vse);
+    const v8i vj = vjn & ok, vl = live & 1, vu = ufl & 1;
+    memcpy(jn, &vj, sizeof vj);
+    memcpy(lv, &vl, sizeof vl);
+    memcpy(uf, &vu, sizeof vu);
+    for (int k = 0; k < GRP; k++) {
+        dv[k] = 1.0f;
+        sb[k] = (uint8_t)(code[k] & ok[k]);
+    }
+}
+
+#define NV_ARGS                                                                                 \
+    const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile, int nb,         \
+        const int *jnv, float m, float *mul, float *dv, float *d1, float *d2, double *se,       \
+        int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb
+#define NV_PASS p, am, bad, tile, nb, jnv, m, mul, dv, d1, d2, se, jn, lv, uf, sb
+typedef void (*nv_fn)(NV_ARGS);
+
 /* A group's kernel sums a and per-lane flags into the chunk partial m: the block-order merge of
  * the 13 fp64 sums, the block counts, the amax and the scale bytes (scale_out may be NULL). */
 static inline __attribute__((always_inline)) void
@@ -553,6 +637,7 @@ struct fp4_engine {
     load_fn load;
     row_fn row;
     int row_stats;
+    nv_fn nv_params; /* group_params_nv as this variant compiles it (for the tests; NULL: none) */
 };
 
 /* The variants each file compiles: generic.c always; arch/x86.c (avx2, avx512) on x86-64

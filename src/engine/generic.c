@@ -6,4 +6,7 @@
 static void group_plain(GROUP_ARGS) { group_body(GROUP_PASS, 0); }
 static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 
-const fp4_engine fp4_engine_generic = {FP4_ISA_GENERIC, group_plain, load_plain, NULL, 0};
+static void nv_params_plain(NV_ARGS) { group_params_nv(NV_PASS); }
+
+const fp4_engine fp4_engine_generic = {FP4_ISA_GENERIC, group_plain, load_plain, NULL, 0,
+                                       nv_params_plain};

@@ -28,10 +28,11 @@ typedef uint8_t v8b __attribute__((vector_size(8)));
  * statistics, Four over Six and error-split passes so that all three quantize as the engine does. */
 static inline FP4_ISA_INLINE void rtne_mag(v8f *aq, const v8f *ax, const v8f *vmul, const v8f *vdv,
                                           const v8f *gm, const v8f st[7], const v8f md[7],
-                                          const v8f *vd1, const v8f *vd2)
+                                          const v8f *vd1, const v8f *vd2, const int div)
 {
     const v8i absm = (v8i){0} + 0x7FFFFFFF;
-    const v8f t = (*ax * *vmul) / *vdv;
+    /* div 0: every lane's dv is 1, and y / 1 = y */
+    const v8f t = div ? (*ax * *vmul) / *vdv : *ax * *vmul;
     const v8i lt = t < *gm;
     const v8f tc = vf_bits(((v8i)t & lt) | ((v8i)*gm & ~lt));
     const v8i p0 = tc > md[0], p1 = tc >= md[1], p2 = tc > md[2], p3 = tc >= md[3],
@@ -84,7 +85,7 @@ static inline FP4_ISA_INLINE int stats_rtne_body(const fp4_qplan *p, const float
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
         const v8f ax = vf_bits((v8i)x & absm);
         v8f aq;
-        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2);
+        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2, 1);
         const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
         const v8i c = vcnt > j;
         const v8i na = c & (vak != j);
@@ -305,14 +306,23 @@ void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint6
  * still occur where the byte rounded down). Both errors Σ(x̂ − x)² over the block's counted
  * entries, fp64 from +0.0 in element order (lanes as stats_rtne_body: a lane adds +0.0 for an
  * entry it does not count). */
-typedef struct fos_lanes {
-    float mul[2][GRP], dv[2][GRP], d1[2][GRP], d2[2][GRP]; /* [0]: scale to 6, [1]: to 4 */
-    int32_t cnt[GRP];
-} fos_lanes;
-
 static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *T,
-                                               const fos_lanes *ln, double *e6, double *e4)
+                                               const float *am, const int32_t *bad, int nb,
+                                               const int *jnv, const float *tile, int32_t *cnt,
+                                               double *e6, double *e4)
 {
+    /* the lanes' parameters for the scale to 6 ([0], the config's) and to 4 ([1]), in vectors
+     * (group_params_nv: block_params' bits); div is 1 in every lane, so t = |x| · mul (the
+     * division by 1 is exact and left out); a lane without counted entries adds +0.0 */
+    float mul[2][GRP], dv[GRP], d1[2][GRP], d2[2][GRP];
+    double se[GRP];
+    int32_t jn[GRP], lv[GRP], uf[GRP];
+    uint8_t sb[GRP];
+    group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m, mul[0], dv, d1[0], d2[0], se, jn, lv, uf,
+                    sb);
+    group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m4, mul[1], dv, d1[1], d2[1], se, jn, lv,
+                    uf, sb);
+    memcpy(cnt, jn, sizeof jn);
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
     v8f st[7], md[7];
@@ -323,17 +333,17 @@ static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *
     }
     const float gmax = g->gmax;
     const v8f gm = (v8f){gmax, gmax, gmax, gmax, gmax, gmax, gmax, gmax};
-    v8f vmul[2], vdv[2], vd1[2], vd2[2];
+    const v8f one = gm * 0.0f + 1.0f;
+    v8f vmul[2], vd1[2], vd2[2];
     v8i vcnt;
     for (int k = 0; k < 2; k++) {
-        memcpy(&vmul[k], ln->mul[k], sizeof vmul[k]);
-        memcpy(&vdv[k], ln->dv[k], sizeof vdv[k]);
-        memcpy(&vd1[k], ln->d1[k], sizeof vd1[k]);
-        memcpy(&vd2[k], ln->d2[k], sizeof vd2[k]);
+        memcpy(&vmul[k], mul[k], sizeof vmul[k]);
+        memcpy(&vd1[k], d1[k], sizeof vd1[k]);
+        memcpy(&vd2[k], d2[k], sizeof vd2[k]);
     }
-    memcpy(&vcnt, ln->cnt, sizeof vcnt);
+    memcpy(&vcnt, jn, sizeof vcnt);
     const v8i absm = (v8i){0} + 0x7FFFFFFF, sgnm = (v8i){0} + (int32_t)0x80000000u;
-    v8d se[2] = {{0}, {0}};
+    v8d se6 = {0}, se4 = {0};
     for (int j = 0; j < B; j++) {
         v8f x;
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
@@ -341,22 +351,22 @@ static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *
         const v8i c = vcnt > j;
         const v8l c64 = __builtin_convertvector(c, v8l);
         const v8d dx = __builtin_convertvector(x, v8d);
-        for (int k = 0; k < 2; k++) {
-            v8f aq;
-        rtne_mag(&aq, &ax, &vmul[k], &vdv[k], &gm, st, md, &vd1[k], &vd2[k]);
-            const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
-            const v8d d = __builtin_convertvector(xq, v8d) - dx;
-            se[k] += vd_and(d * d, c64);
-        }
+        v8f aq6, aq4;
+        rtne_mag(&aq6, &ax, &vmul[0], &one, &gm, st, md, &vd1[0], &vd2[0], 0);
+        rtne_mag(&aq4, &ax, &vmul[1], &one, &gm, st, md, &vd1[1], &vd2[1], 0);
+        const v8d d6 = __builtin_convertvector(vf_bits((v8i)aq6 | ((v8i)x & sgnm)), v8d) - dx;
+        const v8d d4 = __builtin_convertvector(vf_bits((v8i)aq4 | ((v8i)x & sgnm)), v8d) - dx;
+        se6 += vd_and(d6 * d6, c64);
+        se4 += vd_and(d4 * d4, c64);
     }
-    memcpy(e6, &se[0], sizeof se[0]);
-    memcpy(e4, &se[1], sizeof se[1]);
+    memcpy(e6, &se6, sizeof se6);
+    memcpy(e4, &se4, sizeof se4);
     return 0;
 }
 FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos_rtne,
-                 (const fp4_qplan *p, const float *T, const fos_lanes *ln, double *e6,
-                  double *e4),
-                 (p, T, ln, e6, e4))
+                 (const fp4_qplan *p, const float *T, const float *am, const int32_t *bad, int nb,
+                  const int *jnv, const float *tile, int32_t *cnt, double *e6, double *e4),
+                 (p, T, am, bad, nb, jnv, tile, cnt, e6, e4))
 
 /* One group: nb <= GRP blocks transposed in T (lanes past nb zeros), each block's amax am[b]
  * over finite values and non-finite flag bad[b], jnv[b] counted entries, the tile amax per
@@ -365,31 +375,13 @@ FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos_rtne,
 static void fos_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
                       int nb, const int *jnv, const float *tile, fp4_metrics *m)
 {
-    fos_lanes ln;
-    for (int b = 0; b < GRP; b++) {
-        blk_par bp[2];
-        const int ok = b < nb && !bad[b] && jnv[b] > 0;
-        if (ok) {
-            const float amax_s = p->cfg.weight_2d ? tile[b] : am[b];
-            block_params(p, am[b], amax_s, &bp[0]);
-            bp[1] = fp4c_block_params((int)p->cfg.scale, &p->grid, p->ts, p->nv_m4,
-                                      p->nv_sdec, p->cfg.mx_rule == FP4_MX_RCEIL, am[b],
-                                      amax_s);
-        }
-        for (int k = 0; k < 2; k++) {
-            ln.mul[k][b] = ok ? bp[k].mul : 0.0f;
-            ln.dv[k][b] = ok ? bp[k].div : 1.0f;
-            ln.d1[k][b] = ok ? bp[k].dec1 : 0.0f;
-            ln.d2[k][b] = ok ? bp[k].dec2 : 1.0f;
-        }
-        ln.cnt[b] = ok ? jnv[b] : 0;
-    }
     double e6[GRP], e4[GRP];
-    fos_rtne(p, T, &ln, e6, e4);
+    int32_t cnt[GRP];
+    fos_rtne(p, T, am, bad, nb, jnv, tile, cnt, e6, e4);
     double te = m->fos_err2;
     uint64_t n = 0, n4 = 0;
     for (int b = 0; b < GRP; b++) {
-        if (ln.cnt[b] <= 0) continue;
+        if (cnt[b] <= 0) continue;
         const int four = e4[b] < e6[b];
         n++;
         n4 += (uint64_t)four;
@@ -455,7 +447,7 @@ static inline FP4_ISA_INLINE int split_rtne_body(const fp4_qplan *p, const float
         memcpy(&x, T + (int64_t)j * GRP, sizeof x);
         const v8f ax = vf_bits((v8i)x & absm);
         v8f aq;
-        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2);
+        rtne_mag(&aq, &ax, &vmul, &vdv, &gm, st, md, &vd1, &vd2, 1);
         const v8f xq = vf_bits((v8i)aq | ((v8i)x & sgnm));
         const v8i c = vcnt > j;
         const v8i f = c & (ax != zf) & (aq == zf);

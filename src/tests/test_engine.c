@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "base/common.h"
 #include "engine/engine.h"
+#include "engine/engine_impl.h" /* fp4_engine.nv_params, group_params */
 #include "num/metrics.h"
 #include "num/quant.h"
 #include "num/rht.h"
@@ -844,6 +845,143 @@ static void test_split_sums_and_variants(void **state)
     free(cfgs);
 }
 
+/* One group through variant e's group_params_nv and through the scalar group_params
+ * (fp4c_block_params per lane) with p->nv_m = m: every output bit for bit. Returns the
+ * number of lanes that differ (0) after printing the first. */
+static int nv_group_differs(const fp4_engine *e, const fp4_qplan *p0, float m, const float *am,
+                            const int32_t *bad, const float *tile, int nb)
+{
+    fp4_qplan p = *p0;
+    p.nv_m = m;
+    int jnv[GRP];
+    for (int b = 0; b < GRP; b++) jnv[b] = b < nb ? 16 - b % 3 : 0;
+    float mul[2][GRP], dv[2][GRP], d1[2][GRP], d2[2][GRP];
+    double se[2][GRP];
+    int32_t jn[2][GRP], lv[2][GRP], uf[2][GRP];
+    uint8_t sb[2][GRP];
+    group_params(&p, am, bad, tile, nb, jnv, mul[0], dv[0], d1[0], d2[0], se[0], jn[0], lv[0],
+                 uf[0], sb[0]);
+    e->nv_params(&p, am, bad, tile, nb, jnv, m, mul[1], dv[1], d1[1], d2[1], se[1], jn[1], lv[1],
+                 uf[1], sb[1]);
+    for (int b = 0; b < GRP; b++) {
+        if (memcmp(&mul[0][b], &mul[1][b], 4) || memcmp(&dv[0][b], &dv[1][b], 4) ||
+            memcmp(&d1[0][b], &d1[1][b], 4) || memcmp(&d2[0][b], &d2[1][b], 4) ||
+            memcmp(&se[0][b], &se[1][b], 8) || jn[0][b] != jn[1][b] || lv[0][b] != lv[1][b] ||
+            uf[0][b] != uf[1][b] || sb[0][b] != sb[1][b]) {
+            print_error("%s: amax %a tile %a m %a S_dec %a nb %d bad %d lane %d: scalar mul %a "
+                        "d1 %a d2 %a se %a live %d uf %d byte %d, vector mul %a d1 %a d2 %a se "
+                        "%a live %d uf %d byte %d\n",
+                        fp4_isa_name(e->isa), (double)am[b], tile ? (double)tile[b] : 0.0,
+                        (double)m, (double)p.nv_sdec, nb, bad[b], b, (double)mul[0][b],
+                        (double)d1[0][b], (double)d2[0][b], se[0][b], lv[0][b], uf[0][b],
+                        sb[0][b], (double)mul[1][b], (double)d1[1][b], (double)d2[1][b],
+                        se[1][b], lv[1][b], uf[1][b], sb[1][b]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The nvfp4 block parameters in vectors (group_params_nv: the row kernels' and Four over Six's,
+ * with nv_m and nv_m4) equal fp4c_block_params' lane by lane, on every variant this CPU runs:
+ * amax 0, subnormal amax, the E4M3 subnormal steps and their ties (RTNE), 2^-6 and its
+ * neighbour, the normal ties of every E4M3 binade and their neighbours, 448 (E4M3 max) and
+ * around it, amax_s · m overflowing to +Inf, 448 × 6 under m = 1/6, FLT_MAX, S_dec products
+ * that underflow to 0 (not live, underflow), lanes past nb and non-finite, weight_2d's tile
+ * amax, and random bit patterns. */
+static void test_nv_params_vector_equals_scalar(void **state)
+{
+    (void)state;
+    fp4_qconfig c;
+    fp4_qconfig_default(&c);
+    c.scale = FP4_SCALE_NVFP4;
+    assert_int_equal(fp4_qconfig_check(&c), FP4_OK);
+    fp4_qconfig c2 = c;
+    c2.weight_2d = 1;
+    assert_int_equal(fp4_qconfig_check(&c2), FP4_OK);
+    fp4_qplan pl[2];
+    assert_int_equal(fp4_qplan_make(&c, 37.5f, 64, &pl[0]), FP4_OK);
+    assert_int_equal(fp4_qplan_make(&c2, 37.5f, 64, &pl[1]), FP4_OK);
+    /* amax_s · m with m = 1: the encoder's edge cases */
+    float v[640];
+    int nv = 0;
+    v[nv++] = 0.0f;
+    v[nv++] = 1e-45f;
+    v[nv++] = 1e-40f;
+    v[nv++] = 0x1p-12f;
+    for (int k = 0; k <= 8; k++) { /* subnormal steps of 2^-9 and the ties between them */
+        v[nv++] = (float)k * 0x1p-9f;
+        v[nv++] = ((float)k + 0.5f) * 0x1p-9f;
+        v[nv++] = nextafterf(((float)k + 0.5f) * 0x1p-9f, 0.0f);
+        v[nv++] = nextafterf(((float)k + 0.5f) * 0x1p-9f, 1.0f);
+    }
+    v[nv++] = nextafterf(0x1p-6f, 0.0f);
+    for (int e = -6; e <= 8; e++)
+        for (int k = 0; k < 8; k++) { /* 3-bit mantissas, ties to even between them */
+            const float t = ldexpf(1.0f + (2.0f * (float)k + 1.0f) / 16.0f, e);
+            v[nv++] = ldexpf(1.0f + (float)k / 8.0f, e);
+            v[nv++] = t;
+            v[nv++] = nextafterf(t, 0.0f);
+            v[nv++] = nextafterf(t, 1e30f);
+        }
+    v[nv++] = 448.0f;
+    v[nv++] = nextafterf(448.0f, 0.0f);
+    v[nv++] = nextafterf(448.0f, 1e30f);
+    v[nv++] = 464.0f;
+    v[nv++] = 2688.0f; /* 448 × 6 */
+    v[nv++] = 1e30f;
+    v[nv++] = FLT_MAX;
+    assert_true(nv <= (int)(sizeof v / sizeof v[0]));
+    const float ms[] = {1.0f, 1.0f / 6.0f, 0.25f, pl[0].nv_m, pl[0].nv_m4, 3e38f, 1e-30f};
+    const float sdecs[] = {pl[0].nv_sdec, 1.0f, 1e-38f, 1e-45f, 3.0f};
+    int checked = 0;
+    for (int vi = 0; vi < FP4_ISA_COUNT; vi++) {
+        const fp4_engine *e = fp4_engine_get((fp4_isa)vi);
+        if (!e || !e->nv_params) continue;
+        for (int w = 0; w < 2; w++)
+            for (size_t si = 0; si < sizeof sdecs / sizeof sdecs[0]; si++)
+                for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+                    for (int i0 = 0; i0 < nv; i0 += 5) {
+                        fp4_qplan p = pl[w];
+                        p.nv_sdec = sdecs[si];
+                        float am[GRP], tile[GRP];
+                        int32_t bad[GRP];
+                        const int nb = (i0 / 5) % 4 == 3 ? 5 : GRP;
+                        for (int b = 0; b < GRP; b++) {
+                            am[b] = v[(i0 + b) % nv];
+                            tile[b] = v[(i0 + 3 * b + 1) % nv];
+                            bad[b] = (i0 + b) % 11 == 0;
+                        }
+                        assert_int_equal(nv_group_differs(e, &p, ms[mi], am, bad, tile, nb), 0);
+                    }
+        /* random amax bit patterns (finite, >= 0) under random m and S_dec (an RNG of its
+         * own: the later tests' rows come from urand's sequence) */
+        uint64_t r = 0x9E3779B97F4A7C15ull;
+#define NV_RAND() (r ^= r << 13, r ^= r >> 7, r ^= r << 17, (uint32_t)(r >> 32))
+        for (int it = 0; it < 20000; it++) {
+            fp4_qplan p = pl[it & 1];
+            float am[GRP], tile[GRP];
+            int32_t bad[GRP] = {0};
+            for (int b = 0; b < GRP; b++) {
+                const uint32_t ua = NV_RAND() % 0x7F800000u; /* below +Inf */
+                const uint32_t ut = NV_RAND() % 0x7F800000u;
+                memcpy(&am[b], &ua, 4);
+                memcpy(&tile[b], &ut, 4);
+            }
+            const uint32_t um = 0x20000000u + NV_RAND() % 0x3F000000u,
+                           us = 0x00800000u + NV_RAND() % 0x7E000000u;
+            float m, sd;
+            memcpy(&m, &um, 4);
+            memcpy(&sd, &us, 4);
+            p.nv_sdec = sd;
+            assert_int_equal(nv_group_differs(e, &p, m, am, bad, tile, GRP), 0);
+        }
+#undef NV_RAND
+        checked++;
+    }
+    assert_true(checked >= 1); /* generic at least */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -855,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_stats_known_answers_fp32),
         cmocka_unit_test(test_stats_known_answers_scales),
         cmocka_unit_test(test_stats_match_reference_deq),
+        cmocka_unit_test(test_nv_params_vector_equals_scalar),
         cmocka_unit_test(test_fos_known_answers),
         cmocka_unit_test(test_fos_variants_and_bounds),
         cmocka_unit_test(test_split_known_answers),

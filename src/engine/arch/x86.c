@@ -310,7 +310,8 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int 
     _mm512_storeu_pd(a->lsum[7], ls7);
 }
 
-/* group_params compiled for AVX-512 with every call inlined (flatten): called from
+/* group_params compiled for AVX-512 with every call inlined (flatten), nvfp4 in vectors
+ * (group_params_nv): called from
  * row_avx512 with the upper register halves in use, baseline SSE code (block_params,
  * fp4c_block_params) would pay the AVX-SSE transition on every instruction — it made nvfp4,
  * mxfp4 and tensor scales 2.5-3x slower. */
@@ -319,7 +320,10 @@ group_params_avx512(const fp4_qplan *p, const float *am, const int32_t *bad, con
                     int nb, const int *jnv, float *mul, float *dv, float *d1, float *d2,
                     double *se, int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
 {
-    group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    if (p->cfg.scale == FP4_SCALE_NVFP4) /* in vectors */
+        group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    else
+        group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
 }
 
 /* 8x8 transpose of doubles: c_b[i] = r_i[b]. Named registers (a macro, not arrays): with
@@ -768,7 +772,10 @@ group_params_avx2(const fp4_qplan *p, const float *am, const int32_t *bad, const
                   int nb, const int *jnv, float *mul, float *dv, float *d1, float *d2,
                   double *se, int32_t *jn, int32_t *lv, int32_t *uf, uint8_t *sb)
 {
-    group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    if (p->cfg.scale == FP4_SCALE_NVFP4) /* in vectors */
+        group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m, mul, dv, d1, d2, se, jn, lv, uf, sb);
+    else
+        group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
 }
 
 /* One row on AVX2: per group the cached or loaded blocks, the parameters, the kernel and the
@@ -808,10 +815,15 @@ FP4_AVX2 static void row_avx2(ROW_ARGS)
     }
 }
 
+/* group_params_nv as each variant compiles it (fp4_engine.nv_params) */
+FP4_AVX2 static void nv_params_avx2(NV_ARGS) { group_params_nv(NV_PASS); }
+FP4_AVX512 static void nv_params_avx512(NV_ARGS) { group_params_nv(NV_PASS); }
+
 /* which of them this CPU runs: fp4_isa_cpu_runs (base/isa.c) */
-static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1};
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1, nv_params_avx2};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
-static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 0};
+static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 0,
+                                  nv_params_avx512};
 
 const fp4_engine *fp4_engine_x86(fp4_isa isa)
 {
