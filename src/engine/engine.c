@@ -44,10 +44,11 @@ void fp4_engine_use(const fp4_engine *e) { fp4_isa_use(e ? e->isa : FP4_ISA_COUN
 
 /* nb <= GRP consecutive blocks of one row (all in one chunk), loaded by group_load into T,
  * am, ak, bad; jn[b] counted entries each, tile amax per block when weight_2d (else NULL);
- * accumulates into the chunk partial m in block order like nb calls of block_quant. */
+ * accumulates into the chunk partial m in block order like nb calls of block_quant; bse (may
+ * be NULL): the blocks' Σ(x̂ − x)² (ROW_ARGS). */
 static void group_quant(const fp4_qplan *p, const float *T, const float *am, const int32_t *ak,
                         const int32_t *bad, int nb, const int *jnv, const float *tile,
-                        uint8_t *scale_out, fp4_metrics *m, grp_cnt *n)
+                        uint8_t *scale_out, fp4_metrics *m, grp_cnt *n, double *bse)
 {
     const fp4_engine *kern = fp4_engine_active();
     float mul[GRP], dv[GRP], d1[GRP], d2[GRP];
@@ -60,6 +61,7 @@ static void group_quant(const fp4_qplan *p, const float *T, const float *am, con
         group_params(p, am, bad, tile, nb, jnv, mul, dv, d1, d2, se, jn, lv, uf, sb);
     grp_acc a;
     kern->body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n);
+    if (bse) memcpy(bse, a.se2, (size_t)nb * sizeof *bse);
     group_merge(&a, am, bad, nb, jnv, uf, sb, scale_out, m);
 }
 
@@ -211,6 +213,12 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
                          B <= GRP_MAX_BLOCK;
     const int xs = fp4_row_extra_what(p);
     float *T = tamax + nblk, *W = T + (int64_t)GRP * B;
+    /* the kernel's per-block Σ(x̂ − x)² for Four over Six (its scale-to-6 error): nblk doubles
+     * before the last GRP * B floats of scratch (fp4_qplan_scratch_floats) */
+    float *SW = scratch + fp4_qplan_scratch_floats(p) - (int64_t)GRP * B;
+    double *bse = xs & FP4_XS_FOS ? (double *)(void *)(((uintptr_t)(SW - 2 * (int64_t)nblk - 2) +
+                                                         7) & ~(uintptr_t)7)
+                                  : NULL;
     const int64_t ngrp = (nblk + GRP - 1) / GRP;
     for (int r = 0; grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
@@ -240,7 +248,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         memset(&n, 0, sizeof n);
         if (kern->row)
             kern->row(p, v, &row, p->cfg.weight_2d ? tamax : NULL,
-                      scales ? scales + (int64_t)r * nblk : NULL, pr, &n, T, W);
+                      scales ? scales + (int64_t)r * nblk : NULL, pr, &n, T, W, bse);
         for (int k0 = 0; !kern->row && k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
             const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
             int jn[GRP];
@@ -250,7 +258,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
             group_quant(p, gi.T, gi.am, gi.ak, gi.bad, nb, jn,
                         p->cfg.weight_2d ? tamax + k0 : NULL,
                         scales ? scales + (int64_t)r * nblk + k0 : NULL,
-                        &pr[k0 / FP4_CHUNK_BLOCKS], &n);
+                        &pr[k0 / FP4_CHUNK_BLOCKS], &n, bse ? bse + k0 : NULL);
         }
         /* the row's integer counts (order-free) go to its first chunk partial */
         grp_cnt_flush(&n);
@@ -271,7 +279,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
                                   pr);
         if (xs) /* Four over Six, the error split (SPEC §5.1) */
             fp4_row_extra_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
-                                  pr, xs);
+                                  pr, xs, bse);
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;
@@ -290,8 +298,7 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         }
     }
     /* the recipe statistics (SPEC §5.1) of the reference path: one pass that every variant
-     * shares; its scratch is the last GRP * B floats of scratch (fp4_qplan_scratch_floats) */
-    float *SW = scratch + fp4_qplan_scratch_floats(p) - (int64_t)GRP * B;
+     * shares; its scratch is SW, the last GRP * B floats of scratch */
     for (int r = 0; !grouped && r < nr; r++) {
         fp4_row_stats(p, vin + (int64_t)r * P, p->cfg.weight_2d ? tamax : NULL,
                       (uint64_t)(grow + r) * (uint64_t)P, SW, partials + (int64_t)r * nchunk);

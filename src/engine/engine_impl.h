@@ -570,11 +570,13 @@ group_merge(const grp_acc *ap, const float *am, const int32_t *bad, int nb, cons
 }
 
 typedef void (*group_fn)(GROUP_ARGS);
-/* a whole row of groups (the chunk partials pr of the row, counts into n); Tb, W: scratch */
+/* a whole row of groups (the chunk partials pr of the row, counts into n); Tb, W: scratch;
+ * bse (NULL: not wanted): each block's Σ(x̂ − x)² over its counted entries (grp_acc.se2, the
+ * sum the kernel adds to the chunk partial), nblk doubles, for Four over Six's scale to 6 */
 #define ROW_ARGS                                                                                \
     const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax, uint8_t *scales, \
-        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W
-#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W
+        fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, double *bse
+#define ROW_PASS p, v, row, tamax, scales, pr, n, Tb, W, bse
 typedef void (*row_fn)(ROW_ARGS);
 
 /* The lane set-up of a whole-row kernel (row_neon, row_avx2_body) for the group of blocks
@@ -615,13 +617,15 @@ void fp4_row_stats_grouped(const fp4_qplan *p, const float *v, const grp_in *row
  * partials pr; each block's sums fp64 from +0.0 in element order, added in block order:
  *   fp4_row_extra_grouped: from the row's groups as the grouped kernel reads them (row: the
  *     cached groups, else loaded by `load` into Tb, W: scratch as fp4_row_stats_grouped);
+ *     bse: the row kernel's per-block Σ(x̂ − x)² (ROW_ARGS), Four over Six's error of the
+ *     scale to 6 (the config's x̂: the same sum, bit for bit), or NULL: computed here;
  *   fp4_row_extra: from v itself (any block size), w: GRP * block floats of scratch.
  * The same bits on every variant (lane loops compiled per instruction set, no contraction). */
 enum { FP4_XS_FOS = 1, FP4_XS_SPLIT = 2 };
 int fp4_row_extra_what(const fp4_qplan *p);
 void fp4_row_extra_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
                            const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr,
-                           int what);
+                           int what, const double *bse);
 void fp4_row_extra(const fp4_qplan *p, const float *v, const float *tamax, float *w,
                    fp4_metrics *pr, int what);
 

@@ -309,17 +309,19 @@ void fp4_row_stats(const fp4_qplan *p, const float *v, const float *tamax, uint6
 static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *T,
                                                const float *am, const int32_t *bad, int nb,
                                                const int *jnv, const float *tile, int32_t *cnt,
-                                               double *e6, double *e4)
+                                               double *e6, double *e4, const int six)
 {
     /* the lanes' parameters for the scale to 6 ([0], the config's) and to 4 ([1]), in vectors
      * (group_params_nv: block_params' bits); div is 1 in every lane, so t = |x| · mul (the
-     * division by 1 is exact and left out); a lane without counted entries adds +0.0 */
+     * division by 1 is exact and left out); a lane without counted entries adds +0.0. six 0:
+     * e6 is not computed (the row kernel's sums give it) */
     float mul[2][GRP], dv[GRP], d1[2][GRP], d2[2][GRP];
     double se[GRP];
     int32_t jn[GRP], lv[GRP], uf[GRP];
     uint8_t sb[GRP];
-    group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m, mul[0], dv, d1[0], d2[0], se, jn, lv, uf,
-                    sb);
+    if (six)
+        group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m, mul[0], dv, d1[0], d2[0], se, jn, lv,
+                        uf, sb);
     group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m4, mul[1], dv, d1[1], d2[1], se, jn, lv,
                     uf, sb);
     memcpy(cnt, jn, sizeof jn);
@@ -336,7 +338,7 @@ static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *
     const v8f one = gm * 0.0f + 1.0f;
     v8f vmul[2], vd1[2], vd2[2];
     v8i vcnt;
-    for (int k = 0; k < 2; k++) {
+    for (int k = !six; k < 2; k++) {
         memcpy(&vmul[k], mul[k], sizeof vmul[k]);
         memcpy(&vd1[k], d1[k], sizeof vd1[k]);
         memcpy(&vd2[k], d2[k], sizeof vd2[k]);
@@ -351,33 +353,60 @@ static inline FP4_ISA_INLINE int fos_rtne_body(const fp4_qplan *p, const float *
         const v8i c = vcnt > j;
         const v8l c64 = __builtin_convertvector(c, v8l);
         const v8d dx = __builtin_convertvector(x, v8d);
-        v8f aq6, aq4;
-        rtne_mag(&aq6, &ax, &vmul[0], &one, &gm, st, md, &vd1[0], &vd2[0], 0);
+        v8f aq4;
+        if (six) {
+            v8f aq6;
+            rtne_mag(&aq6, &ax, &vmul[0], &one, &gm, st, md, &vd1[0], &vd2[0], 0);
+            const v8d d6 = __builtin_convertvector(vf_bits((v8i)aq6 | ((v8i)x & sgnm)), v8d) - dx;
+            se6 += vd_and(d6 * d6, c64);
+        }
         rtne_mag(&aq4, &ax, &vmul[1], &one, &gm, st, md, &vd1[1], &vd2[1], 0);
-        const v8d d6 = __builtin_convertvector(vf_bits((v8i)aq6 | ((v8i)x & sgnm)), v8d) - dx;
         const v8d d4 = __builtin_convertvector(vf_bits((v8i)aq4 | ((v8i)x & sgnm)), v8d) - dx;
-        se6 += vd_and(d6 * d6, c64);
         se4 += vd_and(d4 * d4, c64);
     }
-    memcpy(e6, &se6, sizeof se6);
+    if (six) memcpy(e6, &se6, sizeof se6);
     memcpy(e4, &se4, sizeof se4);
     return 0;
 }
-FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos_rtne,
+/* both scales, and the scale to 4 alone (e6 from the row kernel) */
+static inline FP4_ISA_INLINE int fos64_rtne_body(const fp4_qplan *p, const float *T,
+                                                 const float *am, const int32_t *bad, int nb,
+                                                 const int *jnv, const float *tile, int32_t *cnt,
+                                                 double *e6, double *e4)
+{
+    return fos_rtne_body(p, T, am, bad, nb, jnv, tile, cnt, e6, e4, 1);
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos64_rtne,
                  (const fp4_qplan *p, const float *T, const float *am, const int32_t *bad, int nb,
                   const int *jnv, const float *tile, int32_t *cnt, double *e6, double *e4),
                  (p, T, am, bad, nb, jnv, tile, cnt, e6, e4))
+static inline FP4_ISA_INLINE int fos4_rtne_body(const fp4_qplan *p, const float *T,
+                                                const float *am, const int32_t *bad, int nb,
+                                                const int *jnv, const float *tile, int32_t *cnt,
+                                                double *e4)
+{
+    return fos_rtne_body(p, T, am, bad, nb, jnv, tile, cnt, NULL, e4, 0);
+}
+FP4_ISA_VARIANTS(FP4_ISA_SITE_QUANT, int, fos4_rtne,
+                 (const fp4_qplan *p, const float *T, const float *am, const int32_t *bad, int nb,
+                  const int *jnv, const float *tile, int32_t *cnt, double *e4),
+                 (p, T, am, bad, nb, jnv, tile, cnt, e4))
 
 /* One group: nb <= GRP blocks transposed in T (lanes past nb zeros), each block's amax am[b]
  * over finite values and non-finite flag bad[b], jnv[b] counted entries, the tile amax per
- * block with weight_2d (else NULL); the blocks' choices into the chunk partial m in block
- * order. */
+ * block with weight_2d (else NULL), bse: the blocks' Σ(x̂ − x)² from the row kernel (the
+ * scale to 6's error) or NULL; the blocks' choices into the chunk partial m in block order. */
 static void fos_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
-                      int nb, const int *jnv, const float *tile, fp4_metrics *m)
+                      int nb, const int *jnv, const float *tile, const double *bse,
+                      fp4_metrics *m)
 {
     double e6[GRP], e4[GRP];
     int32_t cnt[GRP];
-    fos_rtne(p, T, am, bad, nb, jnv, tile, cnt, e6, e4);
+    if (bse) {
+        fos4_rtne(p, T, am, bad, nb, jnv, tile, cnt, e4);
+        for (int b = 0; b < GRP; b++) e6[b] = b < nb ? bse[b] : 0.0;
+    } else
+        fos64_rtne(p, T, am, bad, nb, jnv, tile, cnt, e6, e4);
     double te = m->fos_err2;
     uint64_t n = 0, n4 = 0;
     for (int b = 0; b < GRP; b++) {
@@ -518,9 +547,10 @@ static void split_group(const fp4_qplan *p, const float *T, const float *am, con
 }
 
 static void extra_group(const fp4_qplan *p, const float *T, const float *am, const int32_t *bad,
-                        int nb, const int *jnv, const float *tile, fp4_metrics *m, int what)
+                        int nb, const int *jnv, const float *tile, const double *bse,
+                        fp4_metrics *m, int what)
 {
-    if (what & FP4_XS_FOS) fos_group(p, T, am, bad, nb, jnv, tile, m);
+    if (what & FP4_XS_FOS) fos_group(p, T, am, bad, nb, jnv, tile, bse, m);
     if (what & FP4_XS_SPLIT) split_group(p, T, am, bad, nb, jnv, tile, m);
 }
 
@@ -532,7 +562,7 @@ int fp4_row_extra_what(const fp4_qplan *p)
 
 void fp4_row_extra_grouped(const fp4_qplan *p, const float *v, const grp_in *row,
                            const float *tamax, load_fn load, float *Tb, float *W, fp4_metrics *pr,
-                           int what)
+                           int what, const double *bse)
 {
     const int nblk = p->nblk;
     for (int k0 = 0; k0 < nblk; k0 += GRP) { /* GRP divides FP4_CHUNK_BLOCKS */
@@ -542,7 +572,7 @@ void fp4_row_extra_grouped(const fp4_qplan *p, const float *v, const grp_in *row
         int32_t akb[GRP], badb[GRP];
         const grp_in gi = group_at(p, v, row, k0, nb, load, Tb, W, amb, akb, badb, jnv);
         extra_group(p, gi.T, gi.am, gi.bad, nb, jnv, tamax ? tamax + k0 : NULL,
-                    &pr[k0 / FP4_CHUNK_BLOCKS], what);
+                    bse ? bse + k0 : NULL, &pr[k0 / FP4_CHUNK_BLOCKS], what);
     }
 }
 
@@ -565,7 +595,7 @@ void fp4_row_extra(const fp4_qplan *p, const float *v, const float *tamax, float
         for (int j = 0; j < B; j++) /* lanes past nb: zeros */
             for (int b = 0; b < GRP; b++)
                 w[(int64_t)j * GRP + b] = b < nb ? v[(int64_t)(k0 + b) * B + j] : 0.0f;
-        extra_group(p, w, am, bad, nb, jn, tamax ? tamax + k0 : NULL, &pr[k0 / FP4_CHUNK_BLOCKS],
-                    what);
+        extra_group(p, w, am, bad, nb, jn, tamax ? tamax + k0 : NULL, NULL,
+                    &pr[k0 / FP4_CHUNK_BLOCKS], what);
     }
 }

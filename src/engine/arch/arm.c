@@ -261,6 +261,7 @@ static void row_neon(ROW_ARGS)
             group_neon_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, 1);
         else
             group_neon_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, 0);
+        if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
     }

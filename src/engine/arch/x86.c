@@ -378,7 +378,8 @@ FP4_AVX512 static inline __attribute__((always_inline)) void chunk_sums_store(fp
  * scalar order). The row's counts and amax (order-free) go to its first chunk partial. */
 FP4_AVX512 static inline __attribute__((always_inline)) void
 row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
-                uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+                uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, double *bse,
+                const int kind)
 {
     const int B = p->block, nblk = p->nblk;
     const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
@@ -444,6 +445,7 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
             group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 1);
         else
             group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 0);
+        if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
         __m512d c0, c1, c2, c3, c4, c5, c6, c7;
         TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
                       _mm512_loadu_pd(a.sxq2), _mm512_loadu_pd(a.serr),
@@ -782,7 +784,8 @@ group_params_avx2(const fp4_qplan *p, const float *am, const int32_t *bad, const
  * block-order merge into the chunk partial (group_merge, as group_quant). */
 FP4_AVX2 static inline __attribute__((always_inline)) void
 row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
-              uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, const int kind)
+              uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, double *bse,
+              const int kind)
 {
     const int B = p->block, nblk = p->nblk;
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
@@ -799,6 +802,7 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
         else
             group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
                             pr->rerr_hist, kb, &nk, kind, 0);
+        if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
         fp4_stats_group_merge(p, gi.am, sb, jn, &so, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
