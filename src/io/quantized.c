@@ -1008,22 +1008,35 @@ static void source_dir(const char *file, char *dir, size_t cap)
         say(dir, cap, "%.*s", (int)(sl - file), file);
 }
 
-/* A GGUF sidecar (per-tensor scale): F32 with one value; NULL when absent. */
+static fp4_status take_also(scan_ctx *c, fp4_qtensor *q, char **name);
+
+/* A GGUF sidecar (per-tensor scale): F32 with one value; NULL when absent. Both spellings
+ * beside one weight (blk.N.<t>.scale and blk.N.<t>.weight.scale): which one a loader applies
+ * is not known, so neither is: both are members (the second in `also`, never analysed as a
+ * weight) and q's problem names both. */
 static fp4_status gguf_sidecar(scan_ctx *c, fp4_qtensor *q, const char *suffix, char **out)
 {
     char nm[FP4_NAME_MAX_Q];
-    const fp4_tensor_desc *d = NULL;
+    const fp4_tensor_desc *d = NULL, *d2;
     if (ends_with(q->name, ".weight")) { /* blk.N.<t>.scale beside blk.N.<t>.weight */
         say(nm, sizeof nm, "%.*s%s", (int)(strlen(q->name) - 7), q->name, suffix);
         d = find_desc(c, nm, NULL);
     }
-    if (!d) { /* blk.N.<t>.weight.scale */
-        say(nm, sizeof nm, "%s%s", q->name, suffix);
-        d = find_desc(c, nm, NULL);
-    }
+    say(nm, sizeof nm, "%s%s", q->name, suffix); /* blk.N.<t>.weight.scale */
+    d2 = find_desc(c, nm, NULL);
+    if (!d) d = d2, d2 = NULL;
     if (!d) return FP4_OK;
     member(c, q, d->name);
     if (!(*out = strdup(d->name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    if (d2 && d2 != d) {
+        char *second = strdup(d2->name);
+        if (!second) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        problem(q, "two %s sidecars, %s and %s: which one a loader applies is ambiguous; "
+                   "neither is read",
+                suffix + 1, d->name, d2->name);
+        FP4_TRY(take_also(c, q, &second));
+        free(second);
+    }
     check_scalar(q, d, suffix + 1);
     return FP4_OK;
 }
