@@ -1164,6 +1164,53 @@ static char *norm_pattern(const char *p)
     return d;
 }
 
+/* "NVFP4 modelopt": what a quantized tensor is, for the operands' messages. */
+static void q_kind(const fp4_qtensor *q, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s %s", q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4",
+             fp4_qproducer_name(q->producer));
+}
+
+/* The operands in their roles (SPEC §11): SOURCE a quantized export itself (it holds, as a
+ * quantized tensor, one that QUANTIZED quantizes: `audit Q Q`, or two exports of one model),
+ * or QUANTIZED holding no 4-bit tensor where SOURCE does (the two swapped) — usage errors
+ * (FP4_ERR_USAGE) saying which, never "no such tensor" or shape errors per tensor. */
+static fp4_status operands_check(fp4_source *src, const char *source, const char *quantized,
+                                 const fp4_qset *qs)
+{
+    fp4_qset sq = {0};
+    fp4_status st = fp4_quant_scan(src, &sq);
+    if (st != FP4_OK) { /* a SOURCE tensor it cannot describe: the pairing says so, as before */
+        fp4_qset_free(&sq);
+        if (st == FP4_ERR_INTERNAL) return st;
+        fp4_error_clear();
+        return FP4_OK;
+    }
+    char kind[64];
+    if (qs->n == 0 && sq.n > 0) {
+        q_kind(&sq.t[0], kind, sizeof kind);
+        st = fp4_error(FP4_ERR_USAGE,
+                       "QUANTIZED %s holds no 4-bit tensor but SOURCE %s does (%s): SOURCE and "
+                       "QUANTIZED swapped? (fp4diag audit SOURCE QUANTIZED: the high-precision "
+                       "checkpoint first)",
+                       quantized, source, kind);
+    }
+    for (int i = 0; st == FP4_OK && i < qs->n; i++) {
+        int j = -1;
+        for (int k = 0; j < 0 && k < sq.n; k++)
+            if (!strcmp(sq.t[k].name, qs->t[i].name)) j = k;
+        if (j < 0) j = fp4_qset_find(&sq, qs->t[i].packed);
+        if (j < 0) continue;
+        q_kind(&sq.t[j], kind, sizeof kind);
+        st = fp4_error(FP4_ERR_USAGE,
+                       "SOURCE %s is itself a quantized export (%s: %s): give the "
+                       "high-precision checkpoint first (fp4diag audit SOURCE QUANTIZED)",
+                       source, kind, sq.t[j].name);
+    }
+    fp4_qset_free(&sq);
+    return st;
+}
+
 static int audit_progress = -1; /* fp4_audit_set_progress: off for library callers */
 
 void fp4_audit_set_progress(int verbosity) { audit_progress = verbosity; }
@@ -1222,6 +1269,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
     st = fp4_source_open(quantized, &qsrc);
     if (st == FP4_OK) st = fp4_source_open(source, &src);
     if (st == FP4_OK) st = fp4_quant_scan(qsrc, &qs);
+    if (st == FP4_OK) st = operands_check(src, source, quantized, &qs);
     if (st != FP4_OK) goto out;
     snprintf(a->declared, sizeof a->declared, "%s", qs.declared);
     if (qs.n == 0) {

@@ -487,6 +487,17 @@ static void test_fixtures(void **state)
                                    NULL, 0, &a),
                      FP4_ERR_INPUT);
     fp4_audit_free(&a);
+    /* the operands in the wrong roles (issue 27): an export as SOURCE, the two swapped */
+    assert_int_equal(fp4_audit_run("testdata/quantized/modelopt_nvfp4",
+                                   "testdata/quantized/modelopt_nvfp4", NULL, 0, &a),
+                     FP4_ERR_USAGE);
+    assert_non_null(strstr(fp4_last_error(), "is itself a quantized export (NVFP4 modelopt"));
+    fp4_audit_free(&a);
+    assert_int_equal(fp4_audit_run("testdata/quantized/modelopt_nvfp4",
+                                   "testdata/quantized/source", NULL, 0, &a),
+                     FP4_ERR_USAGE);
+    assert_non_null(strstr(fp4_last_error(), "SOURCE and QUANTIZED swapped?"));
+    fp4_audit_free(&a);
 }
 
 int main(void)
