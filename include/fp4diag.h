@@ -116,7 +116,10 @@ typedef struct fp4d_tensor_info {
 fp4d_status fp4d_open(const char *path, fp4d_input **out);
 void fp4d_close(fp4d_input *in);
 
-/* Every tensor of the input in listing order (the order of `fp4diag ls`). */
+/* Every tensor of the input in listing order, as `fp4diag ls` lists them: an already-quantized
+ * NVFP4/MXFP4 tensor (SPEC §10) is one entry, its logical name, dtype "nvfp4"/"mxfp4" and
+ * logical shape (its `problem` the tensor's); its members (packed codes, scales) are not
+ * listed. */
 int fp4d_tensor_count(const fp4d_input *in);
 /* Tensor i (0 <= i < fp4d_tensor_count); FP4D_ERR_USAGE for an index out of range. */
 fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out);
@@ -126,8 +129,9 @@ fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out);
  * types and integers rounded to nearest fp32, as the analysis widens them). n must equal its
  * nelems (FP4D_ERR_USAGE "FILE: NAME: has N elements, the buffer M"). FP4D_ERR_INPUT as
  * fp4_analyze for a missing name, a group or the tensor's read error (its `problem`).
- * FP4D_ERR_USAGE for a member of an already-quantized export (packed 4-bit codes, block,
- * tensor or input scales; an FP8 weight or its scales): stored bytes, not values.
+ * FP4D_ERR_USAGE for an already-quantized tensor by its logical name (as listed), a member of
+ * one (packed 4-bit codes, block, tensor or input scales) or an FP8 weight or its scales:
+ * stored bytes, not values; the message names it and `fp4diag audit SOURCE QUANTIZED`.
  * Symbol version FP4DIAG_0.1.1. */
 fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n);
 

@@ -339,7 +339,9 @@ def analyze(x, name="tensor", **options):
 
 TensorInfo = _namedtuple("TensorInfo", "name dtype shape nelems problem")
 TensorInfo.__doc__ = """One tensor of an input: name as the format spells it, dtype ("f32",
-"bf16", ...), shape (a tuple), element count, and problem ("" when it can be read)."""
+"bf16", ...), shape (a tuple), element count, and problem ("" when it can be read). An
+already-quantized tensor (SPEC §10) is listed as `fp4diag ls` lists it: its logical name, dtype
+"nvfp4" or "mxfp4" and logical shape; its members (packed codes, scales) are not listed."""
 
 
 class Input:
@@ -385,13 +387,25 @@ class Input:
 
     def read(self, name):
         """The tensor's values as a float32 NumPy array of its shape: what an analysis of it
-        quantizes (f16, bf16, f32 exactly; wider types rounded to nearest float32). A member of
-        an already-quantized export (packed 4-bit codes, block, tensor or input scales; an FP8
-        weight or its scales) raises ValueError: its stored bytes are not values
-        (`fp4diag audit` decodes them)."""
+        quantizes (f16, bf16, f32 exactly; wider types rounded to nearest float32). An
+        already-quantized tensor (dtype "nvfp4"/"mxfp4"), a member of one (packed 4-bit codes,
+        block, tensor or input scales) and an FP8 weight or its scales raise UsageError (a
+        ValueError) saying what it is: its stored bytes are not values (`fp4diag audit SOURCE
+        QUANTIZED` decodes it and measures it against its source). KeyError for a name that
+        is none of these."""
         import numpy as np
 
-        t = self.info(name)
+        try:
+            t = self.info(name)
+        except KeyError:
+            # not listed: a member of a quantized tensor (listed under its logical name) is
+            # refused by the library, naming what it is; anything else is no tensor here
+            with _lib.lock:
+                st = _lib.lib.fp4d_read_f32(self._handle(), _lib.encode(name), None, 0)
+                msg = _lib.decode(_lib.lib.fp4d_last_error()) if st != _lib.OK else ""
+            if st == _lib.ERR_USAGE and "the buffer 0" not in msg:
+                raise UsageError(msg)
+            raise
         out = np.empty(t.shape, dtype=np.float32)
         with _lib.lock:
             _check(_lib.lib.fp4d_read_f32(self._handle(), _lib.encode(name),

@@ -685,7 +685,7 @@ class Inputs(unittest.TestCase):
         # an export's packed codes (u8), block scales (f8_e4m3), tensor and input scales (f32)
         # and an FP8 weight are stored bytes, not a tensor's values: read raises, naming them
         pq = os.path.join(QDIR, "producer")
-        cases = (("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight", "packed 4-bit"),
+        cases = (("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight", "4-bit codes"),
                  ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale", "block"),
                  ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.weight_scale_2", "tensor"),
                  ("modelopt_nvfp4", "model.layers.0.self_attn.q_proj.input_scale", "input"),
@@ -703,6 +703,29 @@ class Inputs(unittest.TestCase):
             v = f.read("model.norm.weight")  # a high-precision tensor beside them still reads
             self.assertEqual(v.shape, (64,))
             self.assertEqual(v.dtype, np.float32)
+
+    def test_open_lists_quantized_exports_as_ls(self):
+        # an NVFP4/MXFP4 export: one logical tensor per quantized module, as `fp4diag ls`
+        # lists it (dtype nvfp4/mxfp4, logical shape), its members not listed; read() of it
+        # raises a UsageError saying what it is and what audits it (not KeyError/InputError)
+        for d in ("modelopt_nvfp4", "ct_nvfp4", "modelopt_mxfp4"):
+            p = os.path.join(QDIR, d)
+            ls = json.loads(cli("ls", "--json", p).stdout)["datasets"]
+            with self.subTest(d=d), fp4diag.open(p) as f:
+                self.assertEqual(f.names(), [x["name"] for x in ls])
+                for x in ls:
+                    t = f.info(x["name"])
+                    self.assertEqual((t.dtype, list(t.shape)), (x["dtype"], x["shape"]))
+                self.assertFalse([n for n in f.names() if "_scale" in n or "packed" in n])
+                q = [t for t in f if t.dtype in ("nvfp4", "mxfp4")]
+                self.assertTrue(q)
+                for t in q:
+                    with self.assertRaises(fp4diag.UsageError) as cm:
+                        f.read(t.name)
+                    msg = str(cm.exception)
+                    self.assertIn(t.name, msg)
+                    self.assertIn("already-quantized", msg)
+                    self.assertIn("fp4diag audit SOURCE QUANTIZED", msg)
 
     def test_report_is_the_cli_report(self):
         for opts, sel in (({}, []), ({"format": "nvfp4", "rht": "both", "exclude": ["*fc2*"]},

@@ -102,6 +102,15 @@ fp4d_status fp4d_open(const char *path, fp4d_input **out)
     if (!in) return ret(fp4_error(FP4_ERR_INTERNAL, "out of memory"));
     fp4_status st = fp4_source_open(path, &in->src);
     if (st == FP4_OK) st = fp4_source_select(in->src, NULL, 0, &in->list, &in->n);
+    /* the listing of `fp4diag ls`: each already-quantized tensor one entry (its logical name,
+     * dtype "nvfp4"/"mxfp4", logical shape), its members not listed (SPEC §10) */
+    if (st == FP4_OK) st = fp4_quant_scan(in->src, &in->qs);
+    if (st == FP4_OK) in->scanned = true;
+    if (st == FP4_OK && (in->qs.n > 0 || in->qs.nfp8 > 0)) {
+        int *qidx = NULL;
+        st = fp4_quant_fold(&in->qs, in->list, &in->n, &qidx);
+        free(qidx);
+    }
     if (st != FP4_OK) {
         fp4d_close(in);
         return ret(st);
@@ -174,12 +183,34 @@ static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d)
     return FP4_OK;
 }
 
+/* An already-quantized tensor named by its logical name, as fp4d_tensor_get lists it
+ * (compressed-tensors' <m>.weight is stored under no tensor of that name; ModelOpt's is its
+ * packed codes): FP4_ERR_USAGE saying what it is and what measures it; else FP4_OK. */
+static fp4_status refuse_logical(const fp4d_input *in, const char *tensor)
+{
+    while (*tensor == '/') tensor++;
+    for (int i = 0; in->scanned && i < in->qs.n; i++) {
+        const fp4_qtensor *q = &in->qs.t[i];
+        if (strcmp(q->name, tensor) != 0) continue;
+        return fp4_error(FP4_ERR_USAGE,
+                         "%s: %s: an already-quantized %s tensor (%s): its stored 4-bit codes "
+                         "and block scales are not values to read; `fp4diag audit SOURCE "
+                         "QUANTIZED` decodes it and measures it against its source",
+                         fp4_source_file(in->src), q->name,
+                         q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4",
+                         fp4_qproducer_name(q->producer));
+    }
+    return FP4_OK;
+}
+
 fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n)
 {
     fp4_error_clear();
     if (!in || !tensor || (!out && n > 0))
         return ret(fp4_error(FP4_ERR_USAGE, "fp4d_read_f32: %s is NULL",
                              !in ? "the input" : !tensor ? "the tensor name" : "out"));
+    const fp4_status lq = refuse_logical(in, tensor);
+    if (lq != FP4_OK) return ret(lq);
     fp4_tensor_desc d;
     memset(&d, 0, sizeof d);
     fp4_status st = fp4_source_describe(in->src, tensor, &d);

@@ -143,12 +143,29 @@ static void test_analyze_errors(void **state)
     assert_non_null(strstr(fp4d_last_error(), "model.layers.0.self_attn.q_proj.weight: already "
                                               "quantized (NVFP4, modelopt): audit needs the "
                                               "source"));
+    /* listed as `fp4diag ls` lists it: the logical tensor (dtype nvfp4, its logical shape),
+     * its members (the scales) not at all */
+    bool found = false;
+    for (int i = 0; i < fp4d_tensor_count(in); i++) {
+        fp4d_tensor_info t;
+        assert_int_equal(fp4d_tensor_get(in, i, &t), FP4D_OK);
+        assert_null(strstr(t.name, "weight_scale"));
+        assert_null(strstr(t.name, "input_scale"));
+        if (strcmp(t.name, "model.layers.0.self_attn.q_proj.weight") != 0) continue;
+        found = true;
+        assert_string_equal(t.dtype, "nvfp4");
+        assert_int_equal(t.rank, 2);
+        assert_int_equal(t.shape[0], 32);
+        assert_int_equal(t.shape[1], 64);
+    }
+    assert_true(found);
     /* nor read as values: its packed codes are bytes 0..255, its scales E4M3 codes */
-    float buf[1024];
-    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight", buf, 1024),
+    float buf[2048];
+    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight", buf, 2048),
                      FP4D_ERR_USAGE);
-    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: the packed 4-bit codes of the "
-                                              "already-quantized NVFP4 tensor"));
+    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: an already-quantized NVFP4 tensor "
+                                              "(modelopt): its stored 4-bit codes"));
+    assert_non_null(strstr(fp4d_last_error(), "`fp4diag audit SOURCE QUANTIZED`"));
     assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight_scale", buf, 128),
                      FP4D_ERR_USAGE);
     assert_non_null(strstr(fp4d_last_error(), "the block scales"));
@@ -157,6 +174,14 @@ static void test_analyze_errors(void **state)
     assert_non_null(strstr(fp4d_last_error(), "the tensor scale"));
     assert_int_equal(fp4d_read_f32(in, "model.norm.weight", buf, 64), FP4D_OK);
     fp4d_config_free(c);
+    fp4d_close(in);
+    /* compressed-tensors stores <m>.weight under no tensor of that name: the logical name is
+     * still the quantized tensor, not "no such tensor" */
+    assert_int_equal(fp4d_open("testdata/quantized/ct_nvfp4", &in), FP4D_OK);
+    assert_int_equal(fp4d_read_f32(in, "model.layers.0.self_attn.q_proj.weight", buf, 2048),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: an already-quantized NVFP4 tensor "
+                                              "(compressed-tensors)"));
     fp4d_close(in);
 }
 
