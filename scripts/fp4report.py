@@ -9,6 +9,7 @@ import re
 import sys
 
 SCHEMA = "fp4diag.report/1"
+AUDIT_SCHEMA = "fp4diag.audit/1"  # `fp4diag audit` (SPEC §11): plot_audit.py draws it
 # '/' and '.' both separate components: "/blocks/3/fc1/weight", "model.layers.3.mlp.up_proj.weight"
 _BLOCK_RE = re.compile(r"(?:^|[/.])(?:blocks|block|blk|layers|h|layer)[/.](\d+)(?:[/.]|$)")
 
@@ -33,8 +34,14 @@ def load(path, commands=None):
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise ReportError(f"{name}: not JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise ReportError(f"{name}: not an fp4diag report (schema is not {SCHEMA!r})")
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema == AUDIT_SCHEMA and (not commands or "audit" not in commands):
+        raise ReportError(f"{name}: an audit report ({AUDIT_SCHEMA!r}); this plot reads the "
+                          f"analyses' reports ({SCHEMA!r}): scripts/plot_audit.py draws an "
+                          "audit report")
+    if schema not in (SCHEMA, AUDIT_SCHEMA):
+        raise ReportError(f"{name}: not an fp4diag report (schema is not {SCHEMA!r} or "
+                          f"{AUDIT_SCHEMA!r})")
     if commands and doc.get("command") not in commands:
         raise ReportError(f"{name}: a {doc.get('command')!r} report; this plot reads "
                           + " or ".join(repr(c) for c in commands))
