@@ -68,6 +68,50 @@ static size_t char_offset(const char *s, int k)
     return i;
 }
 
+/* The components of a name (split at `sep`): at most this many are elided by components;
+ * a name of more falls back to the character rule. */
+enum { ELIDE_MAX_COMPS = 64 };
+
+static bool all_digits(const char *p, size_t len)
+{
+    if (len == 0) return false;
+    for (size_t i = 0; i < len; i++)
+        if (!isdigit((unsigned char)p[i])) return false;
+    return true;
+}
+
+/* `s` with the components not `keep`: each run of dropped ones (and the separators beside it)
+ * one mark, none for a run at the end (the module then ends the name: "…31…q_proj");
+ * malloc'd, NULL when out of memory. */
+static char *elide_render(const char *s, const size_t *at, const size_t *len, const bool *keep,
+                          int k, char sep, const char *mark)
+{
+    char *r = malloc(strlen(s) + (size_t)k * strlen(mark) + 1);
+    if (!r) return NULL;
+    size_t o = 0;
+    bool prev_kept = false, first = true;
+    int last = k - 1;
+    while (last > 0 && !keep[last]) last--;
+    for (int i = 0; i <= last; i++) {
+        if (!keep[i]) {
+            if (first || prev_kept) {
+                memcpy(r + o, mark, strlen(mark));
+                o += strlen(mark);
+            }
+            prev_kept = false;
+            first = false;
+            continue;
+        }
+        if (prev_kept) r[o++] = sep;
+        memcpy(r + o, s + at[i], len[i]);
+        o += len[i];
+        prev_kept = true;
+        first = false;
+    }
+    r[o] = '\0';
+    return r;
+}
+
 char *fp4_term_elide(const char *s, int cols)
 {
     int n = fp4_term_columns(s);
@@ -77,66 +121,52 @@ char *fp4_term_elide(const char *s, int cols)
     const char *mark = utf8 ? "\xE2\x80\xA6" : "...";
     const int markc = utf8 ? 1 : 3;
     if (cols < markc + 2) return strndup(s, char_offset(s, cols));
-    int keep = cols - markc, head = keep * 2 / 5, tail = keep - head;
-    /* a Hugging Face name (model.layers.31.self_attn.q_proj.weight): the end from its first
-     * all-digit component on (the layer number) kept whole when it fits with a head of 1+,
-     * else with no head; when it does not fit at all, the number between two marks and as
-     * much of the end as the rest leaves (at least 6 columns): "…31…_attn.q_proj.weight" */
-    for (int k = 0, at = 0; s[at]; k += ((unsigned char)s[at] & 0xC0) != 0x80, at++) {
-        if (!isdigit((unsigned char)s[at]) || (at > 0 && s[at - 1] != '.')) continue;
-        int e = at;
-        while (isdigit((unsigned char)s[e])) e++;
-        if (s[e] != '.' && s[e] != '\0') continue;
-        if (n - k <= keep) {
-            tail = n - k;
-            head = keep - tail;
+    /* whole components (SPEC §9): a Hugging Face name model.layers.31.self_attn.q_proj.weight
+     * keeps its layer index (the first all-digit component), later indices (experts.7), its
+     * module (q_proj) and leaf (weight); dropped, one run to a mark, until it fits: the
+     * components before the layer index from the right ("model…31.self_attn.q_proj.weight",
+     * "…31.self_attn.q_proj.weight"), then those between it and the module from the left
+     * ("…31…q_proj.weight"), then the leaf ("…31…q_proj"). A name with no index drops its
+     * components but the last two from the left. */
+    const char sep = strchr(s, '.') || !strchr(s, '/') ? '.' : '/';
+    size_t at[ELIDE_MAX_COMPS], len[ELIDE_MAX_COMPS];
+    bool keep[ELIDE_MAX_COMPS];
+    int k = 0;
+    for (size_t p = 0;; k++) {
+        if (k == ELIDE_MAX_COMPS) {
+            k = 0;
             break;
         }
-        const int digits = e - at, end = keep - markc - digits;
-        if (end < 6) break;
-        /* the most telling end: the module (q_proj) before a ".weight" that leaves no room
-         * for it, and no sliver of a component (the "n" of self_attn) at the cut */
-        size_t sl = strlen(s);
-        const char *last = strrchr(s + e, '.');
-        if (last && !strcmp(last, ".weight") && last > s + e) {
-            const char *mod = last - 1;
-            while (mod > s + e && *mod != '.') mod--;
-            bool drop = fp4_term_columns(mod + 1) > end;
-            /* a later index (experts.7) kept rather than ".weight" */
-            for (const char *c = last - 1; !drop && c > s + e; c--) {
-                if (c[-1] != '.' || !isdigit((unsigned char)*c)) continue;
-                const char *d = c;
-                while (isdigit((unsigned char)*d)) d++;
-                if (*d != '.') continue;
-                drop = fp4_term_columns(c) > end && fp4_term_columns(c) - 7 <= end;
-                break;
-            }
-            if (drop) sl = (size_t)(last - s);
+        const char *e = strchr(s + p, sep);
+        at[k] = p;
+        len[k] = e ? (size_t)(e - (s + p)) : strlen(s + p);
+        keep[k] = true;
+        if (!e) {
+            k++;
+            break;
         }
-        const char *base = s + e + (s[e] == '.'); /* the part after the number */
-        char *src = strndup(base, sl - (size_t)(base - s));
-        if (!src) return NULL;
-        const int sn = fp4_term_columns(src);
-        size_t eb = char_offset(src, sn > end ? sn - end : 0);
-        const char *dot = eb > 0 && src[eb - 1] != '.' ? strchr(src + eb, '.') : NULL;
-        if (dot) { /* the cut inside a component: a sliver of under 4 columns goes */
-            int kept = 0;
-            for (const char *c = src + eb; c < dot; c++) kept += ((unsigned char)*c & 0xC0) != 0x80;
-            if (kept < 4 && fp4_term_columns(dot + 1) >= 6) eb = (size_t)(dot + 1 - src);
-        }
-        size_t ml = strlen(mark), el = strlen(src + eb);
-        char *r = malloc(2 * ml + (size_t)digits + el + 1);
-        if (!r) {
-            free(src);
-            return NULL;
-        }
-        memcpy(r, mark, ml);
-        memcpy(r + ml, s + at, (size_t)digits);
-        memcpy(r + ml + digits, mark, ml);
-        memcpy(r + 2 * ml + digits, src + eb, el + 1);
-        free(src);
-        return r;
+        p = (size_t)(e - s) + 1;
     }
+    int order[ELIDE_MAX_COMPS], no = 0, L = -1;
+    for (int i = 0; i < k && L < 0; i++)
+        if (all_digits(s + at[i], len[i])) L = i;
+    if (k >= 3 && L >= 0) {
+        for (int i = L - 1; i >= 0; i--) order[no++] = i;
+        for (int i = L + 1; i < k - 2; i++)
+            if (!all_digits(s + at[i], len[i])) order[no++] = i;
+        if (k - 1 > L + 1) order[no++] = k - 1;
+    } else if (k >= 3) {
+        for (int i = 0; i < k - 2; i++) order[no++] = i;
+    }
+    for (int d = 0; d < no; d++) {
+        keep[order[d]] = false;
+        if (len[order[d]] == 0) continue; /* an empty component ("/a" or "a..b"): no step */
+        char *r = elide_render(s, at, len, keep, k, sep, mark);
+        if (!r || fp4_term_columns(r) <= cols) return r;
+        free(r);
+    }
+    /* the characters: two fifths head, three fifths tail */
+    int keepc = cols - markc, head = keepc * 2 / 5, tail = keepc - head;
     size_t hb = char_offset(s, head), tb = char_offset(s, n - tail);
     size_t tl = strlen(s + tb), ml = strlen(mark);
     char *r = malloc(hb + ml + tl + 1);

@@ -27,10 +27,17 @@ bool fp4_term_utf8(void);
 /* Columns of UTF-8 text `s` (one per character; no wide characters are assumed). */
 int fp4_term_columns(const char *s);
 
-/* `s` (UTF-8, already escaped) shortened to at most `cols` columns by replacing its middle with
- * the elision mark (fp4_term_utf8), keeping more of the end (the ".q_proj.weight" part); `s`
- * as it is when it fits. cols < 4 keeps the first `cols` characters. Never splits a UTF-8
- * sequence. Returns a malloc'd string, NULL when out of memory. */
+/* `s` (UTF-8, already escaped) shortened to at most `cols` columns, the one rule of every table
+ * (SPEC §9): whole components (split at '.', or '/' for a name with no '.') dropped, each run
+ * of them one elision mark (fp4_term_utf8), until it fits — first those before the layer index
+ * (the first all-digit component) from the right, then those between it and the module (the
+ * component before the leaf) from the left, other indices (experts.7) kept, then the leaf:
+ * "model…31.self_attn.q_proj.weight", "…31.self_attn.q_proj.weight", "…31…q_proj.weight",
+ * "…31…q_proj"; a name with no index drops all but its last two components from the left.
+ * When even that does not fit, two fifths of the characters from the head and three fifths
+ * from the tail around one mark. `s` as it is when it fits. cols < 4 keeps the first `cols`
+ * characters. Never splits a UTF-8 sequence. Returns a malloc'd string, NULL when out of
+ * memory. */
 char *fp4_term_elide(const char *s, int cols);
 
 /* Write `text` to `out`, each line that is longer than `width` columns wrapped at spaces onto

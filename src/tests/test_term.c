@@ -1,6 +1,6 @@
 /* test_term.c — tables that fit the terminal (base/term.h, SPEC §9 "Terminal output"): the
  * width from $COLUMNS (clamped, junk ignored, none on a file), the elision mark by locale,
- * names elided in the middle to exactly the columns asked (the layer number kept when the end
+ * names elided by whole components to at most the columns asked (the layer number kept when the end
  * from it fits, a UTF-8 sequence never split), and text wrapped at spaces with the
  * continuation indent. */
 #include "testutil.h"
@@ -54,71 +54,116 @@ static void test_utf8_locale(void **state)
     set_locale_env(NULL);
 }
 
+/* Every component of elided name `e` (between marks and separators) is a whole component of
+ * `s`: no cut inside a word. */
+static void assert_whole_components(const char *s, const char *e)
+{
+    char *c = strdup(e);
+    assert_non_null(c);
+    for (char *p = c; *p; p++)
+        if (*p == '\xE2' || *p == '\x80' || *p == '\xA6') *p = '.';
+    for (char *t = strtok(c, "."); t; t = strtok(NULL, ".")) {
+        char *pat = malloc(strlen(t) + 3);
+        assert_non_null(pat);
+        sprintf(pat, ".%s.", t);
+        char *whole = malloc(strlen(s) + 3);
+        assert_non_null(whole);
+        sprintf(whole, ".%s.", s);
+        if (!strstr(whole, pat)) fail_msg("\"%s\" cuts a component of \"%s\": %s", e, s, t);
+        free(pat);
+        free(whole);
+    }
+    free(c);
+}
+
+static char *elided(const char *s, int cols)
+{
+    char *e = fp4_term_elide(s, cols);
+    assert_non_null(e);
+    assert_true(fp4_term_columns(e) <= cols);
+    return e;
+}
+
 static void test_elide(void **state)
 {
     (void)state;
     const char *hf = "model.layers.31.self_attn.q_proj.weight"; /* 39 columns */
     set_locale_env("C");
-    char *e = fp4_term_elide(hf, 39);
+    char *e = elided(hf, 39);
     assert_string_equal(e, hf); /* fits: unchanged */
     free(e);
-    e = fp4_term_elide(hf, 30); /* "31.self_attn.q_proj.weight" (26) + "..." + 1 of head */
-    assert_string_equal(e, "m...31.self_attn.q_proj.weight");
-    assert_int_equal(fp4_term_columns(e), 30);
+    /* whole components dropped, one mark a run: the head first from the right ("layers",
+     * then "model"), then the module kind, then the leaf; never a sliver of a word */
+    e = elided(hf, 35);
+    assert_string_equal(e, "model...31.self_attn.q_proj.weight");
     free(e);
-    e = fp4_term_elide(hf, 29); /* the layer part fits with no head */
+    e = elided(hf, 30);
     assert_string_equal(e, "...31.self_attn.q_proj.weight");
-    assert_int_equal(fp4_term_columns(e), 29);
     free(e);
-    e = fp4_term_elide(hf, 20); /* it does not fit: the number between marks, the module
-                                   * (q_proj) rather than ".weight" when both do not fit */
-    assert_string_equal(e, "...31..._attn.q_proj");
-    assert_int_equal(fp4_term_columns(e), 20);
-    free(e);
-    e = fp4_term_elide(hf, 23); /* module and ".weight" fit: no sliver ("n") of self_attn */
+    e = elided(hf, 28);
     assert_string_equal(e, "...31...q_proj.weight");
     free(e);
-    e = fp4_term_elide(hf, 16); /* "...31...q_proj", never "..._proj.weight" */
+    e = elided(hf, 20); /* the module rather than ".weight" when both do not fit */
     assert_string_equal(e, "...31...q_proj");
     free(e);
-    e = fp4_term_elide(hf, 13); /* no room for 6 of the end: 2/5 head, 3/5 tail of 10 */
+    e = elided(hf, 16);
+    assert_string_equal(e, "...31...q_proj");
+    free(e);
+    e = elided(hf, 13); /* not even that: 2/5 head, 3/5 tail of 10 characters */
     assert_string_equal(e, "mode...weight");
     assert_int_equal(fp4_term_columns(e), 13);
     free(e);
     /* MoE: the layer and the expert index both kept */
-    e = fp4_term_elide("model.language_model.layers.31.block_sparse_moe.experts.7.w1.weight", 24);
-    assert_string_equal(e, "...31...erts.7.w1.weight");
-    assert_int_equal(fp4_term_columns(e), 24);
+    e = elided("model.language_model.layers.31.block_sparse_moe.experts.7.w1.weight", 30);
+    assert_string_equal(e, "...31...experts.7.w1.weight");
+    free(e);
+    e = elided("model.language_model.layers.31.block_sparse_moe.experts.7.w1.weight", 24);
+    assert_string_equal(e, "...31...7.w1.weight");
     free(e);
     /* three o_proj of different layers stay three names at the ranking's width */
     const char *op[] = {"model.layers.3.self_attn.o_proj.weight",
                         "model.layers.0.self_attn.o_proj.weight",
                         "model.layers.2.self_attn.o_proj.weight"};
     char *o[3];
-    for (int i = 0; i < 3; i++) {
-        o[i] = fp4_term_elide(op[i], 22);
-        assert_true(fp4_term_columns(o[i]) <= 22);
-    }
-    assert_string_equal(o[0], "...3...o_proj.weight"); /* was "...3...n.o_proj.weight" */
+    for (int i = 0; i < 3; i++) o[i] = elided(op[i], 22);
+    assert_string_equal(o[0], "...3...o_proj.weight");
     assert_string_not_equal(o[0], o[1]);
     assert_string_not_equal(o[1], o[2]);
     for (int i = 0; i < 3; i++) free(o[i]);
     set_locale_env("C.UTF-8");
-    /* the audit's name column at 80 columns: layer and module, and an expert index kept
-     * rather than ".weight" */
-    e = fp4_term_elide("model.layers.0.self_attn.q_proj.weight", 18);
+    /* the audit's name column at 80 columns: layer, module and leaf, no part of a word
+     * ("…0…lf_attn.q_proj.weight", "m…0.mlp.gate_proj.weight" were) */
+    e = elided("model.layers.0.self_attn.q_proj.weight", 18);
     assert_string_equal(e, "\xE2\x80\xA6" "0" "\xE2\x80\xA6" "q_proj.weight");
     free(e);
-    e = fp4_term_elide("model.language_model.layers.3.block_sparse_moe.experts.1.w1.weight", 12);
-    assert_string_equal(e, "\xE2\x80\xA6" "3" "\xE2\x80\xA6" "erts.1.w1");
+    e = elided("model.layers.0.self_attn.q_proj.weight", 24);
+    assert_string_equal(e, "\xE2\x80\xA6" "0" "\xE2\x80\xA6" "q_proj.weight");
     free(e);
-    e = fp4_term_elide(hf, 28); /* "…" is one column: head 1 */
-    assert_string_equal(e, "m\xE2\x80\xA6" "31.self_attn.q_proj.weight");
-    assert_int_equal(fp4_term_columns(e), 28);
+    e = elided("model.layers.0.mlp.gate_proj.weight", 24);
+    assert_string_equal(e, "\xE2\x80\xA6" "0.mlp.gate_proj.weight");
     free(e);
+    e = elided("model.language_model.layers.3.block_sparse_moe.experts.1.w1.weight", 12);
+    assert_string_equal(e, "\xE2\x80\xA6" "3" "\xE2\x80\xA6" "1.w1");
+    free(e);
+    e = elided(hf, 33); /* "…" is one column: the head "model" fits */
+    assert_string_equal(e, "model\xE2\x80\xA6" "31.self_attn.q_proj.weight");
+    free(e);
+    e = elided("model.embed_tokens.weight.extra.name.weight", 24); /* no index */
+    assert_string_equal(e, "\xE2\x80\xA6" "extra.name.weight");
+    free(e);
+    /* whole components at every width down to the character rule */
+    const char *names[] = {hf, "model.layers.0.mlp.gate_proj.weight",
+                           "model.language_model.layers.3.block_sparse_moe.experts.1.w1.weight",
+                           "model.layers.12.self_attn.o_proj.weight_scale"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        for (int c = 12; c <= 60; c++) {
+            e = elided(names[i], c);
+            assert_whole_components(names[i], e);
+            free(e);
+        }
     /* a multi-byte name: never a split sequence; exactly the columns asked */
     const char *u = "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9";
-    e = fp4_term_elide(u, 6);
+    e = elided(u, 6);
     assert_int_equal(fp4_term_columns(e), 6);
     assert_string_equal(e, "\xC3\xA9\xC3\xA9\xE2\x80\xA6\xC3\xA9\xC3\xA9\xC3\xA9");
     free(e);
