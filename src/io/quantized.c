@@ -261,6 +261,35 @@ static void set_layout(fp4_qtensor *q)
              g);
 }
 
+void fp4_qlayout_under(const char *declared, bool ct, bool flat, fp4_qreading r, char *out,
+                       size_t n)
+{
+    const char *from, *to, *note;
+    switch (r) {
+    case FP4_QREAD_NIBBLE_SWAP:
+        from = "nibble low=even";
+        to = "nibble low=odd";
+        note = "nibble order swapped";
+        break;
+    case FP4_QREAD_RECIPROCAL:
+        from = ct ? "global divided" : "global multiplied";
+        to = ct ? "global multiplied" : "global divided";
+        note = to;
+        break;
+    default:
+        from = flat ? "scales flat" : "scales swizzled 128x4";
+        to = flat ? "scales swizzled 128x4" : "scales flat";
+        note = to;
+    }
+    const char *at = strstr(declared, from);
+    if (at)
+        snprintf(out, n, "%.*s%s (declared %s)%s", (int)(at - declared), declared, to,
+                 from + (strncmp(from, "scales ", 7) ? strcspn(from, " ") + 1 : 7),
+                 at + strlen(from));
+    else
+        snprintf(out, n, "%s, read with %s", declared, note);
+}
+
 bool fp4_qlayout_possible(fp4_qformat format, fp4_qproducer producer, const char *layout,
                           bool *swizzled)
 {
@@ -276,7 +305,15 @@ bool fp4_qlayout_possible(fp4_qformat format, fp4_qproducer producer, const char
                 q.format = format, q.producer = producer, q.scale_layout = (fp4_qscale_layout)sl;
                 q.scale_1d = one_d, q.global = gl ? global : NULL;
                 set_layout(&q);
-                if (!strcmp(q.layout, layout)) {
+                bool same = !strcmp(q.layout, layout);
+                for (int r = FP4_QREAD_NIBBLE_SWAP; r <= FP4_QREAD_OTHER_SCALES && !same; r++) {
+                    char under[2 * sizeof q.layout];
+                    fp4_qlayout_under(q.layout, producer == FP4_QP_COMPRESSED_TENSORS,
+                                      sl == FP4_QS_FLAT, (fp4_qreading)r, under, sizeof under);
+                    under[sizeof q.layout - 1] = '\0'; /* as the tensor's layout holds it */
+                    same = !strcmp(under, layout);
+                }
+                if (same) {
                     *swizzled = sl == FP4_QS_SWIZZLED;
                     return true;
                 }

@@ -66,10 +66,26 @@ typedef enum fp4_qscale_layout {
 const char *fp4_qformat_name(fp4_qformat f);
 const char *fp4_qproducer_name(fp4_qproducer p);
 
+/* Another reading of a quantized tensor than the one declared (SPEC §11's layout check). */
+typedef enum fp4_qreading {
+    FP4_QREAD_NIBBLE_SWAP = 0, /* the two codes of a byte the other way round */
+    FP4_QREAD_RECIPROCAL,      /* NVFP4: the per-tensor scale applied the other way */
+    FP4_QREAD_OTHER_SCALES     /* the block scales flat where declared swizzled, or back */
+} fp4_qreading;
+
+/* `declared` (a fp4_qtensor.layout; `ct`: compressed-tensors' global direction, `flat`: its
+ * scales are flat) as `audit` names the layout it measured under reading r (SPEC §11): the
+ * part read otherwise replaced, the declared one in parentheses ("e4m3 scales swizzled 128x4
+ * (declared flat)"); a layout without that part (ggml's blocks) gets ", read with NOTE"
+ * appended. Written to out (n bytes, at most 2 x the layout's size needed; cut to fit). */
+void fp4_qlayout_under(const char *declared, bool ct, bool flat, fp4_qreading r, char *out,
+                       size_t n);
+
 /* Whether `layout` is a fp4_qtensor.layout the reader writes for a tensor of `format` by
- * `producer` (its scale layout, 1-D or 2-D scales, per-tensor scale present or not); when so,
- * *swizzled says whether that layout's scales are swizzled (FP4_QS_SWIZZLED). For `merge`,
- * which checks a part's quant.layout (SPEC §11). */
+ * `producer` (its scale layout, 1-D or 2-D scales, per-tensor scale present or not), as is or
+ * as fp4_qlayout_under names it under another reading; when so, *swizzled says whether the
+ * declared layout's scales are swizzled (FP4_QS_SWIZZLED). For `merge`, which checks a part's
+ * quant.layout (SPEC §11). */
 bool fp4_qlayout_possible(fp4_qformat format, fp4_qproducer producer, const char *layout,
                           bool *swizzled);
 

@@ -931,34 +931,12 @@ static int layout_fit_of(const fp4_audit_tensor *t)
 static void layout_note(fp4_audit_tensor *t, int h)
 {
     const fp4_qtensor *q = &t->q;
-    const bool ct = q->producer == FP4_QP_COMPRESSED_TENSORS;
-    const char *from, *to;
-    char note[128];
-    switch (h) {
-    case FP4_AUDIT_H_NIBBLE_SWAP:
-        from = "nibble low=even";
-        to = "nibble low=odd";
-        snprintf(note, sizeof note, "nibble order swapped");
-        break;
-    case FP4_AUDIT_H_RECIPROCAL:
-        from = ct ? "global divided" : "global multiplied";
-        to = ct ? "global multiplied" : "global divided";
-        snprintf(note, sizeof note, "%s", to);
-        break;
-    default:
-        from = q->scale_layout == FP4_QS_FLAT ? "scales flat" : "scales swizzled 128x4";
-        to = q->scale_layout == FP4_QS_FLAT ? "scales swizzled 128x4" : "scales flat";
-        snprintf(note, sizeof note, "%s", to);
-    }
-    char was[sizeof t->q.layout], is[2 * sizeof t->q.layout];
-    snprintf(was, sizeof was, "%s", q->layout);
-    const char *at = strstr(was, from);
-    if (at)
-        snprintf(is, sizeof is, "%.*s%s (declared %s)%s", (int)(at - was), was, to,
-                 from + (strncmp(from, "scales ", 7) ? strcspn(from, " ") + 1 : 7),
-                 at + strlen(from));
-    else
-        snprintf(is, sizeof is, "%s, read with %s", was, note);
+    const fp4_qreading r = h == FP4_AUDIT_H_NIBBLE_SWAP  ? FP4_QREAD_NIBBLE_SWAP
+                           : h == FP4_AUDIT_H_RECIPROCAL ? FP4_QREAD_RECIPROCAL
+                                                         : FP4_QREAD_OTHER_SCALES;
+    char is[2 * sizeof t->q.layout];
+    fp4_qlayout_under(q->layout, q->producer == FP4_QP_COMPRESSED_TENSORS,
+                      q->scale_layout == FP4_QS_FLAT, r, is, sizeof is);
     memcpy(t->q.layout, is, sizeof t->q.layout - 1); /* at most 96 + 64: it fits */
     t->q.layout[sizeof t->q.layout - 1] = '\0';
 }
