@@ -430,10 +430,8 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
 }
 
 
-/* The name closest to a pattern that matched nothing, by edit distance (insertions, deletions,
- * substitutions of bytes), when it is close: at most 2 edits, or a quarter of the pattern's
- * length for longer names (a typo, not another tensor); NULL otherwise or for a glob. */
-static const char *nearest_name(const char *pat, char *const *names, int nnames)
+/* By edit distance: insertions, deletions, substitutions of bytes (source.h). */
+const char *fp4_source_nearest_name(const char *pat, char *const *names, int nnames)
 {
     if (strpbrk(pat, "*?[")) return NULL;
     const size_t lp = strlen(pat);
@@ -516,7 +514,7 @@ fp4_status fp4_source_select_some(fp4_source *s, const char *const *patterns, in
             unmatched[j] = true;
             continue;
         }
-        const char *near = nearest_name(pats[j], names, nnames);
+        const char *near = fp4_source_nearest_name(pats[j], names, nnames);
         const bool h5 = !strcmp(fp4_source_what(s), "dataset or group");
         if (near)
             st = fp4_error(FP4_ERR_INPUT, "%s: %s: no such %s; did you mean %s? "

@@ -282,6 +282,11 @@ fp4_status fp4_source_select(fp4_source *s, const char *const *patterns, int npa
  * run check it; the commands check it before any file is opened. */
 fp4_status fp4_select_check(const char *const *patterns, int npatterns);
 
+/* The name of names[0..nnames) closest to the pattern `pat` by edit distance when it is a
+ * typo of it (at most 2 edits, or a quarter of the pattern's length for longer names), NULL
+ * otherwise or for a glob: the "did you mean" of a pattern that selects nothing. */
+const char *fp4_source_nearest_name(const char *pat, char *const *names, int nnames);
+
 /* fp4_source_select, except that a pattern matching nothing (neither a tensor nor a group) is
  * no error when `unmatched` is given: unmatched[j] (npatterns entries, zeroed by the caller)
  * is set and the other patterns select as usual. The analysis commands warn about these. */

@@ -13,6 +13,7 @@
 #include "io/pario.h"
 #include "io/source.h"
 #include "num/metrics.h"
+#include "run/recipe.h"
 
 /* Source elements read at a time (a slab along dim 0 holds at least one of its rows). */
 #define AUDIT_SLAB_ELEMS (1 << 22)
@@ -1204,6 +1205,48 @@ fp4_status fp4_audit_run(const char *source, const char *quantized, const char *
     return fp4_audit_run_shard(source, quantized, patterns, npatterns, all, a);
 }
 
+
+/* What a SELECT pattern that matches no quantized tensor does name (SPEC §11), as the
+ * analyses say it: the tensors of QUANTIZED it names, stored in high precision (and kept so by
+ * the checkpoint's own exclude list, when that is why), else the quantized tensor it is a
+ * typo of; "" when neither. */
+static void audit_no_match_hint(fp4_source *qsrc, const fp4_qset *qs, const char *pattern,
+                                char *hint, size_t cap)
+{
+    hint[0] = '\0';
+    fp4_tensor_desc *hits = NULL;
+    int nh = 0;
+    bool unmatched = false;
+    const char *pats[1] = {pattern};
+    if (fp4_source_select_some(qsrc, pats, 1, &hits, &nh, &unmatched) != FP4_OK) {
+        fp4_error_clear();
+        nh = 0;
+        hits = NULL;
+    }
+    if (nh > 0) {
+        const char *why = NULL;
+        for (int e = 0; e < qs->nexclude && !why; e++)
+            if (fp4_recipe_exclude_matches(qs->exclude[e], hits[0].name)) why = qs->exclude[e];
+        if (why)
+            snprintf(hint, cap, "; %s%s is kept in high precision (%s) by %s: %s", hits[0].name,
+                     nh > 1 ? " (and others it names)" : "", hits[0].dtype, qs->exclude_from,
+                     why);
+        else
+            snprintf(hint, cap, "; it names %d tensor%s stored in high precision (%s: %s), "
+                                "not quantized", nh, nh == 1 ? "" : "s", hits[0].name,
+                     hits[0].dtype);
+    } else {
+        char **names = calloc((size_t)qs->n + 1, sizeof *names);
+        for (int i = 0; names && i < qs->n; i++) names[i] = qs->t[i].name;
+        const char *near = names ? fp4_source_nearest_name(pattern, names, qs->n) : NULL;
+        if (near)
+            snprintf(hint, cap, "; did you mean %s? ('fp4diag ls %s' lists them)", near,
+                     fp4_source_file(qsrc));
+        free(names);
+    }
+    fp4_tensor_desc_free_list(hits, nh);
+}
+
 fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
                                const char *const *patterns, int npatterns, fp4_shard shard,
                                fp4_audit *a)
@@ -1279,8 +1322,10 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
             if (hit) sel[i] = any = true;
         }
         if (!any) {
-            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no quantized tensor matches", quantized,
-                           patterns[k]);
+            char hint[768];
+            audit_no_match_hint(qsrc, &qs, patterns[k], hint, sizeof hint);
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: no quantized tensor matches%s", quantized,
+                           patterns[k], hint);
             goto out;
         }
     }
