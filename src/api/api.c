@@ -104,9 +104,15 @@ fp4d_status fp4d_open(const char *path, fp4d_input **out)
     if (st == FP4_OK) st = fp4_source_select(in->src, NULL, 0, &in->list, &in->n);
     /* the listing of `fp4diag ls`: each already-quantized tensor one entry (its logical name,
      * dtype "nvfp4"/"mxfp4", logical shape), its members not listed (SPEC §10) */
-    if (st == FP4_OK) st = fp4_quant_scan(in->src, &in->qs);
-    if (st == FP4_OK) in->scanned = true;
-    if (st == FP4_OK && (in->qs.n > 0 || in->qs.nfp8 > 0)) {
+    if (st == FP4_OK) { /* a tensor the scan cannot describe: listed as stored, as before */
+        if (fp4_quant_scan(in->src, &in->qs) == FP4_OK) {
+            in->scanned = true;
+        } else { /* the scan freed what it had */
+            memset(&in->qs, 0, sizeof in->qs);
+            fp4_error_clear();
+        }
+    }
+    if (st == FP4_OK && in->scanned && (in->qs.n > 0 || in->qs.nfp8 > 0)) {
         int *qidx = NULL;
         st = fp4_quant_fold(&in->qs, in->list, &in->n, &qidx);
         free(qidx);
