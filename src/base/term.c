@@ -235,12 +235,48 @@ static void write_line(FILE *out, const char *line, size_t len, int width)
     free(l);
 }
 
+/* A row and its flag (FP4_TERM_FLAG at `at` within the line of `len` bytes). */
+static void write_flagged(FILE *out, const char *line, size_t at, size_t len, int width)
+{
+    char *row = strndup(line, at), *flag = strndup(line + at + 1, len - at - 1);
+    if (!row || !flag) {
+        free(row);
+        free(flag);
+        return;
+    }
+    if (width <= 0 || fp4_term_columns(row) + fp4_term_columns(flag) <= width) {
+        fputs(row, out);
+        fputs(flag, out);
+        fputc('\n', out);
+    } else {
+        int indent = 0;
+        while (row[indent] == ' ') indent++;
+        fputs(row, out);
+        fputc('\n', out);
+        const char *f = flag;
+        while (*f == ' ') f++;
+        size_t fl = strlen(f);
+        char *cont = malloc((size_t)indent + 2 + fl + 1);
+        if (cont) {
+            memset(cont, ' ', (size_t)indent + 2);
+            memcpy(cont + indent + 2, f, fl + 1);
+            write_line(out, cont, strlen(cont), width);
+            free(cont);
+        }
+    }
+    free(row);
+    free(flag);
+}
+
 void fp4_term_write(FILE *out, const char *text, int width)
 {
     while (*text) {
         const char *nl = strchr(text, '\n');
         size_t len = nl ? (size_t)(nl - text) : strlen(text);
-        if (width <= 0) {
+        const char *fm = memchr(text, FP4_TERM_FLAG[0], len);
+        if (fm) {
+            write_flagged(out, text, (size_t)(fm - text), len, width);
+        } else if (width <= 0) {
             fwrite(text, 1, len, out);
             if (nl) fputc('\n', out);
         } else {

@@ -40,10 +40,19 @@ int fp4_term_columns(const char *s);
  * memory. */
 char *fp4_term_elide(const char *s, int cols);
 
+/* The mark a table row puts before its flag (KEEP, LAYOUT, "! non-finite input: ..."): the
+ * row up to it keeps its columns; fp4_term_write joins the two when they fit the width, else
+ * writes the row as it is and the flag on a continuation line under it. Only in text that
+ * goes through fp4_term_write with a width (a table with none writes the flag in line). */
+#define FP4_TERM_FLAG "\x1f"
+
 /* Write `text` to `out`, each line that is longer than `width` columns wrapped at spaces onto
  * continuation lines indented two more than the line's own indent; a word longer than the room
- * is elided in the middle (never a number: the tables' numbers are short). width <= 0 writes
- * the text as it is. */
+ * is elided in the middle (never a number: the tables' numbers are short). A line holding
+ * FP4_TERM_FLAG is a table row and its flag: the mark removed when the whole fits, else the
+ * row unwrapped (its columns kept) and the flag, its leading spaces dropped, on the next line
+ * indented two more than the row (itself wrapped at spaces). width <= 0 writes the text as it
+ * is, the mark removed. */
 void fp4_term_write(FILE *out, const char *text, int width);
 
 #endif

@@ -492,6 +492,42 @@ static void audit_skipped_line(FILE *out, const fp4_audit *a)
                                              : "");
 }
 
+/* The compact layout's number columns: one row's texts, and each column's width (the widest
+ * of its header and every row's text: a negative alpha, a gain of -23.993 or a status word
+ * widens its column rather than push the row's later columns right). */
+enum { AUDIT_NCOLS = 8 };
+typedef struct audit_cells {
+    char c[AUDIT_NCOLS][32];
+} audit_cells;
+static const char *const audit_heads[AUDIT_NCOLS] = {"export", "alpha", "flush%",   "RTN",
+                                                     "alpha",  "gain",  "nonnear%", "same%"};
+
+static void audit_cells_of(audit_cells *c, const fp4_audit_sums *ex, const fp4_audit_sums *rq,
+                           double flushed, const char *gain, double nonnear, double same)
+{
+    db_text(c->c[0], sizeof c->c[0], ex);
+    snprintf(c->c[1], sizeof c->c[1], "%.5f", fp4_audit_alpha(ex));
+    pct_text(c->c[2], sizeof c->c[2], flushed, "%.2f");
+    db_text(c->c[3], sizeof c->c[3], rq);
+    snprintf(c->c[4], sizeof c->c[4], "%.5f", fp4_audit_alpha(rq));
+    snprintf(c->c[5], sizeof c->c[5], "%s", gain);
+    snprintf(c->c[6], sizeof c->c[6], "%.4f", 100.0 * nonnear);
+    snprintf(c->c[7], sizeof c->c[7], "%.4f", 100.0 * same);
+}
+
+static void audit_cells_widen(int *cw, const audit_cells *c)
+{
+    for (int k = 0; k < AUDIT_NCOLS; k++) {
+        int l = (int)strlen(c->c[k]);
+        if (l > cw[k]) cw[k] = l;
+    }
+}
+
+static void audit_cells_put(FILE *out, const int *cw, const audit_cells *c)
+{
+    for (int k = 0; k < AUDIT_NCOLS; k++) fprintf(out, " %*s", cw[k], c->c[k]);
+}
+
 static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
 {
     int n = 0, w = 6;
@@ -527,7 +563,24 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
      * narrowed to what is left (at least 12), elided in the middle */
     bool compact = false, fpcol = true, record = false;
     int fw = 24;
-    if (cols > 0 && w + 107 > cols) {
+    /* the flag after a row's last column: under a width it follows FP4_TERM_FLAG, so that a
+     * row whose flag does not fit keeps its columns and has the flag on a continuation line
+     * (fp4_term_write); the names are narrowed to leave room for it */
+    const char *mark = cols > 0 ? FP4_TERM_FLAG : "";
+    int flagw = 0;
+    for (int i = 0; i < n; i++) { /* the widest flag and its space */
+        char flag[64];
+        row_flag(&rows[i], flag, sizeof flag);
+        if (flag[0] && (int)strlen(flag) + 1 > flagw) flagw = (int)strlen(flag) + 1;
+    }
+    int cw[AUDIT_NCOLS] = {6, 7, 6, 6, 7, 6, 8, 8};
+    audit_cells *cells = calloc((size_t)n + 1, sizeof *cells);
+    if (!cells) {
+        free(rows);
+        free(ord);
+        return;
+    }
+    if (cols > 0 && w + 107 + (flagw ? flagw + 1 : 0) > cols) {
         compact = true;
         fw = 6;
         for (int i = 0; i < n; i++) {
@@ -542,13 +595,31 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         if (!fpcol)
             fprintf(out, "format/producer: %s %s (every tensor)\n", fp4_qformat_name(ord[0]->q.format),
                     fp4_qproducer_name(ord[0]->q.producer));
-        int flagw = 0; /* the widest flag and its space */
+        /* the number columns as wide as their widest text (the pooled row's too) */
         for (int i = 0; i < n; i++) {
-            char flag[64];
-            row_flag(&rows[i], flag, sizeof flag);
-            if (flag[0] && (int)strlen(flag) + 1 > flagw) flagw = (int)strlen(flag) + 1;
+            const fp4_audit_tensor *t = ord[i];
+            const char *s1, *s2;
+            double ev = fp4_audit_sqnr(&t->export_, &s1), rv = fp4_audit_sqnr(&t->requant, &s2);
+            char gain[16] = "-";
+            if (!isnan(ev) && !isnan(rv)) snprintf(gain, sizeof gain, "%+.3f", ev - rv);
+            audit_cells_of(&cells[i], &t->export_, &t->requant, rows[i].f, gain,
+                           frac(t->nonnearest, t->export_.n), frac(t->scale_match, t->scale_bytes));
+            audit_cells_widen(cw, &cells[i]);
         }
-        int room = cols - 62 - (fpcol ? fw + 1 : 0) - flagw;
+        int64_t pf = 0, pnz = 0;
+        for (int i = 0; i < a->n; i++) {
+            if (a->t[i].layout_fit != FP4_AUDIT_H_DECLARED) continue;
+            pf += a->t[i].flushed;
+            pnz += a->t[i].src_nonzero;
+        }
+        audit_cells_of(&cells[n], &a->pooled_export, &a->pooled_requant, frac(pf, pnz), "",
+                       frac(a->pooled_nonnearest, a->pooled_elements),
+                       frac(a->pooled_scale_match, a->pooled_scale_bytes));
+        audit_cells_widen(cw, &cells[n]);
+        int fixed = 0;
+        for (int k = 0; k < AUDIT_NCOLS; k++) fixed += 1 + cw[k];
+        int room = cols - fixed - (fpcol ? fw + 1 : 0);
+        if (room - flagw >= 12) room -= flagw; /* else the flags go on continuation lines */
         /* narrower still (a width of 40): one record per tensor, its name on a line of its
          * own and its values as KEY=VALUE words under it, wrapped at spaces (SPEC 9) */
         record = room < 12 && w > room;
@@ -563,8 +634,8 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
     if (record) {
     } else if (compact) {
         if (fpcol) fprintf(out, " %-*s", fw, "format");
-        fprintf(out, " %6s %7s %6s %6s %7s %6s %8s %8s\n", "export", "alpha", "flush%", "RTN",
-                "alpha", "gain", "nonnear%", "same%");
+        for (int k = 0; k < AUDIT_NCOLS; k++) fprintf(out, " %*s", cw[k], audit_heads[k]);
+        fputc('\n', out);
     } else {
         fprintf(out, "  %-24s  %9s %8s %9s  %9s %8s  %7s  %9s  %11s\n", "format/producer",
                 "export dB", "alpha", "flushed%", "RTN dB", "alpha", "gain dB", "nonnear%",
@@ -602,20 +673,16 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         }
         audit_put_name(out, t->name, w, compact);
         if (compact) {
-            pct_text(fl, sizeof fl, rows[i].f, "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, fp);
-            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f%s%s\n", e,
-                    fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
-                    100.0 * frac(t->nonnearest, t->export_.n),
-                    100.0 * frac(t->scale_match, t->scale_bytes),
-                    sep, flag);
+            audit_cells_put(out, cw, &cells[i]);
+            fprintf(out, "%s%s%s\n", flag[0] ? mark : "", sep, flag);
         } else {
             pct_text(fl, sizeof fl, rows[i].f, "%.4f");
-            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f%s%s\n", fp, e,
+            fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f%s%s%s\n", fp, e,
                     fp4_audit_alpha(&t->export_), fl, r, fp4_audit_alpha(&t->requant), gain,
                     100.0 * frac(t->nonnearest, t->export_.n),
-                    100.0 * frac(t->scale_match, t->scale_bytes),
-                    sep, flag);
+                    100.0 * frac(t->scale_match, t->scale_bytes), flag[0] ? mark : "", sep,
+                    flag);
         }
     }
     int npool = 0;
@@ -646,13 +713,9 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
         }
         if (record) {
         } else if (compact) {
-            pct_text(fl, sizeof fl, frac(pf, pnz), "%.2f");
             if (fpcol) fprintf(out, " %-*s", fw, "");
-            fprintf(out, " %6s %7.5f %6s %6s %7.5f %6s %8.4f %8.4f\n", e,
-                    fp4_audit_alpha(&a->pooled_export), fl, r,
-                    fp4_audit_alpha(&a->pooled_requant), "",
-                    100.0 * frac(a->pooled_nonnearest, a->pooled_elements),
-                    100.0 * frac(a->pooled_scale_match, a->pooled_scale_bytes));
+            audit_cells_put(out, cw, &cells[n]);
+            fputc('\n', out);
         } else {
             pct_text(fl, sizeof fl, frac(pf, pnz), "%.4f");
             fprintf(out, "  %-24s  %9s %8.5f %9s  %9s %8.5f  %7s  %9.4f  %11.4f\n", "", e,
@@ -766,6 +829,7 @@ static void audit_table_text(FILE *out, const fp4_audit *a, int cols)
     }
     audit_skipped_line(out, a);
     for (int i = 0; i < a->nerrors; i++) fprintf(out, "error: %s\n", a->errors[i].message);
+    free(cells);
     free(rows);
     free(ord);
 }

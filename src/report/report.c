@@ -1249,9 +1249,10 @@ static void table_row(FILE *out, const char *command, const char *name, const fp
         snprintf(x2, sizeof x2, "%llu", (unsigned long long)m->elements);
     }
     /* non-finite inputs are marked on the row: they are counted, not quantized */
-    char nf[64] = "";
-    if (m->nan || m->inf)
-        snprintf(nf, sizeof nf, "  ! non-finite input: %llu NaN, %llu Inf",
+    char nf[80] = "";
+    if (m->nan || m->inf) /* a flag: under a width on a line of its own when the row is full */
+        snprintf(nf, sizeof nf, "%s  ! non-finite input: %llu NaN, %llu Inf",
+                 table_cols > 0 && !record_layout ? FP4_TERM_FLAG : "",
                  (unsigned long long)m->nan, (unsigned long long)m->inf);
     if (record_layout) {
         const bool bias = !strcmp(command, "bias"), buckets = !strcmp(command, "buckets");

@@ -194,6 +194,20 @@ static void test_wrap(void **state)
     w = wrapped("a 123456789012345678901234567890 b\n", 12); /* a word longer than the room */
     assert_string_equal(w, "a\n  12...67890\n  b\n");
     free(w);
+    /* a row and its flag: joined when they fit (and with no width), else the row as it is
+     * (never packed with single spaces) and the flag on a continuation line */
+    w = wrapped("x   1.5   2.5" FP4_TERM_FLAG " KEEP\n", 20);
+    assert_string_equal(w, "x   1.5   2.5 KEEP\n");
+    free(w);
+    w = wrapped("x   1.5   2.5" FP4_TERM_FLAG " KEEP\n", 0);
+    assert_string_equal(w, "x   1.5   2.5 KEEP\n");
+    free(w);
+    w = wrapped("x   1.5   2.5" FP4_TERM_FLAG " LAYOUT\nnext\n", 16);
+    assert_string_equal(w, "x   1.5   2.5\n  LAYOUT\nnext\n");
+    free(w);
+    w = wrapped("x   1.5   2.5" FP4_TERM_FLAG "  ! non-finite input: 1 NaN\n", 16);
+    assert_string_equal(w, "x   1.5   2.5\n  ! non-finite\n    input: 1 NaN\n");
+    free(w);
     set_locale_env(NULL);
 }
 
