@@ -101,7 +101,8 @@ PY
 # parts of both devices: the merged report says so
 python3 - "$tmp/p1.json" "$tmp/p1c.json" <<'PY' || fail "edit"
 import json, sys
-r = json.load(open(sys.argv[1])); r["device"] = "cuda"; json.dump(r, open(sys.argv[2], "w"), indent=1)
+r = json.load(open(sys.argv[1]))  # made on cpu, or on cuda where --device auto finds a GPU
+r["device"] = "cuda" if r["device"] == "cpu" else "cpu"; json.dump(r, open(sys.argv[2], "w"), indent=1)
 PY
 "$FP4DIAG" merge "$tmp/p0.json" "$tmp/p1c.json" -o "$tmp/m3.json" 2>/dev/null
 python3 -c "import json,sys; d=json.load(open(sys.argv[1]))['device']; assert d == 'cpu+cuda', d" "$tmp/m3.json" ||
