@@ -834,7 +834,8 @@ out:
 static bool num_matches(const cJSON *shown, double v, double rel)
 {
     if (!isfinite(v)) return cJSON_IsNull(shown);
-    if (!cJSON_IsNumber(shown)) return false;
+    /* a number out of the double range (1e999) reads as inf: within no tolerance of v */
+    if (!cJSON_IsNumber(shown) || !isfinite(shown->valuedouble)) return false;
     double a = fabs(shown->valuedouble), b = fabs(v);
     return fabs(shown->valuedouble - v) <= (a > b ? a : b) * rel;
 }

@@ -58,6 +58,11 @@ done
 shown() { echo "the numbers shown are not what its exact sums give (\"$1\""; }
 edit q0.json dev.json 'd["device"] = "cpux"'
 bad device "dev.json: \"device\" is not one an audit runs on" dev.json q1.json
+# a shown number spelled out of the double range reads as inf: never within any tolerance
+edit q0.json inf.json 'd["tensors"][0]["export"]["sqnr_db"] = 1234567.25'
+sed -i 's/1234567\.25/1e999/' inf.json
+grep -q '"sqnr_db": 1e999' inf.json || fail "inf: the edit did not take"
+bad inf "inf.json: .*$(shown export)" inf.json q1.json
 edit q0.json z.json 'd["tensors"][0]["zero_blocks"] += 1'
 bad zero_blocks "z.json: .*: $(shown zero_blocks)" z.json q1.json
 edit q0.json n.json 'd["tensors"][0]["special_scale_bytes"]["e4m3_nan"] += 1'
