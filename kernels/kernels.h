@@ -105,6 +105,22 @@ int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_row
                const float *signs, const float *tile_amax, float *rot, double *spart,
                uint64_t *scounts, void *stream);
 
+/* Per-chunk partials added into running sums on the device (SPEC §7's order): for each entry,
+ * for each field f < nsums, acc[f] = (...((acc[f] + part[0 * nsums + f]) + part[1 * nsums + f])
+ * ...) + part[(nch - 1) * nsums + f] in IEEE fp64 round-to-nearest, chunk by chunk: the bits
+ * of metrics.h fp4_fsums_add / fp4_ssums_add applied on the host in chunk order. part: nch x
+ * nsums doubles (fp4k_quantize's or fp4k_stats's output), acc: nsums doubles, both device
+ * pointers; an entry with nch <= 0 adds nothing. Entries must not share an acc. list is a
+ * host array of n entries (passed by value in the launches, FP4K_OSUM_MAX a launch). */
+typedef struct fp4k_osum {
+    const double *part;
+    double *acc;
+    int64_t nch;
+    int nsums;
+} fp4k_osum;
+#define FP4K_OSUM_MAX 32
+int fp4k_ordered_sums(const fp4k_osum *list, int n, void *stream);
+
 /* Pass 1: fold the amax of finite |values| of rows (after the RHT of size rht_n with `signs`
  * when rht_n > 0) into *amax (a float on the device, start it at 0). */
 int fp4k_amax(const float *in, int64_t n_rows, int64_t row_len, int64_t padded_len, int rht_n,

@@ -563,6 +563,72 @@ static void test_widen16_device(void **state)
 #endif
 }
 
+/* fp4k_ordered_sums: every field's partials added to its running sum in chunk order, the bits
+ * of the host's chain (metrics.h fp4_fsums_add chunk by chunk), over tile edges (2048 chunks),
+ * an empty entry, from a non-zero start, and more entries than one launch takes. The values
+ * are chosen so that any other order gives other bits (checked: the reverse order differs). */
+static void test_ordered_sums_device(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_GPU();
+#ifdef FP4_HAVE_CUDA
+    enum { NE = FP4K_OSUM_MAX + 9, MAXF = 13 };
+    static const int64_t nchs[] = {1, 2047, 2048, 2049, 5000, 0, 4097, 3};
+    fp4k_osum e[NE];
+    double *hp[NE], *ha0[NE], *dp[NE], *da[NE];
+    uint64_t s = 99;
+    int reorder = 0; /* fields where the reverse order gives other bits */
+    for (int j = 0; j < NE; j++) {
+        const int nsums = j % 3 == 0 ? FP4K_NSUMS : j % 3 == 1 ? FP4K_NTSUMS : 1;
+        const int64_t nch = nchs[j % 8];
+        const size_t np = (size_t)(nch > 0 ? nch : 1) * (size_t)nsums;
+        hp[j] = malloc(np * sizeof(double));
+        ha0[j] = malloc(MAXF * sizeof(double));
+        assert_true(hp[j] && ha0[j]);
+        for (size_t i = 0; i < np; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            const double u = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+            const int ex = (int)((s >> 3) % 90) - 45; /* magnitudes 2^-45 .. 2^44 */
+            hp[j][i] = i % 97 == 5 ? -0.0 : ldexp(u, ex);
+        }
+        for (int f = 0; f < MAXF; f++) ha0[j][f] = j % 2 ? 0.0 : ldexp(1.0 + f, 20);
+        assert_int_equal(cudaMalloc((void **)&dp[j], np * sizeof(double)), 0);
+        assert_int_equal(cudaMalloc((void **)&da[j], MAXF * sizeof(double)), 0);
+        assert_int_equal(cudaMemcpy(dp[j], hp[j], np * sizeof(double), cudaMemcpyHostToDevice), 0);
+        assert_int_equal(cudaMemcpy(da[j], ha0[j], MAXF * sizeof(double), cudaMemcpyHostToDevice),
+                         0);
+        e[j] = (fp4k_osum){dp[j], da[j], nch, nsums};
+    }
+    /* in two calls: a running sum goes on from where the first left it */
+    assert_int_equal(fp4k_ordered_sums(e, NE, NULL), 0);
+    assert_int_equal(fp4k_ordered_sums(e, NE, NULL), 0);
+    assert_int_equal(cudaDeviceSynchronize(), 0);
+    for (int j = 0; j < NE; j++) {
+        double got[MAXF];
+        assert_int_equal(cudaMemcpy(got, da[j], sizeof got, cudaMemcpyDeviceToHost), 0);
+        for (int f = 0; f < e[j].nsums; f++) {
+            double a = ha0[j][f], r = ha0[j][f];
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t i = 0; i < e[j].nch; i++) {
+                    a += hp[j][i * e[j].nsums + f];
+                    r += hp[j][(e[j].nch - 1 - i) * e[j].nsums + f];
+                }
+            if (memcmp(&a, &r, sizeof a) != 0) reorder++;
+            if (memcmp(&a, &got[f], sizeof a) != 0)
+                fail_msg("entry %d (%lld chunks x %d) field %d: host %.17g, device %.17g", j,
+                         (long long)e[j].nch, e[j].nsums, f, a, got[f]);
+        }
+        cudaFree(dp[j]);
+        cudaFree(da[j]);
+        free(hp[j]);
+        free(ha0[j]);
+    }
+    assert_true(reorder > 100); /* the data tell one order from another */
+    print_message("[ INFO     ] ordered sums: %d entries as the host's chain (%d fields order-"
+                  "sensitive)\n", NE, reorder);
+#endif
+}
+
 /* One analysis of rows x len values d in slabs of 16 rows, the rows [z0, z1) and [t0, rows)
  * (zeros in d) in one call each: given as fp4_analysis_amax_zero/feed_zero (never-written
  * storage) when give_zero, else fed as values. */
@@ -676,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_codes_scales_parity),
         cmocka_unit_test(test_metrics_parity),
         cmocka_unit_test(test_widen16_device),
+        cmocka_unit_test(test_ordered_sums_device),
         cmocka_unit_test(test_words_parity),
         cmocka_unit_test(test_kept_on_device),
         cmocka_unit_test(test_zero_rows_parity),
