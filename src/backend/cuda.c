@@ -2,11 +2,12 @@
  * of its own at open (context and staging buffers, while the caller reads its first tensor);
  * pinned staging buffers, the stream, events and per-config device buffers reused across slabs
  * and tensors (an allocation of pinned memory or a cudaFree costs a synchronisation and
- * milliseconds: per tensor of a many-tensor checkpoint it added up), two slab slots so that the caller's
- * next read, the H2D copy and the kernels overlap; stored f16/bf16 words uploaded as they are
- * and widened on the device; per-chunk fp64 partials come back and are merged in (row, chunk)
- * order, as on the CPU. Compiled always; the engine exists only with FP4_HAVE_CUDA (backend.c
- * reports its absence). */
+ * milliseconds: per tensor of a many-tensor checkpoint it added up), two slab slots so that the
+ * caller's next read, the H2D copy and the kernels overlap; stored f16/bf16 words uploaded as
+ * they are and widened on the device; per-chunk fp64 partials added on the device into each
+ * config's running sums in (row, chunk) order, as the CPU adds them (fp4k_ordered_sums; only
+ * those sums and the counts come back, at a tensor's end). Compiled always; the engine exists
+ * only with FP4_HAVE_CUDA (backend.c reports its absence). */
 #include "backend/impl.h"
 
 #include <stddef.h>
@@ -63,10 +64,11 @@ typedef struct cuda_keep {
     uint64_t *d_counts;   /* FP4K_NCOUNTS */
     uint64_t *d_scounts;  /* FP4K_NSCOUNTS: the recipe statistics' counts (fp4k_stats) */
     double *d_part[NSLOT];
-    double *h_part[NSLOT]; /* pinned */
     double *d_spart[NSLOT]; /* FP4K_NTSUMS per chunk: the recipe statistics' sums */
-    double *h_spart[NSLOT]; /* pinned */
     int64_t part_cap;     /* chunks per slot */
+    /* the tensor's ordered sums so far: FP4K_NSUMS, then FP4K_NTSUMS doubles, the partials
+     * added in chunk order by fp4k_ordered_sums */
+    double *d_acc;
 } cuda_keep;
 
 /* A range the caller keeps stable (fp4_backend_host_register). */
@@ -128,8 +130,8 @@ typedef struct cuda_cfg {
     bool device;          /* false: the host reference runs it (geometry the kernel lacks) */
     int amax_src;         /* config whose amax this one shares (same rotation), or itself */
     cuda_keep *k;         /* the backend's buffers for this config index (make_ready) */
-    int64_t nchunk_slot[NSLOT];
-    fp4_metrics acc;      /* ordered sums (device configs) or everything (host configs) */
+    fp4_metrics acc;      /* host configs: everything; device configs: nothing (the ordered
+                           * sums are on the device, cuda_keep.d_acc; the counts too) */
 } cuda_cfg;
 
 typedef struct cuda_an {
@@ -137,7 +139,6 @@ typedef struct cuda_an {
     bool ready;           /* the CUDA objects below are set (at the first slab) */
     cudaStream_t stream;  /* the backend's (borrowed) */
     cudaEvent_t done[NSLOT]; /* the backend's (borrowed) */
-    bool pending[NSLOT];
     int slot;
     bool planned;
     float *h_wide;        /* host fp32 rows of a words slab, for configs run on the host */
@@ -159,10 +160,10 @@ typedef struct cuda_an {
     int64_t dv_row0;
     bool dv_rows;
     int64_t host_bytes;
+    fp4k_osum *osum;      /* [2 * ncfg]: the slab's partials, added on the device */
     /* FP4DIAG_TRACE (seconds; 0 when off): the host's copies into staging, its waits on the
-     * GPU (events, stream), pinning, the merge of partials; bytes staged and bytes uploaded
-     * from pinned rows */
-    double t_stage, t_sync, t_pin, t_merge;
+     * GPU (events, stream), pinning; bytes staged and bytes uploaded from pinned rows */
+    double t_stage, t_sync, t_pin;
     int64_t b_staged, b_direct;
 } cuda_an;
 
@@ -304,10 +305,9 @@ static void keep_free(cuda_be *cb)
         cudaFree(k->d_scounts);
         for (int s = 0; s < NSLOT; s++) {
             cudaFree(k->d_part[s]);
-            cudaFreeHost(k->h_part[s]);
             cudaFree(k->d_spart[s]);
-            cudaFreeHost(k->h_spart[s]);
         }
+        cudaFree(k->d_acc);
     }
     free(cb->keep);
     cb->keep = NULL;
@@ -431,6 +431,7 @@ static void cuda_abort(fp4_analysis *an)
     free(ca->zero16);
     free(ca->zero1);
     free(ca->zcnt);
+    free(ca->osum);
     if (!ca->ready) {
         free(ca->c);
         free(ca);
@@ -453,7 +454,8 @@ static fp4_status cuda_begin(fp4_analysis *an)
     if (!ca) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
     an->impl = ca;
     ca->c = calloc((size_t)an->ncfg, sizeof *ca->c);
-    if (!ca->c) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
+    ca->osum = calloc((size_t)an->ncfg * 2 + 1, sizeof *ca->osum);
+    if (!ca->c || !ca->osum) return fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         const fp4_qconfig *cfg = &an->cfgs[c];
@@ -517,6 +519,13 @@ static fp4_status make_ready(fp4_analysis *an)
         if (!k->d_scounts)
             CU(cudaMalloc((void **)&k->d_scounts, FP4K_NSCOUNTS * sizeof(uint64_t)), "malloc");
         CU(cudaMemsetAsync(k->d_scounts, 0, FP4K_NSCOUNTS * sizeof(uint64_t), ca->stream),
+           "memset");
+        /* +0.0 everywhere: the host's sums started there too (fp4_metrics_init) */
+        if (!k->d_acc)
+            CU(cudaMalloc((void **)&k->d_acc, (FP4K_NSUMS + FP4K_NTSUMS) * sizeof(double)),
+               "malloc");
+        CU(cudaMemsetAsync(k->d_acc, 0, (FP4K_NSUMS + FP4K_NTSUMS) * sizeof(double),
+                           ca->stream),
            "memset");
         if (cfg->rht) {
             if (k->signs_cap < cfg->rht->n) {
@@ -745,29 +754,6 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
     return FP4_OK;
 }
 
-/* Merge the partials of slot s (its kernels done) into each config's ordered sums. */
-static fp4_status drain(fp4_analysis *an, int s)
-{
-    cuda_an *ca = an->impl;
-    if (!ca->pending[s]) return FP4_OK;
-    const double t0 = fp4_trace_clock();
-    CU(cudaEventSynchronize(ca->done[s]), "sync");
-    const double t1 = fp4_trace_clock();
-    ca->t_sync += t1 - t0;
-    for (int c = 0; c < an->ncfg; c++) {
-        cuda_cfg *cc = &ca->c[c];
-        if (!cc->device) continue;
-        const double *h = cc->k->h_part[s], *hs = cc->k->h_spart[s];
-        for (int64_t i = 0; i < cc->nchunk_slot[s]; i++) {
-            fp4_fsums_add(&cc->acc, (const fp4_fsums *)(h + i * FP4K_NSUMS));
-            fp4_ssums_add(&cc->acc, (const fp4_ssums *)(hs + i * FP4K_NTSUMS));
-        }
-    }
-    ca->pending[s] = false;
-    ca->t_merge += fp4_trace_clock() - t1;
-    return FP4_OK;
-}
-
 static fp4_status cuda_plan(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
@@ -869,44 +855,34 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                                   an->row_len, NULL, &cc->acc));
     }
     int s = ca->slot;
-    FP4_TRY(drain(an, s)); /* the slot about to be reused: merge its partials first */
+    /* the slot's partials are read on the device, in stream order (fp4k_ordered_sums): no
+     * wait for them; rows staged wait for the slot's staging buffer (stage) */
     const float *din = tensor_src(an, data, w, nrows);
     if (din) { /* on the device since the amax pass: the slot for its partials only */
         ca->slot = (s + 1) % NSLOT;
-        const double t0 = fp4_trace_clock();
-        CU(cudaEventSynchronize(ca->done[s]), "sync");
-        ca->t_sync += fp4_trace_clock() - t0;
     } else {
         FP4_TRY(stage(an, data, w, nrows, NULL, &s, &din));
     }
     if (ca->dv) FP4_TRY(device_host_configs(an, din, row0, nrows));
+    int no = 0;
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         if (!cc->device) continue;
         const int64_t nch = fp4k_nchunks(&cc->kc, nrows);
         if (nch > cc->k->part_cap) {
+            /* the kernels queued before may still use them */
+            CU(cudaStreamSynchronize(ca->stream), "sync");
             cc->k->part_cap = 0; /* until both slots are made again */
             for (int k = 0; k < NSLOT; k++) {
-                if (ca->pending[k]) FP4_TRY(drain(an, k));
                 cudaFree(cc->k->d_part[k]);
-                cudaFreeHost(cc->k->h_part[k]);
                 cudaFree(cc->k->d_spart[k]);
-                cudaFreeHost(cc->k->h_spart[k]);
                 cc->k->d_part[k] = NULL;
-                cc->k->h_part[k] = NULL;
                 cc->k->d_spart[k] = NULL;
-                cc->k->h_spart[k] = NULL;
                 CU(cudaMalloc((void **)&cc->k->d_part[k], (size_t)nch * FP4K_NSUMS * sizeof(double)),
                    "device alloc");
-                CU(cudaMallocHost((void **)&cc->k->h_part[k],
-                                  (size_t)nch * FP4K_NSUMS * sizeof(double)),
-                   "pinned alloc");
                 CU(cudaMalloc((void **)&cc->k->d_spart[k],
                               (size_t)nch * FP4K_NTSUMS * sizeof(double)),
                    "device alloc");
-                CU(cudaMallocHost((void **)&cc->k->h_spart[k],
-                                  (size_t)nch * FP4K_NTSUMS * sizeof(double)),
-                   "pinned alloc");
             }
             cc->k->part_cap = nch;
         }
@@ -944,18 +920,13 @@ static fp4_status feed_any(fp4_analysis *an, const void *data, int w, int64_t nr
                       cc->kc.weight_2d ? cb->d_tile : NULL, cc->kc.rht_n ? cb->d_rot : NULL,
                       cc->k->d_spart[s], cc->k->d_scounts, ca->stream),
            "statistics kernel");
-        CU(cudaMemcpyAsync(cc->k->h_part[s], cc->k->d_part[s],
-                           (size_t)nch * FP4K_NSUMS * sizeof(double), cudaMemcpyDeviceToHost,
-                           ca->stream),
-           "D2H partials");
-        CU(cudaMemcpyAsync(cc->k->h_spart[s], cc->k->d_spart[s],
-                           (size_t)nch * FP4K_NTSUMS * sizeof(double), cudaMemcpyDeviceToHost,
-                           ca->stream),
-           "D2H partials");
-        cc->nchunk_slot[s] = nch;
+        ca->osum[no++] = (fp4k_osum){cc->k->d_part[s], cc->k->d_acc, nch, FP4K_NSUMS};
+        ca->osum[no++] =
+            (fp4k_osum){cc->k->d_spart[s], cc->k->d_acc + FP4K_NSUMS, nch, FP4K_NTSUMS};
     }
+    /* every config's partials of the slab added to its sums in chunk order, one launch */
+    KU(fp4k_ordered_sums(ca->osum, no, ca->stream), "ordered sums kernel");
     CU(cudaEventRecord(ca->done[s], ca->stream), "event");
-    ca->pending[s] = true;
     return FP4_OK;
 }
 
@@ -996,34 +967,37 @@ static void device_stats_add(fp4_metrics *m, const uint64_t *k)
     if (mx > m->max_abs_err) m->max_abs_err = mx;
 }
 
-/* The device counts of a config: the kernel's and the statistics kernel's, added to m. */
+/* What a device config has on the device, added to m: the kernel's and the statistics kernel's
+ * counts, and its ordered sums (m's sums +0: then they are the device's bits, as when the host
+ * added the partials in chunk order from +0). */
 static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *amax_bits,
                                      cudaStream_t stream)
 {
     uint64_t k[FP4K_NCOUNTS], sk[FP4K_NSCOUNTS];
+    double acc[FP4K_NSUMS + FP4K_NTSUMS];
     /* on the analysis's stream (no legacy-stream copy: it would wait for other streams) */
     CU(cudaMemcpyAsync(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost, stream),
        "D2H counts");
     CU(cudaMemcpyAsync(sk, cc->k->d_scounts, sizeof sk, cudaMemcpyDeviceToHost, stream),
        "D2H counts");
+    CU(cudaMemcpyAsync(acc, cc->k->d_acc, sizeof acc, cudaMemcpyDeviceToHost, stream),
+       "D2H sums");
     CU(cudaStreamSynchronize(stream), "sync");
     device_counts_add(m, k);
     device_stats_add(m, sk);
+    fp4_fsums fs;
+    fp4_ssums ss;
+    memcpy(&fs, acc, sizeof fs);
+    memcpy(&ss, acc + FP4K_NSUMS, sizeof ss);
+    fp4_fsums_add(m, &fs);
+    fp4_ssums_add(m, &ss);
     if (amax_bits) *amax_bits = (uint32_t)k[FP4K_C_AMAX];
-    return FP4_OK;
-}
-
-/* Every slot's partials merged, in feed order (the older slot first). */
-static fp4_status drain_all(fp4_analysis *an)
-{
-    cuda_an *ca = an->impl;
-    for (int k = 0; k < NSLOT; k++) FP4_TRY(drain(an, (ca->slot + k) % NSLOT));
     return FP4_OK;
 }
 
 /* Each config's integer counts so far (device configs: the kernel's, which leave out the
  * elements and padding cuda_end adds for every row; host configs: their whole metrics), and
- * its ordered sums. Called with every slot drained. */
+ * its ordered sums. */
 static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4_ssums *ss)
 {
     cuda_an *ca = an->impl;
@@ -1031,13 +1005,15 @@ static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         fp4_metrics_init(&m[c]);
-        fp4_fsums_of(&cc->acc, &s[c]);
-        fp4_ssums_of(&cc->acc, &ss[c]);
         if (!cc->device) {
+            fp4_fsums_of(&cc->acc, &s[c]);
+            fp4_ssums_of(&cc->acc, &ss[c]);
             fp4_metrics_merge_counts(&m[c], &cc->acc);
             continue;
         }
         FP4_TRY(device_counts_read(cc, &m[c], NULL, ca->stream));
+        fp4_fsums_of(&m[c], &s[c]);
+        fp4_ssums_of(&m[c], &ss[c]);
     }
     return FP4_OK;
 }
@@ -1056,10 +1032,8 @@ static fp4_status cuda_zero_rows(fp4_analysis *an, int64_t k, fp4_metrics *delta
     fp4_status st = FP4_OK;
     if (!z || !before || !after || !s0 || !s1 || !t0 || !t1)
         st = fp4_error(FP4_ERR_INTERNAL, "cuda backend: out of memory");
-    if (st == FP4_OK && delta) st = drain_all(an);
     if (st == FP4_OK && delta) st = counts_now(an, before, s0, t0);
     if (st == FP4_OK) st = feed_any(an, z, 0, k);
-    if (st == FP4_OK && delta) st = drain_all(an);
     if (st == FP4_OK && delta) st = counts_now(an, after, s1, t1);
     for (int c = 0; st == FP4_OK && delta && c < n; c++) {
         if (memcmp(&s1[c], &s0[c], sizeof s1[c]) != 0 || memcmp(&t1[c], &t0[c], sizeof t1[c]) != 0)
@@ -1156,11 +1130,9 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
 {
     cuda_an *ca = an->impl;
     if (!ca->planned) FP4_TRY(cuda_plan(an));
-    /* slots in feed order: the older one first */
-    for (int k = 0; k < NSLOT; k++) FP4_TRY(drain(an, (ca->slot + k) % NSLOT));
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
-        out[c] = cc->acc;
+        out[c] = cc->acc; /* device configs: zeros, the device's sums and counts added below */
         /* the rows cuda_feed_zero counted without feeding them (host configs: with their
          * elements and padding; device configs: without, added below for every row) */
         if (ca->zcnt) fp4_metrics_add_count_delta(&out[c], &ca->zcnt[c], &(fp4_metrics){0}, 1);
@@ -1177,9 +1149,9 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
             m->tensor_amax = cc->plan.tensor_amax;
     }
     fp4_trace("cuda: host waited on the GPU %.4f s, copied into staging %.4f s (%lld bytes; "
-              "%lld uploaded from pinned rows), pinned %.4f s, merged partials %.4f s",
+              "%lld uploaded from pinned rows), pinned %.4f s",
               ca->t_sync, ca->t_stage, (long long)ca->b_staged, (long long)ca->b_direct,
-              ca->t_pin, ca->t_merge);
+              ca->t_pin);
     return FP4_OK;
 }
 
