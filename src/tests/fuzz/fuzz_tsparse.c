@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fp4_st_header h;
     if (fp4_st_parse("fuzz.safetensors", data, size, &h) == FP4_OK) {
-        for (int i = 0; i < h.n; i++)
-            fz_touch(data + h.data_start + h.t[i].begin, h.t[i].end - h.t[i].begin);
+        for (int i = 0; i < h.n; i++) /* a cut tensor's bytes are past the end: never read */
+            if (!h.t[i].cut) fz_touch(data + h.data_start + h.t[i].begin, h.t[i].end - h.t[i].begin);
         fp4_st_header_free(&h);
     }
     fp4_st_index ix;
