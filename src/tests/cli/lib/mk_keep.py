@@ -18,40 +18,20 @@ Written after a user's generator; the rules are those of scripts/make_quantized_
 """
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvfp4_np import E4, bf16, bf16_bits, e2m1, e4m3_rne, save_st as _save  # noqa: E402
 
 out = sys.argv[1]
 rng = np.random.default_rng(1234)
 H, I, L = 128, 512, 2
 
 
-def bf16_bits(x):
-    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((b + ((b >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
-
-
-def bf16(x):
-    return (bf16_bits(x).astype(np.uint32) << 16).view(np.float32)
-
-
 def save_st(path, tensors):
-    hdr, off, blobs = {}, 0, []
-    for name, (dt, arr) in tensors.items():
-        raw = np.ascontiguousarray(arr).tobytes()
-        hdr[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    hdr["__metadata__"] = {"format": "pt"}
-    h = json.dumps(hdr).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
+    _save(path, tensors, {"format": "pt"})
 
 
 def w(shape, scale=0.02):
@@ -73,28 +53,6 @@ src["model.layers.1.mlp.down_proj.weight"][:, 7] *= 100.0
 src = {k: bf16(v) for k, v in src.items()}
 os.makedirs(f"{out}/source", exist_ok=True)
 save_st(f"{out}/source/model.safetensors", {k: ("BF16", bf16_bits(v)) for k, v in src.items()})
-
-E4 = np.array([(b & 7) * 2.0**-9 if b >> 3 == 0 else (1 + (b & 7) / 8) * 2.0**((b >> 3) - 7)
-               for b in range(127)])
-GRID = np.array([0, .5, 1, 1.5, 2, 3, 4, 6])
-
-
-def e4m3_rne(v):
-    v = np.asarray(v, np.float64)
-    i = np.clip(np.searchsorted(E4, v), 1, 126)
-    lo, hi = E4[i - 1], E4[i]
-    r = np.where((v - lo > hi - v) | ((v - lo == hi - v) & (i % 2 == 0)), i, i - 1)
-    return np.where(v >= 448, 126, np.where(v <= 0, 0, r)).astype(np.uint8)
-
-
-def e2m1(q):
-    a = np.abs(q.astype(np.float64))
-    i = np.clip(np.searchsorted(GRID, a), 1, 7)
-    lo, hi = GRID[i - 1], GRID[i]
-    m = np.where((a - lo > hi - a) | ((a - lo == hi - a) & (i % 2 == 0)), i, i - 1)
-    m = np.where(a >= 6, 7, m)
-    return (m + 8 * np.signbit(q)).astype(np.uint8)
-
 
 FUSED = {"q_proj": "qkv", "k_proj": "qkv", "v_proj": "qkv", "gate_proj": "gu", "up_proj": "gu"}
 

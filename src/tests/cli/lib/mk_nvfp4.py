@@ -6,57 +6,16 @@ NVFP4 export (OUT/export), NumPy alone, quantized round-to-nearest as ModelOpt d
 ModelOpt's opt-in swizzle_nvfp4_scales lays it out, a user's converter forgetting the shape).
 --pertensor: each weight's weight_scale_2 from its own amax, not its fused q/k/v group's.
 Prints, per weight, name, the group's and the tensor's amax."""
-import json, os, struct, sys
+import json, os, sys
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvfp4_np import E4, bf16, bf16_bits, e2m1, e4m3_rne, save_st as save  # noqa: E402
 
 out = sys.argv[1]
 SWZ = "--swizzle" in sys.argv
 PER = "--pertensor" in sys.argv
 rng = np.random.default_rng(1234)
-
-
-def bf16_bits(x):
-    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-    return ((b + ((b >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
-
-
-def bf16(x):
-    return (bf16_bits(x).astype(np.uint32) << 16).view(np.float32)
-
-
-def save(path, tensors):
-    hdr, off, blobs = {}, 0, []
-    for name, (dt, arr) in tensors.items():
-        raw = np.ascontiguousarray(arr).tobytes()
-        hdr[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(raw)]}
-        off += len(raw)
-        blobs.append(raw)
-    h = json.dumps(hdr).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
-
-E4 = np.array([(b & 7) * 2.0**-9 if b >> 3 == 0 else (1 + (b & 7) / 8) * 2.0**((b >> 3) - 7)
-               for b in range(127)])
-GRID = np.array([0, .5, 1, 1.5, 2, 3, 4, 6])
-
-
-def e4m3_rne(v):
-    v = np.asarray(v, np.float64)
-    i = np.clip(np.searchsorted(E4, v), 1, 126)
-    lo, hi = E4[i - 1], E4[i]
-    r = np.where((v - lo > hi - v) | ((v - lo == hi - v) & (i % 2 == 0)), i, i - 1)
-    return np.where(v >= 448, 126, np.where(v <= 0, 0, r)).astype(np.uint8)
-
-
-def e2m1(q):
-    a = np.abs(q.astype(np.float64))
-    i = np.clip(np.searchsorted(GRID, a), 1, 7)
-    lo, hi = GRID[i - 1], GRID[i]
-    m = np.where((a - lo > hi - a) | ((a - lo == hi - a) & (i % 2 == 0)), i, i - 1)
-    m = np.where(a >= 6, 7, m)
-    return (m + 8 * np.signbit(q)).astype(np.uint8)
 
 
 P = "model.layers.0.self_attn."
