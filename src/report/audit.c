@@ -88,7 +88,8 @@ static cJSON *hex3(const fp4_audit_sums *s)
     return a;
 }
 
-/* --shard: the share, the selection positions it took, per tensor the exact state `merge`
+/* --shard: the share, the selection positions it took, the name at every position of the
+ * selection (whichever share holds it), per tensor the exact state `merge`
  * pools and checks the shown numbers against (hex floats: the sums, those of each layout
  * hypothesis tried; the counts), the positions of its errors, and the inputs' fingerprint. */
 static void add_shard(cJSON *root, const fp4_audit *a)
@@ -101,6 +102,9 @@ static void add_shard(cJSON *root, const fp4_audit *a)
     cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
     for (int i = 0; as && i < a->nassigned; i++)
         cJSON_AddItemToArray(as, cJSON_CreateNumber(a->assigned[i]));
+    cJSON *nm = cJSON_AddArrayToObject(sh, "names");
+    for (int i = 0; nm && a->selnames && i < a->selected; i++)
+        cJSON_AddItemToArray(nm, cJSON_CreateString(a->selnames[i]));
     cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
     for (int i = 0; ts && i < a->n; i++) {
         const fp4_audit_tensor *t = &a->t[i];

@@ -227,6 +227,16 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
                 return fp4_error(FP4_ERR_INPUT, "%s: malformed shard.fingerprint entry",
                                  names[i]);
         }
+        const cJSON *sn = get(p[i].shard, "names");
+        if (p[i].audit && (!cJSON_IsArray(sn) || cJSON_GetArraySize(sn) != p[i].selected))
+            return fp4_error(FP4_ERR_INPUT, "%s: no shard.names of the %d selected tensors (a "
+                                            "part of an older fp4diag: make the shares again)",
+                             names[i], p[i].selected);
+        const cJSON *names_or_none = p[i].audit ? sn : NULL;
+        cJSON_ArrayForEach(e, names_or_none)
+            if (!cJSON_IsString(e) || !*e->valuestring)
+                return fp4_error(FP4_ERR_INPUT, "%s: shard.names holds an entry that is not a "
+                                                "name", names[i]);
     }
     return FP4_OK;
 }
@@ -284,6 +294,10 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
     }
     if (gemm && !cJSON_Compare(get(a->shard, "layers"), get(b->shard, "layers"), true)) {
         *what = "input (layers)";
+        return false;
+    }
+    if (a->audit && !cJSON_Compare(get(a->shard, "names"), get(b->shard, "names"), true)) {
+        *what = "selection (shard.names)";
         return false;
     }
     if (a->count != b->count) {
@@ -1421,28 +1435,52 @@ static int named_cmp(const void *a, const void *b)
     return strcmp(((const named *)a)->name, ((const named *)b)->name);
 }
 
-/* Every audited tensor and errors entry names a different quantized tensor (a selection holds
- * each logical name once): "name" of the results, "tensor" of the errors. FP4_ERR_INPUT naming
- * the part and the name given twice, or a malformed entry. */
-static fp4_status names_once(const part *p, const unit *t, int nt, const unit *e, int ne)
+/* The names of an audit's selection (shard.names, the same in every part: same_run) against
+ * the parts: each audited tensor's "name" and each errors entry's "tensor" is the name at its
+ * position, no name is there twice, and no "skipped" entry is a selected tensor. FP4_ERR_INPUT
+ * naming the part, the name and the position (an edited part). */
+static fp4_status audit_names_check(const part *p, const unit *t, int nt, const unit *e, int ne)
 {
-    named *v = calloc((size_t)(nt + ne ? nt + ne : 1), sizeof *v);
-    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    const int S = p[0].selected;
+    const cJSON **sel = calloc((size_t)(S ? S : 1), sizeof *sel), *x;
+    named *v = calloc((size_t)(S ? S : 1), sizeof *v);
     fp4_status st = FP4_OK;
-    for (int k = 0; k < nt + ne && st == FP4_OK; k++) {
-        const unit *u = k < nt ? &t[k] : &e[k - nt];
-        const cJSON *nm = get(u->obj, k < nt ? "name" : "tensor");
-        if (!cJSON_IsString(nm) || !*nm->valuestring)
-            st = fp4_error(FP4_ERR_INPUT, "%s: %s at position %d without a name", p[u->part].name,
-                           k < nt ? "a tensor" : "an errors entry", u->index);
-        else
-            v[k] = (named){nm->valuestring, u->part};
+    if (!sel || !v) {
+        free(sel);
+        free(v);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     }
-    if (st == FP4_OK) qsort(v, (size_t)(nt + ne), sizeof *v, named_cmp);
-    for (int k = 1; k < nt + ne && st == FP4_OK; k++)
-        if (!strcmp(v[k].name, v[k - 1].name))
-            st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s is given twice (edited part?)",
-                           p[v[k].part].name, v[k].name);
+    int k = 0;
+    cJSON_ArrayForEach(x, get(p[0].shard, "names")) /* load: S non-empty strings */
+        if (k < S) sel[k] = x, v[k] = (named){x->valuestring, 0}, k++;
+    for (int i = 0; i < nt + ne && st == FP4_OK; i++) {
+        const unit *u = i < nt ? &t[i] : &e[i - nt];
+        const cJSON *nm = get(u->obj, i < nt ? "name" : "tensor");
+        if (!cJSON_IsString(nm) || strcmp(nm->valuestring, sel[u->index]->valuestring))
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s %s at position %d, where the selection "
+                                          "(shard.names) lists %s (edited part?)",
+                           p[u->part].name, i < nt ? "tensor" : "errors entry for",
+                           cJSON_IsString(nm) ? nm->valuestring : "(no name)", u->index,
+                           sel[u->index]->valuestring);
+    }
+    if (st == FP4_OK) qsort(v, (size_t)S, sizeof *v, named_cmp);
+    for (int i = 1; i < S && st == FP4_OK; i++)
+        if (!strcmp(v[i].name, v[i - 1].name))
+            st = fp4_error(FP4_ERR_INPUT, "%s: shard.names lists %s twice (edited part?)",
+                           p[0].name, v[i].name);
+    cJSON_ArrayForEach(x, get(p[0].doc, "skipped"))
+    {
+        const cJSON *nm = get(x, "name");
+        named key = {cJSON_IsString(nm) ? nm->valuestring : "", 0};
+        if (st != FP4_OK) break;
+        if (!cJSON_IsString(nm))
+            st = fp4_error(FP4_ERR_INPUT, "%s: a skipped entry without a name", p[0].name);
+        else if (bsearch(&key, v, (size_t)S, sizeof *v, named_cmp))
+            st = fp4_error(FP4_ERR_INPUT, "%s: skipped entry %s is a selected tensor "
+                                          "(shard.names; edited part?)",
+                           p[0].name, key.name);
+    }
+    free(sel);
     free(v);
     return st;
 }
@@ -1794,7 +1832,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
                                       "%d quantized tensors", nt, ne, p[0].selected);
         goto out;
     }
-    if ((st = names_once(p, tu, nt, eu, ne)) != FP4_OK) goto out;
+    if ((st = audit_names_check(p, tu, nt, eu, ne)) != FP4_OK) goto out;
     fp4_audit_sums pe[2] = {{0}}, pr[2] = {{0}};
     int64_t nn = 0, el = 0, sm = 0, sb = 0, peh[16] = {0}, prh[16] = {0};
     int np = 0;

@@ -230,6 +230,17 @@ void fp4_audit_group_key(const char *name, char *key, size_t cap, char *kind, si
     kind[0] = '\0';
 }
 
+/* The next position of the selection, for the tensor `name` (a->selnames records it). */
+static fp4_status select_next(fp4_audit *a, const char *name, int *at)
+{
+    char **v = realloc(a->selnames, (size_t)(a->selected + 1) * sizeof *v);
+    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->selnames = v;
+    if (!(v[a->selected] = strdup(name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    *at = a->selected++;
+    return FP4_OK;
+}
+
 static fp4_status add_error(fp4_audit *a, const char *tensor, fp4_status st, const char *msg,
                             int position)
 {
@@ -1099,7 +1110,8 @@ static fp4_status audit_coverage(fp4_source *src, fp4_source *qsrc, const fp4_qs
         } else if (d->problem[0]) { /* cannot even be described: the file is invalid there */
             char why[600];
             snprintf(why, sizeof why, "%s: %s: %s", quantized, d->name, d->problem);
-            const int at = a->selected++;
+            int at;
+            if ((st = select_next(a, d->name, &at)) != FP4_OK) break;
             if (!errors_here) continue;
             int *as = realloc(a->assigned, (size_t)(a->nassigned + 2) * sizeof *as);
             if (!as) {
@@ -1401,7 +1413,7 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         int ng = 0;
         for (int i = 0; i < qs.n; i++) {
             if (!sel[i]) continue;
-            pos[i] = a->selected++;
+            if ((st = select_next(a, qs.t[i].name, &pos[i])) != FP4_OK) goto out;
             int g = 0; /* the group of i: the first selected tensor with its key */
             while (g < i && !(sel[g] && !strcmp(keys[g], keys[i]))) g++;
             if (g == i) gowner[i] = ng++; /* a new group's number, for now */
@@ -1668,6 +1680,8 @@ void fp4_audit_free(fp4_audit *a)
     free(a->source);
     free(a->quantized);
     free(a->assigned);
+    for (int i = 0; a->selnames && i < a->selected; i++) free(a->selnames[i]);
+    free(a->selnames);
     fp4_fingerprint_free(a->prints, a->nprints);
     memset(a, 0, sizeof *a);
 }

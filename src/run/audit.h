@@ -164,6 +164,9 @@ typedef struct fp4_audit {
     fp4_shard shard;
     int selected, nassigned;
     int *assigned;
+    char **selnames;            /* [selected]: the name at each selection position (as the
+                                   tensors' "name" and the errors' "tensor" spell it; owned),
+                                   which a --shard part records (shard.names) for merge */
     fp4_file_print *prints;
     int nprints;
 } fp4_audit;

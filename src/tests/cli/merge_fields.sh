@@ -77,6 +77,38 @@ edit q0.json h2.json 'h = d["tensors"][0]["layout_check"]["hypotheses"]; h[1], h
 bad hyp_order "h2.json: .*: $(shown layout_check.hypotheses)" h2.json q1.json
 edit q0.json h3.json 'd["tensors"][0]["layout_check"]["hypotheses"][1]["layout"] = "scales flat"'
 bad hyp_label "h3.json: .*: $(shown 'layout_check.hypotheses\[\]\.layout')" h3.json q1.json
+# names (SPEC §11): every tensor and errors entry under the name shard.names lists at its
+# position, the same list in every part; two tensors' names swapped would show each one's
+# numbers under the other's name
+edit q0.json w_swap.json 'x = {t["name"].rsplit(".", 2)[-2]: t for t in d["tensors"]}
+x["k_proj"]["name"], x["v_proj"]["name"] = x["v_proj"]["name"], x["k_proj"]["name"]'
+bad name_swap "w_swap.json: tensor [^ ]*v_proj.weight at position 1, where the selection (shard.names) lists [^ ]*k_proj.weight" w_swap.json q1.json
+edit q1.json w_x.json 'd["tensors"][0]["name"] = "x"'
+bad name_x "w_x.json: tensor x at position [0-9]*, where the selection (shard.names) lists" q0.json w_x.json
+edit q1.json w_xs.json 'i = d["shard"]["tensors"][0]["index"]; d["tensors"][0]["name"] = d["shard"]["names"][i] = "x"'
+bad names_part "w_xs.json is not a share of the run of q0.json: its selection (shard.names) differs" q0.json w_xs.json
+edit q0.json w_none.json 'del d["shard"]["names"]'
+bad names_none "w_none.json: no shard.names of the 4 selected tensors" w_none.json q1.json
+edit q0.json w_nn.json 'd["shard"]["names"][2] = 7'
+edit q1.json w_nn1.json 'd["shard"]["names"][2] = 7'
+bad names_type "w_nn.json: shard.names holds an entry that is not a name" w_nn.json w_nn1.json
+edit q0.json w_dup0.json 'n = d["shard"]["names"]; n[1] = n[0]; d["tensors"][1]["name"] = n[0]'
+edit q1.json w_dup1.json 'n = d["shard"]["names"]; n[1] = n[0]'
+bad names_twice "w_dup0.json: shard.names lists [^ ]*q_proj.weight twice" w_dup0.json w_dup1.json
+for i in 0 1; do
+    edit q$i.json w_sk$i.json 'k = dict(d["skipped"][0]); k["name"] = d["shard"]["names"][3]
+d["skipped"].append(k)'
+done
+bad skipped_selected "w_sk0.json: skipped entry [^ ]*down_proj.weight is a selected tensor" w_sk0.json w_sk1.json
+# an errors entry's tensor: bad_partners' share 0 has two (q_proj, k_proj), swapped here
+for i in 0 1; do
+    "$FP4DIAG" audit -q --shard $i/2 -o b$i.json "$Q/source" "$Q/bad_partners" 2>/dev/null
+    [ $? -eq 3 ] || fail "bad_partners share $i"
+done
+"$FP4DIAG" merge b0.json b1.json -o okb.json 2>err
+[ $? -eq 3 ] && [ -e okb.json ] || { cat err; fail "unedited bad_partners parts"; }
+edit b0.json w_err.json 'e = d["errors"]; e[0]["tensor"], e[1]["tensor"] = e[1]["tensor"], e[0]["tensor"]'
+bad error_name "w_err.json: errors entry for [^ ]*k_proj.weight at position 0, where the selection (shard.names) lists [^ ]*q_proj.weight" w_err.json b1.json
 # gemm parts: g0 holds the first layer
 for i in 0 1; do
     "$FP4DIAG" gemm "$G" -q --shard $i/2 -o g$i.json 2>/dev/null || fail "gemm share $i"

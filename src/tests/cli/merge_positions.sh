@@ -6,7 +6,7 @@
 # naming the part, the tensor and the field; in audit, analysis and gemm parts a position
 # given twice, one outside the part's shard.assigned, one both a result and an errors entry,
 # and a tensor under another position's name (analysis: input.datasets; gemm errors:
-# shard.layers; audit: a name given twice) are refused; nothing is written then.
+# shard.layers; audit: a name other than shard.names lists there) are refused; nothing is written then.
 . src/tests/cli/lib/parts.sh
 P=$PWD/testdata/quantized
 [ -d "$P/source" ] && [ -d "$P/modelopt_nvfp4" ] || { echo "no $P"; exit 77; }
@@ -96,7 +96,7 @@ edit s0.json s0e.json 'x = d["tensors"]; x[0]["name"], x[1]["name"] = x[1]["name
 bad sqnr_name "s0e.json: tensor .* at position 0, where the selection (input.datasets) lists" s0e.json s1.json
 # audit: one tensor's name on another position (its numbers are its own: only the name moved)
 edit a0.json a0e.json 'd["tensors"][1]["name"] = t["name"]'
-bad audit_name "a0e.json: tensor model.layers.0.self_attn.q_proj.weight is given twice" a0e.json a1.json
+bad audit_name "a0e.json: tensor model.layers.0.self_attn.q_proj.weight at position 1, where the selection (shard.names) lists" a0e.json a1.json
 # gemm: an errors entry naming another layer than the selection lists at its position
 edit g1.json g1e.json 'd["shard"]["partials"] = []; d["layers"] = []
 d["shard"]["errors"] = [0]; d["errors"] = [{"tensor": "/other", "status": "input_error", "message": "x"}]'
