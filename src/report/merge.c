@@ -436,6 +436,47 @@ static fp4_status check_parts(part *p, int n, bool gemm)
     return st;
 }
 
+/* Sets o's `key`, which o holds, to item (which it takes); false (item freed) when o has no
+ * such key or item is NULL (out of memory). */
+static bool put(cJSON *o, const char *key, cJSON *item)
+{
+    if (item && cJSON_ReplaceItemInObjectCaseSensitive(o, key, item)) return true;
+    cJSON_Delete(item);
+    return false;
+}
+
+/* The top-level keys of an audit or gemm part the merged report is made from (its copy of
+ * part 0, each of these replaced): every part has each, of its type (a part without one is
+ * not a part of a run); a gemm part's "input" holds its "file" and "datasets". FP4_ERR_INPUT
+ * naming the part and the key. */
+static fp4_status parts_keys(const part *p, int n, bool gemm)
+{
+    static const char *const audit_keys[] = {"[argv", "[tensors", "{pooled", "[errors",
+                                             "{provenance", "{timing", NULL};
+    static const char *const gemm_keys[] = {"[argv",    "{input",      "[layers", "{summary",
+                                            "{verdict", "[errors",     "{provenance",
+                                            "{timing",  "'input.file", "[input.datasets",
+                                            NULL};
+    for (int i = 0; i < n; i++)
+        for (const char *const *k = gemm ? gemm_keys : audit_keys; *k; k++) {
+            const char *key = *k + 1, *dot = strchr(key, '.');
+            const cJSON *v = dot ? get(get(p[i].doc, "input"), dot + 1) : get(p[i].doc, key);
+            const bool ok = **k == '[' ? cJSON_IsArray(v)
+                            : **k == '{' ? cJSON_IsObject(v)
+                                         : cJSON_IsString(v);
+            const char *type = **k == '[' ? "an array" : **k == '{' ? "an object" : "a string";
+            if (!ok && !v)
+                return fp4_error(FP4_ERR_INPUT, "%s: no \"%s\" (%s every part of a run has; "
+                                                "edited part?)",
+                                 p[i].name, key, type);
+            if (!ok)
+                return fp4_error(FP4_ERR_INPUT, "%s: \"%s\" is not %s (as every part of a run "
+                                                "has it; edited part?)",
+                                 p[i].name, key, type);
+        }
+    return FP4_OK;
+}
+
 /* --------------------------------------------------------------- analysis */
 
 typedef struct unit {
@@ -1304,7 +1345,11 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;
         }
-        cJSON_ReplaceItemInObjectCaseSensitive(doc, "verdict", nv);
+        if (!put(doc, "verdict", nv)) {
+            cJSON_Delete(summary);
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
     }
     cJSON *la = cJSON_CreateArray(), *dsets = cJSON_CreateArray(), *av = cJSON_CreateArray();
     cJSON *ea = cJSON_CreateArray();
@@ -1326,17 +1371,19 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
         if (i == 0) file = get(get(p[lu[0].part].doc, "input"), "file");
     }
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "argv", av);
-    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input");
-    if (in) {
-        cJSON_ReplaceItemInObjectCaseSensitive(
-            in, "file", cJSON_CreateString(cJSON_IsString(file) ? file->valuestring : ""));
-        cJSON_ReplaceItemInObjectCaseSensitive(in, "datasets", dsets);
-    } else cJSON_Delete(dsets);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "layers", la);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "summary", summary);
     for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "errors", ea);
+    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input");
+    /* each key there (parts_keys); put frees what it cannot place */
+    int lost = !put(doc, "argv", av);
+    lost += !put(in, "file", cJSON_CreateString(cJSON_IsString(file) ? file->valuestring : ""));
+    lost += !put(in, "datasets", dsets);
+    lost += !put(doc, "layers", la);
+    lost += !put(doc, "summary", summary);
+    lost += !put(doc, "errors", ea);
+    if (lost) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
     res->nerrors = ne;
     if (ne) {
         const cJSON *m = get(eu[0].obj, "message");
@@ -1344,11 +1391,10 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
                  cJSON_IsString(m) ? m->valuestring : "");
     }
     cJSON *tm = cJSON_GetObjectItemCaseSensitive(doc, "timing");
-    if (tm) {
-        cJSON_ReplaceItemInObjectCaseSensitive(tm, "seconds",
-                                               cJSON_CreateNumber(part_seconds_max(p, n)));
-        cJSON_ReplaceItemInObjectCaseSensitive(tm, "bytes_read",
-                                               cJSON_CreateNumber(part_bytes_sum(p, n)));
+    if (!put(tm, "seconds", cJSON_CreateNumber(part_seconds_max(p, n))) ||
+        !put(tm, "bytes_read", cJSON_CreateNumber(part_bytes_sum(p, n)))) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
     char *t = cJSON_Print(doc);
@@ -1883,20 +1929,26 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
     for (int i = 0; i < nt; i++) cJSON_AddItemToArray(ta, cJSON_Duplicate(tu[i].obj, true));
     for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "argv", av);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "tensors", ta);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "pooled", po);
-    cJSON_ReplaceItemInObjectCaseSensitive(doc, "errors", ea);
+    /* each key there (parts_keys); put frees what it cannot place */
+    int lost = !put(doc, "argv", av);
+    lost += !put(doc, "tensors", ta);
+    lost += !put(doc, "pooled", po);
+    lost += !put(doc, "errors", ea);
+    if (lost) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
     res->nerrors = ne;
     if (ne) {
         const cJSON *m = get(eu[0].obj, "message");
         snprintf(res->first_error, sizeof res->first_error, "%s",
                  cJSON_IsString(m) ? m->valuestring : "");
     }
-    cJSON *tm = cJSON_GetObjectItemCaseSensitive(doc, "timing");
-    if (tm)
-        cJSON_ReplaceItemInObjectCaseSensitive(tm, "seconds",
-                                               cJSON_CreateNumber(part_seconds_max(p, n)));
+    if (!put(cJSON_GetObjectItemCaseSensitive(doc, "timing"), "seconds",
+             cJSON_CreateNumber(part_seconds_max(p, n)))) {
+        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        goto out;
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
     /* parts run on different devices (the numbers are the same on either): "cpu+cuda" */
     for (int i = 0; i < n; i++) {
@@ -2043,6 +2095,7 @@ fp4_status fp4_merge_reports(const char *const *texts, const char *const *names,
                            p[0].audit ? "audit" : "report");
     }
     if (st == FP4_OK) st = check_parts(p, n, gemm);
+    if (st == FP4_OK && (gemm || audit)) st = parts_keys(p, n, gemm);
     if (st == FP4_OK)
         st = gemm    ? merge_gemm(p, n, output, table, res)
              : audit ? merge_audit(p, n, output, table, res)

@@ -6,7 +6,9 @@
 # quant.layout the reader never writes, a layout hypothesis' SQNR other than its exact sums
 # give or its label out of the run's order; a gemm layer's recipe, an input's source (a file the
 # shares did not fingerprint), shape or dtype, a path's shape or contraction, an operand's
-# configuration or its SQNR or tensor_amax other than its exact sums give, a key no run writes
+# configuration or its SQNR or tensor_amax other than its exact sums give, a key no run writes;
+# an audit tensor or errors entry under another name than shard.names lists at its position;
+# an audit or gemm part without a top-level key the merged report is made from
 # — each is refused with one line naming the part, the
 # tensor and the field; nothing is written on a refusal; the unedited parts merge.
 . src/tests/cli/lib/parts.sh
@@ -109,6 +111,16 @@ done
 [ $? -eq 3 ] && [ -e okb.json ] || { cat err; fail "unedited bad_partners parts"; }
 edit b0.json w_err.json 'e = d["errors"]; e[0]["tensor"], e[1]["tensor"] = e[1]["tensor"], e[0]["tensor"]'
 bad error_name "w_err.json: errors entry for [^ ]*k_proj.weight at position 0, where the selection (shard.names) lists [^ ]*q_proj.weight" w_err.json b1.json
+# a part without a key the merged report is made from is not a part (the merge made the key
+# and lost it: a report without it, and the memory leaked)
+for k in errors pooled tensors provenance; do
+    edit q0.json k_$k.json "del d['$k']"
+    bad "no_$k" "k_$k.json: no \"$k\" (an [a-z]* every part of a run has" k_$k.json q1.json
+done
+edit q1.json k_errors1.json 'del d["errors"]'
+bad no_errors_1 "k_errors1.json: no \"errors\"" q0.json k_errors1.json
+edit q0.json k_pooled.json 'd["pooled"] = 0'
+bad pooled_type "k_pooled.json: \"pooled\" is not an object" k_pooled.json q1.json
 # gemm parts: g0 holds the first layer
 for i in 0 1; do
     "$FP4DIAG" gemm "$G" -q --shard $i/2 -o g$i.json 2>/dev/null || fail "gemm share $i"
@@ -140,4 +152,17 @@ gbad op_delta 'operands\[\]\.delta' 'A["delta"] += 0.125'
 gbad op_amax 'operands\[\]\.tensor_amax' 'A["tensor_amax"] = 1e6'
 gbad key 'layer keys' 'L["note"] = "forged"'
 gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
+# top-level keys: each in every part ("input" with its file and datasets)
+for k in errors summary input verdict provenance; do
+    edit g0.json gk_$k.json "del d['$k']"
+    bad "gemm_no_$k" "gk_$k.json: no \"$k\" (an [a-z]* every part of a run has" gk_$k.json g1.json
+done
+edit g1.json gk_input1.json 'del d["input"]'
+bad gemm_no_input_1 "gk_input1.json: no \"input\"" g0.json gk_input1.json
+edit g0.json gk_in0.json 'd["input"] = {}'
+bad gemm_input_empty "gk_in0.json: no \"input.file\" (a string" gk_in0.json g1.json
+edit g0.json gk_in1.json 'd["input"] = 0'
+bad gemm_input_type "gk_in1.json: \"input\" is not an object" gk_in1.json g1.json
+edit g1.json gk_in2.json 'd["input"]["datasets"] = "x"'
+bad gemm_datasets "gk_in2.json: \"input.datasets\" is not an array" g0.json gk_in2.json
 exit 0
