@@ -1372,7 +1372,14 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
     }
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
     for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
-    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input");
+    /* the provenance of the merged report: as an sqnr merge's, from the inputs' fingerprints
+     * every part took alike (same_input), never a part's copy */
+    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input"), *pv = NULL;
+    fp4_file_print *prints = NULL;
+    int nprints = 0;
+    if ((st = prints_from_part(&p[0], &prints, &nprints)) == FP4_OK)
+        pv = fp4_report_provenance_json(prints, nprints);
+    fp4_fingerprint_free(prints, nprints);
     /* each key there (parts_keys); put frees what it cannot place */
     int lost = !put(doc, "argv", av);
     lost += !put(in, "file", cJSON_CreateString(cJSON_IsString(file) ? file->valuestring : ""));
@@ -1380,6 +1387,8 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
     lost += !put(doc, "layers", la);
     lost += !put(doc, "summary", summary);
     lost += !put(doc, "errors", ea);
+    lost += !put(doc, "provenance", pv);
+    if (st != FP4_OK) goto out;
     if (lost) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
@@ -1929,11 +1938,21 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
     for (int i = 0; i < nt; i++) cJSON_AddItemToArray(ta, cJSON_Duplicate(tu[i].obj, true));
     for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    /* the provenance of the merged report: as an sqnr merge's, from the inputs' fingerprints
+     * every part took alike (same_input), never a part's copy */
+    cJSON *pv = NULL;
+    fp4_file_print *prints = NULL;
+    int nprints = 0;
+    if ((st = prints_from_part(&p[0], &prints, &nprints)) == FP4_OK)
+        pv = fp4_report_provenance_json(prints, nprints);
+    fp4_fingerprint_free(prints, nprints);
     /* each key there (parts_keys); put frees what it cannot place */
     int lost = !put(doc, "argv", av);
     lost += !put(doc, "tensors", ta);
     lost += !put(doc, "pooled", po);
     lost += !put(doc, "errors", ea);
+    lost += !put(doc, "provenance", pv);
+    if (st != FP4_OK) goto out;
     if (lost) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;

@@ -10,7 +10,8 @@
 # an audit tensor or errors entry under another name than shard.names lists at its position;
 # an audit or gemm part without a top-level key the merged report is made from
 # — each is refused with one line naming the part, the
-# tensor and the field; nothing is written on a refusal; the unedited parts merge.
+# tensor and the field; nothing is written on a refusal; the unedited parts merge. A part's
+# provenance (forged inputs, version, build) never reaches the merged report.
 . src/tests/cli/lib/parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
@@ -121,6 +122,23 @@ edit q1.json k_errors1.json 'del d["errors"]'
 bad no_errors_1 "k_errors1.json: no \"errors\"" q0.json k_errors1.json
 edit q0.json k_pooled.json 'd["pooled"] = 0'
 bad pooled_type "k_pooled.json: \"pooled\" is not an object" k_pooled.json q1.json
+# provenance (SPEC §9): the merge's own, inputs from the parts' fingerprints, never a part's
+# copy: a part's forged input size, hash, version and build do not reach the merged report
+# provcheck MERGED UNEDITED WHAT: the two provenances equal but for their time
+provcheck() {
+    python3 - "$1" "$2" <<'PY' || fail "$3: the merged provenance is not the merge's own"
+import json, sys
+a, b = (json.load(open(f))["provenance"] for f in sys.argv[1:])
+for x in (a, b):
+    x.pop("time")
+sys.exit(a != b)
+PY
+}
+pv='p = d["provenance"]; i = p["inputs"][0]; i["size"] = 1; i["xxh3"] = "0123456789abcdef"
+p["version"] = "forged"; p["build"] = {}'
+edit q0.json pv_q.json "$pv"
+"$FP4DIAG" merge pv_q.json q1.json -o pvm_q.json 2>err || { cat err; fail "audit provenance: merge"; }
+provcheck pvm_q.json okq.json "audit"
 # gemm parts: g0 holds the first layer
 for i in 0 1; do
     "$FP4DIAG" gemm "$G" -q --shard $i/2 -o g$i.json 2>/dev/null || fail "gemm share $i"
@@ -152,6 +170,9 @@ gbad op_delta 'operands\[\]\.delta' 'A["delta"] += 0.125'
 gbad op_amax 'operands\[\]\.tensor_amax' 'A["tensor_amax"] = 1e6'
 gbad key 'layer keys' 'L["note"] = "forged"'
 gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
+edit g0.json pv_g.json "$pv"
+"$FP4DIAG" merge pv_g.json g1.json -o pvm_g.json 2>err || { cat err; fail "gemm provenance: merge"; }
+provcheck pvm_g.json okg.json "gemm"
 # top-level keys: each in every part ("input" with its file and datasets)
 for k in errors summary input verdict provenance; do
     edit g0.json gk_$k.json "del d['$k']"
