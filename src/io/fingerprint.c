@@ -32,6 +32,13 @@ static fp4_status hash_range(int fd, const char *path, XXH3_state_t *h, unsigned
     return FP4_OK;
 }
 
+int64_t fp4_fingerprint_hashed(int64_t size)
+{
+    return size <= FP4_PRINT_WHOLE
+               ? size
+               : 2 * (int64_t)FP4_PRINT_END + (int64_t)FP4_PRINT_PIECES * FP4_PRINT_PIECE;
+}
+
 static fp4_status print_fd(int fd, const char *path, int64_t size, fp4_file_print *out)
 {
     XXH3_state_t *h = XXH3_createState();

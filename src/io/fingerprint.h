@@ -56,6 +56,11 @@ fp4_status fp4_fingerprint_recheck(const char *const *inputs, int ninputs,
 
 void fp4_fingerprint_free(fp4_file_print *p, int n);
 
+/* The bytes the fingerprint of a file of `size` bytes (>= 0) hashes (fp4_file_print.hashed):
+ * size up to FP4_PRINT_WHOLE, else the fixed sample's 2 * FP4_PRINT_END + FP4_PRINT_PIECES *
+ * FP4_PRINT_PIECE (3 MiB). For checking a print read back from a report. */
+int64_t fp4_fingerprint_hashed(int64_t size);
+
 /* "%016llx" of the hash into buf (17 bytes). */
 void fp4_fingerprint_hex(uint64_t h, char buf[17]);
 

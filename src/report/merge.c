@@ -226,6 +226,14 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
             if (!print_entry(e, &file, &size, &hash))
                 return fp4_error(FP4_ERR_INPUT, "%s: malformed shard.fingerprint entry",
                                  names[i]);
+            /* the bytes sampled follow from the size (io/fingerprint.h): the merged
+             * provenance shows them */
+            const cJSON *h = get(e, "hashed");
+            if (!cJSON_IsNumber(h) || size > TIMING_BYTES_MAX ||
+                h->valuedouble != (double)fp4_fingerprint_hashed((int64_t)size))
+                return fp4_error(FP4_ERR_INPUT, "%s: shard.fingerprint of %s: \"hashed\" is "
+                                                "not the bytes its size samples (edited part?)",
+                                 names[i], file);
         }
         const cJSON *sn = get(p[i].shard, "names");
         if (p[i].audit && (!cJSON_IsArray(sn) || cJSON_GetArraySize(sn) != p[i].selected))
@@ -265,7 +273,7 @@ static fp4_status prints_from_part(const part *p, fp4_file_print **out, int *n)
         }
         v[i].size = (int64_t)size;
         v[i].xxh3 = (uint64_t)strtoull(hash, NULL, 16);
-        v[i].hashed = cJSON_IsNumber(h) && h->valuedouble >= 0 ? (int64_t)h->valuedouble : 0;
+        v[i].hashed = (int64_t)h->valuedouble; /* load: what the size samples */
         i++;
     }
     *out = v, *n = i;

@@ -76,6 +76,7 @@ static void check_file(const char *dir, size_t n, uint32_t seed)
     uint64_t want = expected(b, n, &hashed);
     assert_int_equal(p.size, (int64_t)n);
     assert_int_equal(p.hashed, hashed);
+    assert_int_equal(fp4_fingerprint_hashed((int64_t)n), hashed);
     assert_true(p.xxh3 == want);
     assert_string_equal(p.path, path);
     free(p.path);

@@ -11,7 +11,8 @@
 # an audit or gemm part without a top-level key the merged report is made from
 # — each is refused with one line naming the part, the
 # tensor and the field; nothing is written on a refusal; the unedited parts merge. A part's
-# provenance (forged inputs, version, build) never reaches the merged report.
+# provenance (forged inputs, version, build) never reaches the merged report, and a
+# fingerprint's "hashed" must be what its size samples.
 . src/tests/cli/lib/parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
@@ -51,6 +52,11 @@ edit s0.json a_axis0.json 'd["tensors"][0]["axis"] = 0'
 bad axis0 "a_axis0.json: .*: \"axis\"" a_axis0.json s1.json
 edit s0.json a_dtype.json 'd["tensors"][0]["dtype"] = "bf16x"'
 bad dtype "a_dtype.json: .*: \"dtype\" is not a dtype fp4diag reads" a_dtype.json s1.json
+# a fingerprint's sampled bytes follow from its size (the merged provenance shows them)
+edit s0.json s_hashed.json 'd["shard"]["fingerprint"][0]["hashed"] = 5'
+bad hashed "s_hashed.json: shard.fingerprint of .*: \"hashed\" is not the bytes its size samples" s_hashed.json s1.json
+edit s1.json s_hashed1.json 'del d["shard"]["fingerprint"][0]["hashed"]'
+bad hashed_none "s_hashed1.json: shard.fingerprint of .*: \"hashed\"" s0.json s_hashed1.json
 # audit parts
 Q=$OLDPWD/testdata/quantized
 for i in 0 1; do
