@@ -455,10 +455,31 @@ static bool put(cJSON *o, const char *key, cJSON *item)
 
 /* The top-level keys of an audit or gemm part the merged report is made from (its copy of
  * part 0, each of these replaced): every part has each, of its type (a part without one is
- * not a part of a run); a gemm part's "input" holds its "file" and "datasets". FP4_ERR_INPUT
- * naming the part and the key. */
+ * not a part of a run); a gemm part's "input" holds its "file" and "datasets"; and no key
+ * the run does not write (report/audit.c, report/gemm.c: it would be copied unchecked).
+ * FP4_ERR_INPUT naming the part and the key. */
 static fp4_status parts_keys(const part *p, int n, bool gemm)
 {
+    static const char *const audit_all[] = {"schema",  "tool",   "command", "argv",
+                                            "input",   "device", "tensors", "pooled",
+                                            "skipped", "errors", "provenance", "timing",
+                                            "shard",   NULL};
+    static const char *const gemm_all[] = {"schema", "tool",    "command", "argv",
+                                           "input",  "config",  "layers",  "summary",
+                                           "verdict", "errors", "provenance", "timing",
+                                           "shard",  NULL};
+    for (int i = 0; i < n; i++) {
+        const cJSON *x;
+        cJSON_ArrayForEach(x, p[i].doc)
+        {
+            const char *const *k = gemm ? gemm_all : audit_all;
+            while (*k && strcmp(*k, x->string)) k++;
+            if (!*k)
+                return fp4_error(FP4_ERR_INPUT, "%s: top-level key \"%.64s\" is not one %s "
+                                                "run writes (edited part?)",
+                                 p[i].name, x->string, gemm ? "a gemm" : "an audit");
+        }
+    }
     static const char *const audit_keys[] = {"[argv", "[tensors", "{pooled", "[errors",
                                              "{provenance", "{timing", NULL};
     static const char *const gemm_keys[] = {"[argv",    "{input",      "[layers", "{summary",

@@ -8,8 +8,8 @@
 # shares did not fingerprint), shape or dtype, a path's shape or contraction, an operand's
 # configuration or its SQNR or tensor_amax other than its exact sums give, a key no run writes;
 # an audit tensor or errors entry under another name than shard.names lists at its position;
-# an audit or gemm part without a top-level key the merged report is made from
-# — each is refused with one line naming the part, the
+# an audit or gemm part without a top-level key the merged report is made from, or with one
+# its run does not write — each is refused with one line naming the part, the
 # tensor and the field; nothing is written on a refusal; the unedited parts merge. A part's
 # provenance (forged inputs, version, build) never reaches the merged report, and a
 # fingerprint's "hashed" must be what its size samples.
@@ -128,6 +128,11 @@ edit q1.json k_errors1.json 'del d["errors"]'
 bad no_errors_1 "k_errors1.json: no \"errors\"" q0.json k_errors1.json
 edit q0.json k_pooled.json 'd["pooled"] = 0'
 bad pooled_type "k_pooled.json: \"pooled\" is not an object" k_pooled.json q1.json
+# nor one with a key no run writes (it would be copied into the merged report unchecked)
+edit q0.json k_note.json 'd["verdict"] = {"winner": "FORGED"}'
+bad audit_extra_key "k_note.json: top-level key \"verdict\" is not one an audit run writes" k_note.json q1.json
+edit q1.json k_note1.json 'd["note"] = "FORGED"'
+bad audit_extra_key1 "k_note1.json: top-level key \"note\"" q0.json k_note1.json
 # provenance (SPEC §9): the merge's own, inputs from the parts' fingerprints, never a part's
 # copy: a part's forged input size, hash, version and build do not reach the merged report
 # provcheck MERGED UNEDITED WHAT: the two provenances equal but for their time
@@ -190,6 +195,8 @@ edit g0.json gk_in0.json 'd["input"] = {}'
 bad gemm_input_empty "gk_in0.json: no \"input.file\" (a string" gk_in0.json g1.json
 edit g0.json gk_in1.json 'd["input"] = 0'
 bad gemm_input_type "gk_in1.json: \"input\" is not an object" gk_in1.json g1.json
+edit g0.json gk_note.json 'd["note"] = "FORGED"'
+bad gemm_extra_key "gk_note.json: top-level key \"note\" is not one a gemm run writes" gk_note.json g1.json
 edit g1.json gk_in2.json 'd["input"]["datasets"] = "x"'
 bad gemm_datasets "gk_in2.json: \"input.datasets\" is not an array" g0.json gk_in2.json
 exit 0
