@@ -1388,7 +1388,6 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    const cJSON *file = NULL;
     for (int i = 0; i < nl; i++) {
         cJSON_AddItemToArray(la, cJSON_Duplicate(lu[i].obj, true));
         const cJSON *in = get(lu[i].obj, "inputs"), *t;
@@ -1397,8 +1396,20 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
             const cJSON *src = get(t, "source");
             if (cJSON_IsString(src)) cJSON_AddItemToArray(dsets, cJSON_CreateString(src->valuestring));
         }
-        if (i == 0) file = get(get(p[lu[0].part].doc, "input"), "file");
     }
+    /* input.file as the run writes it (report/gemm.c): the file of the first layer's first
+     * input ("FILE:DATASET" up to its last ":/", checked by gemm_layer_fields), never a
+     * part's word for it */
+    char *file = NULL;
+    if (dsets->child && cJSON_IsString(dsets->child)) {
+        const char *s = dsets->child->valuestring, *sep = NULL;
+        for (const char *q = strstr(s, ":/"); q; q = strstr(q + 1, ":/")) sep = q;
+        const size_t len = sep ? (size_t)(sep - s) : strlen(s);
+        if ((file = malloc(len + 1))) memcpy(file, s, len), file[len] = '\0';
+    }
+    cJSON *fs = cJSON_CreateString(file ? file : "");
+    if (dsets->child && !file) cJSON_Delete(fs), fs = NULL; /* out of memory */
+    free(file);
     for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
     for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
     /* the provenance of the merged report: as an sqnr merge's, from the inputs' fingerprints
@@ -1411,7 +1422,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
     fp4_fingerprint_free(prints, nprints);
     /* each key there (parts_keys); put frees what it cannot place */
     int lost = !put(doc, "argv", av);
-    lost += !put(in, "file", cJSON_CreateString(cJSON_IsString(file) ? file->valuestring : ""));
+    lost += !put(in, "file", fs);
     lost += !put(in, "datasets", dsets);
     lost += !put(doc, "layers", la);
     lost += !put(doc, "summary", summary);

@@ -184,6 +184,15 @@ gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
 edit g0.json pv_g.json "$pv"
 "$FP4DIAG" merge pv_g.json g1.json -o pvm_g.json 2>err || { cat err; fail "gemm provenance: merge"; }
 provcheck pvm_g.json okg.json "gemm"
+# input.file is the first layer's input file (as the run writes it), never a part's word
+edit g0.json gf0.json 'd["input"]["file"] = "/forged.h5"'
+edit g1.json gf1.json 'd["input"]["file"] = "/forged.h5"'
+"$FP4DIAG" merge gf0.json gf1.json -o gfm.json 2>err || { cat err; fail "gemm input.file: merge"; }
+python3 - gfm.json okg.json <<'PY' || fail "gemm: a part's input.file reached the merged report"
+import json, sys
+a, b = (json.load(open(f))["input"] for f in sys.argv[1:])
+sys.exit(a != b or not b["file"].endswith("gpt_gemm_small.h5"))
+PY
 # top-level keys: each in every part ("input" with its file and datasets)
 for k in errors summary input verdict provenance; do
     edit g0.json gk_$k.json "del d['$k']"
