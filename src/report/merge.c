@@ -1138,8 +1138,8 @@ static bool gemm_dataset_ok(const char *name, const char *tn, const char *dset, 
  * role and transposition the path takes, the config's format, scale, block, rounding and the
  * path's RHT, the SR stream the run numbers it, its NMSE and SQNR, alpha and delta one
  * another's (the run's formulas), the same configuration as the layers before it (`first`:
- * the first layer's paths, NULL for it). No key a run does not write. NULL when all hold,
- * else the field that does not. */
+ * the first layer's paths, NULL for it). The inputs exactly the tensors its paths read. No
+ * key a run does not write. NULL when all hold, else the field that does not. */
 static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON *pps,
                                      const cJSON *first)
 {
@@ -1166,12 +1166,14 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
     const int64_t nn = dim_of(cJSON_GetArrayItem(sw ? sw : sd, sw ? 0 : 1));
     if (!cJSON_IsObject(in) || cJSON_GetArraySize(in) < 1) return "inputs";
     const cJSON *t;
+    unsigned have = 0, need = 0; /* the tensors given as inputs, and those the paths read */
     cJSON_ArrayForEach(t, in)
     {
         int ti = -1;
         for (int q = FP4_GEMM_X; q <= FP4_GEMM_DY; q++)
             if (t->string && !strcmp(t->string, fp4_gemm_tensor_name((fp4_gemm_tensor)q))) ti = q;
         if (ti < 0 || !keys_exactly(t, ikeys, NULL)) return "inputs";
+        have |= 1u << ti;
         const cJSON *src = get(t, "source"), *dt = get(t, "dtype"), *e, *ln = get(L, "name");
         bool read = false; /* "FILE:DATASET" of a file every share fingerprinted */
         cJSON_ArrayForEach(e, get(pt->shard, "fingerprint"))
@@ -1200,6 +1202,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
             return "paths[] keys";
         fp4_gemm_path_shape sh;
         fp4_gemm_path_shape_of(path, m, nn, k, &sh);
+        need |= 1u << sh.a | 1u << sh.b;
         if (!is_shape2(get(y, "shape"), sh.rows, sh.cols)) return "paths[].shape";
         if (dim_of(get(y, "contraction")) != sh.contraction) return "paths[].contraction";
         if (!rht_matches(get(y, "rht"), cfg, pn->valuestring)) return "paths[].rht";
@@ -1284,6 +1287,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
         if (g < 1 || dim_of(get(y, "padded_contraction")) != (sh.contraction + g - 1) / g * g)
             return "paths[].padded_contraction";
     }
+    if (have != need) return "inputs (the tensors its paths read)";
     return NULL;
 }
 

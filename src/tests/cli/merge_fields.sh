@@ -179,6 +179,9 @@ gbad op_sqnr 'operands\[\]\.sqnr_db' 'A["sqnr_db"] = 99.0'
 gbad op_nmse 'operands\[\]\.nmse' 'A["nmse"] *= 1.5'
 gbad op_delta 'operands\[\]\.delta' 'A["delta"] += 0.125'
 gbad op_amax 'operands\[\]\.tensor_amax' 'A["tensor_amax"] = 1e6'
+# the inputs are exactly the tensors the layer's paths read
+gbad in_w_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["w"]'
+gbad in_dy_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["dy"]'
 gbad key 'layer keys' 'L["note"] = "forged"'
 gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
 edit g0.json pv_g.json "$pv"
