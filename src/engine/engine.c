@@ -212,11 +212,15 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
     const bool grouped = p->cfg.rounding == FP4_ROUND_RTNE && !deq && !codes &&
                          B <= GRP_MAX_BLOCK;
     const int xs = fp4_row_extra_what(p);
+    const fp4_engine *kern = fp4_engine_active();
+    /* the grouped path's share: Four over Six in the row kernel's own pass (row_fos), else in
+     * stats.c's */
+    const int xg = xs & ~(kern->row && kern->row_fos && fp4_row_fos_in_kernel(p) ? FP4_XS_FOS : 0);
     float *T = tamax + nblk, *W = T + (int64_t)GRP * B;
     /* the kernel's per-block Σ(x̂ − x)² for Four over Six (its scale-to-6 error): nblk doubles
      * before the last GRP * B floats of scratch (fp4_qplan_scratch_floats) */
     float *SW = scratch + fp4_qplan_scratch_floats(p) - (int64_t)GRP * B;
-    double *bse = xs & FP4_XS_FOS ? (double *)(void *)(((uintptr_t)(SW - 2 * (int64_t)nblk - 2) +
+    double *bse = xg & FP4_XS_FOS ? (double *)(void *)(((uintptr_t)(SW - 2 * (int64_t)nblk - 2) +
                                                          7) & ~(uintptr_t)7)
                                   : NULL;
     const int64_t ngrp = (nblk + GRP - 1) / GRP;
@@ -225,7 +229,6 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         fp4_metrics *pr = partials + (int64_t)r * nchunk;
         /* the row's groups from the shared cache (loaded there by the first config of this
          * preparation and block size), else loaded here one group at a time */
-        const fp4_engine *kern = fp4_engine_active();
         fp4_isa_note(FP4_ISA_SITE_QUANT, kern->isa);
         grp_in row = {NULL, NULL, NULL, NULL};
         if (gc) {
@@ -277,9 +280,9 @@ void fp4_qplan_unit_prepared(const fp4_qplan *p, const float *vin, int64_t grow,
         if (!(kern->row && kern->row_stats))
             fp4_row_stats_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
                                   pr);
-        if (xs) /* Four over Six, the error split (SPEC §5.1) */
+        if (xg) /* Four over Six, the error split (SPEC §5.1) */
             fp4_row_extra_grouped(p, v, &row, p->cfg.weight_2d ? tamax : NULL, kern->load, T, W,
-                                  pr, xs, bse);
+                                  pr, xg, bse);
     }
     for (int r = 0; !grouped && r < nr; r++) {
         const float *v = vin + (int64_t)r * P;

@@ -569,6 +569,38 @@ group_merge(const grp_acc *ap, const float *am, const int32_t *bad, int nb, cons
     m->signed_err_sum = serr;
 }
 
+/* Four over Six (SPEC §5.1) of one group into the chunk partial m, blocks in order: per lane
+ * with counted entries (cnt[b] > 0: the kernels' jn), the block's error of the scale to 6
+ * (e6: the config's Σ(x̂ − x)², grp_acc.se2) and of the scale to 4 (e4), the smaller one
+ * (the 6 on a tie) added to fos_err2 (stats.c's pass and the row kernels that compute e4
+ * themselves, fp4_engine.row_fos: the same additions in the same order). */
+static inline __attribute__((always_inline)) void fp4_fos_group_merge(const double *e6,
+                                                                      const double *e4,
+                                                                      const int32_t *cnt,
+                                                                      fp4_metrics *m)
+{
+    double te = m->fos_err2;
+    uint64_t nf = 0, n4 = 0;
+    for (int b = 0; b < GRP; b++) {
+        if (cnt[b] <= 0) continue;
+        const int four = e4[b] < e6[b];
+        nf++;
+        n4 += (uint64_t)four;
+        te += four ? e4[b] : e6[b];
+    }
+    m->fos_err2 = te;
+    m->fos_blocks += nf;
+    m->fos_blocks4 += n4;
+}
+
+/* Whether a row kernel with fp4_engine.row_fos computes Four over Six for p itself: where it
+ * applies (fp4_fos_applies, which implies the e2m1 grid; the kernels' scale-to-4 pass is
+ * written for it, so the grid is checked here too) */
+static inline int fp4_row_fos_in_kernel(const fp4_qplan *p)
+{
+    return fp4_fos_applies(&p->cfg) && p->grid.kind == FP4C_GRID_E2M1;
+}
+
 typedef void (*group_fn)(GROUP_ARGS);
 /* a whole row of groups (the chunk partials pr of the row, counts into n); Tb, W: scratch;
  * bse (NULL: not wanted): each block's Σ(x̂ − x)² over its counted entries (grp_acc.se2, the
@@ -642,6 +674,9 @@ struct fp4_engine {
     row_fn row;
     int row_stats;
     nv_fn nv_params; /* group_params_nv as this variant compiles it (for the tests; NULL: none) */
+    /* the row kernel also computes Four over Six (FP4_XS_FOS) in its own pass over the
+     * elements (fp4_fos_group_merge), so that stats.c's pass leaves it out; the same bits */
+    int row_fos;
 };
 
 /* The variants each file compiles: generic.c always; arch/x86.c (avx2, avx512) on x86-64

@@ -9,4 +9,4 @@ static void load_plain(LOAD_ARGS) { group_load_body(LOAD_PASS); }
 static void nv_params_plain(NV_ARGS) { group_params_nv(NV_PASS); }
 
 const fp4_engine fp4_engine_generic = {FP4_ISA_GENERIC, group_plain, load_plain, NULL, 0,
-                                       nv_params_plain};
+                                       nv_params_plain, 0};

@@ -40,13 +40,13 @@ int64_t fp4_qplan_scratch_floats(const fp4_qplan *p)
 {
     /* grouped path: T and W (GRP * block floats each), then the row kernels' level error
      * terms (GRP * block' doubles) and indices (GRP * block' int32), block' = block rounded
-     * up to 8, after 16 floats of alignment slack, then the AVX2 kernel's x̂, q and two lane
-     * masks (GRP * block floats or int32 each); then the row kernel's per-block error sums
+     * up to 8, after 16 floats of alignment slack, then the AVX2 kernel's x̂, q, two lane
+     * masks and Four over Six's x̂ at the scale to 4 (GRP * block floats or int32 each); then the row kernel's per-block error sums
      * for Four over Six (nblk doubles, 8-byte aligned in 2 * nblk + 2 floats) */
     const int64_t bp = ((int64_t)p->block + 7) / 8 * 8;
     return (int64_t)p->unit_rows * p->padded_len + p->nblk +
            (p->block <= GRP_MAX_BLOCK
-                ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp + (int64_t)4 * GRP * p->block
+                ? (int64_t)2 * GRP * p->block + 16 + 3 * GRP * bp + (int64_t)5 * GRP * p->block
                 : 0) +
            2 * (int64_t)p->nblk + 2 +
            (int64_t)GRP * p->block; /* last: the statistics pass's partial group (stats.c) */

@@ -407,18 +407,7 @@ static void fos_group(const fp4_qplan *p, const float *T, const float *am, const
         for (int b = 0; b < GRP; b++) e6[b] = b < nb ? bse[b] : 0.0;
     } else
         fos64_rtne(p, T, am, bad, nb, jnv, tile, cnt, e6, e4);
-    double te = m->fos_err2;
-    uint64_t n = 0, n4 = 0;
-    for (int b = 0; b < GRP; b++) {
-        if (cnt[b] <= 0) continue;
-        const int four = e4[b] < e6[b];
-        n++;
-        n4 += (uint64_t)four;
-        te += four ? e4[b] : e6[b];
-    }
-    m->fos_err2 = te;
-    m->fos_blocks += n;
-    m->fos_blocks4 += n4;
+    fp4_fos_group_merge(e6, e4, cnt, m);
 }
 
 /* ---- the error split (SPEC §5.1) --------------------------------------------------------------

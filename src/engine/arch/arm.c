@@ -270,7 +270,7 @@ static void row_neon(ROW_ARGS)
 /* group_params_nv as this variant compiles it (fp4_engine.nv_params: the tests) */
 static void nv_params_neon(NV_ARGS) { group_params_nv(NV_PASS); }
 
-static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon, 0, nv_params_neon};
+static const fp4_engine neon = {FP4_ISA_NEON, group_neon, load_neon, row_neon, 0, nv_params_neon, 0};
 
 const fp4_engine *fp4_engine_arm(fp4_isa isa) { return isa == FP4_ISA_NEON ? &neon : NULL; }
 #else

@@ -119,6 +119,36 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
     __asm__("kmovb %1, %0" : "=m"(*m) : "k"(k));
 }
 
+/* Four over Six's scale to 4 (SPEC §5.1, stats.c's fos_rtne_body) in the row kernels' own
+ * element pass: per lane the parameters of the block's amax scaled to 4 (group_params_nv
+ * with nv_m4; dv is 1 in every lane and the division by it is left out, as stats.c does) */
+typedef struct fos4_lanes {
+    float mul[GRP], d1[GRP], d2[GRP];
+} fos4_lanes;
+
+#define FOS4_PARAMS_BODY                                                                        \
+    do {                                                                                        \
+        float dv_[GRP];                                                                         \
+        double se_[GRP];                                                                        \
+        int32_t jn_[GRP], lv_[GRP], uf_[GRP];                                                   \
+        uint8_t sb_[GRP];                                                                       \
+        group_params_nv(p, am, bad, tile, nb, jnv, p->nv_m4, f->mul, dv_, f->d1, f->d2, se_,    \
+                        jn_, lv_, uf_, sb_);                                                    \
+    } while (0)
+FP4_AVX2 __attribute__((flatten, noinline)) static void
+fos4_params_avx2(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile,
+                 int nb, const int *jnv, fos4_lanes *f)
+{
+    FOS4_PARAMS_BODY;
+}
+FP4_AVX512 __attribute__((flatten, noinline)) static void
+fos4_params_avx512(const fp4_qplan *p, const float *am, const int32_t *bad, const float *tile,
+                   int nb, const int *jnv, fos4_lanes *f)
+{
+    FOS4_PARAMS_BODY;
+}
+#undef FOS4_PARAMS_BODY
+
 /* group_body written for AVX-512 masks: the same numbers (every sum is the same sequence of
  * the same fp64 operations; a masked-off lane skips an add where group_body adds +0.0, which
  * is the identity on a sum that starts at +0.0). Differences in form only:
@@ -133,9 +163,15 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
  *    histogram and level counts are popcounts of the same masks (exact integers);
  *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left
  *    out (x · 1 = x exactly).
+ * fos (e2m1 grid, nvfp4): also each block's Σ(x̂₄ − x)² over its counted entries into e4, x̂₄
+ * quantized with the scale to 4 (f4) as stats.c's fos_rtne_body does: t = |x| · mul₄ clamped
+ * to g_max (vminps: the same select), the e2m1 index in closed form and qcum[ix] (the values
+ * of its midpoint compares and masked steps, as above), (q · d1₄) · d2₄ with x's sign, the
+ * fp64 difference squared and added in a counted lane (merge-masked: +0.0 elsewhere).
  * E: GRP · B' doubles, IX: GRP · B' int32, B' = B rounded up to 8. */
 FP4_AVX512 static inline __attribute__((always_inline)) void
-group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int unit)
+group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, double *e4,
+                  const int kind, const int unit, const int fos)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -180,6 +216,10 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int 
             ls7 = sx2; /* named: an array would live on the stack */
     __m256i sat = _mm256_setzero_si256();
     uint8_t negb[GRP_MAX_BLOCK]; /* per element: the lanes whose x has the sign bit */
+    __m512d se4 = _mm512_setzero_pd();
+    const __m256 vmul4 = fos ? _mm256_loadu_ps(f4->mul) : one_f;
+    const __m256 vd1_4 = fos ? _mm256_loadu_ps(f4->d1) : one_f;
+    const __m256 vd2_4 = fos ? _mm256_loadu_ps(f4->d2) : one_f;
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
@@ -238,6 +278,25 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int 
         const __m512d qt = _mm512_fmadd_pd(r, vrs, q0);
         const __m512d el = _mm512_sub_pd(_mm512_permutexvar_pd(ix64, qcum64), qt); /* (double)q */
         serr = _mm512_mask_add_pd(serr, l, serr, el);
+        if (fos) { /* Four over Six's scale to 4 (e2m1: fp4c_rtne_index_e2m1) */
+            const __m256 tc4 = _mm256_min_ps(_mm256_mul_ps(ax, vmul4), gm);
+            const __m256i lo4 = _mm256_cvttps_epi32(
+                _mm256_roundscale_ps(_mm256_add_ps(tc4, tc4), RNE_IMM));
+            __m256i u4 = _mm256_castps_si256(tc4);
+            u4 = _mm256_add_epi32(u4, _mm256_add_epi32(
+                                          _mm256_and_si256(_mm256_srli_epi32(u4, 22), one32),
+                                          _mm256_set1_epi32(0x1FFFFF)));
+            const __m256i hi4 = _mm256_sub_epi32(_mm256_srli_epi32(u4, 22), _mm256_set1_epi32(252));
+            const __m256i ix4 =
+                _mm256_mask_blend_epi32(_mm256_cmp_ps_mask(tc4, one_f, _CMP_LT_OQ), hi4, lo4);
+            const __m256 xq4 = _mm256_castsi256_ps(_mm256_ternarylogic_epi32(
+                absm,
+                _mm256_castps_si256(
+                    _mm256_mul_ps(_mm256_mul_ps(_mm256_permutexvar_ps(ix4, qcum), vd1_4), vd2_4)),
+                _mm256_castps_si256(x), 0xCA));
+            const __m512d d4 = _mm512_sub_pd(_mm512_cvtps_pd(xq4), dx);
+            se4 = _mm512_mask_add_pd(se4, c, se4, _mm512_mul_pd(d4, d4));
+        }
         _mm512_storeu_pd(E + (int64_t)j * GRP, el); /* level sums: second pass */
         _mm256_storeu_si256((__m256i *)(void *)(IX + (int64_t)j * GRP), ix);
     }
@@ -308,6 +367,7 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const int kind, const int 
     _mm512_storeu_pd(a->lsum[5], ls5);
     _mm512_storeu_pd(a->lsum[6], ls6);
     _mm512_storeu_pd(a->lsum[7], ls7);
+    if (fos) _mm512_storeu_pd(e4, se4);
 }
 
 /* group_params compiled for AVX-512 with every call inlined (flatten), nvfp4 in vectors
@@ -379,7 +439,7 @@ FP4_AVX512 static inline __attribute__((always_inline)) void chunk_sums_store(fp
 FP4_AVX512 static inline __attribute__((always_inline)) void
 row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
                 uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, double *bse,
-                const int kind)
+                const int kind, const int fos)
 {
     const int B = p->block, nblk = p->nblk;
     const int fp32 = p->cfg.scale == FP4_SCALE_FP32;
@@ -436,15 +496,22 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
             group_params_avx512(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2,
                                 se, jn, lv, uf, sb);
         grp_acc a;
+        fos4_lanes f4;
+        double e4[GRP];
+        if (fos) fos4_params_avx512(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, &f4);
         const __mmask8 counted_lanes =
             _mm256_cmpgt_epi32_mask(_mm256_loadu_si256((const __m256i *)(const void *)jn),
                                     _mm256_setzero_si256());
         const __mmask8 ones = _mm256_cmp_ps_mask(_mm256_loadu_ps(mul), one_f, _CMP_EQ_OQ) &
                               _mm256_cmp_ps_mask(_mm256_loadu_ps(d2), one_f, _CMP_EQ_OQ);
         if ((counted_lanes & (__mmask8)~ones) == 0) /* fp32 and tensor scales, as a rule */
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 1);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, kind,
+                              1, fos);
         else
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, kind, 0);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, kind,
+                              0, fos);
+        if (fos) /* the scale to 6 is the config's: its error is the kernel's Σ(x̂ − x)² */
+            fp4_fos_group_merge(a.se2, e4, jn, &pr[k0 / FP4_CHUNK_BLOCKS]);
         if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
         __m512d c0, c1, c2, c3, c4, c5, c6, c7;
         TRANSPOSE8_PD(_mm512_loadu_pd(a.sx2), _mm512_loadu_pd(a.se2), _mm512_loadu_pd(a.sxqx),
@@ -487,12 +554,17 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
     pr->scale_underflow_blocks += nuf;
 }
 
+/* fos: Four over Six in the kernel's pass (fp4_engine.row_fos; only on the e2m1 grid) */
 FP4_AVX512 static void row_avx512(ROW_ARGS)
 {
+    if (fp4_row_fos_in_kernel(p)) {
+        row_avx512_body(ROW_PASS, FP4C_GRID_E2M1, 1);
+        return;
+    }
     switch (p->grid.kind) {
-    case FP4C_GRID_UNIFORM: row_avx512_body(ROW_PASS, FP4C_GRID_UNIFORM); break;
-    case FP4C_GRID_E2M1: row_avx512_body(ROW_PASS, FP4C_GRID_E2M1); break;
-    default: row_avx512_body(ROW_PASS, FP4C_GRID_GENERIC); break;
+    case FP4C_GRID_UNIFORM: row_avx512_body(ROW_PASS, FP4C_GRID_UNIFORM, 0); break;
+    case FP4C_GRID_E2M1: row_avx512_body(ROW_PASS, FP4C_GRID_E2M1, 0); break;
+    default: row_avx512_body(ROW_PASS, FP4C_GRID_GENERIC, 0); break;
     }
 }
 
@@ -525,7 +597,8 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
 _Static_assert(AVX2_RERR_KB % GRP == 0 && AVX2_RERR_KB <= 4 * 65535, "fp4_rerr_count_bulk");
 FP4_AVX2 static inline __attribute__((always_inline)) void
 group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, uint8_t *kb,
-                int *nkp, const int kind, const int unit)
+                int *nkp, const fos4_lanes *f4, double *e4, const int kind, const int unit,
+                const int fos)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -567,6 +640,10 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
     float *const QV = XQ + (int64_t)GRP * B;
     int32_t *const CM = (int32_t *)(void *)(QV + (int64_t)GRP * B);
     int32_t *const NAM = CM + (int64_t)GRP * B;
+    float *const XQ4 = (float *)(void *)(NAM + (int64_t)GRP * B); /* fos: x̂ at the scale to 4 */
+    const __m256 vmul4 = fos ? _mm256_loadu_ps(f4->mul) : one_f;
+    const __m256 vd1_4 = fos ? _mm256_loadu_ps(f4->d1) : one_f;
+    const __m256 vd2_4 = fos ? _mm256_loadu_ps(f4->d2) : one_f;
     for (int j = 0; j < B; j++) {
         const __m256 x = _mm256_loadu_ps(T + (int64_t)j * GRP);
         const __m256 ax = _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(x), absm));
@@ -635,11 +712,30 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
         _mm256_storeu_ps(QV + (int64_t)j * GRP, q);
         _mm256_storeu_si256((__m256i *)(void *)(CM + (int64_t)j * GRP), c);
         _mm256_storeu_si256((__m256i *)(void *)(NAM + (int64_t)j * GRP), na);
+        if (fos) { /* Four over Six's x̂ at the scale to 4 (e2m1: fp4c_rtne_index_e2m1) */
+            const __m256 tc4 = _mm256_min_ps(_mm256_mul_ps(ax, vmul4), gm);
+            const __m256i lo4 =
+                _mm256_cvttps_epi32(_mm256_round_ps(_mm256_add_ps(tc4, tc4), RNE_IMM));
+            __m256i u4 = _mm256_castps_si256(tc4);
+            u4 = _mm256_add_epi32(u4, _mm256_add_epi32(
+                                          _mm256_and_si256(_mm256_srli_epi32(u4, 22), one32),
+                                          _mm256_set1_epi32(0x1FFFFF)));
+            const __m256i hi4 = _mm256_sub_epi32(_mm256_srli_epi32(u4, 22), _mm256_set1_epi32(252));
+            const __m256i ix4 = _mm256_castps_si256(
+                _mm256_blendv_ps(_mm256_castsi256_ps(hi4), _mm256_castsi256_ps(lo4),
+                                 _mm256_cmp_ps(tc4, one_f, _CMP_LT_OQ)));
+            const __m256 y4 = _mm256_mul_ps(
+                _mm256_mul_ps(_mm256_permutevar8x32_ps(qcum, ix4), vd1_4), vd2_4);
+            _mm256_storeu_si256(
+                (__m256i *)(void *)(XQ4 + (int64_t)j * GRP),
+                _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(y4), absm),
+                                _mm256_andnot_si256(absm, _mm256_castps_si256(x))));
+        }
         jv = _mm256_add_epi32(jv, one32);
     }
     /* The fp64 sums, one half of the lanes at a time (its 8 sums in registers), j in order:
      * the same operations on the same values as in the element loop */
-#define AVX2_HALF(h, sx2, se2, sxqx, sxq2, serr, vse, vrs, sx2n, se2n, mx)                      \
+#define AVX2_HALF(h, sx2, se2, sxqx, sxq2, serr, vse, vrs, sx2n, se2n, mx, se4)                 \
     do {                                                                                        \
         const __m256d live64 = _mm256_castsi256_pd(ext64(vlive, h));                            \
         for (int j = 0; j < B; j++) {                                                           \
@@ -669,11 +765,20 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
             sx2n = _mm256_fmadd_pd(dxn, dxn, sx2n);                                             \
             se2n = _mm256_add_pd(se2n, _mm256_mul_pd(dn, dn));                                  \
             mx = _mm256_max_pd(mx, _mm256_and_pd(d, absm64));                                   \
+            if (fos) { /* stats.c's fos_rtne_body: (x̂₄ − x)² in a counted lane, else +0.0 */   \
+                const __m256d d4 = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(XQ4 + o)), dx);   \
+                se4 = _mm256_add_pd(se4, _mm256_and_pd(_mm256_mul_pd(d4, d4), c64));            \
+            }                                                                                   \
         }                                                                                       \
     } while (0)
-    AVX2_HALF(0, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0, sx2n_0, se2n_0, mx_0);
-    AVX2_HALF(1, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1, sx2n_1, se2n_1, mx_1);
+    __m256d se4_0 = _mm256_setzero_pd(), se4_1 = se4_0;
+    AVX2_HALF(0, sx2_0, se2_0, sxqx_0, sxq2_0, serr_0, vse0, vrs0, sx2n_0, se2n_0, mx_0, se4_0);
+    AVX2_HALF(1, sx2_1, se2_1, sxqx_1, sxq2_1, serr_1, vse1, vrs1, sx2n_1, se2n_1, mx_1, se4_1);
 #undef AVX2_HALF
+    if (fos) {
+        _mm256_storeu_pd(e4, se4_0);
+        _mm256_storeu_pd(e4 + 4, se4_1);
+    }
     /* Counts and level masks, 4 elements at a time: the indices of elements j0..j0+3 packed as
      * bytes [j][lane] (32 bytes), one byte compare per level; bit 8j + b of a mask is lane b
      * of element j0 + j, as in the stored cm / lm / negb bytes. */
@@ -785,7 +890,7 @@ group_params_avx2(const fp4_qplan *p, const float *am, const int32_t *bad, const
 FP4_AVX2 static inline __attribute__((always_inline)) void
 row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float *tamax,
               uint8_t *scales, fp4_metrics *pr, grp_cnt *n, float *Tb, float *W, double *bse,
-              const int kind)
+              const int kind, const int fos)
 {
     const int B = p->block, nblk = p->nblk;
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
@@ -796,12 +901,17 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
         ROW_GROUP_SETUP(load_avx2, group_params_avx2);
         grp_acc a;
         st_acc so;
+        fos4_lanes f4;
+        double e4[GRP];
+        if (fos) fos4_params_avx2(p, gi.am, gi.bad, tamax ? tamax + k0 : NULL, nb, jnv, &f4);
         if (unit)
             group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
-                            pr->rerr_hist, kb, &nk, kind, 1);
+                            pr->rerr_hist, kb, &nk, &f4, e4, kind, 1, fos);
         else
             group_avx2_body(p, gi.T, mul, dv, d1, d2, se, jn, lv, gi.ak, &a, n, E, IX, &so,
-                            pr->rerr_hist, kb, &nk, kind, 0);
+                            pr->rerr_hist, kb, &nk, &f4, e4, kind, 0, fos);
+        if (fos) /* the scale to 6 is the config's: its error is the kernel's Σ(x̂ − x)² */
+            fp4_fos_group_merge(a.se2, e4, jn, &pr[k0 / FP4_CHUNK_BLOCKS]);
         if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
         group_merge(&a, gi.am, gi.bad, nb, jnv, uf, sb, scales ? scales + k0 : NULL,
                     &pr[k0 / FP4_CHUNK_BLOCKS]);
@@ -810,12 +920,17 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
     fp4_rerr_count_bulk(pr->rerr_hist, kb, nk);
 }
 
+/* fos: Four over Six in the kernel's pass (fp4_engine.row_fos), as row_avx512 */
 FP4_AVX2 static void row_avx2(ROW_ARGS)
 {
+    if (fp4_row_fos_in_kernel(p)) {
+        row_avx2_body(ROW_PASS, FP4C_GRID_E2M1, 1);
+        return;
+    }
     switch (p->grid.kind) {
-    case FP4C_GRID_UNIFORM: row_avx2_body(ROW_PASS, FP4C_GRID_UNIFORM); break;
-    case FP4C_GRID_E2M1: row_avx2_body(ROW_PASS, FP4C_GRID_E2M1); break;
-    default: row_avx2_body(ROW_PASS, FP4C_GRID_GENERIC); break;
+    case FP4C_GRID_UNIFORM: row_avx2_body(ROW_PASS, FP4C_GRID_UNIFORM, 0); break;
+    case FP4C_GRID_E2M1: row_avx2_body(ROW_PASS, FP4C_GRID_E2M1, 0); break;
+    default: row_avx2_body(ROW_PASS, FP4C_GRID_GENERIC, 0); break;
     }
 }
 
@@ -824,10 +939,11 @@ FP4_AVX2 static void nv_params_avx2(NV_ARGS) { group_params_nv(NV_PASS); }
 FP4_AVX512 static void nv_params_avx512(NV_ARGS) { group_params_nv(NV_PASS); }
 
 /* which of them this CPU runs: fp4_isa_cpu_runs (base/isa.c) */
-static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1, nv_params_avx2};
+static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1, nv_params_avx2,
+                                1};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
 static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 0,
-                                  nv_params_avx512};
+                                  nv_params_avx512, 1};
 
 const fp4_engine *fp4_engine_x86(fp4_isa isa)
 {
