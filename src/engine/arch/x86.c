@@ -119,6 +119,11 @@ FP4_AVX512 static inline __attribute__((always_inline)) void kstore8(uint8_t *m,
     __asm__("kmovb %1, %0" : "=m"(*m) : "k"(k));
 }
 
+/* the row's relative-error bin bytes (a multiple of GRP: the kernels add GRP at a time),
+ * counted by fp4_rerr_count_bulk when full and at the row's end */
+#define ROW_RERR_KB 4096
+_Static_assert(ROW_RERR_KB % GRP == 0 && ROW_RERR_KB <= 4 * 65535, "fp4_rerr_count_bulk");
+
 /* Four over Six's scale to 4 (SPEC §5.1, stats.c's fos_rtne_body) in the row kernels' own
  * element pass: per lane the parameters of the block's amax scaled to 4 (group_params_nv
  * with nv_m4; dv is 1 in every lane and the division by it is left out, as stats.c does) */
@@ -168,10 +173,18 @@ fos4_params_avx512(const fp4_qplan *p, const float *am, const int32_t *bad, cons
  * to g_max (vminps: the same select), the e2m1 index in closed form and qcum[ix] (the values
  * of its midpoint compares and masked steps, as above), (q · d1₄) · d2₄ with x's sign, the
  * fp64 difference squared and added in a counted lane (merge-masked: +0.0 elsewhere).
+ * The recipe statistics (SPEC §5.1, st_acc into so) in the same pass, as stats.c's
+ * stats_rtne_body computes them from the same x, x̂ and lanes (the AVX2 kernel's way): Σx² by a
+ * merge-masked fma (x² is exact in fp64: it rounds as s + x·x) and Σ(x̂ − x)² by a merge-masked
+ * add of d², both over the counted entries other than the block's amax element; the max |d|
+ * over the counted entries (vmaxpd of non-negative doubles, never NaN); the counted x != 0 and
+ * of those x̂ == 0 as 32-bit lane counts; the relative-error bins (stats.c's arithmetic) as
+ * bytes into kb (the row's, nk of them so far), counted in bulk when full.
  * E: GRP · B' doubles, IX: GRP · B' int32, B' = B rounded up to 8. */
 FP4_AVX512 static inline __attribute__((always_inline)) void
 group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, double *e4,
-                  const int kind, const int unit, const int fos)
+                  st_acc *so, uint64_t *rh, uint8_t *kb, int *nkp, const int kind,
+                  const int unit, const int fos)
 {
     const int B = p->block;
     const fp4c_grid *g = &p->grid;
@@ -204,8 +217,13 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, doub
             sm[j] = (uint8_t)(c & live);
         }
     memcpy(lm, sm, (size_t)B);
+    uint8_t nam[GRP_MAX_BLOCK]; /* the statistics' lanes: counted, not the block's amax */
+    memcpy(nam, cm, (size_t)B);
     for (int b = 0; b < GRP; b++)
-        if (ak[b] >= 0 && ak[b] < B) lm[ak[b]] &= (uint8_t)~(1u << b);
+        if (ak[b] >= 0 && ak[b] < B) {
+            lm[ak[b]] &= (uint8_t)~(1u << b);
+            nam[ak[b]] &= (uint8_t)~(1u << b);
+        }
     const __m512d vse = _mm512_loadu_pd(se), vrs = _mm512_div_pd(_mm512_set1_pd(1.0), vse);
     const __m256i absm = _mm256_set1_epi32(0x7FFFFFFF), one32 = _mm256_set1_epi32(1);
     double qc64[8];
@@ -217,6 +235,12 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, doub
     __m256i sat = _mm256_setzero_si256();
     uint8_t negb[GRP_MAX_BLOCK]; /* per element: the lanes whose x has the sign bit */
     __m512d se4 = _mm512_setzero_pd();
+    __m512d sx2n = se4, se2n = se4, mx = se4; /* the recipe statistics */
+    __m256i nzv = _mm256_setzero_si256(), ufv = nzv;
+    const __m256 zero_f = _mm256_setzero_ps();
+    const __m256i rbias = _mm256_set1_epi32(FP4_RERR_BIAS), rtop = _mm256_set1_epi32(FP4_RERR_BINS - 1),
+                  r128 = _mm256_set1_epi32(128);
+    int nk = *nkp;
     const __m256 vmul4 = fos ? _mm256_loadu_ps(f4->mul) : one_f;
     const __m256 vd1_4 = fos ? _mm256_loadu_ps(f4->d1) : one_f;
     const __m256 vd2_4 = fos ? _mm256_loadu_ps(f4->d2) : one_f;
@@ -264,8 +288,29 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, doub
         /* dx², dq·dx and dq² are exact in fp64 (fp32 operands: 48 significant bits, no
          * under- or overflow), so the fused multiply-add rounds once, as mul-then-add does;
          * d = dq − dx can carry 53 bits, so d² keeps its own rounding */
+        const __m512d dd = _mm512_mul_pd(d, d);
         sx2 = _mm512_mask3_fmadd_pd(dx, dx, sx2, c);
-        se2 = _mm512_mask_add_pd(se2, c, se2, _mm512_mul_pd(d, d));
+        se2 = _mm512_mask_add_pd(se2, c, se2, dd);
+        { /* the recipe statistics (stats_rtne_body) */
+            const __mmask8 na = nam[j];
+            sx2n = _mm512_mask3_fmadd_pd(dx, dx, sx2n, na);
+            se2n = _mm512_mask_add_pd(se2n, na, se2n, dd);
+            mx = _mm512_mask_max_pd(mx, c, mx, _mm512_abs_pd(d));
+            const __mmask8 nzc = _mm256_mask_cmp_ps_mask(c, ax, zero_f, _CMP_NEQ_UQ);
+            nzv = _mm256_mask_add_epi32(nzv, nzc, nzv, one32);
+            ufv = _mm256_mask_add_epi32(ufv, _mm256_mask_cmp_ps_mask(nzc, xq, zero_f, _CMP_EQ_OQ),
+                                        ufv, one32);
+            /* the relative-error bin of an entry with x != 0: fp32 |x̂ − x| / |x| */
+            const __m256 rr = _mm256_div_ps(
+                _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(_mm256_sub_ps(xq, x)), absm)),
+                _mm256_mask_blend_ps(nzc, one_f, ax));
+            __m256i rk = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(rr), 22), rbias);
+            rk = _mm256_min_epi32(_mm256_max_epi32(rk, _mm256_setzero_si256()), rtop);
+            rk = _mm256_mask_mov_epi32(r128, nzc, rk); /* 128: a lane that counts nothing */
+            _mm_storel_epi64((__m128i *)(void *)(kb + nk), _mm256_cvtepi32_epi8(rk));
+            nk += GRP;
+            if (nk == ROW_RERR_KB) nk = fp4_rerr_count_bulk(rh, kb, nk);
+        }
         sxqx = _mm512_mask3_fmadd_pd(dq, dx, sxqx, c);
         sxq2 = _mm512_mask3_fmadd_pd(dq, dq, sxq2, c);
         sat = _mm256_mask_add_epi32(sat, _mm256_mask_cmp_ps_mask(sm[j], t, gm, _CMP_GT_OQ),
@@ -368,6 +413,12 @@ group_avx512_body(GROUP_ARGS, double *E, int32_t *IX, const fos4_lanes *f4, doub
     _mm512_storeu_pd(a->lsum[6], ls6);
     _mm512_storeu_pd(a->lsum[7], ls7);
     if (fos) _mm512_storeu_pd(e4, se4);
+    *nkp = nk;
+    _mm512_storeu_pd(so->sx2, sx2n);
+    _mm512_storeu_pd(so->se2, se2n);
+    _mm512_storeu_pd(so->mx, mx);
+    _mm512_storeu_si512(so->nz, _mm512_cvtepi32_epi64(nzv));
+    _mm512_storeu_si512(so->uf, _mm512_cvtepi32_epi64(ufv));
 }
 
 /* group_params compiled for AVX-512 with every call inlined (flatten), nvfp4 in vectors
@@ -453,6 +504,8 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
     __m256 tam = _mm256_setzero_ps();
     int chunk = -1;
     __m512d S1 = _mm512_setzero_pd(), S2 = S1;
+    uint8_t kb[ROW_RERR_KB]; /* the row's relative-error bins (the recipe statistics) */
+    int nk = 0;
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
         const int nb = nblk - k0 < GRP ? nblk - k0 : GRP;
         if (k0 / FP4_CHUNK_BLOCKS != chunk) { /* GRP divides FP4_CHUNK_BLOCKS */
@@ -496,6 +549,7 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
             group_params_avx512(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, mul, dv, d1, d2,
                                 se, jn, lv, uf, sb);
         grp_acc a;
+        st_acc so;
         fos4_lanes f4;
         double e4[GRP];
         if (fos) fos4_params_avx512(p, am, bad, tamax ? tamax + k0 : NULL, nb, jnv, &f4);
@@ -505,11 +559,12 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
         const __mmask8 ones = _mm256_cmp_ps_mask(_mm256_loadu_ps(mul), one_f, _CMP_EQ_OQ) &
                               _mm256_cmp_ps_mask(_mm256_loadu_ps(d2), one_f, _CMP_EQ_OQ);
         if ((counted_lanes & (__mmask8)~ones) == 0) /* fp32 and tensor scales, as a rule */
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, kind,
-                              1, fos);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, &so,
+                              pr->rerr_hist, kb, &nk, kind, 1, fos);
         else
-            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, kind,
-                              0, fos);
+            group_avx512_body(p, T, mul, dv, d1, d2, se, jn, lv, ak, &a, n, E, IX, &f4, e4, &so,
+                              pr->rerr_hist, kb, &nk, kind, 0, fos);
+        fp4_stats_group_merge(p, am, sb, jn, &so, &pr[k0 / FP4_CHUNK_BLOCKS], pr);
         if (fos) /* the scale to 6 is the config's: its error is the kernel's Σ(x̂ − x)² */
             fp4_fos_group_merge(a.se2, e4, jn, &pr[k0 / FP4_CHUNK_BLOCKS]);
         if (bse) memcpy(bse + k0, a.se2, (size_t)nb * sizeof *bse);
@@ -543,6 +598,7 @@ row_avx512_body(const fp4_qplan *p, const float *v, const grp_in *row, const flo
             for (int b = 0; b < nb; b++) scales[k0 + b] = bad[b] ? 0 : sb[b];
     }
     if (chunk >= 0) chunk_sums_store(&pr[chunk], S1, S2);
+    fp4_rerr_count_bulk(pr->rerr_hist, kb, nk);
     float tv[8];
     _mm256_storeu_ps(tv, tam);
     float t = pr->tensor_amax;
@@ -592,9 +648,6 @@ FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, i
     return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
 }
 
-/* the row's relative-error bin bytes (a multiple of GRP: the kernel adds GRP at a time) */
-#define AVX2_RERR_KB 4096
-_Static_assert(AVX2_RERR_KB % GRP == 0 && AVX2_RERR_KB <= 4 * 65535, "fp4_rerr_count_bulk");
 FP4_AVX2 static inline __attribute__((always_inline)) void
 group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, uint8_t *kb,
                 int *nkp, const fos4_lanes *f4, double *e4, const int kind, const int unit,
@@ -702,7 +755,7 @@ group_avx2_body(GROUP_ARGS, double *E, int32_t *IX, st_acc *so, uint64_t *rh, ui
                                                 _mm256_extracti128_si256(rk, 1));
             _mm_storel_epi64((__m128i *)(void *)(kb + nk), _mm_packus_epi16(w16, w16));
             nk += GRP;
-            if (nk == AVX2_RERR_KB) nk = fp4_rerr_count_bulk(rh, kb, nk);
+            if (nk == ROW_RERR_KB) nk = fp4_rerr_count_bulk(rh, kb, nk);
         }
         cm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(c));
         lm[j] = (uint8_t)_mm256_movemask_ps(_mm256_castsi256_ps(l));
@@ -895,7 +948,7 @@ row_avx2_body(const fp4_qplan *p, const float *v, const grp_in *row, const float
     const int B = p->block, nblk = p->nblk;
     double *E = (double *)(void *)(((uintptr_t)(W + (int64_t)GRP * B) + 63) & ~(uintptr_t)63);
     int32_t *IX = (int32_t *)(void *)(E + (int64_t)GRP * ((B + 7) & ~7));
-    uint8_t kb[AVX2_RERR_KB]; /* the row's relative-error bins, counted when full and at the end */
+    uint8_t kb[ROW_RERR_KB]; /* the row's relative-error bins, counted when full and at the end */
     int nk = 0;
     for (int k0 = 0; k0 < nblk; k0 += GRP) {
         ROW_GROUP_SETUP(load_avx2, group_params_avx2);
@@ -942,7 +995,7 @@ FP4_AVX512 static void nv_params_avx512(NV_ARGS) { group_params_nv(NV_PASS); }
 static const fp4_engine avx2 = {FP4_ISA_AVX2, group_avx2, load_avx2, row_avx2, 1, nv_params_avx2,
                                 1};
 /* avx512 runs whole rows (row_avx512); its per-group body is never called */
-static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 0,
+static const fp4_engine avx512 = {FP4_ISA_AVX512, group_avx2, load_avx512, row_avx512, 1,
                                   nv_params_avx512, 1};
 
 const fp4_engine *fp4_engine_x86(fp4_isa isa)
