@@ -1,6 +1,9 @@
 /* stats.c — the recipe statistics of SPEC §5.1 (underflows, saturation share, max abs error,
- * the relative-error histogram, the SQNR of the non-amax entries): a pass after the variant's kernel, shared by every CPU
- * variant, that rebuilds ref.c's x̂ bit for bit, GRP blocks at a time in lanes. */
+ * the relative-error histogram, the SQNR of the non-amax entries), Four over Six and the error
+ * split: a pass after the variant's kernel, shared by every CPU variant, that rebuilds ref.c's
+ * x̂ bit for bit, GRP blocks at a time in lanes. The avx2 and avx512 row kernels compute the
+ * statistics and Four over Six in their own pass instead (fp4_engine.row_stats, row_fos; the
+ * same bits), and the reference path and the other variants run these. */
 #include <math.h>
 #include <string.h>
 

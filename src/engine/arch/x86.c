@@ -628,9 +628,10 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
  * row_avx512's structure for AVX2 (8 lanes of fp32, the fp64 sums as two 4-lane halves): per
  * group of GRP blocks the grouped-row cache's copy (or a load), the block parameters, one
  * pass over the elements in fp32 (index, x̂, masks, counts, relative-error bins; x̂, q and the
- * masks stored), one pass per half of the lanes for the fp64 sums (the five and the
- * statistics' three: 8 accumulators, which stay in the 16 ymm registers; in the element loop
- * all of them went to the stack, a load and a store per element row), a count pass over the
+ * masks stored; with fos Four over Six's x̂ at the scale to 4 too), one pass per half of the
+ * lanes for the fp64 sums (the five and the statistics' three, and fos's Σ(x̂₄ − x)²: 8 or 9
+ * accumulators, which stay in the 16 ymm registers; in the element loop all of them went to
+ * the stack, a load and a store per element row), a count pass over the
  * stored indices by byte
  * compares (histogram and level counts as popcounts, exact), a second pass for the eight
  * level sums (one compare of the stored index per level), then the block-order merge
@@ -642,7 +643,8 @@ FP4_AVX512 static void row_avx512(ROW_ARGS)
  *    multiply-add: fma(+0, +0, s) = s), the identity on a sum that starts at +0.0;
  *  - dx², dq·dx and dq² are exact in fp64, so fma(dx, dx, s) rounds once as s + dx·dx does;
  *  - unit (mul and d2 are 1 in every counted lane): the two multiplications by 1 are left out.
- * E: GRP · B doubles, IX: GRP · B' int32, B' = B rounded up to 4; after them XQ, QV, CM, NAM. */
+ * E: GRP · B doubles, IX: GRP · B' int32, B' = B rounded up to 4; after them XQ, QV, CM, NAM
+ * and XQ4. */
 FP4_AVX2 static inline __attribute__((always_inline)) __m256i ext64(__m256i m, int h)
 {
     return _mm256_cvtepi32_epi64(h ? _mm256_extracti128_si256(m, 1) : _mm256_castsi256_si128(m));
