@@ -183,8 +183,9 @@ static fp4_status ls_table(FILE *out, const fp4_source *src, const fp4_tensor_de
     for (int i = 0; i < n; i++) {
         const fp4_tensor_desc *d = &ds[i];
         ls_row *r = &rows[i];
-        if (d->nelems < 0)
-            snprintf(r->shape, sizeof r->shape, "(too large)");
+        if (d->nelems < 0) /* unknown: a tensor whose header cannot be read */
+            snprintf(r->shape, sizeof r->shape, "%s",
+                     strcmp(d->dtype, "unknown") ? "(too large)" : "?");
         else
             ls_shape(r->shape, sizeof r->shape, d->rank, d->dims, "scalar");
         ls_dtype(r->dtype, sizeof r->dtype, d);

@@ -22,6 +22,8 @@ typedef struct st_file {
     const uint8_t *map;
     uint64_t size;
     fp4_st_header h;
+    char cut_why[128]; /* "" once the header is read; else why it cannot be (the file is cut
+                          short inside it): a shard's tensors then errors entries saying so */
 } st_file;
 
 typedef struct st_entry {
@@ -220,6 +222,9 @@ static fp4_status st_map(const char *path, const char *named_by, const char *roo
     f->size = (uint64_t)sb.st_size;
     if (f->size < 8) {
         close(fd);
+        snprintf(f->cut_why, sizeof f->cut_why,
+                 "%llu bytes: too short for a safetensors header (truncated)",
+                 (unsigned long long)f->size);
         return fp4_error(FP4_ERR_INPUT, "%s: %llu bytes: too short for a safetensors header",
                          path, (unsigned long long)f->size);
     }
@@ -236,6 +241,13 @@ static fp4_status st_map(const char *path, const char *named_by, const char *roo
     }
     if (!c.out) return fp4_error(FP4_ERR_INTERNAL, "%s: out of memory for the header", path);
     const fp4_status st = fp4_st_parse(path, c.out, f->size, &f->h);
+    if (st != FP4_OK && fp4_st_header_cut(c.out, f->size)) {
+        uint64_t n = 0;
+        for (int i = 7; i >= 0; i--) n = (n << 8) | c.out[i];
+        snprintf(f->cut_why, sizeof f->cut_why,
+                 "header size %llu runs past the end of the file (%llu bytes): truncated",
+                 (unsigned long long)n, (unsigned long long)f->size);
+    }
     free(c.out);
     return st;
 }
@@ -270,6 +282,32 @@ static int cmp_entry(const void *a, const void *b)
     return x->f - y->f;
 }
 
+/* A shard cut short inside its header (f->cut_why): the tensors the index gives it (shard
+ * number `shard`), each `cut` with the reason as its problem, so that each is an errors entry
+ * naming the shard and the other shards are read (SPEC section 8). Nothing else of the file
+ * is known: a tensor it holds that the index does not list is not seen. */
+static fp4_status st_cut_shard(st_file *f, const fp4_st_index *ix, int shard)
+{
+    fp4_st_header_free(&f->h);
+    memset(&f->h, 0, sizeof f->h);
+    int n = 0;
+    for (int i = 0; i < ix->n; i++) n += ix->shard[i] == shard;
+    if (!(f->h.t = calloc((size_t)n + 1, sizeof *f->h.t)))
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    for (int i = 0; i < ix->n; i++) {
+        if (ix->shard[i] != shard) continue;
+        fp4_st_tensor *t = &f->h.t[f->h.n];
+        if (!(t->name = strdup(ix->names[i]))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        f->h.n++;
+        snprintf(t->dtype, sizeof t->dtype, "unknown");
+        t->nelems = -1;
+        t->cut = true;
+        snprintf(t->problem, sizeof t->problem, "%s", f->cut_why);
+    }
+    fp4_error_clear();
+    return FP4_OK;
+}
+
 static fp4_status st_open_index(st_src *s, const char *index)
 {
     fp4_st_index ix;
@@ -288,6 +326,7 @@ static fp4_status st_open_index(st_src *s, const char *index)
     for (int i = 0; i < ix.nshards; i++) {
         st = st_map(paths[i], index, s->root, &s->files[i]);
         s->nfiles = i + 1;
+        if (st != FP4_OK && s->files[i].cut_why[0]) st = st_cut_shard(&s->files[i], &ix, i);
         if (st != FP4_OK) goto out;
         nall += s->files[i].h.n;
     }
@@ -557,6 +596,14 @@ static fp4_status st_describe(void *impl, const char *name, fp4_tensor_desc *out
     if (s->nfiles > 1 || strcmp(f->path, s->file) != 0) {
         const char *base = strrchr(f->path, '/');
         snprintf(out->part, sizeof out->part, "%s", base ? base + 1 : f->path);
+    }
+    if (f->cut_why[0]) { /* a shard cut inside its header: nothing known of the tensor */
+        snprintf(out->dtype, sizeof out->dtype, "unknown");
+        out->byte_order[0] = '\0';
+        out->nelems = -1;
+        out->logical_bytes = -1;
+        out->stored_bytes = 0;
+        out->file_offset = -1;
     }
     if (t->cut && out->part[0]) { /* which shard is cut short */
         char m[sizeof out->part + sizeof t->problem + 4];

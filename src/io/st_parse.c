@@ -435,6 +435,25 @@ static fp4_status st_tensor(const char *file, const cJSON *item, uint64_t data_l
 
 static bool json_ws(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+/* Whether the 8 bytes where the header length belongs are JSON text opening an object (an
+ * index or another JSON file named as safetensors). */
+static bool length_is_json(const uint8_t *buf)
+{
+    bool text = true;
+    for (int i = 0; i < 8 && text; i++) text = (buf[i] >= 0x20 && buf[i] < 0x7f) || json_ws(buf[i]);
+    int i = 0;
+    while (i < 8 && json_ws(buf[i])) i++;
+    return text && i < 8 && buf[i] == '{';
+}
+
+bool fp4_st_header_cut(const uint8_t *buf, uint64_t size)
+{
+    if (size < 8) return true;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
+    return n <= FP4_ST_MAX_HEADER && n > size - 8 && !length_is_json(buf);
+}
+
 fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4_st_header *out)
 {
     memset(out, 0, sizeof *out);
@@ -443,15 +462,9 @@ fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4
                          (unsigned long long)size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
-    if (n > FP4_ST_MAX_HEADER || n > size - 8) { /* JSON text where the length should be */
-        bool text = true;
-        for (int i = 0; i < 8 && text; i++) text = (buf[i] >= 0x20 && buf[i] < 0x7f) || json_ws(buf[i]);
-        int i = 0;
-        while (i < 8 && json_ws(buf[i])) i++;
-        if (text && i < 8 && buf[i] == '{')
-            return fp4_error(FP4_ERR_INPUT, "%s is not a safetensors file (it looks like JSON: "
-                             "an index?)", file);
-    }
+    if ((n > FP4_ST_MAX_HEADER || n > size - 8) && length_is_json(buf))
+        return fp4_error(FP4_ERR_INPUT, "%s is not a safetensors file (it looks like JSON: "
+                         "an index?)", file);
     if (n > FP4_ST_MAX_HEADER)
         return fp4_error(FP4_ERR_INPUT, "%s: header size %llu exceeds the 100 MB limit", file,
                          (unsigned long long)n);

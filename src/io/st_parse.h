@@ -82,6 +82,13 @@ typedef struct fp4_st_header {
 fp4_status fp4_st_parse(const char *file, const uint8_t *buf, uint64_t size, fp4_st_header *out);
 void fp4_st_header_free(fp4_st_header *h);
 
+/* Whether a file of `size` bytes, buf its first min(size, 8) bytes, is a safetensors file cut
+ * short inside its header (fp4_st_parse refuses it): under 8 bytes, or a header length within
+ * the 100 MB limit running past the file's end, the length not being JSON text (an index named
+ * as a safetensors file is not cut). A shard of a sharded checkpoint cut so makes only the
+ * tensors the index gives it errors entries (SPEC section 8). */
+bool fp4_st_header_cut(const uint8_t *buf, uint64_t size);
+
 /* A sharded checkpoint's index: weight_map in the index file's order. */
 typedef struct fp4_st_index {
     char **names;             /* tensor names in index order (owned) */

@@ -34,6 +34,17 @@ st("cutshard/s1.safetensors", json.dumps({"x": T("F32", [64], 0, 256)}), w)
 st("cutshard/s2.safetensors", json.dumps({"y": T("F32", [64], 0, 256), "z": T("F32", [64], 256, 512)}), w + w[:-1])
 json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
           open(os.path.join(d, "cutshard/model.safetensors.index.json"), "w"))
+# a shard cut inside its header (5 bytes; 40 bytes, the JSON cut): the tensors the index gives
+# it are errors entries naming it, the other shard is read
+for cut_at in (5, 40):
+    c = os.path.join(d, "cuthead%d" % cut_at)
+    os.makedirs(c)
+    st("cuthead%d/s1.safetensors" % cut_at, json.dumps({"x": T("F32", [64], 0, 256)}), w)
+    st("cuthead%d/s2.safetensors" % cut_at, json.dumps({"y": T("F32", [64], 0, 256), "z": T("F32", [64], 256, 512)}), w + w)
+    b = open(os.path.join(c, "s2.safetensors"), "rb").read()
+    open(os.path.join(c, "s2.safetensors"), "wb").write(b[:cut_at])
+    json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
+              open(os.path.join(c, "model.safetensors.index.json"), "w"))
 json.dump({"weight_map": {"w": "self.safetensors.index.json"}}, open(os.path.join(d, "self.safetensors.index.json"), "w"))
 # cut past any size: [8, 2^64 - 1] of an unknown type after 8 bytes of data
 st("hugecut.safetensors", json.dumps({"a": T("F32", [2], 0, 8), "u": T("X9", [1], 8, (1 << 64) - 1)}), b"\0" * 8)
@@ -124,6 +135,50 @@ cut cutshard --all-tensors -- x,y z
 cut cutshard/model.safetensors.index.json --all-tensors -- x,y z
 cut cutshard/model.safetensors.index.json --all-tensors --exclude z -- x,y ""
 cut hugecut.safetensors --all-tensors -- a u
+# a shard cut inside its header: x analysed (equal to the same tensor read alone), y and z
+# errors entries naming the shard and why, exit 3; ls lists all three, exit 0
+"$FP4DIAG" sqnr --all-tensors "$tmp/cutshard/s1.safetensors" -q -o "$tmp/x.json" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
+for c in cuthead5 cuthead40 cuthead5/model.safetensors.index.json; do
+    "$FP4DIAG" sqnr --all-tensors "$tmp/$c" -q -o "$tmp/r.json" 2>"$tmp/err"
+    rc=$?
+    python3 - "$tmp/r.json" "$tmp/x.json" "$c" <<'PY' || { echo "$c: exit $rc"; cat "$tmp/err"; fail=1; }
+import json, sys
+r, x = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [t["name"] for t in r["tensors"]] == ["x"], r["tensors"]
+assert r["tensors"][0]["results"] == x["tensors"][0]["results"]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+assert sorted(errs) == ["y", "z"], errs
+want = ("s2.safetensors: 5 bytes: too short for a safetensors header (truncated)"
+        if "cuthead5" in sys.argv[3] else
+        "s2.safetensors: header size 130 runs past the end of the file (40 bytes): truncated")
+for n, m in errs.items():
+    assert m.endswith("/" + sys.argv[3] + ": " + n + ": " + want), m
+PY
+    [ $rc -eq 3 ] || { echo "$c: exit $rc, wanted 3"; fail=1; }
+    "$FP4DIAG" ls --json "$tmp/$c" >"$tmp/ls.json" 2>"$tmp/err" || { echo "$c: ls"; cat "$tmp/err"; fail=1; }
+    python3 - "$tmp/ls.json" "$PWD/schema/ls.schema.json" <<'PY' || { echo "$c: ls --json"; fail=1; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+ds = {t["name"]: t for t in r["datasets"]}
+assert sorted(ds) == ["x", "y", "z"], ds
+assert ds["x"]["problem"] is None, ds["x"]
+for n in "yz":
+    t = ds[n]
+    assert t["shape"] is None and t["dtype"] == "unknown" and t["logical_bytes"] is None, t
+    assert t["stored_bytes"] == 0 and t["offset"] is None and t["shard"] == "s2.safetensors", t
+    assert t["problem"].startswith("s2.safetensors: ") and "truncated" in t["problem"], t
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+PY
+done
+"$FP4DIAG" ls "$tmp/cuthead5" >"$tmp/out" 2>"$tmp/err" && grep -q '^y  *? *unknown ' "$tmp/out" ||
+    { echo "cuthead5: ls table"; cat "$tmp/out" "$tmp/err"; fail=1; }
+# a single file (or a directory without an index) cut inside its header is refused whole: no
+# index names its tensors
+bad cuthead40/s2.safetensors "header size 130 runs past the end of the file (40 bytes)"
 # ls of it: its sizes null or what the file holds (never negative), the schema's
 "$FP4DIAG" ls --json "$tmp/hugecut.safetensors" >"$tmp/ls.json" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 python3 - "$tmp/ls.json" "$PWD/schema/ls.schema.json" <<'PY' || { echo "hugecut: ls"; fail=1; }
