@@ -301,14 +301,18 @@ static bool as_int(const val *v, int64_t *out)
     return true;
 }
 
-/* A tuple of non-negative ints (size or stride) into dims[]; rank returned in *rank. */
-static bool int_tuple(const val *v, int *rank, int64_t *dims, int cap)
+/* A tuple of ints (size or stride) into dims[]; rank returned in *rank. A negative one is
+ * refused, or with `neg` accepted and *neg set (a stride: that view's problem, not the
+ * file's). */
+static bool int_tuple(const val *v, int *rank, int64_t *dims, int cap, bool *neg)
 {
     if (!v || (v->kind != V_TUPLE && v->kind != V_LIST)) return false;
     *rank = v->n;
+    if (neg) *neg = false;
     for (int i = 0; i < v->n; i++) {
         int64_t x;
-        if (!as_int(v->items[i], &x) || x < 0) return false;
+        if (!as_int(v->items[i], &x) || (x < 0 && !neg)) return false;
+        if (x < 0) *neg = true;
         if (i < cap) dims[i] = x;
     }
     return true;
@@ -339,18 +343,35 @@ static fp4_status reduce(pkl *p)
         t->ref = stor;
         int64_t off, rg;
         int rank_s = 0, rank_t = 0;
-        int64_t stride[FP4_PKL_MAX_RANK];
-        if (!as_int(args->items[1], &off) || off < 0)
-            return bad(p, "_rebuild_tensor_v2: storage offset not an integer >= 0");
-        if (!int_tuple(args->items[2], &rank_s, t->t->size, FP4_PKL_MAX_RANK))
+        int64_t stride[FP4_PKL_MAX_RANK] = {0};
+        bool neg = false;
+        if (!as_int(args->items[1], &off))
+            return bad(p, "_rebuild_tensor_v2: storage offset not an integer");
+        if (!int_tuple(args->items[2], &rank_s, t->t->size, FP4_PKL_MAX_RANK, NULL))
             return bad(p, "_rebuild_tensor_v2: size not a tuple of integers >= 0");
-        if (!int_tuple(args->items[3], &rank_t, stride, FP4_PKL_MAX_RANK))
-            return bad(p, "_rebuild_tensor_v2: stride not a tuple of integers >= 0");
+        if (!int_tuple(args->items[3], &rank_t, stride, FP4_PKL_MAX_RANK, &neg))
+            return bad(p, "_rebuild_tensor_v2: stride not a tuple of integers");
         if (rank_s != rank_t) return bad(p, "_rebuild_tensor_v2: size and stride differ in rank");
         if (!as_int(args->items[4], &rg)) return bad(p, "_rebuild_tensor_v2: requires_grad not a bool");
         t->t->offset = off;
         t->t->rank = rank_s;
         memcpy(t->t->stride, stride, sizeof stride);
+        /* a negative stride or offset (torch.save writes neither): this view is not read, the
+         * file's other tensors are */
+        if (neg || off < 0) {
+            char sv[96] = "";
+            size_t at = 0;
+            for (int k = 0; k < rank_t && k < FP4_PKL_MAX_RANK && at < sizeof sv - 24; k++)
+                at += (size_t)snprintf(sv + at, sizeof sv - at, "%s%lld", k ? ", " : "",
+                                       (long long)stride[k]);
+            if (neg)
+                snprintf(t->t->problem, sizeof t->t->problem,
+                         "a view with strides (%s): a negative stride is not read", sv);
+            else
+                snprintf(t->t->problem, sizeof t->t->problem,
+                         "a view at storage offset %lld: a negative offset is not read",
+                         (long long)off);
+        }
         if (rank_s > FP4_PKL_MAX_RANK)
             snprintf(t->t->problem, sizeof t->t->problem, "rank %d exceeds %d", rank_s,
                      FP4_PKL_MAX_RANK);

@@ -29,7 +29,8 @@ typedef struct fp4_pkl_tensor {
     int64_t size[FP4_PKL_MAX_RANK];
     int64_t stride[FP4_PKL_MAX_RANK];
     char problem[160];       /* "" when the view can be read as far as the pickle says; else why
-                                not ("rank 9 exceeds 8"; a persistent id naming its storage key
+                                not ("rank 9 exceeds 8"; a negative stride or storage offset,
+                                which torch.save never writes; a persistent id naming its storage key
                                 with another class or element count than the key's first id,
                                 which torch.load builds the storage from and reuses) */
 } fp4_pkl_tensor;
@@ -58,7 +59,8 @@ typedef struct fp4_pkl_tensor {
  * FP4_ERR_INPUT "FILE: <what is wrong>" for: any other opcode ("pickle opcode 0x.. (NAME) at
  * byte N refused"), any other global ("pickle global os.system refused"), a REDUCE or BUILD
  * on anything else, an argument of the wrong kind, a truncated stream, a stack or memo misuse,
- * a global's name or storage location that is not valid UTF-8, negative sizes/strides/offsets
+ * a global's name or storage location that is not valid UTF-8, negative sizes (a negative
+ * stride or offset is that tensor's `problem`), a size, stride or offset not an integer,
  * or shared objects that would list more entries than the pickle has bytes.
  * *out (free with fp4_pkl_free) only on FP4_OK; FP4_ERR_INTERNAL when out of memory. Every
  * byte read lies in buf[0..size). */

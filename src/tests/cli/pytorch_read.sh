@@ -58,12 +58,39 @@ rc=$?
 python3 - "$tmp/v.json" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert [t["name"] for t in r["tensors"]] == ["good"], r["tensors"]
+assert [t["name"] for t in r["tensors"]] == ["good"], [t["name"] for t in r["tensors"]]
 errs = {e["tensor"]: e["message"] for e in r["errors"]}
 for n, want in (("strided", "strides (32, 2)"), ("past_end", "lies outside its storage"),
                 ("missing", "is not in the archive"), ("short", "fewer than its 64 elements"),
                 ("mask", "BoolStorage is not read"), ("cplx", "ComplexFloatStorage is not read")):
     assert want in errs.get(n, ""), (n, errs)
+PY
+# a negative stride or storage offset (torch.save writes neither) is that view's errors entry,
+# never the file's: the good tensor is analysed as in views.pt
+python3 - "$tmp/neg.pt" <<'PY' || exit 1
+import collections, random, struct, sys
+sys.path.insert(0, "scripts")
+import torch_writer as tw
+random.seed(7)
+s = tw.Storage("FloatStorage", struct.pack("<256f", *[random.gauss(0, 1) for _ in range(256)]), "0")
+v = collections.OrderedDict()
+v["good"] = tw.Tensor(s, 0, (8, 32))
+v["neg_stride"] = tw.Tensor(s, 255, (8, 32), (32, -1))
+v["neg_offset"] = tw.Tensor(s, -1, (8, 32))
+tw.save(sys.argv[1], v)
+PY
+"$FP4DIAG" sqnr --all-tensors "$tmp/neg.pt" -q -o "$tmp/ng.json" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 3 ] || { echo "neg.pt: exit $rc, wanted 3"; cat "$tmp/err"; fail=1; }
+python3 - "$tmp/ng.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [t["name"] for t in r["tensors"]] == ["good"], [t["name"] for t in r["tensors"]]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+assert errs["neg_stride"].endswith("neg.pt: neg_stride: a view with strides (32, -1): a negative "
+                                   "stride is not read"), errs
+assert errs["neg_offset"].endswith("neg.pt: neg_offset: a view at storage offset -1: a negative "
+                                   "offset is not read"), errs
 PY
 # refused files: one line naming the file, exit 3, no report, nothing run
 head -c 30000 "$T/small.pt" >"$tmp/cut.pt"
