@@ -146,6 +146,12 @@ static const fp4_tensor_desc *member(scan_ctx *c, fp4_qtensor *q, const char *na
     if (d) {
         c->used[idx] = true;
         q->stored_bytes += d->stored_bytes;
+        /* a member whose bytes the source cannot give for what it is (a file cut short
+         * before its end: "data_offsets [A, B] past the file's end ...") says so, first */
+        if (d->problem[0] && !fp4_source_bytes(c->src, d)) {
+            if (strcmp(d->name, q->name) == 0) problem(q, "%s", d->problem);
+            else problem(q, "%s: %s", d->name, d->problem);
+        }
     }
     return d;
 }
