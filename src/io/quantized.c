@@ -156,7 +156,9 @@ static const fp4_tensor_desc *member(scan_ctx *c, fp4_qtensor *q, const char *na
     return d;
 }
 
-/* The per-tensor scale partner: F32 with one value. */
+/* A per-tensor scale (ModelOpt weight_scale_2 / input_scale, compressed-tensors' global
+ * scales, a GGUF sidecar): F32 holding exactly one value, whatever its shape (exporters
+ * write 0-d or [1]; [1, 1] holds the same one value, which loaders broadcast alike). */
 static void check_scalar(fp4_qtensor *q, const fp4_tensor_desc *d, const char *role)
 {
     char sh[64];
@@ -166,7 +168,12 @@ static void check_scalar(fp4_qtensor *q, const fp4_tensor_desc *d, const char *r
     }
     if (d->nelems != 1) {
         dims_text(sh, sizeof sh, d->rank, d->dims);
-        problem(q, "%s is %s, expected one value (0-d or [1])", role, sh);
+        if (d->nelems < 0)
+            problem(q, "%s (shape %s) holds more values than 64 bits count, expected one (a "
+                       "per-tensor scale)", d->name, sh);
+        else
+            problem(q, "%s holds %lld values (shape %s), expected one (a per-tensor scale)",
+                    d->name, (long long)d->nelems, sh);
     }
 }
 
