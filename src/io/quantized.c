@@ -20,6 +20,7 @@
 
 #include "base/match.h"
 #include "io/pario.h"
+#include "io/mapguard.h"
 #include "io/quantized.h"
 #include "io/st_parse.h"
 #include "io/widen_f8.h"
@@ -122,6 +123,27 @@ __attribute__((format(printf, 2, 3))) static void problem(fp4_qtensor *q, const 
     va_start(ap, fmt);
     vsnprintf(q->problem, sizeof q->problem, fmt, ap);
     va_end(ap);
+}
+
+/* n bytes of a member's mapping copied into `to` under io/mapguard.h: false (nothing to use)
+ * when the file shrank while they were read, never SIGBUS. Every scalar a member holds (a
+ * per-tensor or input scale, a weight_shape) is read so. */
+typedef struct map_copy {
+    void *to;
+    const uint8_t *from;
+    size_t n;
+} map_copy;
+
+static void map_copy_run(void *ctx)
+{
+    map_copy *c = ctx;
+    memcpy(c->to, c->from, c->n);
+}
+
+static bool map_copy_guarded(void *to, const uint8_t *from, size_t n)
+{
+    map_copy c = {to, from, n};
+    return fp4_mapguard_call(map_copy_run, &c);
 }
 
 static fp4_status add_q(fp4_qset *qs, int *cap, fp4_qtensor **out)
@@ -401,14 +423,19 @@ static void check_weight_shape(const scan_ctx *c, fp4_qtensor *q, const fp4_tens
         problem(q, "%s: its bytes cannot be read", nm);
         return;
     }
+    uint8_t raw[8 * FP4_MAX_RANK]; /* d->dims[0] == q->rank < FP4_MAX_RANK */
+    if (!map_copy_guarded(raw, by, (size_t)d->stored_bytes)) {
+        problem(q, "%s: the file shrank while it was read (truncated)", nm);
+        return;
+    }
     int64_t v[FP4_MAX_RANK];
     bool same = true;
     for (int i = 0; i < q->rank; i++) {
         if (i64) {
-            memcpy(&v[i], by + 8 * i, 8); /* little-endian, as every host we build on */
+            memcpy(&v[i], raw + 8 * i, 8); /* little-endian, as every host we build on */
         } else {
             int32_t w;
-            memcpy(&w, by + 4 * i, 4);
+            memcpy(&w, raw + 4 * i, 4);
             v[i] = w;
         }
         same = same && v[i] == q->dims[i];
@@ -1807,8 +1834,12 @@ fp4_status fp4_quant_bytes_n(fp4_source *src, const fp4_qtensor *q, const uint8_
         goto out;
     }
     float global = 1.0f;
-    if (gb) memcpy(&global, gb, 4); /* safetensors and GGUF (as read) are little-endian, as
-                                       every host we build on */
+    /* safetensors and GGUF (as read) are little-endian, as every host we build on */
+    if (gb && !map_copy_guarded(&global, gb, 4)) {
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s: the file shrank while it was read "
+                       "(truncated)", file, q->name, q->global);
+        goto out;
+    }
     if (q->format == FP4_QF_NVFP4 && !(global > 0.0f && isfinite(global))) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s is %g, expected finite and > 0", file,
                        q->name, q->global, (double)global);
@@ -1839,8 +1870,10 @@ fp4_status fp4_quant_input_scale(fp4_source *src, const fp4_qtensor *q, float *o
     if (!gb || g.stored_bytes != 4) {
         st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s cannot be read", file, q->name,
                        q->input_scale);
+    } else if (!map_copy_guarded(&v, gb, 4)) { /* little-endian, as fp4_quant_bytes_n's */
+        st = fp4_error(FP4_ERR_INPUT, "%s: %s: %s: the file shrank while it was read "
+                       "(truncated)", file, q->name, q->input_scale);
     } else {
-        memcpy(&v, gb, 4); /* little-endian, as fp4_quant_bytes_n's per-tensor scale */
         if (!(v > 0.0f && isfinite(v)))
             st = fp4_error(FP4_ERR_INPUT,
                            "%s: %s: %s is %g, expected finite and > 0 (the activation scale: "

@@ -2,6 +2,7 @@
  * order, E8M0 extremes, zero blocks, the swizzled scale layout), grouping of the fixtures in
  * testdata/quantized/ (made by scripts/make_quantized_testdata.py) and their partner errors. */
 #include <math.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -601,6 +602,53 @@ static void test_config_contradictions(void **state)
     fp4_source_close(s);
 }
 
+/* A checkpoint cut to nothing by another process after it was opened (its mapping then holds
+ * no page): the per-tensor scale and the input scale are copied under io/mapguard.h, so each
+ * read is an error saying the file shrank and naming the member, never SIGBUS. */
+static void copy_file(const char *from, const char *dir, const char *name)
+{
+    char to[4200], cmd[8600];
+    snprintf(to, sizeof to, "%s/%s", dir, name);
+    snprintf(cmd, sizeof cmd, "cp -- '%s' '%s'", from, to);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_scalars_shrunk(void **state)
+{
+    (void)state;
+    char *d = fp4t_tmpdir();
+    copy_file("testdata/quantized/producer/modelopt_nvfp4/model.safetensors", d,
+              "model.safetensors");
+    copy_file("testdata/quantized/producer/modelopt_nvfp4/hf_quant_config.json", d,
+              "hf_quant_config.json");
+    fp4_source *s = NULL;
+    fp4_qset qs;
+    assert_int_equal(fp4_source_open(d, &s), FP4_OK);
+    assert_int_equal(fp4_quant_scan(s, &qs), FP4_OK);
+    const int i = fp4_qset_find(&qs, "model.layers.0.self_attn.k_proj.weight");
+    assert_true(i >= 0);
+    const fp4_qtensor *q = &qs.t[i];
+    assert_string_equal(q->problem, "");
+    assert_non_null(q->global);
+    assert_non_null(q->input_scale);
+    char f[4200];
+    snprintf(f, sizeof f, "%s/model.safetensors", d);
+    assert_int_equal(truncate(f, 0), 0);
+    const uint8_t *pb = NULL, *sb = NULL;
+    int64_t np = 0, ns = 0;
+    float g = 0.0f, v = 0.0f;
+    assert_int_equal(fp4_quant_bytes_n(s, q, &pb, &np, &sb, &ns, &g), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "k_proj.weight_scale_2: the file shrank while it "
+                                             "was read (truncated)"));
+    assert_int_equal(fp4_quant_input_scale(s, q, &v), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "k_proj.input_scale: the file shrank while it "
+                                             "was read (truncated)"));
+    assert_true(isnan(v));
+    fp4_qset_free(&qs);
+    fp4_source_close(s);
+    fp4t_rmtree(d);
+}
+
 /* Unquantized checkpoints and other formats: nothing found. */
 static void test_plain_sources(void **state)
 {
@@ -622,6 +670,10 @@ static void test_plain_sources(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first: cmocka sets its own SIGBUS action for each test and restores the one before
+         * after it, so io/mapguard.h's (installed once, at its first use) stands only in the
+         * test that first maps a file */
+        cmocka_unit_test(test_scalars_shrunk),
         cmocka_unit_test(test_e2m1_table),
         cmocka_unit_test(test_nibble_order),
         cmocka_unit_test(test_nvfp4_orders),
