@@ -147,6 +147,25 @@ static void test_empty_and_tiny(void **state)
     assert_non_null(strstr(fp4_last_error(), "too short"));
 }
 
+/* A file cut inside its header (a shard's tensors then errors entries, SPEC §8): under 8
+ * bytes, or a header length within the limit running past the end; never a length over the
+ * limit, one that fits, or JSON text where the length belongs (an index). */
+static void test_header_cut(void **state)
+{
+    (void)state;
+    uint8_t len[8] = {100, 0, 0, 0, 0, 0, 0, 0};
+    assert_true(fp4_st_header_cut(len, 5));
+    assert_true(fp4_st_header_cut(len, 0));
+    assert_true(fp4_st_header_cut(len, 107));
+    assert_false(fp4_st_header_cut(len, 108));
+    len[5] = 1; /* 2^40 + 100: over the 100 MB limit, not a cut */
+    assert_false(fp4_st_header_cut(len, 64));
+    const uint8_t json[8] = {'{', '"', 'w', 'e', 'i', 'g', 'h', 't'};
+    assert_false(fp4_st_header_cut(json, 64));
+    const uint8_t ws[8] = {' ', '\n', '{', '"', 'm', 'e', 't', 'a'};
+    assert_false(fp4_st_header_cut(ws, 64));
+}
+
 static void test_hostile_headers(void **state)
 {
     (void)state;
@@ -535,7 +554,8 @@ static void test_rawconv_slabs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_header),    cmocka_unit_test(test_empty_and_tiny), cmocka_unit_test(test_truncated_data),
+        cmocka_unit_test(test_good_header),    cmocka_unit_test(test_empty_and_tiny),
+        cmocka_unit_test(test_header_cut), cmocka_unit_test(test_truncated_data),
         cmocka_unit_test(test_header_numbers),
         cmocka_unit_test(test_hostile_headers), cmocka_unit_test(test_raw_nul),
         cmocka_unit_test(test_rank_beyond_max), cmocka_unit_test(test_dtype_table),
