@@ -183,6 +183,63 @@ static fp4_status timing_check(const part *p)
     return FP4_OK;
 }
 
+/* A shape as a part writes it: an array of at most FP4_MAX_RANK whole numbers in [0, 4e18]. */
+static bool shape_ok(const cJSON *a)
+{
+    const cJSON *d;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > FP4_MAX_RANK) return false;
+    cJSON_ArrayForEach(d, a)
+        if (!cJSON_IsNumber(d) || !(d->valuedouble >= 0) || d->valuedouble > 4.0e18 ||
+            d->valuedouble != floor(d->valuedouble))
+            return false;
+    return true;
+}
+
+/* Two shapes with the same dims in the same order, exactly (a number compared as its double:
+ * cJSON_Compare would take two within a relative DBL_EPSILON as equal). */
+static bool same_dims(const cJSON *a, const cJSON *b)
+{
+    if (!shape_ok(a) || !shape_ok(b) || cJSON_GetArraySize(a) != cJSON_GetArraySize(b))
+        return false;
+    for (const cJSON *x = a->child, *y = b->child; x && y; x = x->next, y = y->next)
+        if (x->valuedouble != y->valuedouble) return false;
+    return true;
+}
+
+/* Two parts' shard.shapes: the same shapes at every position. */
+static bool same_shapes(const cJSON *a, const cJSON *b)
+{
+    if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return false;
+    for (const cJSON *x = a ? a->child : NULL, *y = b ? b->child : NULL; x && y;
+         x = x->next, y = y->next)
+        if (!same_dims(x, y)) return false;
+    return true;
+}
+
+/* The shape and dtype of every selection position a part records (SPEC §9; analysis:
+ * shard.shapes and shard.dtypes, audit: shard.shapes): `selected` of each, well formed.
+ * FP4_ERR_INPUT naming the part (a part of an older fp4diag has none). */
+static fp4_status shapes_load(const part *p)
+{
+    const cJSON *ss = get(p->shard, "shapes"), *ds = get(p->shard, "dtypes"), *e;
+    const bool dtypes = !p->audit;
+    if (!cJSON_IsArray(ss) || cJSON_GetArraySize(ss) != p->selected ||
+        (dtypes && (!cJSON_IsArray(ds) || cJSON_GetArraySize(ds) != p->selected)))
+        return fp4_error(FP4_ERR_INPUT, "%s: no shard.shapes%s of the %d selected tensors (a "
+                                        "part of an older fp4diag: make the shares again)",
+                         p->name, dtypes ? " and shard.dtypes" : "", p->selected);
+    cJSON_ArrayForEach(e, ss)
+        if (!shape_ok(e))
+            return fp4_error(FP4_ERR_INPUT, "%s: shard.shapes holds an entry that is not a "
+                                            "shape", p->name);
+    const cJSON *dtypes_or_none = dtypes ? ds : NULL;
+    cJSON_ArrayForEach(e, dtypes_or_none)
+        if (!cJSON_IsString(e))
+            return fp4_error(FP4_ERR_INPUT, "%s: shard.dtypes holds an entry that is not a "
+                                            "dtype", p->name);
+    return FP4_OK;
+}
+
 static fp4_status load(const char *const *texts, const char *const *names, int n, part *p)
 {
     for (int i = 0; i < n; i++) {
@@ -245,6 +302,8 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
             if (!cJSON_IsString(e) || !*e->valuestring)
                 return fp4_error(FP4_ERR_INPUT, "%s: shard.names holds an entry that is not a "
                                                 "name", names[i]);
+        if (!p[i].audit && strcmp(c->valuestring, "gemm") && (st = shapes_load(&p[i])) != FP4_OK)
+            return st;
     }
     return FP4_OK;
 }
@@ -306,6 +365,15 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
     }
     if (a->audit && !cJSON_Compare(get(a->shard, "names"), get(b->shard, "names"), true)) {
         *what = "selection (shard.names)";
+        return false;
+    }
+    if (!gemm && !a->audit && !same_shapes(get(a->shard, "shapes"), get(b->shard, "shapes"))) {
+        *what = "selection's shapes (shard.shapes)";
+        return false;
+    }
+    if (!gemm && !a->audit &&
+        !cJSON_Compare(get(a->shard, "dtypes"), get(b->shard, "dtypes"), true)) {
+        *what = "selection's dtypes (shard.dtypes)";
         return false;
     }
     if (a->count != b->count) {
@@ -858,6 +926,22 @@ static fp4_status merge_analysis(part *p, int n, const char *output, FILE *table
                                           "(input.datasets) lists %s (edited part?)",
                            p[tu[i].part].name, run.tensors[i].info.name, tu[i].index,
                            run.datasets[tu[i].index]);
+            goto out;
+        }
+        /* the shape and dtype described at its position before the split: its exact sums
+         * count the elements only, which a shape's dims permuted keep */
+        const part *pt = &p[tu[i].part];
+        const cJSON *want = cJSON_GetArrayItem(get(pt->shard, "shapes"), tu[i].index);
+        const cJSON *wdt = cJSON_GetArrayItem(get(pt->shard, "dtypes"), tu[i].index);
+        const bool shape_bad = !same_dims(get(tu[i].obj, "shape"), want);
+        if (shape_bad || strcmp(run.tensors[i].info.dtype, wdt->valuestring)) {
+            char shown[160], listed[160];
+            value_text(get(tu[i].obj, shape_bad ? "shape" : "dtype"), shown, sizeof shown);
+            value_text(shape_bad ? want : wdt, listed, sizeof listed);
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: \"%s\" %s is not the one the selection "
+                                          "lists at its position (shard.%s: %s; edited part?)",
+                           pt->name, run.tensors[i].info.name, shape_bad ? "shape" : "dtype",
+                           shown, shape_bad ? "shapes" : "dtypes", listed);
             goto out;
         }
     }

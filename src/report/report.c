@@ -904,8 +904,8 @@ cJSON *fp4_report_provenance_json(const fp4_file_print *p, int n)
     return o;
 }
 
-/* --shard: which share this is, the selection positions it was given, and per tensor the
- * exact state `merge` pools (see fp4_metrics_raw_json). */
+/* --shard: which share this is, the selection positions it was given, the shape and dtype at
+ * every position, and per tensor the exact state `merge` pools (see fp4_metrics_raw_json). */
 static void add_shard(cJSON *root, const fp4_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
@@ -916,6 +916,17 @@ static void add_shard(cJSON *root, const fp4_run *run)
     cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
     for (int i = 0; as && i < run->nassigned; i++)
         cJSON_AddItemToArray(as, cJSON_CreateNumber(run->assigned[i]));
+    /* every position's shape and dtype, whichever share holds it (the same in every part) */
+    cJSON *ss = cJSON_AddArrayToObject(sh, "shapes");
+    cJSON *ds = cJSON_AddArrayToObject(sh, "dtypes");
+    for (int i = 0; ss && ds && run->shapes && i < run->ndatasets; i++) {
+        cJSON *d = cJSON_CreateArray();
+        if (!d) return;
+        cJSON_AddItemToArray(ss, d);
+        for (int k = 0; k < run->shapes[i].rank; k++)
+            cJSON_AddItemToArray(d, cJSON_CreateNumber((double)run->shapes[i].dims[k]));
+        cJSON_AddItemToArray(ds, cJSON_CreateString(run->shapes[i].dtype));
+    }
     cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
     for (int t = 0; ts && t < run->ntensors; t++) {
         cJSON *to = cJSON_CreateObject();

@@ -773,6 +773,16 @@ static fp4_status run_analysis(const fp4_run_config *opt, const char *file, fp4_
         run->ndatasets++;
     }
     if (opt->shard.count > 0) { /* this share only; SR streams keep the selection index */
+        if (!(run->shapes = calloc((size_t)(ninfos ? ninfos : 1), sizeof *run->shapes))) {
+            st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
+            goto out;
+        }
+        for (int i = 0; i < ninfos; i++) { /* what every share describes alike */
+            fp4_shard_shape *sh = &run->shapes[i];
+            sh->rank = infos[i].rank;
+            memcpy(sh->dims, infos[i].dims, sizeof sh->dims);
+            snprintf(sh->dtype, sizeof sh->dtype, "%s", infos[i].dtype);
+        }
         st = shard_pick(run, infos, ninfos);
         if (st != FP4_OK) goto out;
     }
@@ -983,6 +993,7 @@ void fp4_run_free(fp4_run *run)
     for (int i = 0; i < run->ndatasets; i++) free(run->datasets[i]);
     free(run->datasets);
     free(run->assigned);
+    free(run->shapes);
     fp4_fingerprint_free(run->prints, run->nprints);
     for (int i = 0; i < run->ntensors; i++) {
         fp4_tensor_desc_free(&run->tensors[i].info);

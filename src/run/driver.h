@@ -13,6 +13,7 @@
 #include "num/metrics.h"
 #include "num/quant.h"
 #include "run/config.h"
+#include "run/shard.h"
 #include "base/status.h"
 
 /* One analysed tensor: its dataset description, the block axis it was quantized along (as a
@@ -63,6 +64,9 @@ typedef struct fp4_run {
     int *assigned;             /* --shard: the positions in datasets[] of this share's
                                   tensors, ascending (tensors and errors come from these) */
     int nassigned;
+    fp4_shard_shape *shapes;   /* --shard: [ndatasets], each selected dataset's shape and
+                                  dtype as described before the split (shard.shapes,
+                                  shard.dtypes: merge checks every tensor against them) */
     fp4_file_print *prints;    /* --shard: the input's fingerprint (io/fingerprint.h), taken
                                   before any tensor is read */
     int nprints;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "io/source.h" /* FP4_MAX_RANK */
 
 /* One share: index in [0, count); count 0 means "not sharded" (the whole selection). */
 typedef struct fp4_shard {
@@ -14,6 +15,16 @@ typedef struct fp4_shard {
 } fp4_shard;
 
 #define FP4_SHARD_MAX 65536
+
+/* A selected tensor's shape and dtype as its source describes it before the split: a part
+ * records them for every position of the selection, whichever share holds it (SPEC §9:
+ * shard.shapes and shard.dtypes; a gemm part's shard.inputs), and merge holds every tensor a
+ * part shows to them (the exact sums count elements only: a shape's dims permuted keep them). */
+typedef struct fp4_shard_shape {
+    int rank;                   /* 0..FP4_MAX_RANK */
+    int64_t dims[FP4_MAX_RANK];
+    char dtype[48];             /* as fp4_tensor_desc.dtype spells it ("bf16", "f32", ...) */
+} fp4_shard_shape;
 
 /* Parse "I/N" (decimal, 0 <= I < N <= FP4_SHARD_MAX). FP4_ERR_USAGE "--shard: ..." otherwise. */
 fp4_status fp4_shard_parse(const char *s, fp4_shard *out);

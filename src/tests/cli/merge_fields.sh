@@ -46,12 +46,30 @@ edit s0.json a_shape2.json 't = d["tensors"][0]; t["shape"] = t["shape"][::-1] +
 "$FP4DIAG" merge a_shape2.json s1.json -o x.json 2>/dev/null &&
     python3 -c 'import json,sys; sys.exit(json.load(open("x.json"))["tensors"][0]["shape"][-1] == 1)' &&
     fail "a shape of other dims but the same product copied"
+# the dims permuted keep their product and rank (and the block count when both are multiples
+# of the block): the shape must be the one described at its position before the split
+edit s0.json a_perm.json 't = d["tensors"][0]; t["shape"] = t["shape"][::-1]'
+bad shape_perm "a_perm.json: .*: \"shape\" \[256,1024\] is not the one the selection lists at its position (shard.shapes: \[1024,256\]" a_perm.json s1.json
+edit s0.json a_perms.json 't = d["tensors"][0]; i = d["shard"]["tensors"][0]["index"]
+t["shape"] = d["shard"]["shapes"][i] = t["shape"][::-1]'
+bad shapes_part "a_perms.json is not a share of the run of s0.json: its selection's shapes (shard.shapes) differs" s0.json a_perms.json
+edit s0.json a_noshapes.json 'del d["shard"]["shapes"]'
+bad shapes_none "a_noshapes.json: no shard.shapes and shard.dtypes of the 5 selected tensors (a part of an older fp4diag: make the shares again)" a_noshapes.json s1.json
+edit s1.json a_nodtypes.json 'del d["shard"]["dtypes"]'
+bad dtypes_none "a_nodtypes.json: no shard.shapes and shard.dtypes of the 5 selected tensors" s0.json a_nodtypes.json
+edit s0.json a_shapes_bad.json 'd["shard"]["shapes"][1] = [1.5]'
+bad shapes_entry "a_shapes_bad.json: shard.shapes holds an entry that is not a shape" a_shapes_bad.json s1.json
 edit s0.json a_axis.json 'd["tensors"][0]["axis"] = 5'
 bad axis "a_axis.json: .*: \"axis\" is not the axis --axis -1 gives a tensor of rank 2" a_axis.json s1.json
 edit s0.json a_axis0.json 'd["tensors"][0]["axis"] = 0'
 bad axis0 "a_axis0.json: .*: \"axis\"" a_axis0.json s1.json
 edit s0.json a_dtype.json 'd["tensors"][0]["dtype"] = "bf16x"'
 bad dtype "a_dtype.json: .*: \"dtype\" is not a dtype fp4diag reads" a_dtype.json s1.json
+# a dtype some reader gives, but not the tensor's (described at its position before the split)
+edit s0.json a_dtype64.json 'd["tensors"][0]["dtype"] = "f64"'
+bad dtype_other "a_dtype64.json: .*: \"dtype\" \"f64\" is not the one the selection lists at its position (shard.dtypes: \"bf16\"" a_dtype64.json s1.json
+edit s0.json a_dtypes.json 'd["tensors"][0]["dtype"] = "f64"; d["shard"]["dtypes"][d["shard"]["tensors"][0]["index"]] = "f64"'
+bad dtypes_part "a_dtypes.json is not a share of the run of s0.json: its selection's dtypes (shard.dtypes) differs" s0.json a_dtypes.json
 # a fingerprint's sampled bytes follow from its size (the merged provenance shows them)
 edit s0.json s_hashed.json 'd["shard"]["fingerprint"][0]["hashed"] = 5'
 bad hashed "s_hashed.json: shard.fingerprint of .*: \"hashed\" is not the bytes its size samples" s_hashed.json s1.json
