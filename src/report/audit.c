@@ -88,8 +88,8 @@ static cJSON *hex3(const fp4_audit_sums *s)
     return a;
 }
 
-/* --shard: the share, the selection positions it took, the name at every position of the
- * selection (whichever share holds it), per tensor the exact state `merge`
+/* --shard: the share, the selection positions it took, the name and shape at every position
+ * of the selection (whichever share holds it), per tensor the exact state `merge`
  * pools and checks the shown numbers against (hex floats: the sums, those of each layout
  * hypothesis tried; the counts), the positions of its errors, and the inputs' fingerprint. */
 static void add_shard(cJSON *root, const fp4_audit *a)
@@ -105,6 +105,14 @@ static void add_shard(cJSON *root, const fp4_audit *a)
     cJSON *nm = cJSON_AddArrayToObject(sh, "names");
     for (int i = 0; nm && a->selnames && i < a->selected; i++)
         cJSON_AddItemToArray(nm, cJSON_CreateString(a->selnames[i]));
+    cJSON *ss = cJSON_AddArrayToObject(sh, "shapes");
+    for (int i = 0; ss && a->selshapes && i < a->selected; i++) {
+        cJSON *d = cJSON_CreateArray();
+        if (!d) return;
+        cJSON_AddItemToArray(ss, d);
+        for (int k = 0; k < a->selshapes[i].rank; k++)
+            cJSON_AddItemToArray(d, cJSON_CreateNumber((double)a->selshapes[i].dims[k]));
+    }
     cJSON *ts = cJSON_AddArrayToObject(sh, "tensors");
     for (int i = 0; ts && i < a->n; i++) {
         const fp4_audit_tensor *t = &a->t[i];

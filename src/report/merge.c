@@ -302,8 +302,7 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
             if (!cJSON_IsString(e) || !*e->valuestring)
                 return fp4_error(FP4_ERR_INPUT, "%s: shard.names holds an entry that is not a "
                                                 "name", names[i]);
-        if (!p[i].audit && strcmp(c->valuestring, "gemm") && (st = shapes_load(&p[i])) != FP4_OK)
-            return st;
+        if (strcmp(c->valuestring, "gemm") && (st = shapes_load(&p[i])) != FP4_OK) return st;
     }
     return FP4_OK;
 }
@@ -367,7 +366,7 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
         *what = "selection (shard.names)";
         return false;
     }
-    if (!gemm && !a->audit && !same_shapes(get(a->shard, "shapes"), get(b->shard, "shapes"))) {
+    if (!gemm && !same_shapes(get(a->shard, "shapes"), get(b->shard, "shapes"))) {
         *what = "selection's shapes (shard.shapes)";
         return false;
     }
@@ -2043,6 +2042,19 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
                                           "give (\"%s\"; edited part?)",
                            p[tu[i].part].name, cJSON_IsString(nm) ? nm->valuestring : "?",
                            field ? field : "name");
+            goto out;
+        }
+        /* the shape described at its position before the split (shard.shapes, the same in
+         * every part): the sums count elements only, which a shape's dims permuted keep */
+        const cJSON *want = cJSON_GetArrayItem(get(p[0].shard, "shapes"), tu[i].index);
+        if (!same_dims(get(o, "shape"), want)) {
+            char shown[160], listed[160];
+            value_text(get(o, "shape"), shown, sizeof shown);
+            value_text(want, listed, sizeof listed);
+            st = fp4_error(FP4_ERR_INPUT, "%s: %s: \"shape\" %s is not the one the selection "
+                                          "lists at its position (shard.shapes: %s; edited "
+                                          "part?)",
+                           p[tu[i].part].name, nm->valuestring, shown, listed);
             goto out;
         }
         if (cJSON_IsTrue(pooled)) { /* as the run pools: in selection order */

@@ -230,12 +230,20 @@ void fp4_audit_group_key(const char *name, char *key, size_t cap, char *kind, si
     kind[0] = '\0';
 }
 
-/* The next position of the selection, for the tensor `name` (a->selnames records it). */
-static fp4_status select_next(fp4_audit *a, const char *name, int *at)
+/* The next position of the selection, for the tensor `name` of shape dims[0..rank) (a->selnames
+ * and a->selshapes record them). */
+static fp4_status select_next(fp4_audit *a, const char *name, int rank, const int64_t *dims,
+                              int *at)
 {
     char **v = realloc(a->selnames, (size_t)(a->selected + 1) * sizeof *v);
-    if (!v) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
-    a->selnames = v;
+    if (v) a->selnames = v;
+    fp4_shard_shape *sh = v ? realloc(a->selshapes, (size_t)(a->selected + 1) * sizeof *sh) : NULL;
+    if (!sh) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    a->selshapes = sh;
+    sh += a->selected;
+    memset(sh, 0, sizeof *sh);
+    sh->rank = rank < 0 ? 0 : rank < FP4_MAX_RANK ? rank : FP4_MAX_RANK;
+    memcpy(sh->dims, dims, (size_t)sh->rank * sizeof *dims);
     if (!(v[a->selected] = strdup(name))) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
     *at = a->selected++;
     return FP4_OK;
@@ -1111,7 +1119,7 @@ static fp4_status audit_coverage(fp4_source *src, fp4_source *qsrc, const fp4_qs
             char why[600];
             snprintf(why, sizeof why, "%s: %s: %s", quantized, d->name, d->problem);
             int at;
-            if ((st = select_next(a, d->name, &at)) != FP4_OK) break;
+            if ((st = select_next(a, d->name, d->rank, d->dims, &at)) != FP4_OK) break;
             if (!errors_here) continue;
             int *as = realloc(a->assigned, (size_t)(a->nassigned + 2) * sizeof *as);
             if (!as) {
@@ -1413,7 +1421,8 @@ fp4_status fp4_audit_run_shard(const char *source, const char *quantized,
         int ng = 0;
         for (int i = 0; i < qs.n; i++) {
             if (!sel[i]) continue;
-            if ((st = select_next(a, qs.t[i].name, &pos[i])) != FP4_OK) goto out;
+            st = select_next(a, qs.t[i].name, qs.t[i].rank, qs.t[i].dims, &pos[i]);
+            if (st != FP4_OK) goto out;
             int g = 0; /* the group of i: the first selected tensor with its key */
             while (g < i && !(sel[g] && !strcmp(keys[g], keys[i]))) g++;
             if (g == i) gowner[i] = ng++; /* a new group's number, for now */
@@ -1682,6 +1691,7 @@ void fp4_audit_free(fp4_audit *a)
     free(a->assigned);
     for (int i = 0; a->selnames && i < a->selected; i++) free(a->selnames[i]);
     free(a->selnames);
+    free(a->selshapes);
     fp4_fingerprint_free(a->prints, a->nprints);
     memset(a, 0, sizeof *a);
 }

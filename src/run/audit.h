@@ -167,6 +167,9 @@ typedef struct fp4_audit {
     char **selnames;            /* [selected]: the name at each selection position (as the
                                    tensors' "name" and the errors' "tensor" spell it; owned),
                                    which a --shard part records (shard.names) for merge */
+    fp4_shard_shape *selshapes; /* [selected]: the shape at each selection position (the
+                                   tensors' "shape"; dtype unused), as described before the
+                                   split: a --shard part records them (shard.shapes) */
     fp4_file_print *prints;
     int nprints;
 } fp4_audit;

@@ -114,6 +114,14 @@ edit q1.json w_x.json 'd["tensors"][0]["name"] = "x"'
 bad name_x "w_x.json: tensor x at position [0-9]*, where the selection (shard.names) lists" q0.json w_x.json
 edit q1.json w_xs.json 'i = d["shard"]["tensors"][0]["index"]; d["tensors"][0]["name"] = d["shard"]["names"][i] = "x"'
 bad names_part "w_xs.json is not a share of the run of q0.json: its selection (shard.names) differs" q0.json w_xs.json
+# the shape: [32, 64] with its dims swapped keeps the elements and the scale bytes its exact
+# sums count; it must be the one described at its position before the split
+edit q0.json w_perm.json 't = d["tensors"][0]; t["shape"] = t["shape"][::-1]'
+bad audit_shape_perm "w_perm.json: [^ ]*q_proj.weight: \"shape\" \[64,32\] is not the one the selection lists at its position (shard.shapes: \[32,64\]" w_perm.json q1.json
+edit q0.json w_perms.json 't = d["tensors"][0]; t["shape"] = d["shard"]["shapes"][0] = t["shape"][::-1]'
+bad audit_shapes_part "w_perms.json is not a share of the run of q0.json: its selection's shapes (shard.shapes) differs" q0.json w_perms.json
+edit q1.json w_noshapes.json 'del d["shard"]["shapes"]'
+bad audit_shapes_none "w_noshapes.json: no shard.shapes of the 4 selected tensors (a part of an older fp4diag: make the shares again)" q0.json w_noshapes.json
 edit q0.json w_none.json 'del d["shard"]["names"]'
 bad names_none "w_none.json: no shard.names of the 4 selected tensors" w_none.json q1.json
 edit q0.json w_nn.json 'd["shard"]["names"][2] = 7'
