@@ -359,10 +359,30 @@ static char *operand_name(const char *grp, bool rooted, char sep, fp4_gemm_tenso
     return d;
 }
 
-/* --shard: the operand elements of each group's layer (x, w, dy as far as they exist; 0 when
- * unreadable: the layer then fails in its own share), split by fp4_shard_assign. mine[] gets
- * this share's positions, ascending. */
-static fp4_status shard_layers(const fp4_options *opt, char **groups, int ngroups, bool by_spec,
+/* The shape and dtype of `dset` in f as a part records them (dtype "" when it cannot be
+ * described, or f is NULL), its elements added to *w. */
+static void operand_describe(fp4_source *f, const char *dset, fp4_shard_shape *sh, int64_t *w)
+{
+    fp4_tensor_desc info;
+    memset(sh, 0, sizeof *sh);
+    if (!f || fp4_source_describe(f, dset, &info) != FP4_OK) {
+        fp4_error_clear();
+        return;
+    }
+    if (info.nelems > 0) *w += info.nelems;
+    sh->rank = info.rank;
+    memcpy(sh->dims, info.dims, sizeof sh->dims);
+    snprintf(sh->dtype, sizeof sh->dtype, "%s", info.dtype);
+    fp4_tensor_desc_free(&info);
+}
+
+/* --shard: each group's layer operands (x, w, dy as far as they exist; the --x/--w/--dy
+ * datasets of `spec` under by_spec) described before any layer is read: shapes[i] gets their
+ * shapes and dtypes (what every share records, shard.inputs) and their elements weigh layer i
+ * (0 when unreadable: the layer then fails in its own share) for fp4_shard_assign. mine[]
+ * gets this share's positions, ascending. */
+static fp4_status shard_layers(const fp4_options *opt, const char *const spec[3], char **groups,
+                               int ngroups, bool by_spec, fp4_shard_shape (*shapes)[3],
                                int *mine, int *nmine)
 {
     int64_t *w = calloc((size_t)(ngroups ? ngroups : 1), sizeof *w);
@@ -373,20 +393,25 @@ static fp4_status shard_layers(const fp4_options *opt, char **groups, int ngroup
     if (st == FP4_OK && !by_spec && fp4_source_open(opt->args[0], &f) != FP4_OK) fp4_error_clear();
     const bool rooted = f ? fp4_source_format(f)->rooted : true;
     const char sep = f ? fp4_source_format(f)->separators[0] : '/';
-    for (int i = 0; st == FP4_OK && f && i < ngroups; i++)
+    for (int t = 0; st == FP4_OK && by_spec && t < 3; t++) { /* the one layer */
+        operand_src o = {NULL, NULL};
+        fp4_source *g = NULL;
+        memset(&shapes[0][t], 0, sizeof shapes[0][t]);
+        if (!spec[t]) continue;
+        st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t), spec[t], &o);
+        if (st == FP4_OK && fp4_source_open(o.file, &g) != FP4_OK) fp4_error_clear();
+        if (st == FP4_OK) operand_describe(g, o.dset, &shapes[0][t], &w[0]);
+        if (g) fp4_source_close(g);
+        free(o.file), free(o.dset);
+    }
+    for (int i = 0; st == FP4_OK && !by_spec && i < ngroups; i++)
         for (int t = 0; t < 3 && st == FP4_OK; t++) {
             char *dset = operand_name(groups[i], rooted, sep, (fp4_gemm_tensor)t);
             if (!dset) {
                 st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
                 break;
             }
-            fp4_tensor_desc info;
-            if (fp4_source_describe(f, dset, &info) != FP4_OK) {
-                fp4_error_clear();
-            } else {
-                if (info.nelems > 0) w[i] += info.nelems;
-                fp4_tensor_desc_free(&info);
-            }
+            operand_describe(f, dset, &shapes[i][t], &w[i]);
             free(dset);
         }
     if (f) fp4_source_close(f);
@@ -583,19 +608,22 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
     int *mine = calloc((size_t)nlayers, sizeof *mine);
     int *lindex = calloc((size_t)nlayers, sizeof *lindex);
     int *eindex = calloc((size_t)nlayers, sizeof *eindex);
+    fp4_shard_shape(*shapes)[3] = calloc((size_t)nlayers, sizeof *shapes);
     char *spec_name = (char *)"--x/--w/--dy";
     fp4_gemm_run run = {.config = &opt.cfg, .gc = &gc, .paths = g.paths, .layers = layers,
                         .selected = by_spec ? &spec_name : groups, .nselected = nlayers,
                         .assigned = mine, .index = lindex, .error_index = eindex};
-    if (!layers || !mine || !lindex || !eindex) {
+    if (!layers || !mine || !lindex || !eindex || !shapes) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
     int nmine = nlayers;
     for (int i = 0; i < nlayers; i++) mine[i] = i;
-    if (opt.cfg.shard.count > 0 &&
-        (st = shard_layers(&opt, groups, by_spec ? 1 : ngroups, by_spec, mine, &nmine)) != FP4_OK)
-        goto out;
+    if (opt.cfg.shard.count > 0) {
+        st = shard_layers(&opt, g.spec, groups, nlayers, by_spec, shapes, mine, &nmine);
+        if (st != FP4_OK) goto out;
+        run.inputs = (const fp4_shard_shape(*)[3])shapes;
+    }
     run.nassigned = nmine;
     /* the provenance, and what every share reads the same: the operand files, before any
      * layer is read (a --shard run checks them again once every layer is read) */
@@ -703,6 +731,7 @@ out:
     free(mine);
     free(lindex);
     free(eindex);
+    free(shapes);
     if (groups_owned) {
         for (int i = 0; i < ngroups; i++) free(groups[i]);
         free(groups);

@@ -216,9 +216,9 @@ static cJSON *hexnum(double v)
     return cJSON_CreateString(b);
 }
 
-/* --shard: which share, every selected layer, this share's positions, and per layer and path
- * the exact sums the pooled summary reads (C99 hex floats: Σz², Σ(ẑ−z)², Σẑz, η) and its
- * operands' own (Σx², Σ(x̂−x)², Σx̂x, the amax), which merge checks the layer against. */
+/* --shard: which share, every selected layer and its operands' shapes and dtypes, this share's
+ * positions, and per layer and path the exact sums the pooled summary reads (C99 hex floats:
+ * Σz², Σ(ẑ−z)², Σẑz, η) and its operands' own (Σx², Σ(x̂−x)², Σx̂x, the amax), which merge checks the layer against. */
 static void add_shard(cJSON *root, const fp4_gemm_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");
@@ -232,6 +232,22 @@ static void add_shard(cJSON *root, const fp4_gemm_run *run)
     cJSON *as = cJSON_AddArrayToObject(sh, "assigned");
     for (int i = 0; as && i < run->nassigned; i++)
         cJSON_AddItemToArray(as, cJSON_CreateNumber(run->assigned[i]));
+    /* every selected layer's operands as described before any layer is read */
+    cJSON *in = cJSON_AddArrayToObject(sh, "inputs");
+    for (int i = 0; in && run->inputs && i < run->nselected; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) return;
+        cJSON_AddItemToArray(in, o);
+        for (int t = 0; t < 3; t++) {
+            const fp4_shard_shape *x = &run->inputs[i][t];
+            if (!x->dtype[0]) continue;
+            cJSON *d = cJSON_AddObjectToObject(o, fp4_gemm_tensor_name((fp4_gemm_tensor)t));
+            cJSON *shape = d ? cJSON_AddArrayToObject(d, "shape") : NULL;
+            for (int k = 0; shape && k < x->rank; k++)
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)x->dims[k]));
+            if (d) cJSON_AddStringToObject(d, "dtype", x->dtype);
+        }
+    }
     cJSON *ps = cJSON_AddArrayToObject(sh, "partials");
     for (int i = 0; ps && i < run->nlayers; i++) {
         cJSON *o = cJSON_CreateObject();

@@ -10,6 +10,7 @@
 #include "io/fingerprint.h"
 #include "run/gemm.h"
 #include "run/config.h"
+#include "run/shard.h"
 #include "base/status.h"
 
 /* A finished gemm run: its run configuration, the resolved gemm config, the selected
@@ -37,6 +38,9 @@ typedef struct fp4_gemm_run {
     int nassigned;
     int *index;
     int *error_index;
+    const fp4_shard_shape (*inputs)[3]; /* --shard: [nselected][x, w, dy], each operand's shape
+                                            and dtype as described before any layer is read
+                                            (dtype "": none), shard.inputs */
     const fp4_file_print *prints; /* --shard: the fingerprint of the operand files */
     int nprints;
     double seconds;

@@ -216,11 +216,56 @@ static bool same_shapes(const cJSON *a, const cJSON *b)
     return true;
 }
 
-/* The shape and dtype of every selection position a part records (SPEC §9; analysis:
- * shard.shapes and shard.dtypes, audit: shard.shapes): `selected` of each, well formed.
- * FP4_ERR_INPUT naming the part (a part of an older fp4diag has none). */
-static fp4_status shapes_load(const part *p)
+/* One entry of a gemm part's shard.inputs: an object of the operands x, w, dy the run could
+ * describe, each {shape, dtype}. */
+static bool inputs_entry_ok(const cJSON *o)
 {
+    const cJSON *t;
+    if (!cJSON_IsObject(o)) return false;
+    cJSON_ArrayForEach(t, o)
+    {
+        if (strcmp(t->string, "x") && strcmp(t->string, "w") && strcmp(t->string, "dy"))
+            return false;
+        if (!cJSON_IsObject(t) || cJSON_GetArraySize(t) != 2 || !shape_ok(get(t, "shape")) ||
+            !cJSON_IsString(get(t, "dtype")))
+            return false;
+    }
+    return true;
+}
+
+/* Two parts' shard.inputs (entries checked by inputs_entry_ok): the same operands, shapes and
+ * dtypes at every position. */
+static bool same_inputs(const cJSON *a, const cJSON *b)
+{
+    if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return false;
+    for (const cJSON *x = a ? a->child : NULL, *y = b ? b->child : NULL; x && y;
+         x = x->next, y = y->next) {
+        if (cJSON_GetArraySize(x) != cJSON_GetArraySize(y)) return false;
+        for (const cJSON *u = x->child, *v = y->child; u && v; u = u->next, v = v->next)
+            if (strcmp(u->string, v->string) || !same_dims(get(u, "shape"), get(v, "shape")) ||
+                strcmp(get(u, "dtype")->valuestring, get(v, "dtype")->valuestring))
+                return false;
+    }
+    return true;
+}
+
+/* The shape and dtype of every selection position a part records (SPEC §9; analysis:
+ * shard.shapes and shard.dtypes, audit: shard.shapes, gemm: shard.inputs): `selected` of each,
+ * well formed. FP4_ERR_INPUT naming the part (a part of an older fp4diag has none). */
+static fp4_status shapes_load(const part *p, bool gemm)
+{
+    if (gemm) {
+        const cJSON *in = get(p->shard, "inputs"), *x;
+        if (!cJSON_IsArray(in) || cJSON_GetArraySize(in) != p->selected)
+            return fp4_error(FP4_ERR_INPUT, "%s: no shard.inputs of the %d selected layers (a "
+                                            "part of an older fp4diag: make the shares again)",
+                             p->name, p->selected);
+        cJSON_ArrayForEach(x, in)
+            if (!inputs_entry_ok(x))
+                return fp4_error(FP4_ERR_INPUT, "%s: shard.inputs holds an entry that is not a "
+                                                "layer's inputs", p->name);
+        return FP4_OK;
+    }
     const cJSON *ss = get(p->shard, "shapes"), *ds = get(p->shard, "dtypes"), *e;
     const bool dtypes = !p->audit;
     if (!cJSON_IsArray(ss) || cJSON_GetArraySize(ss) != p->selected ||
@@ -302,7 +347,7 @@ static fp4_status load(const char *const *texts, const char *const *names, int n
             if (!cJSON_IsString(e) || !*e->valuestring)
                 return fp4_error(FP4_ERR_INPUT, "%s: shard.names holds an entry that is not a "
                                                 "name", names[i]);
-        if (strcmp(c->valuestring, "gemm") && (st = shapes_load(&p[i])) != FP4_OK) return st;
+        if ((st = shapes_load(&p[i], !strcmp(c->valuestring, "gemm"))) != FP4_OK) return st;
     }
     return FP4_OK;
 }
@@ -360,6 +405,10 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
     }
     if (gemm && !cJSON_Compare(get(a->shard, "layers"), get(b->shard, "layers"), true)) {
         *what = "input (layers)";
+        return false;
+    }
+    if (gemm && !same_inputs(get(a->shard, "inputs"), get(b->shard, "inputs"))) {
+        *what = "layers' inputs (shard.inputs)";
         return false;
     }
     if (a->audit && !cJSON_Compare(get(a->shard, "names"), get(b->shard, "names"), true)) {
@@ -1215,8 +1264,9 @@ static bool gemm_dataset_ok(const char *name, const char *tn, const char *dset, 
 /* What one layer of a gemm part shows besides the numbers its exact sums decide (those:
  * gemm_layer_from_json), against the run's config (the same in every part), the parts'
  * input fingerprints and the layer's own operand shapes (SPEC §9): the recipe the config's;
- * each input read from a fingerprinted file, a dtype a reader gives, its shape the layer's
- * M x K, N x K, M x N; each path's shape, contraction and padding what M, N, K and the
+ * each input read from a fingerprinted file, a dtype a reader gives, its shape and dtype the
+ * ones described before any layer was read (`described`: the layer's shard.inputs entry), its
+ * shape the layer's M x K, N x K, M x N; each path's shape, contraction and padding what M, N, K and the
  * operands' block and RHT give, its RHT the config's for the path; each operand the tensor,
  * role and transposition the path takes, the config's format, scale, block, rounding and the
  * path's RHT, the SR stream the run numbers it, its NMSE and SQNR, alpha and delta one
@@ -1224,7 +1274,7 @@ static bool gemm_dataset_ok(const char *name, const char *tn, const char *dset, 
  * the first layer's paths, NULL for it). The inputs exactly the tensors its paths read. No
  * key a run does not write. NULL when all hold, else the field that does not. */
 static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON *pps,
-                                     const cJSON *first)
+                                     const cJSON *first, const cJSON *described)
 {
     static const char *const lkeys[] = {"name", "recipe", "inputs", "paths", NULL};
     static const char *const ikeys[] = {"source", "shape", "dtype", NULL};
@@ -1272,6 +1322,14 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
         const int64_t d0 = ti == FP4_GEMM_W ? nn : m, d1 = ti == FP4_GEMM_DY ? nn : k;
         if (m < 0 || nn < 0 || k < 0 || !is_shape2(get(t, "shape"), d0, d1))
             return "inputs[].shape";
+    }
+    cJSON_ArrayForEach(t, in) /* as described before any layer was read (shard.inputs) */
+    {
+        const cJSON *was = get(described, t->string);
+        if (!was || !same_dims(get(t, "shape"), get(was, "shape")))
+            return "inputs[].shape (shard.inputs)";
+        if (strcmp(get(t, "dtype")->valuestring, get(was, "dtype")->valuestring))
+            return "inputs[].dtype (shard.inputs)";
     }
     const cJSON *paths = get(L, "paths"), *y;
     int j = -1;
@@ -1423,7 +1481,8 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
             goto out;
         const char *field =
             gemm_layer_fields(&p[lu[i].part], lu[i].obj, get(lu[i].partial, "paths"),
-                              i ? get(lu[0].obj, "paths") : NULL);
+                              i ? get(lu[0].obj, "paths") : NULL,
+                              cJSON_GetArrayItem(get(p[0].shard, "inputs"), lu[i].index));
         if (field) {
             st = fp4_error(FP4_ERR_INPUT, "%s: layer %s: \"%s\" is not what the run's config, "
                                           "its inputs and shapes give (edited part?)",

@@ -205,6 +205,23 @@ gbad op_sqnr 'operands\[\]\.sqnr_db' 'A["sqnr_db"] = 99.0'
 gbad op_nmse 'operands\[\]\.nmse' 'A["nmse"] *= 1.5'
 gbad op_delta 'operands\[\]\.delta' 'A["delta"] += 0.125'
 gbad op_amax 'operands\[\]\.tensor_amax' 'A["tensor_amax"] = 1e6'
+# an input's shape and dtype are the ones described before any layer was read (shard.inputs):
+# a dtype another reader gives, and M and N swapped all through the layer (inputs, paths'
+# shapes and contractions: the sums cannot tell)
+gbad in_dtype64 'inputs\[\]\.dtype (shard\.inputs)' 'L["inputs"]["x"]["dtype"] = "f64"'
+gbad in_mn_swap 'inputs\[\]\.shape (shard\.inputs)' 'x = L["inputs"]; m, n = x["dy"]["shape"]
+f = lambda v: n if v == m else m if v == n else v
+for t in x.values(): t["shape"] = [f(v) for v in t["shape"]]
+for p in L["paths"]:
+    p["shape"] = [f(v) for v in p["shape"]]
+    p["contraction"] = f(p["contraction"]); p["padded_contraction"] = f(p["padded_contraction"])'
+edit g0.json g_ins.json 'x = d["shard"]["inputs"][d["shard"]["partials"][0]["index"]]["x"]
+x["dtype"] = d["layers"][0]["inputs"]["x"]["dtype"] = "f64"'
+bad gemm_inputs_part "g_ins.json is not a share of the run of g0.json: its layers' inputs (shard.inputs) differs" g0.json g_ins.json
+edit g1.json g_noins.json 'del d["shard"]["inputs"]'
+bad gemm_inputs_none "g_noins.json: no shard.inputs of the 2 selected layers (a part of an older fp4diag: make the shares again)" g0.json g_noins.json
+edit g0.json g_insbad.json 'd["shard"]["inputs"][0]["x"]["note"] = 1'
+bad gemm_inputs_entry "g_insbad.json: shard.inputs holds an entry that is not a layer's inputs" g_insbad.json g1.json
 # the inputs are exactly the tensors the layer's paths read
 gbad in_w_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["w"]'
 gbad in_dy_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["dy"]'
