@@ -1,7 +1,10 @@
 #!/bin/sh
 # merge_fields.sh — merge copies no field of a part it has not checked (hostile input): an
 # analysis tensor's shape that does not hold the elements its exact sums count, an axis that is
-# not the one --axis gives its rank, a dtype no reader gives; an audit tensor's zero_blocks
+# not the one --axis gives its rank, a dtype no reader gives; a shape (its dims permuted) or
+# dtype other than the one shard.shapes / shard.dtypes list at its position (audit: the shape;
+# gemm: an input's, shard.inputs), lists that differ between parts or are missing (an older
+# part: make the shares again); an audit tensor's zero_blocks
 # other than the part's exact state, a special scale byte its finite export sums rule out, a
 # quant.layout the reader never writes, a layout hypothesis' SQNR other than its exact sums
 # give or its label out of the run's order; a gemm layer's recipe, an input's source (a file the
