@@ -632,6 +632,11 @@ static fp4_status gemm_main(int argc, char **argv, char **typed, char **part, bo
         if (g.spec[t] && (st = split_spec(fp4_gemm_tensor_name((fp4_gemm_tensor)t),
                                           g.spec[t], &pin[t])) == FP4_OK)
             pfiles[t] = pin[t].file;
+    /* the one layer of --x/--w/--dy is named as the loop below names it (a part's
+     * shard.layers lists it, and merge holds the layer's name to it) */
+    char spec_layer[256] = "";
+    if (st == FP4_OK && by_spec && spec_layer_name(pin, spec_layer, sizeof spec_layer))
+        spec_name = spec_layer;
     {
         fp4_file_print *prints = NULL;
         if (st == FP4_OK) st = fp4_fingerprint_inputs(pfiles, 3, &prints, &run.nprints);

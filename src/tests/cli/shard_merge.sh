@@ -1,9 +1,9 @@
 #!/bin/sh
 # shard_merge.sh — `--shard I/N` + `fp4diag merge` give the report of one process, byte for byte
 # outside "timing" (its seconds), on the stored checkpoint (sqnr; rht with SR, whose streams
-# follow the selection index, not the share) and GEMM file (gemm --layers), for N = 2 and 3, with
-# tensors the default selection skips (the skipped list kept) and with one that fails under
-# --all-tensors (its errors entry kept in place); the partial reports validate.
+# follow the selection index, not the share) and GEMM file (gemm --layers; gemm --x/--w/--dy),
+# for N = 2 and 3, with tensors the default selection skips (the skipped list kept) and with one
+# that fails under --all-tensors (its errors entry kept in place); the partial reports validate.
 # Missing, repeated and foreign parts exit 3 naming them, and write nothing.
 . src/tests/cli/lib/parts.sh
 python3 -c 'import jsonschema, h5py' 2>/dev/null || { echo "no python3 jsonschema/h5py"; exit 77; }
@@ -42,6 +42,9 @@ case_ mixed 0 bias "$tmp/mixed.h5"
 case_ mixed_all 3 bias "$tmp/mixed.h5" --all-tensors
 case_ gemm 0 gemm "$G" --layers 4
 case_ gemm_mixed 3 gemm "$tmp/mixed.h5" /ga /gb /gc
+# operands named by --x/--w/--dy: the layer is named after their group in the parts' selection
+# (shard.layers) as in the layer itself
+case_ gemm_spec 0 gemm --x "$G:/qkv/x" --w "$G:/qkv/w" --dy "$G:/qkv/dy"
 grep -q '"errors":[[:space:]]*\[\]' "$tmp/mixed_all/one/r.json" && fail "mixed_all: no errors entry"
 grep -q '"skipped":[[:space:]]*\[\]' "$tmp/mixed/one/r.json" && fail "mixed: nothing skipped"
 python3 - "$tmp/sqnr" <<'PY' || fail "shares"
