@@ -218,7 +218,8 @@ static cJSON *hexnum(double v)
 
 /* --shard: which share, every selected layer and its operands' shapes and dtypes, this share's
  * positions, and per layer and path the exact sums the pooled summary reads (C99 hex floats:
- * Σz², Σ(ẑ−z)², Σẑz, η) and its operands' own (Σx², Σ(x̂−x)², Σx̂x, the amax), which merge checks the layer against. */
+ * Σz², Σ(ẑ−z)², Σẑz, η) and its operands' own (Σx², Σ(x̂−x)², Σx̂x, the amax), which merge
+ * checks the layer against. */
 static void add_shard(cJSON *root, const fp4_gemm_run *run)
 {
     cJSON *sh = cJSON_AddObjectToObject(root, "shard");

@@ -1264,12 +1264,12 @@ static bool gemm_dataset_ok(const char *name, const char *tn, const char *dset, 
 /* What one layer of a gemm part shows besides the numbers its exact sums decide (those:
  * gemm_layer_from_json), against the run's config (the same in every part), the parts'
  * input fingerprints and the layer's own operand shapes (SPEC §9): the recipe the config's;
- * each input read from a fingerprinted file, a dtype a reader gives, its shape and dtype the
- * ones described before any layer was read (`described`: the layer's shard.inputs entry), its
- * shape the layer's M x K, N x K, M x N; each path's shape, contraction and padding what M, N, K and the
- * operands' block and RHT give, its RHT the config's for the path; each operand the tensor,
- * role and transposition the path takes, the config's format, scale, block, rounding and the
- * path's RHT, the SR stream the run numbers it, its NMSE and SQNR, alpha and delta one
+ * each input read from a fingerprinted file, a dtype a reader gives, its shape the layer's
+ * M x K, N x K, M x N, its shape and dtype the ones described before any layer was read
+ * (`described`: the layer's shard.inputs entry); each path's shape, contraction and padding
+ * what M, N, K and the operands' block and RHT give, its RHT the config's for the path; each
+ * operand the tensor, role and transposition the path takes, the config's format, scale,
+ * block, rounding and the path's RHT, the SR stream the run numbers it, its NMSE and SQNR, alpha and delta one
  * another's (the run's formulas), the same configuration as the layers before it (`first`:
  * the first layer's paths, NULL for it). The inputs exactly the tensors its paths read. No
  * key a run does not write. NULL when all hold, else the field that does not. */
