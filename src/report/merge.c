@@ -183,6 +183,36 @@ static fp4_status timing_check(const part *p)
     return FP4_OK;
 }
 
+/* Two JSON values alike exactly: of one type, numbers the same double (and sign), strings the
+ * same bytes, arrays and objects member by member in order (keys too: a run writes them in
+ * one order). Not cJSON_Compare, which takes two numbers within a relative DBL_EPSILON as
+ * equal, and an infinite one (1e999 reads as inf) as equal to any number. */
+static bool same_json(const cJSON *a, const cJSON *b)
+{
+    if (!a || !b) return a == b;
+    const int ta = a->type & 0xFF, tb = b->type & 0xFF;
+    if (ta != tb) return false;
+    switch (ta) {
+    case cJSON_Number:
+        return a->valuedouble == b->valuedouble &&
+               signbit(a->valuedouble) == signbit(b->valuedouble);
+    case cJSON_String:
+    case cJSON_Raw:
+        return a->valuestring && b->valuestring && !strcmp(a->valuestring, b->valuestring);
+    case cJSON_Array:
+    case cJSON_Object: {
+        const cJSON *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next)
+            if ((ta == cJSON_Object && (!x->string || !y->string || strcmp(x->string, y->string))) ||
+                !same_json(x, y))
+                return false;
+        return !x && !y;
+    }
+    default: /* false, true, null */
+        return true;
+    }
+}
+
 /* A shape as a part writes it: an array of at most FP4_MAX_RANK whole numbers in [0, 4e18]. */
 static bool shape_ok(const cJSON *a)
 {
@@ -389,21 +419,21 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
     static const char *const keys[] = {"schema", "tool", "command", "config"};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
         const cJSON *x = get(a->doc, keys[k]), *y = get(b->doc, keys[k]);
-        if ((x || y) && !cJSON_Compare(x, y, true)) { /* absent in both: an audit's config */
+        if ((x || y) && !same_json(x, y)) { /* absent in both: an audit's config */
             *what = keys[k];
             return false;
         }
     }
-    if (!gemm && !cJSON_Compare(get(a->doc, "input"), get(b->doc, "input"), true)) {
+    if (!gemm && !same_json(get(a->doc, "input"), get(b->doc, "input"))) {
         *what = "input";
         return false;
     }
     if (!gemm && (get(a->doc, "skipped") || get(b->doc, "skipped")) &&
-        !cJSON_Compare(get(a->doc, "skipped"), get(b->doc, "skipped"), true)) {
+        !same_json(get(a->doc, "skipped"), get(b->doc, "skipped"))) {
         *what = "skipped list";
         return false;
     }
-    if (gemm && !cJSON_Compare(get(a->shard, "layers"), get(b->shard, "layers"), true)) {
+    if (gemm && !same_json(get(a->shard, "layers"), get(b->shard, "layers"))) {
         *what = "input (layers)";
         return false;
     }
@@ -411,7 +441,7 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
         *what = "layers' inputs (shard.inputs)";
         return false;
     }
-    if (a->audit && !cJSON_Compare(get(a->shard, "names"), get(b->shard, "names"), true)) {
+    if (a->audit && !same_json(get(a->shard, "names"), get(b->shard, "names"))) {
         *what = "selection (shard.names)";
         return false;
     }
@@ -420,7 +450,7 @@ static bool same_run(const part *a, const part *b, bool gemm, const char **what)
         return false;
     }
     if (!gemm && !a->audit &&
-        !cJSON_Compare(get(a->shard, "dtypes"), get(b->shard, "dtypes"), true)) {
+        !same_json(get(a->shard, "dtypes"), get(b->shard, "dtypes"))) {
         *what = "selection's dtypes (shard.dtypes)";
         return false;
     }
@@ -831,13 +861,13 @@ static fp4_status check_rendered(const char *text, const unit *t, int nt, const 
     fp4_status st = FP4_OK;
     const cJSON *ts = get(doc, "tensors"), *es = get(doc, "errors");
     for (int i = 0; i < nt && st == FP4_OK; i++)
-        if (!cJSON_Compare(cJSON_GetArrayItem(ts, i), t[i].obj, true))
+        if (!same_json(cJSON_GetArrayItem(ts, i), t[i].obj))
             st = fp4_error(FP4_ERR_INPUT, "%s: tensor %s does not re-render as written (a part "
                                           "of another fp4diag build, or edited?)",
                            p[t[i].part].name,
                            cJSON_IsString(get(t[i].obj, "name")) ? get(t[i].obj, "name")->valuestring : "?");
     for (int i = 0; i < ne && st == FP4_OK; i++)
-        if (!cJSON_Compare(cJSON_GetArrayItem(es, i), e[i].obj, true))
+        if (!same_json(cJSON_GetArrayItem(es, i), e[i].obj))
             st = fp4_error(FP4_ERR_INPUT, "%s: an errors entry does not re-render as written",
                            p[e[i].part].name);
     cJSON_Delete(doc);
@@ -1045,8 +1075,7 @@ out:
 
 /* A visible number against the value v it was printed from (null when v is not finite): cJSON
  * prints 15 significant digits whenever they read back within one DBL_EPSILON of v (relative),
- * so equal within that, as cJSON_Compare (check_rendered) takes numbers; `rel` widens it for a
- * value recomputed from printed ones. */
+ * so equal within that; `rel` widens it for a value recomputed from printed ones. */
 static bool num_matches(const cJSON *shown, double v, double rel)
 {
     if (!isfinite(v)) return cJSON_IsNull(shown);
@@ -1231,7 +1260,7 @@ static bool rht_matches(const cJSON *shown, const cJSON *cfg, const char *path)
     const cJSON *sz = get(shown, "size"), *sg = get(shown, "signs");
     return cJSON_IsObject(shown) && cJSON_GetArraySize(shown) == 2 &&
            same_num(sz, get(cfg, "rht_size")) && cJSON_IsString(sg) &&
-           cJSON_Compare(sg, get(cfg, "rht_signs"), true);
+           same_json(sg, get(cfg, "rht_signs"));
 }
 
 /* Whether the run named its operands itself (--x, --w, --dy; their datasets then any). */
@@ -1289,7 +1318,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
     const bool named = gemm_named_operands(pt);
     if (!keys_exactly(L, lkeys, NULL)) return "layer keys";
     if (!cJSON_IsString(get(L, "recipe")) ||
-        !cJSON_Compare(get(L, "recipe"), get(cfg, "recipe"), true))
+        !same_json(get(L, "recipe"), get(cfg, "recipe")))
         return "recipe";
     /* the operand shapes: x M x K, w N x K, dy M x N, as the run reads M, N, K */
     const cJSON *sx = get(get(in, "x"), "shape"), *sw = get(get(in, "w"), "shape"),
@@ -1349,7 +1378,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
         if (!rht_matches(get(y, "rht"), cfg, pn->valuestring)) return "paths[].rht";
         const cJSON *ops = get(y, "operands"), *fy = NULL, *f;
         cJSON_ArrayForEach(f, first)
-            if (cJSON_Compare(get(f, "path"), pn, true)) fy = f;
+            if (same_json(get(f, "path"), pn)) fy = f;
         for (int q = 0; q < 2; q++) {
             const cJSON *op = cJSON_GetArrayItem(ops, q), *nm = get(op, "name");
             const fp4_gemm_tensor tt = q ? sh.b : sh.a;
@@ -1361,17 +1390,16 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
                 cJSON_IsTrue(get(op, "transposed")) != (q ? sh.b_transposed : sh.a_transposed) ||
                 !cJSON_IsBool(get(op, "transposed")))
                 return "operands[].name, transposed";
-            if (!cJSON_Compare(get(op, "format"), cJSON_GetArrayItem(get(cfg, "formats"), 0),
-                               true) ||
+            if (!same_json(get(op, "format"), cJSON_GetArrayItem(get(cfg, "formats"), 0)) ||
                 cJSON_GetArraySize(get(cfg, "formats")) != 1)
                 return "operands[].format";
-            if (!cJSON_Compare(get(op, "scale"), get(cfg, "scale"), true))
+            if (!same_json(get(op, "scale"), get(cfg, "scale")))
                 return "operands[].scale";
             if (!same_num(get(op, "block"), get(cfg, "block")) || dim_of(get(op, "block")) < 0)
                 return "operands[].block";
             if (!cJSON_IsBool(get(op, "weight_2d"))) return "operands[].weight_2d";
-            if (!cJSON_Compare(get(op, "rht"), get(y, "rht"), true)) return "operands[].rht";
-            if (!cJSON_Compare(rnd, get(get(cfg, "rounding"), tn), true))
+            if (!same_json(get(op, "rht"), get(y, "rht"))) return "operands[].rht";
+            if (!same_json(rnd, get(get(cfg, "rounding"), tn)))
                 return "operands[].rounding";
             if (sr) {
                 const cJSON *ss = get(op, "sr_stream");
@@ -1417,7 +1445,7 @@ static const char *gemm_layer_fields(const part *pt, const cJSON *L, const cJSON
                 static const char *const same[] = {"weight_2d", "rht",   "rounding",
                                                    "format",    "block", "scale"};
                 for (size_t w = 0; w < sizeof same / sizeof *same; w++)
-                    if (!cJSON_Compare(get(op, same[w]), get(fo, same[w]), true))
+                    if (!same_json(get(op, same[w]), get(fo, same[w])))
                         return "operands[] (another configuration than the first layer's)";
             }
         }
@@ -2181,7 +2209,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
     }
     for (int i = 1; i < n && cJSON_IsString(get(doc, "device")); i++) {
         const cJSON *d = get(p[i].doc, "device");
-        if (!cJSON_Compare(d, get(doc, "device"), true) &&
+        if (!same_json(d, get(doc, "device")) &&
             !cJSON_ReplaceItemInObjectCaseSensitive(doc, "device", cJSON_CreateString("cpu+cuda"))) {
             st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
             goto out;

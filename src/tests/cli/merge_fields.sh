@@ -162,6 +162,11 @@ edit q0.json k_note.json 'd["verdict"] = {"winner": "FORGED"}'
 bad audit_extra_key "k_note.json: top-level key \"verdict\" is not one an audit run writes" k_note.json q1.json
 edit q1.json k_note1.json 'd["note"] = "FORGED"'
 bad audit_extra_key1 "k_note1.json: top-level key \"note\"" q0.json k_note1.json
+# the skipped list is compared exactly too: a dim spelled 1e999 (inf) is not any number
+edit q0.json k_skinf.json 'd["skipped"][1]["shape"][0] = 1234567.25'
+sed -i 's/1234567\.25/1e999/' k_skinf.json
+grep -q '1e999' k_skinf.json || fail "k_skinf: the edit did not take"
+bad skipped_inf "q1.json is not a share of the run of k_skinf.json: its skipped list differs" k_skinf.json q1.json
 # provenance (SPEC §9): the merge's own, inputs from the parts' fingerprints, never a part's
 # copy: a part's forged input size, hash, version and build do not reach the merged report
 # provcheck MERGED UNEDITED WHAT: the two provenances equal but for their time
@@ -230,6 +235,14 @@ gbad in_w_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["w"]'
 gbad in_dy_gone 'inputs (the tensors its paths read)' 'del L["inputs"]["dy"]'
 gbad key 'layer keys' 'L["note"] = "forged"'
 gbad op_key 'operands\[\] keys' 'A["note"] = "forged"'
+# what parts must hold alike is compared exactly: a config number spelled 1e999 (read as inf)
+# or one next double away is not the run's (the merged gemm report keeps part 0's config)
+edit g0.json g_seed.json 'd["config"]["seed"] = 1234567.25'
+sed -i 's/1234567\.25/-1e999/' g_seed.json
+grep -q '"seed": -1e999' g_seed.json || fail "g_seed: the edit did not take"
+bad gemm_config_inf "g1.json is not a share of the run of g_seed.json: its config differs" g_seed.json g1.json
+edit g0.json g_mem.json 'import math; c = d["config"]; c["mem_limit"] = math.nextafter(c["mem_limit"], math.inf)'
+bad gemm_config_ulp "g1.json is not a share of the run of g_mem.json: its config differs" g_mem.json g1.json
 edit g0.json pv_g.json "$pv"
 "$FP4DIAG" merge pv_g.json g1.json -o pvm_g.json 2>err || { cat err; fail "gemm provenance: merge"; }
 provcheck pvm_g.json okg.json "gemm"
