@@ -145,6 +145,8 @@ typedef struct fp4d_result fp4d_result;
  * rank or type (a name given exactly is always analysed, SPEC §8). FP4D_ERR_INPUT "FILE: NAME:
  * no such dataset", "... is a group, not a dataset", or the tensor's read error;
  * FP4D_ERR_USAGE for a configuration the tensor does not take (--axis out of range, ...);
+ * FP4D_ERR_USAGE for an already-quantized NVFP4/MXFP4 tensor by its logical name or a member
+ * of one, with fp4d_read_f32's message (an FP8 weight is analysed as stored, as `sqnr` does);
  * FP4D_ERR_DEVICE for --device cuda without a GPU. Free the result with fp4d_result_free. */
 fp4d_status fp4d_analyze(fp4d_input *in, const char *tensor, const fp4d_config *cfg,
                          fp4d_result **out);

@@ -413,7 +413,9 @@ class Input:
         return out
 
     def analyze(self, name, **options):
-        """The tensor's entry of `fp4diag sqnr OPTIONS FILE NAME`'s report, as a dict."""
+        """The tensor's entry of `fp4diag sqnr OPTIONS FILE NAME`'s report, as a dict. An
+        already-quantized tensor (dtype "nvfp4"/"mxfp4", by its listed name) or a member of one
+        raises what read() raises (UsageError, its message); InputError for a missing name."""
         cfg = _Config(options)
         res = _lib.ctypes.c_void_p()
         with _lib.lock:

@@ -6,8 +6,10 @@ Run from the repository root: FP4DIAG=./fp4diag FP4DIAG_LIBRARY=build/libfp4diag
 PYTHONPATH=python python3 -m unittest discover -s python/tests -v
 (src/tests/cli/python_api.sh does this in `make check`). torch parts skip without torch.
 """
+import glob
 import json
 import os
+import struct
 import shutil
 import subprocess
 import sys
@@ -46,6 +48,13 @@ def cli(*args, check=True):
 
 def cli_json(*args):
     return json.loads(cli(*args, "--json").stdout)
+
+
+def st_names(path):
+    """The tensor names a safetensors file stores (its header's keys)."""
+    with open(path, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        return [k for k in json.loads(fh.read(n)) if k != "__metadata__"]
 
 
 def argv(**options):
@@ -726,6 +735,41 @@ class Inputs(unittest.TestCase):
                     self.assertIn(t.name, msg)
                     self.assertIn("already-quantized", msg)
                     self.assertIn("fp4diag audit SOURCE QUANTIZED", msg)
+
+    def test_analyze_refuses_quantized_as_read(self):
+        # analyze() of an already-quantized tensor (its logical name, as names() lists it) or
+        # of a member of one says what read() says and raises its class, for every export
+        # kind: not "no such tensor" (compressed-tensors, gpt-oss store no tensor under the
+        # logical name) nor the CLI's skip reason (ModelOpt)
+        dirs = sorted(os.path.dirname(p) for p in
+                      glob.glob(os.path.join(QDIR, "*", "model.safetensors"))
+                      + glob.glob(os.path.join(QDIR, "producer", "*", "model.safetensors")))
+        producers, seen = set(), 0
+        for d in dirs:
+            with fp4diag.open(d) as f:
+                listed = set(f.names())
+                q = [t.name for t in f if t.dtype in ("nvfp4", "mxfp4")]
+                members = [n for n in st_names(os.path.join(d, "model.safetensors"))
+                           if n not in listed]
+                for name in q + members:
+                    with self.subTest(d=os.path.relpath(d, QDIR), name=name):
+                        with self.assertRaises(fp4diag.Error) as r:
+                            f.read(name)
+                        with self.assertRaises(fp4diag.Error) as a:
+                            f.analyze(name, format="e2m1")
+                        self.assertIs(type(a.exception), type(r.exception))
+                        self.assertEqual(str(a.exception), str(r.exception))
+                        self.assertIsInstance(a.exception, fp4diag.UsageError)
+                        if name in q:
+                            self.assertIn("already-quantized", str(a.exception))
+                            producers.add(str(a.exception).split("(")[1].split(")")[0])
+                        seen += 1
+        self.assertEqual(producers, {"modelopt", "compressed-tensors", "gpt-oss"})
+        self.assertGreater(seen, 50)
+        # an FP8 weight is analysed as `fp4diag sqnr FILE NAME` analyses it (read refuses it)
+        with fp4diag.open(os.path.join(QDIR, "producer", "modelopt_mixed")) as f:
+            e = f.analyze("model.layers.0.mlp.down_proj.weight", format="e2m1")
+            self.assertEqual(e["dtype"], "f8_e4m3")
 
     def test_report_is_the_cli_report(self):
         for opts, sel in (({}, []), ({"format": "nvfp4", "rht": "both", "exclude": ["*fc2*"]},

@@ -159,9 +159,10 @@ fp4d_status fp4d_tensor_get(const fp4d_input *in, int i, fp4d_tensor_info *out)
 }
 
 /* A member of an already-quantized tensor (packed codes, block scales, tensor or input
- * scale; an FP8 weight or its scales: SPEC §10) is stored bytes, not the values of a tensor:
- * read as numbers they would be codes. FP4_ERR_USAGE naming it and what it is. */
-static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d)
+ * scale; with `fp8`, an FP8 weight or its scales too: SPEC §10) is stored bytes, not the
+ * values of a tensor: read as numbers they would be codes. FP4_ERR_USAGE naming it and what
+ * it is. */
+static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d, bool fp8)
 {
     if (!in->scanned) {
         fp4_status st = fp4_quant_scan(in->src, &in->qs);
@@ -183,7 +184,7 @@ static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d)
                          q->name, fp4_qproducer_name(q->producer));
     }
     char why[320];
-    if (fp4_quant_fp8_role(&in->qs, name, why, sizeof why))
+    if (fp8 && fp4_quant_fp8_role(&in->qs, name, why, sizeof why))
         return fp4_error(FP4_ERR_USAGE, "%s: %s: %s; not read as values (`fp4diag audit` "
                                         "covers NVFP4/MXFP4 exports)", file, name, why);
     return FP4_OK;
@@ -191,7 +192,9 @@ static fp4_status refuse_quantized(fp4d_input *in, const fp4_tensor_desc *d)
 
 /* An already-quantized tensor named by its logical name, as fp4d_tensor_get lists it
  * (compressed-tensors' <m>.weight is stored under no tensor of that name; ModelOpt's is its
- * packed codes): FP4_ERR_USAGE saying what it is and what measures it; else FP4_OK. */
+ * packed codes): FP4_ERR_USAGE saying what it is and what measures it, and its problem when
+ * it has one (a member missing, a config the tensors contradict); else FP4_OK. The one
+ * refusal of fp4d_read_f32 and fp4d_analyze. */
 static fp4_status refuse_logical(const fp4d_input *in, const char *tensor)
 {
     while (*tensor == '/') tensor++;
@@ -201,12 +204,27 @@ static fp4_status refuse_logical(const fp4d_input *in, const char *tensor)
         return fp4_error(FP4_ERR_USAGE,
                          "%s: %s: an already-quantized %s tensor (%s): its stored 4-bit codes "
                          "and block scales are not values to read; `fp4diag audit SOURCE "
-                         "QUANTIZED` decodes it and measures it against its source",
+                         "QUANTIZED` decodes it and measures it against its source%s%s",
                          fp4_source_file(in->src), q->name,
                          q->format == FP4_QF_NVFP4 ? "NVFP4" : "MXFP4",
-                         fp4_qproducer_name(q->producer));
+                         fp4_qproducer_name(q->producer), q->problem[0] ? "; its problem: " : "",
+                         q->problem);
     }
     return FP4_OK;
+}
+
+/* What fp4d_read_f32 and fp4d_analyze refuse before reading: an already-quantized tensor by
+ * its logical name or a member of one (FP4_ERR_USAGE, the same message from both), with
+ * `fp8` an FP8 weight or its scales too (which `fp4diag sqnr` analyses as stored); a name
+ * the input does not hold (FP4_ERR_INPUT). *d described when FP4_OK (free it with
+ * fp4_tensor_desc_free either way). */
+static fp4_status refuse_stored(fp4d_input *in, const char *tensor, bool fp8,
+                                fp4_tensor_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    FP4_TRY(refuse_logical(in, tensor));
+    FP4_TRY(fp4_source_describe(in->src, tensor, d));
+    return refuse_quantized(in, d, fp8);
 }
 
 fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_t n)
@@ -215,12 +233,8 @@ fp4d_status fp4d_read_f32(fp4d_input *in, const char *tensor, float *out, int64_
     if (!in || !tensor || (!out && n > 0))
         return ret(fp4_error(FP4_ERR_USAGE, "fp4d_read_f32: %s is NULL",
                              !in ? "the input" : !tensor ? "the tensor name" : "out"));
-    const fp4_status lq = refuse_logical(in, tensor);
-    if (lq != FP4_OK) return ret(lq);
     fp4_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    fp4_status st = fp4_source_describe(in->src, tensor, &d);
-    if (st == FP4_OK) st = refuse_quantized(in, &d);
+    fp4_status st = refuse_stored(in, tensor, true, &d);
     if (st == FP4_OK && d.nelems != n)
         st = fp4_error(FP4_ERR_USAGE, "%s: %s: has %lld elements, the buffer %lld",
                        fp4_source_file(in->src), d.name ? d.name : tensor,
@@ -298,10 +312,11 @@ fp4d_status fp4d_analyze(fp4d_input *in, const char *tensor, const fp4d_config *
     if (!in || !tensor || !cfg)
         return ret(fp4_error(FP4_ERR_USAGE, "fp4d_analyze: %s is NULL",
                              !in ? "the input" : !tensor ? "the tensor name" : "the config"));
-    /* exactly one tensor: a group or a glob is refused before anything is read */
+    /* exactly one tensor: a group or a glob is refused before anything is read, and an
+     * NVFP4/MXFP4 tensor or member as fp4d_read_f32 refuses it (its message; an FP8 weight
+     * is analysed as `fp4diag sqnr FILE NAME` analyses it) */
     fp4_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    fp4_status st = fp4_source_describe(in->src, tensor, &d);
+    fp4_status st = refuse_stored(in, tensor, false, &d);
     fp4_tensor_desc_free(&d);
     if (st != FP4_OK) return ret(st);
     return ret(analyse(in->src, tensor, cfg, out));

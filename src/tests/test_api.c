@@ -132,17 +132,19 @@ static void test_analyze_errors(void **state)
     fp4d_result_free(r);
     fp4d_config_free(c);
     fp4d_close(in);
-    /* an already-quantized tensor is reported, never analysed (SPEC §10): its reason, not
-     * "no tensor analysed" */
+    /* an already-quantized tensor is never analysed (SPEC §10): refused as fp4d_read_f32
+     * refuses it (FP4D_ERR_USAGE, its message), not "no tensor analysed" */
     assert_int_equal(fp4d_open("testdata/quantized/modelopt_nvfp4", &in), FP4D_OK);
     assert_int_equal(fp4d_config_parse("--format e2m1", &c), FP4D_OK);
     r = (fp4d_result *)1;
     assert_int_equal(fp4d_analyze(in, "model.layers.0.self_attn.q_proj.weight", c, &r),
-                     FP4D_ERR_INPUT);
+                     FP4D_ERR_USAGE);
     assert_null(r);
-    assert_non_null(strstr(fp4d_last_error(), "model.layers.0.self_attn.q_proj.weight: already "
-                                              "quantized (NVFP4, modelopt): audit needs the "
-                                              "source"));
+    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: an already-quantized NVFP4 tensor "
+                                              "(modelopt): its stored 4-bit codes"));
+    assert_int_equal(fp4d_analyze(in, "model.layers.0.self_attn.q_proj.weight_scale", c, &r),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "the block scales"));
     /* listed as `fp4diag ls` lists it: the logical tensor (dtype nvfp4, its logical shape),
      * its members (the scales) not at all */
     bool found = false;
@@ -173,7 +175,6 @@ static void test_analyze_errors(void **state)
                      FP4D_ERR_USAGE);
     assert_non_null(strstr(fp4d_last_error(), "the tensor scale"));
     assert_int_equal(fp4d_read_f32(in, "model.norm.weight", buf, 64), FP4D_OK);
-    fp4d_config_free(c);
     fp4d_close(in);
     /* compressed-tensors stores <m>.weight under no tensor of that name: the logical name is
      * still the quantized tensor, not "no such tensor" */
@@ -182,6 +183,21 @@ static void test_analyze_errors(void **state)
                      FP4D_ERR_USAGE);
     assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: an already-quantized NVFP4 tensor "
                                               "(compressed-tensors)"));
+    /* and analysed the same way: refused as read refuses it, not "no such tensor" */
+    r = (fp4d_result *)1;
+    assert_int_equal(fp4d_analyze(in, "model.layers.0.self_attn.q_proj.weight", c, &r),
+                     FP4D_ERR_USAGE);
+    assert_null(r);
+    assert_non_null(strstr(fp4d_last_error(), "q_proj.weight: an already-quantized NVFP4 tensor "
+                                              "(compressed-tensors)"));
+    fp4d_close(in);
+    /* a tensor with a problem (its tensor scale missing): the refusal names the problem */
+    assert_int_equal(fp4d_open("testdata/quantized/bad_partners", &in), FP4D_OK);
+    assert_int_equal(fp4d_analyze(in, "model.layers.0.self_attn.q_proj.weight", c, &r),
+                     FP4D_ERR_USAGE);
+    assert_non_null(strstr(fp4d_last_error(), "(modelopt): its stored 4-bit codes"));
+    assert_non_null(strstr(fp4d_last_error(), "; its problem: weight_scale_2 missing"));
+    fp4d_config_free(c);
     fp4d_close(in);
 }
 
