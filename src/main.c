@@ -28,8 +28,7 @@ const fp4_command fp4_commands[] = {
      fp4_usage_bias},
     {"buckets", cmd_buckets, "code histograms and effective bucket ratios B15, B8",
      fp4_usage_buckets},
-    {"rht", cmd_rht, "each format with and without the Random Hadamard Transform, side by side",
-     fp4_usage_rht},
+    {"rht", cmd_rht, "each format with and without the Random Hadamard Transform", fp4_usage_rht},
     {"grid", cmd_grid, "a format's levels, bin widths and analytic bias (no input file)",
      fp4_usage_grid},
     {"gemm", cmd_gemm, "FPROP/DGRAD/WGRAD output SQNR under the UFP4 and E2M1 recipes",
@@ -38,7 +37,7 @@ const fp4_command fp4_commands[] = {
      fp4_usage_compare},
     {"merge", cmd_merge, "join the partial reports of --shard I/N runs into one report",
      fp4_usage_merge},
-    {"audit", cmd_audit, "an NVFP4/MXFP4 checkpoint against its source: SQNR, RTN, scales, layout",
+    {"audit", cmd_audit, "an NVFP4/MXFP4 export against its source: SQNR, RTN, scales, layout",
      fp4_usage_audit},
 };
 const int fp4_ncommands = (int)(sizeof fp4_commands / sizeof fp4_commands[0]);
@@ -59,7 +58,7 @@ void fp4_print_usage(const char *name)
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: fp4diag [--version] [--help] COMMAND [OPTIONS] [ARGS]\n\n"
-                 "4-bit quantization diagnostics for tensors in " FP4_INPUT_FORMATS " files.\n\n"
+                 "4-bit quantization diagnostics\nfor tensors in " FP4_INPUT_FORMATS " files.\n\n"
                  "commands:\n");
     for (int i = 0; i < fp4_ncommands; i++)
         fprintf(out, "  %-9s %s\n", fp4_commands[i].name, fp4_commands[i].summary);

@@ -10,18 +10,21 @@
 const char fp4_usage_grid[] =
     "usage: fp4diag grid [--format LIST|all] [-o FILE] [--json] [-q] [-v]\n"
     "\n"
-    "The levels q_0..q_7 of each format in normalized units (t = |x|/s), their RTNE bins\n"
-    "[q - l, q + r] (closed for even codes: ties go to the even code), half-widths l and r,\n"
-    "bin width, and the analytic conditional bias (l - r)/2, absolute and relative to q.\n"
-    "uniform_mean_error is E[rho(t) - t] for t uniform on [0, g_max] (exactly 0).\n"
-    "On a terminal (no -o, no --json) the table goes to stdout; otherwise the JSON report goes\n"
-    "to stdout (or -o FILE), the table to stdout with -o FILE on a terminal (stderr: -v).\n"
-    "Default --format e2m1,e1m2,int4; 'all' adds e3m0. The grid depends on the format alone:\n"
-    "the other analysis options (--scale, --block, --rht, ...) are usage errors here.\n"
-    "\noptions:\n" FP4_OPTHELP_FORMAT
+    "The levels q_0..q_7 of each format in normalized units (t = |x|/s), their RTNE\n"
+    "bins [q - l, q + r] (closed for even codes: ties go to the even code),\n"
+    "half-widths l and r, bin width, and the analytic conditional bias (l - r)/2,\n"
+    "absolute and relative to q. uniform_mean_error is E[rho(t) - t] for t uniform on\n"
+    "[0, g_max] (exactly 0). On a terminal (no -o, no --json) the table goes to\n"
+    "stdout; otherwise the JSON report goes to stdout (or -o FILE), the table to\n"
+    "stdout with -o FILE on a terminal (stderr: -v). Default --format e2m1,e1m2,int4;\n"
+    "'all' adds e3m0. The grid depends on the format alone: the other analysis\n"
+    "options (--scale, --block, --rht, ...) are usage errors here.\n"
+    "\n"
+    "options:\n" FP4_OPTHELP_FORMAT
     "  -o FILE             write the JSON report to FILE (default stdout)\n"
     "  --json              the JSON report on stdout even when it is a terminal\n"
-    "  -q                  quiet: no table (on a terminal without -o/--json: no output at all)\n"
+    "  -q                  quiet: no table (on a terminal without -o or --json: no\n"
+    "                      output at all)\n"
     "  -v                  the table on stderr beside the JSON report\n"
     "  -h, --help          this help\n";
 

@@ -15,22 +15,26 @@
 const char fp4_usage_merge[] =
     "usage: fp4diag merge [OPTIONS] PART.json...\n"
     "\n"
-    "Join the partial reports of one run's shares (each made with --shard I/N by sqnr, bias,\n"
-    "buckets, rht, gemm or audit) into the report one process would have written: tensors (layers)\n"
-    "in the same order, the pooled summary bit for bit, errors kept; only \"timing\" differs\n"
-    "(the slowest part's seconds, the parts' bytes summed). The parts must come from the same\n"
-    "command line apart from --shard and -o, the same options, input and fp4diag version,\n"
-    "with every share 0..N-1 given once; its \"argv\" is theirs without --shard, with this\n"
-    "-o.\n"
-    "\noptions:\n"
-    "  -o FILE             write the merged report to FILE (default stdout; on a terminal\n"
-    "                      the merged run's table there instead: an audit's pooled line)\n"
+    "Join the partial reports of one run's shares (each made with --shard I/N by\n"
+    "sqnr, bias, buckets, rht, gemm or audit) into the report one process would have\n"
+    "written: tensors (layers) in the same order, the pooled summary bit for bit,\n"
+    "errors kept; only \"timing\" differs (the slowest part's seconds, the parts' bytes\n"
+    "summed). The parts must come from the same command line apart from --shard and\n"
+    "-o, the same options, input and fp4diag version, with every share 0..N-1 given\n"
+    "once; its \"argv\" is theirs without --shard, with this -o.\n"
+    "\n"
+    "options:\n"
+    "  -o FILE             write the merged report to FILE (default stdout; on\n"
+    "                      a terminal the merged run's table there instead: an\n"
+    "                      audit's pooled line)\n"
     "  --json              the merged report on stdout even when it is a terminal\n"
     "  -q                  quiet: no table\n"
     "  -v                  the table on stderr beside the JSON report\n"
     "  -h, --help          this help\n"
-    "\nExit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given twice or\n"
-    "missing (all named), or the merged report holds errors entries (as the run would exit).\n";
+    "\n"
+    "Exit status: 0 ok, 2 usage, 3 a part unreadable, foreign (another run), given\n"
+    "twice or missing (all named), or the merged report holds errors entries (as\n"
+    "the run would exit).\n";
 
 fp4_status cmd_merge(int argc, char **argv)
 {

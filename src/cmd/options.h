@@ -76,14 +76,16 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
 /* The help text of the shared options (for the commands' usage strings), in pieces so a
  * command lists only the options that change something for it. */
 #define FP4_OPTHELP_FORMAT                                                                     \
-    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M (any case);\n"     \
-    "                      nvfp4 = e2m1 with nvfp4 scales, mxfp4 = e2m1 with mxfp4 scales\n"  \
-    "                      (default e2m1,e1m2,int4; all = e2m1,e1m2,int4,e3m0; repeats merged)\n"
+    "  --format LIST|all   4-bit grids: e2m1, e1m2, int4, e3m0, e2m1:max=M (any\n"             \
+    "                      case); nvfp4 = e2m1 with nvfp4 scales, mxfp4 = e2m1 with\n"         \
+    "                      mxfp4 scales (default e2m1,e1m2,int4;\n"                            \
+    "                      all = e2m1,e1m2,int4,e3m0; repeats merged)\n"
 #define FP4_OPTHELP_SCALE                                                                      \
     "  --scale MODE        fp32 (default), nvfp4, mxfp4, tensor\n"                             \
-    "  --block N           elements per block for fp32 (default 16); nvfp4 is fixed at 16,\n"  \
-    "                      mxfp4 at 32 (another N is a usage error); with --scale tensor it\n"  \
-    "                      is only the RHT/padding granule (one scale for the tensor)\n"
+    "  --block N           elements per block for fp32 (default 16); nvfp4 is fixed\n"         \
+    "                      at 16, mxfp4 at 32 (another N is a usage error); with\n"            \
+    "                      --scale tensor it is only the RHT/padding granule (one\n"           \
+    "                      scale for the tensor)\n"
 #define FP4_OPTHELP_AXIS                                                                       \
     "  --axis A            block axis, negative from the end (default -1, the last)\n"         \
     "  --rounding R        rtne (default) or sr\n"
@@ -99,45 +101,54 @@ fp4_status fp4_parse_size(const char *s, int64_t *out);
     "  --weight-2d         nvfp4 only: one block scale per 16x16 tile\n"
 #define FP4_OPTHELP_LAYERS                                                                     \
     "  --layers K          also report compound shrinkage over K layers\n"                     \
-    "  --error-split       also the error split (rtne): flushed, scale and grid rounding\n"
+    "  --error-split       also the error split (rtne): flushed, scale\n"                      \
+    "                      and grid rounding\n"
 #define FP4_OPTHELP_RUN                                                                        \
     "  --threads N         CPU threads (default 0 = all cores)\n"                              \
     "  --device D          cpu, cuda or auto (default auto)\n"                                 \
     "  --mem-limit SIZE    bound on tensor memory: bytes, 512M, 1G (default 1G)\n"
 #define FP4_OPTHELP_SELECT                                                                     \
-    "  --all-tensors       every numeric tensor, whatever its rank or type (default: the\n"    \
-    "                      floating-point tensors of rank >= 2 that 4-bit recipes quantize;\n" \
-    "                      the rest is listed as skipped; a tensor named exactly always runs)\n" \
-    "  --all-weights       also the weights recipes keep in high precision: embeddings,\n"     \
-    "                      lm_head, norms, MoE routers, biases, the checkpoint's own\n"       \
-    "                      exclude list (default: listed as kept, not analysed)\n"            \
-    "  --exclude GLOB      leave out tensors matching GLOB (name, group or glob; repeatable)\n"
+    "  --all-tensors       every numeric tensor, whatever its rank or type (default:\n"        \
+    "                      the floating-point tensors of rank >= 2 that 4-bit recipes\n"       \
+    "                      quantize; the rest is listed as skipped; a tensor named\n"          \
+    "                      exactly always runs)\n"                                             \
+    "  --all-weights       also the weights recipes keep in high precision:\n"                 \
+    "                      embeddings, lm_head, norms, MoE routers, biases,\n"                 \
+    "                      the checkpoint's own exclude list (default: listed as\n"            \
+    "                      kept, not analysed)\n"                                              \
+    "  --exclude GLOB      leave out tensors matching GLOB (name, group or\n"                  \
+    "                      glob; repeatable)\n"
 #define FP4_OPTHELP_SHARD                                                                      \
-    "  --shard I/N         share I of N (0 <= I < N) of the selected tensors, balanced by\n"   \
-    "                      element count; 'fp4diag merge' joins the N partial reports\n"
+    "  --shard I/N         share I of N (0 <= I < N) of the selected tensors,\n"               \
+    "                      balanced by element count; 'fp4diag merge' joins\n"                 \
+    "                      the N partial reports\n"
 #define FP4_OPTHELP_IO                                                                         \
-    "  --allow-external    read files the input names outside its directory tree: HDF5\n"     \
-    "                      external links/storage/virtual-dataset sources, safetensors and\n" \
-    "                      PyTorch shards, directory entries symlinked out (regular only)\n" \
-    "  -o FILE             write the JSON report to FILE (never over an input); without -o\n"  \
-    "                      the JSON goes to stdout, or, when stdout is a terminal, the table\n" \
-    "  --json              the JSON report on stdout even when it is a terminal\n"            \
+    "  --allow-external    read files the input names outside its directory tree:\n"           \
+    "                      HDF5 external links/storage/virtual-dataset sources,\n"             \
+    "                      safetensors and PyTorch shards, directory entries\n"                \
+    "                      symlinked out (regular only)\n"                                     \
+    "  -o FILE             write the JSON report to FILE (never over an input);\n"             \
+    "                      without -o the JSON goes to stdout, or, when stdout is\n"           \
+    "                      a terminal, the table\n"                                            \
+    "  --json              the JSON report on stdout even when it is a terminal\n"             \
     "  -q                  quiet: no progress, no table\n"                                     \
-    "  -v, -vv             every row of the table (over 24 tensors: the verdict and the top\n" \
-    "                      24 by default), the table on stderr beside the JSON report, and\n"  \
-    "                      progress lines when stderr is not a terminal; -vv adds HDF5's own\n" \
-    "                      error stack\n"                                                      \
+    "  -v, -vv             every row of the table (over 24 tensors: the verdict and\n"         \
+    "                      the top 24 by default), the table on stderr beside\n"               \
+    "                      the JSON report, and progress lines when stderr is not\n"           \
+    "                      a terminal; -vv adds HDF5's own error stack\n"                      \
     "  -h, --help          this help\n"
 #define FP4_OPTHELP_RANK                                                                       \
-    "  --rank-by R         the verdict's ranking, worst first (SPEC 5.1): gap (default;\n"   \
-    "                      best-worst SQNR), sqnr (lowest), delta (largest |delta|),\n"      \
-    "                      underflow (largest underflow %), sqnr-nonamax (lowest SQNR of\n"  \
-    "                      the values not their block's amax), maxerr (largest max abs\n"    \
-    "                      error / amax), relerr (largest p99 relative error)\n"
+    "  --rank-by R         the verdict's ranking, worst first (SPEC 5.1): gap\n"               \
+    "                      (default; best-worst SQNR), sqnr (lowest), delta (largest\n"        \
+    "                      |delta|), underflow (largest underflow %), sqnr-nonamax\n"          \
+    "                      (lowest SQNR of the values not their block's amax), maxerr\n"       \
+    "                      (largest max abs error / amax), relerr (largest\n"                  \
+    "                      p99 relative error)\n"
 #define FP4_OPTHELP_EMIT                                                                       \
-    "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high precision\n"  \
-    "                      (SPEC 9) to FILE as FORMAT: modelopt (exclude_modules JSON) or\n"  \
-    "                      llm-compressor (ignore: YAML), ready to paste\n"
+    "  --emit-exclude FORMAT:FILE  write the verdict's tensors to keep in high\n"              \
+    "                      precision (SPEC 9) to FILE as FORMAT: modelopt\n"                   \
+    "                      (exclude_modules JSON) or llm-compressor (ignore:\n"                \
+    "                      YAML), ready to paste\n"
 #define FP4_OPTIONS_HELP                                                                       \
     FP4_OPTHELP_FORMAT FP4_OPTHELP_SCALE FP4_OPTHELP_AXIS FP4_OPTHELP_SR FP4_OPTHELP_RHT       \
         FP4_OPTHELP_RHT_SHAPE FP4_OPTHELP_LAYERS FP4_OPTHELP_SELECT FP4_OPTHELP_RUN            \
