@@ -15,6 +15,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "cmd/world.h"
 #include "report/compare.h"
 #include "report/report.h"
 #include "base/status.h"
@@ -794,6 +795,14 @@ fp4_status cmd_compare(int argc, char **argv)
                        "%g dB, alpha change %g, bucket drop %g)",
                        res.nregressed, res.nrows, o.max_sqnr_drop_db, o.max_alpha_change,
                        o.max_bucket_drop);
+    /* on a terminal the final error is wrapped as the lines above it are (main writes it
+     * whole, one line, to a pipe or file) */
+    if (st != FP4_OK && ecols > 0 && fp4_last_error()[0] && !fp4_world_quiet()) {
+        char *e = shown(fp4_last_error());
+        err_line(ecols, "fp4diag compare: %s\n", e ? e : "?");
+        free(e);
+        fp4_error_clear(); /* said: main does not write it again */
+    }
     fp4_output_forget();
     fp4_compare_result_free(&res);
     return st;

@@ -2,7 +2,7 @@
 # term_compare.sh — compare's table fits the width (SPEC §9 "Terminal output"): two reports of
 # a Hugging Face checkpoint (nvfp4 against mxfp4 scales, --ignore-key scale,block, and a NEW
 # lacking tensors: "missing" rows). COLUMNS=40, 80 and 120 give no line longer than COLUMNS
-# (characters) but the one-line exit message; 80 and 120 the compact table (the result parts
+# (characters), the exit message wrapped too; 80 and 120 the compact table (the result parts
 # the same on every row said once above it, names elided keeping the layer number, the values
 # of the JSON to 3 places); 40 one record per result (the name on its line, FIELD=VALUE under
 # it); stderr's notes and regression lines wrapped on a terminal; without a width the table as
@@ -35,7 +35,10 @@ for pair in "6 a.json b.json --ignore-key scale,block" "2 a.json c.json"; do
         # stdout and stderr a terminal
         script -qec "COLUMNS=$c LC_ALL=C.UTF-8 '$FP4DIAG' compare '$tmp/$1' '$tmp/$2' ${3:-} ${4:-}" /dev/null \
             </dev/null 2>&1 | tr -d '\r' >"$tmp/out"
-        fits "compare $pair" $c "$tmp/out" "fp4diag compare: "  # the exit message left out
+        fits "compare $pair" $c "$tmp/out"  # the exit message too
+        # the exit message wrapped, not cut: all of it there, its first words on one line
+        tr -s '\n ' '  ' <"$tmp/out" | grep -q 'fp4diag compare: [0-9]* of [0-9]* results regressed (thresholds: SQNR drop 0\.05 dB, alpha change 0\.001, bucket drop 0\.01)' ||
+            { echo "COLUMNS=$c $pair: exit message"; cat "$tmp/out"; fail=1; }
         if [ $c -eq 40 ]; then
             grep -q '^  BASE=[-0-9.]* NEW=' "$tmp/out" || { echo "COLUMNS=40 $pair: no records"; cat "$tmp/out"; fail=1; }
         else
