@@ -117,10 +117,17 @@ static void fmt_delta(char *buf, size_t n, double a, double b, const char *fmt)
         snprintf(buf, n, fmt, b - a);
 }
 
-/* The failed checks of a row, short: "sqnr,alpha". */
-static void row_flags(const fp4_compare_row *r, char *buf, size_t n)
+/* The name of the rows' gain in text: "eta" for gemm reports (SPEC §6: the measured gain η of
+ * a path), else "alpha" (the attenuation α). The JSON's field names are SPEC §9's. */
+static const char *gain_name(const fp4_compare_result *res)
 {
-    static const char *const names[] = {"sqnr", "status", "alpha", "b15", "b8", "missing", "grid"};
+    return !strcmp(res->command, "gemm") ? "eta" : "alpha";
+}
+
+/* The failed checks of a row, short: "sqnr,alpha" ("sqnr,eta": `gain` names the check). */
+static void row_flags(const fp4_compare_row *r, const char *gain, char *buf, size_t n)
+{
+    const char *const names[] = {"sqnr", "status", gain, "b15", "b8", "missing", "grid"};
     size_t len = 0;
     buf[0] = '\0';
     for (unsigned k = 0; k < sizeof names / sizeof *names; k++) {
@@ -137,7 +144,7 @@ typedef struct row_text {
     char s0[24], s1[24], ds[24], da[24], d15[24], d8[24], why[96];
 } row_text;
 
-static void row_text_of(const fp4_compare_row *r, bool compact, row_text *t)
+static void row_text_of(const fp4_compare_row *r, const char *gain, bool compact, row_text *t)
 {
     fmt_num(t->s0, sizeof t->s0, r->sqnr[0], r->status[0], compact ? "%.3f" : "%.4f");
     fmt_num(t->s1, sizeof t->s1, r->sqnr[1], r->status[1], compact ? "%.3f" : "%.4f");
@@ -148,11 +155,12 @@ static void row_text_of(const fp4_compare_row *r, bool compact, row_text *t)
     fmt_delta(t->d15, sizeof t->d15, r->b15[0], r->b15[1], compact ? "%+.3f" : "%+.4f");
     fmt_delta(t->d8, sizeof t->d8, r->b8[0], r->b8[1], compact ? "%+.3f" : "%+.4f");
     t->why[0] = '\0';
-    if (r->fails) row_flags(r, t->why, sizeof t->why);
+    if (r->fails) row_flags(r, gain, t->why, sizeof t->why);
 }
 
-/* Why a row failed, as one readable clause per failed check. */
-static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, char *buf, size_t n)
+/* Why a row failed, as one readable clause per failed check (`gain`: gain_name). */
+static void row_reasons(const fp4_compare_row *r, const char *gain, const fp4_compare_opts *o,
+                        char *buf, size_t n)
 {
     size_t len = 0;
     buf[0] = '\0';
@@ -176,7 +184,7 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
         ADD("SQNR %.4f -> %.4f dB (drop %.4f > %g dB)", r->sqnr[0], r->sqnr[1],
             r->sqnr[0] - r->sqnr[1], o->max_sqnr_drop_db);
     if (r->fails & FP4_CMP_FAIL_ALPHA)
-        ADD("alpha %.6f -> %.6f (%.6f farther from 1 > %g)", r->alpha[0], r->alpha[1],
+        ADD("%s %.6f -> %.6f (%.6f farther from 1 > %g)", gain, r->alpha[0], r->alpha[1],
             fabs(1.0 - r->alpha[1]) - fabs(1.0 - r->alpha[0]), o->max_alpha_change);
     if (r->fails & FP4_CMP_FAIL_B15)
         ADD("B15 %.4f -> %.4f (drop %.4f > %g)", r->b15[0], r->b15[1], r->b15[0] - r->b15[1],
@@ -189,8 +197,9 @@ static void row_reasons(const fp4_compare_row *r, const fp4_compare_opts *o, cha
 
 /* "overall: NEW is better than BASE by +2.31 dB (pooled SQNR); 40 of 42 results higher by more
  * than 0.05 dB, 0 lower (mean +2.1, min +0.5, max +7.0 dB); alpha closer to 1 by more than 0.001
- * in 38, farther in 0": the counts are those beyond o's thresholds (max_sqnr_drop_db,
- * max_alpha_change), as overall.higher/lower/alpha_closer/alpha_farther. False when there is
+ * in 38, farther in 0" ("eta closer" for gemm reports): the counts are those beyond o's
+ * thresholds (max_sqnr_drop_db, max_alpha_change), as overall.higher/lower/alpha_closer/
+ * alpha_farther. False when there is
  * nothing to judge (no result with an SQNR on both sides). */
 static bool overall_line(const fp4_compare_result *res, const fp4_compare_opts *o, char *buf,
                          size_t n)
@@ -211,9 +220,10 @@ static bool overall_line(const fp4_compare_result *res, const fp4_compare_opts *
     if (k < 0 || (size_t)k >= n || !res->npaired) return k >= 0;
     snprintf(buf + k, n - (size_t)k,
              "; %zu of %zu results higher by more than %g dB, %zu lower (mean %+.2f, min %+.2f, "
-             "max %+.2f dB); alpha closer to 1 by more than %g in %zu, farther in %zu",
+             "max %+.2f dB); %s closer to 1 by more than %g in %zu, farther in %zu",
              res->nup, res->npaired, o->max_sqnr_drop_db, res->ndown, res->dsqnr_mean,
-             res->dsqnr_min, res->dsqnr_max, o->max_alpha_change, res->ncloser, res->nfarther);
+             res->dsqnr_min, res->dsqnr_max, gain_name(res), o->max_alpha_change, res->ncloser,
+             res->nfarther);
     return true;
 }
 
@@ -406,7 +416,7 @@ static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o
             if (!en[i]) continue;
             const fp4_compare_row *r = &res->rows[i];
             char why[96] = "";
-            if (r->fails) row_flags(r, why, sizeof why);
+            if (r->fails) row_flags(r, gain_name(res), why, sizeof why);
             int w = (int)strlen(state_name[r->state]) + (why[0] ? 1 + (int)strlen(why) : 0);
             if (w > vw) vw = w;
         }
@@ -443,7 +453,7 @@ static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o
             row_text t;
             if (np) variant_parts(v, sizeof v, ev[i], np, common, false);
             else snprintf(v, sizeof v, "%s", ev[i]);
-            row_text_of(r, true, &t);
+            row_text_of(r, gain_name(res), true, &t);
             snprintf(vd, sizeof vd, "%s%s%s", state_name[r->state], t.why[0] ? " " : "", t.why);
             const char *src[NC] = {all_common ? "" : v, t.s0, t.s1, t.ds, t.da, t.d15, t.d8, vd};
             for (int k = 0; k < NC; k++) {
@@ -493,7 +503,7 @@ static void print_table(const fp4_compare_result *res, const fp4_compare_opts *o
             if (!all && r->state == FP4_CMP_SAME) continue;
             if (show && !show[i]) continue;
             row_text t;
-            row_text_of(r, false, &t);
+            row_text_of(r, gain_name(res), false, &t);
             if (cols > 0) {
                 put_cell(out, en && en[i] ? en[i] : "?", wn_cols, false);
                 fprintf(out, "  %-*s  %11s %11s %9s %10s %8s %8s  %s%s%s\n", wv,
@@ -667,7 +677,7 @@ static fp4_status print_json(const fp4_compare_result *res, const fp4_compare_op
         }
         if (r->fails) {
             char why[512];
-            row_reasons(r, o, why, sizeof why);
+            row_reasons(r, gain_name(res), o, why, sizeof why);
             cJSON_AddStringToObject(j, "why", why);
         }
     }
@@ -783,7 +793,7 @@ fp4_status cmd_compare(int argc, char **argv)
         const fp4_compare_row *r = &res.rows[i];
         if (!r->fails) continue;
         char why[512];
-        row_reasons(r, &o, why, sizeof why);
+        row_reasons(r, gain_name(&res), &o, why, sizeof why);
         char *en = shown(r->name), *ev = shown(r->variant), *ew = shown(why);
         err_line(ecols, "regression: %s %s: %s\n", en ? en : "?", ev ? ev : "?", ew ? ew : "?");
         free(en);
@@ -792,9 +802,9 @@ fp4_status cmd_compare(int argc, char **argv)
     }
     if (st == FP4_OK && res.nregressed)
         st = fp4_error(FP4_ERR_THRESHOLD, "%zu of %zu results regressed (thresholds: SQNR drop "
-                       "%g dB, alpha change %g, bucket drop %g)",
-                       res.nregressed, res.nrows, o.max_sqnr_drop_db, o.max_alpha_change,
-                       o.max_bucket_drop);
+                       "%g dB, %s change %g, bucket drop %g)",
+                       res.nregressed, res.nrows, o.max_sqnr_drop_db, gain_name(&res),
+                       o.max_alpha_change, o.max_bucket_drop);
     /* on a terminal the final error is wrapped as the lines above it are (main writes it
      * whole, one line, to a pipe or file) */
     if (st != FP4_OK && ecols > 0 && fp4_last_error()[0] && !fp4_world_quiet()) {
