@@ -3,9 +3,12 @@
  * form feed line ("\n\f\n") into up to 8 texts; they are merged as parts named p0.json...
  * (every check: schema, shard, fingerprint, timing, positions, the exact sums re-rendered,
  * gemm layers and audit tensors recomputed), the first two compared, and each text's parse cost estimated (the memory
- * bound of fp4_report_file_read_budget: never negative, at least its length). Seeds: real
- * parts of sqnr, rht --rounding sr, gemm and audit runs (one with a tensor only another
- * layout fits) split in two (seeds/merge/). */
+ * bound of fp4_report_file_read_budget: never negative, at least its length). Seeds
+ * (seeds/merge/): real parts of small sqnr, rht --rounding sr, gemm and audit runs (one with a
+ * tensor only another layout fits), each run split in two with --shard 0/2 and 1/2 and the two
+ * parts joined by a form-feed line, made by scripts/make_merge_seeds.sh from the current build
+ * (it checks that `merge` accepts each pair; src/tests/cli/fuzz_merge_seeds.sh fails on a stale
+ * seed: rerun the script when reports change). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
