@@ -8,35 +8,14 @@
 # separate source: export SQNR and alpha equal the fp64 values of the producers' own decode
 # (expected.safetensors) over both halves, every scale byte reproduced. A fused tensor whose
 # halves are not in the source, or of the wrong rows, stays an errors entry.
-set -u
-P=testdata/quantized/producer
-[ -f "$P/expected.safetensors" ] || { echo "no $P"; exit 77; }
-python3 -c 'import numpy' 2>/dev/null || { echo "python3 numpy not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. src/tests/cli/lib/producer.sh
+need expected.safetensors
+need_py numpy
 
 python3 - "$P" "$tmp" <<'PY' || fail "making the fused variants"
-import json, os, shutil, struct, sys
-import numpy as np
+import sys
+from st_raw import read, write, write_export
 P, T = sys.argv[1:3]
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n
-    h.pop("__metadata__", None)
-    return {k: [v["dtype"], list(v["shape"]), b[base + v["data_offsets"][0]:base + v["data_offsets"][1]]]
-            for k, v in h.items()}
-def write(path, t):
-    hh, off, blobs = {}, 0, []
-    for k in sorted(t):
-        d, s, raw = t[k]
-        hh[k] = {"dtype": d, "shape": s, "data_offsets": [off, off + len(raw)]}
-        off += len(raw); blobs.append(raw)
-    hb = json.dumps(hh).encode(); hb += b" " * (-len(hb) % 8)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
 M = "model.layers.0.mlp."
 def fuse(t, suffixes, shared):
     for sfx in suffixes:
@@ -58,10 +37,7 @@ for fx, sfx, shared in (("modelopt_nvfp4", ["weight", "weight_scale", "weight_sc
                         ("ct_mxfp4", ["weight_packed", "weight_scale"], [])):
     q = read(f"{P}/{fx}/model.safetensors")
     fuse(q, sfx, shared)
-    write(f"{T}/f_{fx}/model.safetensors", q)
-    for c in ("config.json", "hf_quant_config.json"):
-        if os.path.exists(f"{P}/{fx}/{c}"):
-            shutil.copy(f"{P}/{fx}/{c}", f"{T}/f_{fx}/{c}")
+    write_export(f"{T}/f_{fx}", q, f"{P}/{fx}")
 PY
 
 M=model.layers.0.mlp.

@@ -7,35 +7,15 @@
 # and untransposed, give the same numbers, to the last bit, as the transformers-named pair, and
 # those equal the fp64 values of transformers' own decode (expected.json). A tensor neither name
 # finds in the source is an errors entry naming both; scales without blocks are refused by name.
-set -u
-P=testdata/quantized/producer
-[ -f "$P/expected.json" ] || { echo "no $P"; exit 77; }
-python3 -c 'import numpy' 2>/dev/null || { echo "python3 numpy not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. src/tests/cli/lib/producer.sh
+need expected.json
+need_py numpy
 
 python3 - "$P" "$tmp" <<'PY' || fail "making the gpt-oss-named variants"
-import json, os, struct, sys
+import sys
 import numpy as np
+from st_raw import read, write
 P, T = sys.argv[1:3]
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n
-    h.pop("__metadata__", None)
-    return {k: (v["dtype"], list(v["shape"]), b[base + v["data_offsets"][0]:base + v["data_offsets"][1]])
-            for k, v in h.items()}
-def write(path, t):
-    hh, off, blobs = {}, 0, []
-    for k in sorted(t):
-        d, s, raw = t[k]
-        hh[k] = {"dtype": d, "shape": s, "data_offsets": [off, off + len(raw)]}
-        off += len(raw); blobs.append(raw)
-    hb = json.dumps(hh).encode(); hb += b" " * (-len(hb) % 8)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
 HF = "model.layers.0.mlp.experts."
 ren = {HF + "gate_up_proj": "block.0.mlp.mlp1_weight", HF + "down_proj": "block.0.mlp.mlp2_weight"}
 q = read(P + "/gptoss_mxfp4/model.safetensors")

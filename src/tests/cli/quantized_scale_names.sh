@@ -5,37 +5,14 @@
 # output_scale, input_scale) are recognised and change nothing; a pre_quant_scale (AWQ), the
 # other producer's per-tensor weight scale and any other scale are refused by name: an errors
 # entry for that module alone, never a silent decode without it.
-set -u
-P=testdata/quantized/producer
-[ -f "$P/expected.json" ] || { echo "no $P"; exit 77; }
-python3 -c 'import json' 2>/dev/null || { echo "python3 not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. src/tests/cli/lib/producer.sh
+need expected.json
+need_py json
 
 python3 - "$P" "$tmp" <<'PY' || fail "making the variants"
-import json, os, shutil, struct, sys
+import struct, sys
+from st_raw import read, write_export
 P, T = sys.argv[1:3]
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n
-    h.pop("__metadata__", None)
-    return {k: [v["dtype"], list(v["shape"]), b[base + v["data_offsets"][0]:base + v["data_offsets"][1]]]
-            for k, v in h.items()}
-def write(d, t, fx):
-    hh, off, blobs = {}, 0, []
-    for k in sorted(t):
-        dt, s, raw = t[k]
-        hh[k] = {"dtype": dt, "shape": s, "data_offsets": [off, off + len(raw)]}
-        off += len(raw); blobs.append(raw)
-    hb = json.dumps(hh).encode(); hb += b" " * (-len(hb) % 8)
-    os.makedirs(d, exist_ok=True)
-    with open(d + "/model.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
-    for c in ("config.json", "hf_quant_config.json"):
-        if os.path.exists(f"{P}/{fx}/{c}"):
-            shutil.copy(f"{P}/{fx}/{c}", f"{d}/{c}")
 one = ["F32", [], struct.pack("<f", 0.5)]
 A = "model.layers.0.self_attn."
 L = "model.layers.0.mlp."
@@ -46,8 +23,8 @@ for fx, benign, bad in (
         ("ct_nvfp4", {A + "k_proj.k_scale": one, A + "q_proj.input_scale": one},
          {A + "v_proj.weight_scale_2": one})):
     t = read(f"{P}/{fx}/model.safetensors")
-    write(f"{T}/ok_{fx}", {**t, **benign}, fx)
-    write(f"{T}/bad_{fx}", {**t, **benign, **bad}, fx)
+    write_export(f"{T}/ok_{fx}", {**t, **benign}, f"{P}/{fx}")
+    write_export(f"{T}/bad_{fx}", {**t, **benign, **bad}, f"{P}/{fx}")
 PY
 
 for fx in modelopt_nvfp4 ct_nvfp4; do

@@ -7,46 +7,23 @@
 # q_proj.weight_scale); a bf16 q_proj.weight beside compressed-tensors' q_proj.weight_packed.
 # The other tensors are audited as without the second spelling; a pattern naming a member of
 # either spelling selects the one entry.
-set -u
-P=testdata/quantized/producer
-[ -d "$P/ct_nvfp4" ] && [ -d "$P/gptoss_source" ] || { echo "no fixtures"; exit 77; }
-python3 -c 'import json' 2>/dev/null || { echo "python3 not installed"; exit 77; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; head -5 "$tmp/err" 2>/dev/null; exit 1; }
+. src/tests/cli/lib/producer.sh
+need ct_nvfp4 gptoss_source
+need_py json
 
 python3 - "$P" "$tmp" <<'PY' || fail "making the variants"
-import json, os, shutil, struct, sys
+import sys
+from st_raw import read, write_export
 P, T = sys.argv[1:3]
-def read(path):
-    b = open(path, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); base = 8 + n
-    h.pop("__metadata__", None)
-    return {k: [v["dtype"], list(v["shape"]), b[base + v["data_offsets"][0]:base + v["data_offsets"][1]]]
-            for k, v in h.items()}
-def write(d, t, fx):
-    hh, off, blobs = {}, 0, []
-    for k in sorted(t):
-        dt, s, raw = t[k]
-        hh[k] = {"dtype": dt, "shape": s, "data_offsets": [off, off + len(raw)]}
-        off += len(raw); blobs.append(raw)
-    hb = json.dumps(hh).encode(); hb += b" " * (-len(hb) % 8)
-    os.makedirs(d, exist_ok=True)
-    with open(d + "/model.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(hb))); f.write(hb); f.write(b"".join(blobs))
-    for c in ("config.json", "hf_quant_config.json"):
-        if os.path.exists(f"{P}/{fx}/{c}"):
-            shutil.copy(f"{P}/{fx}/{c}", f"{d}/{c}")
 A = "model.layers.0.self_attn.q_proj."
 E = "model.layers.0.mlp.experts.gate_up_proj"
 t = read(f"{P}/gptoss_mxfp4/model.safetensors")
-write(f"{T}/gptoss", {**t, E + ".blocks": t[E + "_blocks"], E + ".scales": t[E + "_scales"]}, "gptoss_mxfp4")
+write_export(f"{T}/gptoss", {**t, E + ".blocks": t[E + "_blocks"], E + ".scales": t[E + "_scales"]}, f"{P}/gptoss_mxfp4")
 t = read(f"{P}/ct_nvfp4/model.safetensors")
 m = read(f"{P}/modelopt_nvfp4/model.safetensors")
-write(f"{T}/ct_modelopt", {**t, A + "weight": m[A + "weight"], A + "weight_scale_2": m[A + "weight_scale_2"]}, "ct_nvfp4")
+write_export(f"{T}/ct_modelopt", {**t, A + "weight": m[A + "weight"], A + "weight_scale_2": m[A + "weight_scale_2"]}, f"{P}/ct_nvfp4")
 s = read(f"{P}/source/model.safetensors")
-write(f"{T}/ct_bf16", {**t, A + "weight": s[A + "weight"]}, "ct_nvfp4")
+write_export(f"{T}/ct_bf16", {**t, A + "weight": s[A + "weight"]}, f"{P}/ct_nvfp4")
 PY
 
 A=model.layers.0.self_attn.q_proj
