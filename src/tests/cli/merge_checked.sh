@@ -6,6 +6,7 @@
 # fractional bytes, a string) are refused; the unedited parts merge. Nothing is written on a
 # refusal.
 . src/tests/cli/lib/parts.sh
+. src/tests/cli/lib/edit_parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
     "$FP4DIAG" gemm "$G" --layers 4 -q --shard $i/2 -o g$i.json 2>/dev/null || fail "gemm share $i"
@@ -14,24 +15,6 @@ for i in 0 1; do
 done
 "$FP4DIAG" merge g0.json g1.json -o ok.json 2>err || { cat err; fail "unedited gemm parts refused"; }
 "$FP4DIAG" merge s0.json s1.json -o ok2.json 2>err || { cat err; fail "unedited sqnr parts refused"; }
-# edit PART OUT PYTHON: a copy of PART with PYTHON applied to its JSON d
-edit() {
-    python3 - "$1" "$2" "$3" <<'PY' || fail "edit $2"
-import json, sys
-d = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"), indent=1)
-PY
-}
-bad() { # bad WHAT GREP PARTS...
-    what=$1 pat=$2; shift 2
-    "$FP4DIAG" merge "$@" -o bad.json 2>err; rc=$?
-    [ "$rc" -eq 3 ] || { cat err; fail "$what: exit $rc, want 3"; }
-    grep -q -- "$pat" err || { cat err; fail "$what: message lacks '$pat'"; }
-    [ "$(wc -l <err)" -eq 1 ] || { cat err; fail "$what: not one line"; }
-    [ -e bad.json ] && fail "$what: wrote a report"
-    return 0
-}
 # the sums of the first path of g1's first layer scaled as in the issue (Σ(ẑ−z)² x 13):
 # the pooled summary would read 14 dB while the layers read 25 and 28
 edit g1.json e_sums.json '

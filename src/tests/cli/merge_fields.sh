@@ -17,31 +17,13 @@
 # provenance (forged inputs, version, build) never reaches the merged report, and a
 # fingerprint's "hashed" must be what its size samples.
 . src/tests/cli/lib/parts.sh
+. src/tests/cli/lib/edit_parts.sh
 cd "$tmp" || exit 1
 for i in 0 1; do
     "$FP4DIAG" sqnr "$C" --format e2m1 -q --shard $i/2 -o s$i.json 2>/dev/null ||
         fail "sqnr share $i"
 done
 "$FP4DIAG" merge s0.json s1.json -o ok.json 2>err || { cat err; fail "unedited sqnr parts refused"; }
-# edit PART OUT PYTHON: a copy of PART with PYTHON applied to its JSON d
-edit() {
-    python3 - "$1" "$2" "$3" <<'PY' || fail "edit $2"
-import json, sys
-d = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"), indent=1)
-PY
-}
-bad() { # bad WHAT GREP PARTS...
-    what=$1 pat=$2; shift 2
-    rm -f bad.json
-    "$FP4DIAG" merge "$@" -o bad.json 2>err; rc=$?
-    [ "$rc" -eq 3 ] || { cat err; fail "$what: exit $rc, want 3"; }
-    grep -q -- "$pat" err || { cat err; fail "$what: message lacks '$pat'"; }
-    [ "$(wc -l <err)" -eq 1 ] || { cat err; fail "$what: not one line"; }
-    [ -e bad.json ] && fail "$what: wrote a report"
-    return 0
-}
 # analysis parts: shape, axis, dtype
 edit s0.json a_shape.json 'd["tensors"][0]["shape"] = [1, 7]'
 bad shape "a_shape.json: .*: \"shape\" does not hold the [0-9]* elements" a_shape.json s1.json

@@ -8,6 +8,7 @@
 # and a tensor under another position's name (analysis: input.datasets; gemm errors:
 # shard.layers; audit: a name other than shard.names lists there) are refused; nothing is written then.
 . src/tests/cli/lib/parts.sh
+. src/tests/cli/lib/edit_parts.sh
 P=$PWD/testdata/quantized
 [ -d "$P/source" ] && [ -d "$P/modelopt_nvfp4" ] || { echo "no $P"; exit 77; }
 cd "$tmp" || exit 1
@@ -21,25 +22,6 @@ done
 for k in a g s; do
     "$FP4DIAG" merge ${k}0.json ${k}1.json -o ok.json 2>err || { cat err; fail "unedited $k parts refused"; }
 done
-edit() { # edit PART OUT PYTHON: a copy of PART with PYTHON applied to its JSON d
-    python3 - "$1" "$2" "$3" <<'PY' || fail "edit $2"
-import json, sys
-d = json.load(open(sys.argv[1]))
-t = d.get("tensors", [{}])[0] if d.get("tensors") else {}
-exec(sys.argv[3])
-json.dump(d, open(sys.argv[2], "w"), indent=1)
-PY
-}
-bad() { # bad WHAT GREP PARTS...
-    what=$1 pat=$2; shift 2
-    rm -f bad.json
-    "$FP4DIAG" merge "$@" -o bad.json 2>err; rc=$?
-    [ "$rc" -eq 3 ] || { cat err; fail "$what: exit $rc, want 3"; }
-    grep -q -- "$pat" err || { cat err; fail "$what: message lacks '$pat'"; }
-    [ "$(wc -l <err)" -eq 1 ] || { cat err; fail "$what: not one line"; }
-    [ -e bad.json ] && fail "$what: wrote a report"
-    return 0
-}
 shown() { echo "a0e.json: model.layers.0.self_attn.q_proj.weight: the numbers shown are not what its exact sums give (\"$1\""; }
 # audit: the exact state and the visible fields, one edit each
 edit a0.json a0e.json 'd["shard"]["tensors"][0]["scale_match"] = 999'
