@@ -1090,11 +1090,90 @@ bool fp4_json_make_valid(cJSON *root)
     return true;
 }
 
+/* One element of a member array of the root, printed alone at depth 0, then indented by the
+ * two tabs its place adds after every line break (cJSON escapes a line break inside a string,
+ * so every '\n' of the text is one of the layout's). NULL on OOM. */
+static char *print_at_depth2(const cJSON *item)
+{
+    char *s = cJSON_Print(item);
+    if (!s) return NULL;
+    size_t n = 0, breaks = 0;
+    for (; s[n]; n++) breaks += s[n] == '\n';
+    char *t = malloc(n + 2 * breaks + 1);
+    if (t) {
+        char *o = t;
+        for (size_t i = 0; i < n; i++) {
+            *o++ = s[i];
+            if (s[i] == '\n') {
+                *o++ = '\t';
+                *o++ = '\t';
+            }
+        }
+        *o = '\0';
+    }
+    cJSON_free(s);
+    return t;
+}
+
+char *fp4_json_print(cJSON *root)
+{
+    int n = 0;
+    for (const cJSON *m = root ? root->child : NULL; m; m = m->next)
+        if (cJSON_IsArray(m))
+            for (const cJSON *e = m->child; e; e = e->next) n += e->child != NULL;
+    if (n < 2) return cJSON_Print(root);
+    cJSON **el = malloc((size_t)n * sizeof *el);
+    char **txt = calloc((size_t)n, sizeof *txt);
+    cJSON **child = malloc((size_t)n * sizeof *child);
+    int *type = malloc((size_t)n * sizeof *type);
+    if (!el || !txt || !child || !type) {
+        free(el);
+        free(txt);
+        free(child);
+        free(type);
+        return cJSON_Print(root);
+    }
+    int k = 0;
+    for (cJSON *m = root->child; m; m = m->next)
+        if (cJSON_IsArray(m))
+            for (cJSON *e = m->child; e; e = e->next)
+                if (e->child) el[k++] = e;
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : failed)
+    for (int i = 0; i < n; i++) failed |= !(txt[i] = print_at_depth2(el[i]));
+    char *out = NULL;
+    if (!failed) {
+        /* each element stands in as its text (a raw item), then is put back as it was (an
+         * object's or array's valuestring is NULL) */
+        for (int i = 0; i < n; i++) {
+            type[i] = el[i]->type;
+            child[i] = el[i]->child;
+            el[i]->type = cJSON_Raw;
+            el[i]->child = NULL;
+            el[i]->valuestring = txt[i];
+        }
+        out = cJSON_Print(root);
+        for (int i = 0; i < n; i++) {
+            el[i]->type = type[i];
+            el[i]->child = child[i];
+            el[i]->valuestring = NULL;
+        }
+    } else {
+        out = cJSON_Print(root);
+    }
+    for (int i = 0; i < n; i++) free(txt[i]);
+    free(txt);
+    free(el);
+    free(child);
+    free(type);
+    return out;
+}
+
 /* Serialize with a trailing newline; NULL on OOM. Invalid UTF-8 escaped first. */
 static char *to_text(cJSON *root)
 {
     fp4_json_make_valid(root);
-    char *s = cJSON_Print(root);
+    char *s = fp4_json_print(root);
     if (!s) return NULL;
     size_t n = strlen(s);
     char *t = malloc(n + 2);

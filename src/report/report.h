@@ -109,4 +109,11 @@ bool fp4_json_make_valid(cJSON *root);
 #define FP4_NOTE_NOT_UTF8                                                                      \
     "a name or path is not valid UTF-8: each byte that is not is written as \\xNN"
 
+/* cJSON_Print(root) (the formatted text, no trailing newline), byte for byte, with the
+ * elements of root's member arrays (a report's tensors, errors, layers) printed in parallel on
+ * the OpenMP threads: each is printed alone and indented to its place. Number formatting is
+ * most of a large report's writing time. The tree is left as it was. Returns a string for
+ * cJSON_free, NULL on OOM (as cJSON_Print). */
+char *fp4_json_print(cJSON *root);
+
 #endif

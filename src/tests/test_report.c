@@ -512,6 +512,41 @@ static void test_grid_json(void **state)
     free(text);
 }
 
+/* fp4_json_print is cJSON_Print byte for byte (nested objects and arrays in root's member
+ * arrays, strings with escaped line breaks and tabs, numbers that need 17 digits, empty
+ * objects, scalars beside them) and leaves the tree as it was. */
+static void test_json_print_equals_cjson(void **state)
+{
+    (void)state;
+    const char *doc =
+        "{\"command\": \"sqnr\", \"tensors\": [{\"name\": \"a\\nb\\t\", \"x\": 0.1,"
+        " \"m\": {\"d\": [1, {\"e\": [2.5e-300, -0.0, 1e300]}], \"f\": {}}},"
+        " {\"name\": \"q\", \"h\": [[1, 2], [3, [4, {}]]], \"t\": true, \"n\": null},"
+        " 7, \"s\", [], {}, [1, [2, {\"z\": 0.30000000000000004}]]],"
+        " \"errors\": [{\"tensor\": \"b\", \"message\": \"line\\nbreak\"}],"
+        " \"pooled\": {\"k\": [{\"v\": 1}]}, \"notes\": []}";
+    cJSON *root = cJSON_Parse(doc);
+    assert_non_null(root);
+    char *want = cJSON_Print(root);
+    char *got = fp4_json_print(root);
+    assert_non_null(want);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    char *again = cJSON_Print(root); /* the tree is unchanged */
+    assert_string_equal(again, want);
+    /* one element: printed as one */
+    cJSON *one = cJSON_Parse("{\"tensors\": [{\"a\": [1, {\"b\": 2}]}]}");
+    char *w1 = cJSON_Print(one), *g1 = fp4_json_print(one);
+    assert_string_equal(g1, w1);
+    cJSON_free(want);
+    cJSON_free(got);
+    cJSON_free(again);
+    cJSON_free(w1);
+    cJSON_free(g1);
+    cJSON_Delete(one);
+    cJSON_Delete(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -519,7 +554,7 @@ int main(void)
         cmocka_unit_test(test_write_missing_dir),     cmocka_unit_test(test_write_dev_full),
         cmocka_unit_test(test_write_fifo),            cmocka_unit_test(test_analysis_json),
         cmocka_unit_test(test_grid_json),             cmocka_unit_test(test_provenance_json),
-        cmocka_unit_test(test_verdict_margin_and_ties),
+        cmocka_unit_test(test_verdict_margin_and_ties), cmocka_unit_test(test_json_print_equals_cjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
