@@ -1886,13 +1886,18 @@ fp4_status fp4_quant_input_scale(fp4_source *src, const fp4_qtensor *q, float *o
     return st;
 }
 
+static bool summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
+                            float global, fp4_qsummary *out, bool guarded);
+
 fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsummary *out)
 {
     memset(out, 0, sizeof *out);
     const uint8_t *pb = NULL, *sb = NULL;
     float global = 1.0f;
     FP4_TRY(fp4_quant_bytes(src, q, &pb, &sb, &global));
-    fp4_quant_summarize_bytes(q, pb, sb, global, out);
+    if (!summarize_bytes(q, pb, sb, global, out, true))
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file shrank while it was read (truncated)",
+                         fp4_source_file(src), q->name);
     return FP4_OK;
 }
 
@@ -1908,6 +1913,8 @@ typedef struct qsum_job {
     int64_t ncode, code_units, code_step; /* pieces, units (bytes or ggml blocks), per piece */
     int64_t scale_units, scale_step;      /* bytes (flat) or rows (other layouts) */
     int64_t *count;                       /* (pieces) x 256 */
+    bool guarded; /* each piece under its own fp4_mapguard_call (it may run on a pool thread) */
+    int faulted;  /* a guarded piece touched a page the file no longer holds */
 } qsum_job;
 
 /* c[b] += occurrences of byte b in p[0..n): four interleaved counters (repeated bytes do not
@@ -1927,9 +1934,8 @@ static void count_bytes(const uint8_t *p, int64_t n, int64_t *c)
     for (int v = 0; v < 256; v++) c[v] += (int64_t)h[0][v] + h[1][v] + h[2][v] + h[3][v];
 }
 
-static void qsum_piece(void *ctx, int64_t k)
+static void qsum_piece_run(const qsum_job *j, int64_t k)
 {
-    const qsum_job *j = ctx;
     const fp4_qtensor *q = j->q;
     int64_t *c = j->count + 256 * k;
     const bool nv = q->format == FP4_QF_NVFP4;
@@ -1956,8 +1962,30 @@ static void qsum_piece(void *ctx, int64_t k)
     }
 }
 
-void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
-                               float global, fp4_qsummary *out)
+typedef struct qsum_piece_args {
+    const qsum_job *j;
+    int64_t k;
+} qsum_piece_args;
+
+static void qsum_piece_guarded(void *ctx)
+{
+    const qsum_piece_args *a = ctx;
+    qsum_piece_run(a->j, a->k);
+}
+
+static void qsum_piece(void *ctx, int64_t k)
+{
+    qsum_job *j = ctx;
+    qsum_piece_args a = {j, k};
+    if (!j->guarded) qsum_piece_run(j, k);
+    else if (!fp4_mapguard_call(qsum_piece_guarded, &a))
+        __atomic_store_n(&j->faulted, 1, __ATOMIC_RELAXED);
+}
+
+/* fp4_quant_summarize_bytes; guarded: every piece read under io/mapguard.h, false (and *out
+ * zeroed) when one touched a page the file no longer holds. */
+static bool summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
+                            float global, fp4_qsummary *out, bool guarded)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->format, sizeof out->format, "%s", fp4_qformat_name(q->format));
@@ -1970,7 +1998,7 @@ void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const ui
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
     /* Both from byte counts: every nibble of the code bytes is one element's code (flat
      * pairs, gpt-oss blocks, ggml's qs[]), and a block scale depends on its byte alone. */
-    qsum_job j = {.q = q, .pb = pb, .sb = sb};
+    qsum_job j = {.q = q, .pb = pb, .sb = sb, .guarded = guarded};
     const int64_t gbytes = nv ? 36 : 17; /* one ggml block */
     j.code_units = gguf ? q->rows * (K / (nv ? 64 : 32)) : q->rows * (K / 2);
     j.code_step = gguf ? QSUM_PIECE / gbytes : QSUM_PIECE;
@@ -1998,6 +2026,10 @@ void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const ui
         memcpy(cb, two, sizeof cb);
         memcpy(sc, two + 256, sizeof sc);
     }
+    if (__atomic_load_n(&j.faulted, __ATOMIC_RELAXED)) {
+        memset(out, 0, sizeof *out);
+        return false;
+    }
     for (int v = 0; v < 256; v++) {
         out->histogram[v & 15] += cb[v];
         out->histogram[v >> 4] += cb[v];
@@ -2014,6 +2046,28 @@ void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const ui
             if (!(s <= out->scale_max)) out->scale_max = s;
         }
     }
+    return true;
+}
+
+void fp4_quant_summarize_bytes(const fp4_qtensor *q, const uint8_t *pb, const uint8_t *sb,
+                               float global, fp4_qsummary *out)
+{
+    summarize_bytes(q, pb, sb, global, out, false);
+}
+
+/* fp4_quant_decode under io/mapguard.h (its bytes are the file's mapping). */
+typedef struct quant_decode_args {
+    const fp4_qtensor *q;
+    const uint8_t *packed, *scales;
+    float global;
+    int64_t row0, nrows;
+    float *out;
+} quant_decode_args;
+
+static void quant_decode_run(void *ctx)
+{
+    const quant_decode_args *a = ctx;
+    fp4_quant_decode(a->q, a->packed, a->scales, a->global, a->row0, a->nrows, a->out);
 }
 
 fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
@@ -2027,6 +2081,9 @@ fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, i
     const uint8_t *pb = NULL, *sb = NULL;
     float global = 1.0f;
     FP4_TRY(fp4_quant_bytes(src, q, &pb, &sb, &global));
-    fp4_quant_decode(q, pb, sb, global, row0, nrows, out);
+    quant_decode_args a = {q, pb, sb, global, row0, nrows, out};
+    if (!fp4_mapguard_call(quant_decode_run, &a)) /* out's rows are then not all decoded */
+        return fp4_error(FP4_ERR_INPUT, "%s: %s: the file shrank while it was read (truncated)",
+                         file, q->name);
     return FP4_OK;
 }

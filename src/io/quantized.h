@@ -232,7 +232,9 @@ typedef struct fp4_qsummary {
 } fp4_qsummary;
 
 /* Summarise q from src's bytes (fp4_quant_bytes: its errors, FP4_ERR_INPUT naming the file
- * and tensor; *out is then zeroed). Reads every packed byte and block scale once. */
+ * and tensor; *out is then zeroed). Reads every packed byte and block scale once, under
+ * io/mapguard.h: FP4_ERR_INPUT "FILE: NAME: the file shrank while it was read (truncated)"
+ * when the file lost pages it held. */
 fp4_status fp4_quant_summarize(fp4_source *src, const fp4_qtensor *q, fp4_qsummary *out);
 
 /* The same from q's bytes as fp4_quant_bytes gives them (packed codes, block scales as
@@ -310,9 +312,12 @@ fp4_status fp4_quant_bytes_n(fp4_source *src, const fp4_qtensor *q, const uint8_
 fp4_status fp4_quant_bytes(fp4_source *src, const fp4_qtensor *q, const uint8_t **packed,
                            const uint8_t **scales, float *global);
 
-/* Read the members of q from src and decode rows [row0, row0 + nrows) (see fp4_quant_decode).
- * FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with a problem or a member whose bytes
- * the source cannot give; the global scale must be finite and > 0 for NVFP4. */
+/* Read the members of q from src and decode rows [row0, row0 + nrows) (see fp4_quant_decode)
+ * into out (nrows x K floats). FP4_ERR_INPUT "FILE: NAME: <problem>" for a tensor with a
+ * problem or a member whose bytes the source cannot give; the global scale must be finite and
+ * > 0 for NVFP4. The decode reads the mapping under io/mapguard.h: FP4_ERR_INPUT "FILE: NAME:
+ * the file shrank while it was read (truncated)" (out then partly written) when the file lost
+ * pages it held. */
 fp4_status fp4_quant_read(fp4_source *src, const fp4_qtensor *q, int64_t row0, int64_t nrows,
                           float *out);
 

@@ -602,9 +602,10 @@ static void test_config_contradictions(void **state)
     fp4_source_close(s);
 }
 
-/* A checkpoint cut to nothing by another process after it was opened (its mapping then holds
- * no page): the per-tensor scale and the input scale are copied under io/mapguard.h, so each
- * read is an error saying the file shrank and naming the member, never SIGBUS. */
+/* A checkpoint cut short by another process after it was opened (its mapping then holds
+ * fewer pages): the per-tensor scale and the input scale are copied, the packed codes and block
+ * scales decoded (fp4_quant_read) and summarised (fp4_quant_summarize) under io/mapguard.h, so
+ * each read is an error saying the file shrank and naming the member or tensor, never SIGBUS. */
 static void copy_file(const char *from, const char *dir, const char *name)
 {
     char to[4200], cmd[8600];
@@ -633,6 +634,18 @@ static void test_scalars_shrunk(void **state)
     assert_non_null(q->input_scale);
     char f[4200];
     snprintf(f, sizeof f, "%s/model.safetensors", d);
+    /* first the block scales and packed codes gone (bytes 11920..32656; the scalars, bytes
+     * 3288..3344, stay in the first page): decode and summary say so, never SIGBUS */
+    assert_int_equal(truncate(f, 4096), 0);
+    float rows[2 * 64];
+    assert_int_equal(fp4_quant_read(s, q, 0, 2, rows), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "model.layers.0.self_attn.k_proj.weight: the file "
+                                             "shrank while it was read (truncated)"));
+    fp4_qsummary sum;
+    assert_int_equal(fp4_quant_summarize(s, q, &sum), FP4_ERR_INPUT);
+    assert_non_null(strstr(fp4_last_error(), "model.layers.0.self_attn.k_proj.weight: the file "
+                                             "shrank while it was read (truncated)"));
+    assert_int_equal(sum.scale_bytes, 0);
     assert_int_equal(truncate(f, 0), 0);
     const uint8_t *pb = NULL, *sb = NULL;
     int64_t np = 0, ns = 0;
