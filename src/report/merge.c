@@ -851,6 +851,42 @@ static double part_bytes_sum(const part *p, int n)
     return b;
 }
 
+/* What an audit and a gemm merge set alike in doc (their copy of part 0, which holds each key:
+ * parts_keys): "argv" the one process's argv[0..argc) (argv_canonical), "errors" the parts'
+ * errors entries eu[0..ne) in selection order, and "provenance" as an sqnr merge's, from the
+ * inputs' fingerprints every part took alike (same_input), never a part's copy; then res's
+ * error count and first error message. FP4_ERR_INTERNAL out of memory. */
+static fp4_status put_common(cJSON *doc, const part *p, char **argv, int argc, const unit *eu,
+                             int ne, fp4_merge_result *res)
+{
+    cJSON *av = cJSON_CreateArray(), *ea = cJSON_CreateArray();
+    if (!av || !ea) {
+        cJSON_Delete(av), cJSON_Delete(ea);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
+    for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
+    cJSON *pv = NULL;
+    fp4_file_print *prints = NULL;
+    int nprints = 0;
+    fp4_status st = prints_from_part(&p[0], &prints, &nprints);
+    if (st == FP4_OK) pv = fp4_report_provenance_json(prints, nprints);
+    fp4_fingerprint_free(prints, nprints);
+    /* put frees what it cannot place */
+    int lost = !put(doc, "argv", av);
+    lost += !put(doc, "errors", ea);
+    lost += !put(doc, "provenance", pv);
+    if (st != FP4_OK) return st;
+    if (lost) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    res->nerrors = ne;
+    if (ne) {
+        const cJSON *m = get(eu[0].obj, "message");
+        snprintf(res->first_error, sizeof res->first_error, "%s",
+                 cJSON_IsString(m) ? m->valuestring : "");
+    }
+    return FP4_OK;
+}
+
 /* Every tensor and error of the merged report must equal the part's own: the parts then came
  * from this build's report code, and the merge added nothing of its own. */
 static fp4_status check_rendered(const char *text, const unit *t, int nt, const unit *e, int ne,
@@ -1554,11 +1590,9 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
             goto out;
         }
     }
-    cJSON *la = cJSON_CreateArray(), *dsets = cJSON_CreateArray(), *av = cJSON_CreateArray();
-    cJSON *ea = cJSON_CreateArray();
-    if (!summary || !la || !dsets || !av || !ea) {
-        cJSON_Delete(summary), cJSON_Delete(la), cJSON_Delete(dsets), cJSON_Delete(av);
-        cJSON_Delete(ea);
+    cJSON *la = cJSON_CreateArray(), *dsets = cJSON_CreateArray();
+    if (!summary || !la || !dsets) {
+        cJSON_Delete(summary), cJSON_Delete(la), cJSON_Delete(dsets);
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
@@ -1584,35 +1618,17 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
     cJSON *fs = cJSON_CreateString(file ? file : "");
     if (dsets->child && !file) cJSON_Delete(fs), fs = NULL; /* out of memory */
     free(file);
-    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
-    /* the provenance of the merged report: as an sqnr merge's, from the inputs' fingerprints
-     * every part took alike (same_input), never a part's copy */
-    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input"), *pv = NULL;
-    fp4_file_print *prints = NULL;
-    int nprints = 0;
-    if ((st = prints_from_part(&p[0], &prints, &nprints)) == FP4_OK)
-        pv = fp4_report_provenance_json(prints, nprints);
-    fp4_fingerprint_free(prints, nprints);
     /* each key there (parts_keys); put frees what it cannot place */
-    int lost = !put(doc, "argv", av);
-    lost += !put(in, "file", fs);
+    cJSON *in = cJSON_GetObjectItemCaseSensitive(doc, "input");
+    int lost = !put(in, "file", fs);
     lost += !put(in, "datasets", dsets);
     lost += !put(doc, "layers", la);
     lost += !put(doc, "summary", summary);
-    lost += !put(doc, "errors", ea);
-    lost += !put(doc, "provenance", pv);
-    if (st != FP4_OK) goto out;
     if (lost) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    res->nerrors = ne;
-    if (ne) {
-        const cJSON *m = get(eu[0].obj, "message");
-        snprintf(res->first_error, sizeof res->first_error, "%s",
-                 cJSON_IsString(m) ? m->valuestring : "");
-    }
+    if ((st = put_common(doc, p, argv, argc, eu, ne, res)) != FP4_OK) goto out;
     cJSON *tm = cJSON_GetObjectItemCaseSensitive(doc, "timing");
     if (!put(tm, "seconds", cJSON_CreateNumber(part_seconds_max(p, n))) ||
         !put(tm, "bytes_read", cJSON_CreateNumber(part_bytes_sum(p, n)))) {
@@ -2156,40 +2172,21 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
     }
     if ((st = audit_groups_check(p, tu, nt)) != FP4_OK) goto out;
     cJSON *po = fp4_report_audit_pooled_json(np, pe, pr, peh, prh, nn, el, sm, sb);
-    cJSON *ta = cJSON_CreateArray(), *ea = cJSON_CreateArray(), *av = cJSON_CreateArray();
-    if (!po || !ta || !ea || !av) {
-        cJSON_Delete(po), cJSON_Delete(ta), cJSON_Delete(ea), cJSON_Delete(av);
+    cJSON *ta = cJSON_CreateArray();
+    if (!po || !ta) {
+        cJSON_Delete(po), cJSON_Delete(ta);
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
     for (int i = 0; i < nt; i++) cJSON_AddItemToArray(ta, cJSON_Duplicate(tu[i].obj, true));
-    for (int i = 0; i < ne; i++) cJSON_AddItemToArray(ea, cJSON_Duplicate(eu[i].obj, true));
-    for (int i = 0; i < argc; i++) cJSON_AddItemToArray(av, cJSON_CreateString(argv[i]));
-    /* the provenance of the merged report: as an sqnr merge's, from the inputs' fingerprints
-     * every part took alike (same_input), never a part's copy */
-    cJSON *pv = NULL;
-    fp4_file_print *prints = NULL;
-    int nprints = 0;
-    if ((st = prints_from_part(&p[0], &prints, &nprints)) == FP4_OK)
-        pv = fp4_report_provenance_json(prints, nprints);
-    fp4_fingerprint_free(prints, nprints);
     /* each key there (parts_keys); put frees what it cannot place */
-    int lost = !put(doc, "argv", av);
-    lost += !put(doc, "tensors", ta);
+    int lost = !put(doc, "tensors", ta);
     lost += !put(doc, "pooled", po);
-    lost += !put(doc, "errors", ea);
-    lost += !put(doc, "provenance", pv);
-    if (st != FP4_OK) goto out;
     if (lost) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
         goto out;
     }
-    res->nerrors = ne;
-    if (ne) {
-        const cJSON *m = get(eu[0].obj, "message");
-        snprintf(res->first_error, sizeof res->first_error, "%s",
-                 cJSON_IsString(m) ? m->valuestring : "");
-    }
+    if ((st = put_common(doc, p, argv, argc, eu, ne, res)) != FP4_OK) goto out;
     if (!put(cJSON_GetObjectItemCaseSensitive(doc, "timing"), "seconds",
              cJSON_CreateNumber(part_seconds_max(p, n)))) {
         st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
