@@ -887,6 +887,20 @@ static fp4_status put_common(cJSON *doc, const part *p, char **argv, int argc, c
     return FP4_OK;
 }
 
+/* The merged report's text into res->text: doc as cJSON_Print writes it and a newline, as the
+ * run writes its report (report/audit.c, report/gemm.c). FP4_ERR_INTERNAL out of memory. */
+static fp4_status put_text(const cJSON *doc, fp4_merge_result *res)
+{
+    char *t = cJSON_Print(doc);
+    if (!t) return fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
+    size_t len = strlen(t);
+    res->text = malloc(len + 2);
+    if (res->text) memcpy(res->text, t, len), res->text[len] = '\n', res->text[len + 1] = '\0';
+    cJSON_free(t);
+    if (!res->text) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    return FP4_OK;
+}
+
 /* Every tensor and error of the merged report must equal the part's own: the parts then came
  * from this build's report code, and the merge added nothing of its own. */
 static fp4_status check_rendered(const char *text, const unit *t, int nt, const unit *e, int ne,
@@ -1636,19 +1650,7 @@ static fp4_status merge_gemm(part *p, int n, const char *output, FILE *table,
         goto out;
     }
     cJSON_DeleteItemFromObjectCaseSensitive(doc, "shard");
-    char *t = cJSON_Print(doc);
-    if (!t) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
-        goto out;
-    }
-    size_t len = strlen(t);
-    res->text = malloc(len + 2);
-    if (res->text) memcpy(res->text, t, len), res->text[len] = '\n', res->text[len + 1] = '\0';
-    cJSON_free(t);
-    if (!res->text) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
+    if ((st = put_text(doc, res)) != FP4_OK) goto out;
     snprintf(res->command, sizeof res->command, "gemm");
     res->nunits = nl;
     if (table) fp4_report_gemm_table(table, &run); /* the table the single run prints */
@@ -2213,19 +2215,7 @@ static fp4_status merge_audit(part *p, int n, const char *output, FILE *table,
         }
     }
     fp4_json_make_valid(doc);
-    char *t = cJSON_Print(doc);
-    if (!t) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory building the report");
-        goto out;
-    }
-    size_t len = strlen(t);
-    res->text = malloc(len + 2);
-    if (res->text) memcpy(res->text, t, len), res->text[len] = '\n', res->text[len + 1] = '\0';
-    cJSON_free(t);
-    if (!res->text) {
-        st = fp4_error(FP4_ERR_INTERNAL, "out of memory");
-        goto out;
-    }
+    if ((st = put_text(doc, res)) != FP4_OK) goto out;
     snprintf(res->command, sizeof res->command, "audit");
     res->nunits = p[0].selected;
     if (table) { /* the pooled line of the merged audit (its per-tensor table: the run's own) */
