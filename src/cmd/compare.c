@@ -800,8 +800,12 @@ fp4_status cmd_compare(int argc, char **argv)
         free(ev);
         free(ew);
     }
-    /* the thresholds that apply: a gemm report's paths have no bucket ratios */
-    if (st == FP4_OK && res.nregressed && !strcmp(res.command, "gemm"))
+    /* the thresholds that apply: a gemm report's paths have no bucket ratios; a grid report's
+     * grids are compared exactly, with none */
+    if (st == FP4_OK && res.nregressed && !strcmp(res.command, "grid"))
+        st = fp4_error(FP4_ERR_THRESHOLD, "%zu of %zu results regressed (grids are compared "
+                       "exactly: no threshold applies)", res.nregressed, res.nrows);
+    else if (st == FP4_OK && res.nregressed && !strcmp(res.command, "gemm"))
         st = fp4_error(FP4_ERR_THRESHOLD, "%zu of %zu results regressed (thresholds: SQNR drop "
                        "%g dB, eta change %g)",
                        res.nregressed, res.nrows, o.max_sqnr_drop_db, o.max_alpha_change);
