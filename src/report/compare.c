@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "io/st_parse.h" /* fp4_json_doc_check */
+#include "report/report.h" /* fp4_json_same */
 
 #define FP4_REPORT_SCHEMA "fp4diag.report/1"
 #define FP4_AUDIT_SCHEMA "fp4diag.audit/1"
@@ -497,44 +498,6 @@ static unsigned key_bit(const char *name)
                                        : 0;
 }
 
-/* Two JSON values alike exactly: of one type, numbers the same double (and sign), strings the
- * same bytes, arrays element by element in order, objects the same members by name (any order;
- * a report has no key twice, parse_doc checks). Not cJSON_Compare, which takes two numbers
- * within a relative DBL_EPSILON as equal, and an infinite one (1e999 reads as inf) as equal to
- * any number: a config's block or seed spelled 1e999 hid that the configs differ. */
-static bool same_json(const cJSON *a, const cJSON *b)
-{
-    if (!a || !b) return a == b;
-    const int ta = a->type & 0xFF, tb = b->type & 0xFF;
-    if (ta != tb) return false;
-    switch (ta) {
-    case cJSON_Number:
-        return a->valuedouble == b->valuedouble &&
-               signbit(a->valuedouble) == signbit(b->valuedouble);
-    case cJSON_String:
-    case cJSON_Raw:
-        return a->valuestring && b->valuestring && !strcmp(a->valuestring, b->valuestring);
-    case cJSON_Array: {
-        const cJSON *x = a->child, *y = b->child;
-        for (; x && y; x = x->next, y = y->next)
-            if (!same_json(x, y)) return false;
-        return !x && !y;
-    }
-    case cJSON_Object: {
-        if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return false;
-        const cJSON *x;
-        cJSON_ArrayForEach(x, a)
-        {
-            if (!x->string) return false;
-            if (!same_json(x, cJSON_GetObjectItemCaseSensitive(b, x->string))) return false;
-        }
-        return true;
-    }
-    default: /* false, true, null */
-        return true;
-    }
-}
-
 /* Every config member that differs (key fields included; not device, threads, mem_limit,
  * which do not change numbers); *keys collects the FP4_CMP_KEY_* bits among them. */
 static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, size_t len,
@@ -552,7 +515,9 @@ static void config_diff(const cJSON *a, const cJSON *b, char *buf, size_t n, siz
             if (skipped || !it->string) continue;
             const cJSON *other = cJSON_GetObjectItemCaseSensitive(y, it->string);
             if (pass == 1 && other) continue; /* pairs were handled in pass 0 */
-            if (other && same_json(it, other)) continue;
+            /* exactly, members by name (a report has no key twice: parse_doc); not
+             * cJSON_Compare: a config's block or seed spelled 1e999 hid that they differ */
+            if (other && fp4_json_same(it, other, true)) continue;
             *keys |= key_bit(it->string);
             char *sx = cJSON_PrintUnformatted(it);
             char *sy = other ? cJSON_PrintUnformatted(other) : NULL;

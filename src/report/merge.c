@@ -183,35 +183,9 @@ static fp4_status timing_check(const part *p)
     return FP4_OK;
 }
 
-/* Two JSON values alike exactly: of one type, numbers the same double (and sign), strings the
- * same bytes, arrays and objects member by member in order (keys too: a run writes them in
- * one order). Not cJSON_Compare, which takes two numbers within a relative DBL_EPSILON as
- * equal, and an infinite one (1e999 reads as inf) as equal to any number. */
-static bool same_json(const cJSON *a, const cJSON *b)
-{
-    if (!a || !b) return a == b;
-    const int ta = a->type & 0xFF, tb = b->type & 0xFF;
-    if (ta != tb) return false;
-    switch (ta) {
-    case cJSON_Number:
-        return a->valuedouble == b->valuedouble &&
-               signbit(a->valuedouble) == signbit(b->valuedouble);
-    case cJSON_String:
-    case cJSON_Raw:
-        return a->valuestring && b->valuestring && !strcmp(a->valuestring, b->valuestring);
-    case cJSON_Array:
-    case cJSON_Object: {
-        const cJSON *x = a->child, *y = b->child;
-        for (; x && y; x = x->next, y = y->next)
-            if ((ta == cJSON_Object && (!x->string || !y->string || strcmp(x->string, y->string))) ||
-                !same_json(x, y))
-                return false;
-        return !x && !y;
-    }
-    default: /* false, true, null */
-        return true;
-    }
-}
+/* Two JSON values alike exactly, objects member by member in order (keys too: a run writes
+ * them in one order): fp4_json_same in order. */
+static bool same_json(const cJSON *a, const cJSON *b) { return fp4_json_same(a, b, false); }
 
 /* A shape as a part writes it: an array of at most FP4_MAX_RANK whole numbers in [0, 4e18]. */
 static bool shape_ok(const cJSON *a)

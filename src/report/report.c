@@ -1090,6 +1090,48 @@ bool fp4_json_make_valid(cJSON *root)
     return true;
 }
 
+bool fp4_json_same(const cJSON *a, const cJSON *b, bool by_name)
+{
+    if (!a || !b) return a == b;
+    const int ta = a->type & 0xFF, tb = b->type & 0xFF;
+    if (ta != tb) return false;
+    switch (ta) {
+    case cJSON_Number:
+        return a->valuedouble == b->valuedouble &&
+               signbit(a->valuedouble) == signbit(b->valuedouble);
+    case cJSON_String:
+    case cJSON_Raw:
+        return a->valuestring && b->valuestring && !strcmp(a->valuestring, b->valuestring);
+    case cJSON_Array: {
+        const cJSON *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next)
+            if (!fp4_json_same(x, y, by_name)) return false;
+        return !x && !y;
+    }
+    case cJSON_Object: {
+        if (by_name) {
+            if (cJSON_GetArraySize(a) != cJSON_GetArraySize(b)) return false;
+            const cJSON *x;
+            cJSON_ArrayForEach(x, a)
+            {
+                if (!x->string) return false;
+                if (!fp4_json_same(x, cJSON_GetObjectItemCaseSensitive(b, x->string), by_name))
+                    return false;
+            }
+            return true;
+        }
+        const cJSON *x = a->child, *y = b->child;
+        for (; x && y; x = x->next, y = y->next)
+            if (!x->string || !y->string || strcmp(x->string, y->string) ||
+                !fp4_json_same(x, y, by_name))
+                return false;
+        return !x && !y;
+    }
+    default: /* false, true, null */
+        return true;
+    }
+}
+
 /* One element of a member array of the root, printed alone at depth 0, then indented by the
  * two tabs its place adds after every line break (cJSON escapes a line break inside a string,
  * so every '\n' of the text is one of the layout's). NULL on OOM. */

@@ -116,4 +116,14 @@ bool fp4_json_make_valid(cJSON *root);
  * cJSON_free, NULL on OOM (as cJSON_Print). */
 char *fp4_json_print(cJSON *root);
 
+/* Whether two JSON values are alike exactly: of one type (false, true and null equal their
+ * kind), numbers the same double and sign (-0 is not 0; 1e999, read as inf, equals no finite
+ * number), strings (and raw text) the same bytes, arrays element by element in order. Objects:
+ * `by_name`, the same members by name in any order (for documents without a key twice, as
+ * compare's parse_doc checks: SPEC §9 compare's config_diff); else member by member in order,
+ * keys included (a run writes them in one order: merge's checks of its parts, SPEC §7). NULL
+ * equals only NULL. Not cJSON_Compare, which takes two numbers within a relative DBL_EPSILON
+ * as equal, and an infinite one as equal to any number. */
+bool fp4_json_same(const cJSON *a, const cJSON *b, bool by_name);
+
 #endif

@@ -1,7 +1,7 @@
 /* test_report.c — the report writer (whole-or-absent files, direct writes to pipes and devices,
  * write errors) and the JSON of a hand-built run (identity fields, nulls with statuses,
  * rht_delta, compound shrinkage, errors); the verdict's margin over the best config with
- * other values and its tie order. */
+ * other values and its tie order; fp4_json_same's two modes (objects by name, in order). */
 #include "testutil.h"
 
 #include <dirent.h>
@@ -547,6 +547,75 @@ static void test_json_print_equals_cjson(void **state)
     cJSON_Delete(root);
 }
 
+/* fp4_json_same in compare's mode (objects by name) and merge's (in order): a pair equal by
+ * name in another order is the same only by name, at any depth; arrays are in order in both;
+ * numbers are compared as doubles exactly in both (1e999 reads as inf and equals only inf; -0
+ * is not 0; one double away differs, which cJSON_Compare would take as equal). */
+static bool same_text(const char *x, const char *y, bool by_name)
+{
+    cJSON *a = cJSON_Parse(x), *b = cJSON_Parse(y);
+    assert_non_null(a);
+    assert_non_null(b);
+    bool r = fp4_json_same(a, b, by_name);
+    assert_true(fp4_json_same(b, a, by_name) == r); /* symmetric */
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return r;
+}
+
+static void test_json_same(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *a, *b;
+        bool by_name, in_order;
+    } cases[] = {
+        {"{\"x\": 1, \"y\": [1, {\"p\": 2}]}", "{\"x\": 1, \"y\": [1, {\"p\": 2}]}", true, true},
+        /* members reordered at the top, and inside an array's object */
+        {"{\"x\": 1, \"y\": 2}", "{\"y\": 2, \"x\": 1}", true, false},
+        {"{\"x\": 1, \"y\": [1, {\"p\": 2, \"q\": 3}]}",
+         "{\"x\": 1, \"y\": [1, {\"q\": 3, \"p\": 2}]}", true, false},
+        {"{\"o\": {\"p\": 2, \"q\": 3}}", "{\"o\": {\"q\": 3, \"p\": 2}}", true, false},
+        /* a member more, another name, another value */
+        {"{\"x\": 1}", "{\"x\": 1, \"y\": 2}", false, false},
+        {"{\"x\": 1}", "{\"z\": 1}", false, false},
+        {"{\"x\": 1, \"y\": 2}", "{\"y\": 3, \"x\": 1}", false, false},
+        /* arrays in order in both modes */
+        {"[1, 2]", "[2, 1]", false, false},
+        {"[1, 2]", "[1, 2, 3]", false, false},
+        {"[]", "[]", true, true},
+        {"{}", "{}", true, true},
+        /* numbers as doubles, exactly */
+        {"{\"block\": 1e999}", "{\"block\": 1}", false, false},
+        {"{\"block\": 1e999}", "{\"block\": 1.7976931348623157e308}", false, false},
+        {"{\"block\": 1e999}", "{\"block\": 1e999}", true, true},
+        {"{\"block\": 1e999}", "{\"block\": -1e999}", false, false},
+        {"{\"seed\": -0}", "{\"seed\": 0}", false, false},
+        {"[-0.0]", "[0]", false, false},
+        {"1", "1.0000000000000002", false, false},
+        {"16", "1.6e1", true, true},
+        /* types and the rest */
+        {"1", "\"1\"", false, false},
+        {"\"a\"", "\"a\"", true, true},
+        {"\"a\"", "\"a \"", false, false},
+        {"null", "null", true, true},
+        {"true", "false", false, false},
+        {"[null]", "[false]", false, false},
+        {"{\"x\": []}", "{\"x\": {}}", false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const bool n = same_text(cases[i].a, cases[i].b, true);
+        const bool o = same_text(cases[i].a, cases[i].b, false);
+        if (n != cases[i].by_name || o != cases[i].in_order)
+            fail_msg("%s vs %s: by name %d (want %d), in order %d (want %d)", cases[i].a,
+                     cases[i].b, n, cases[i].by_name, o, cases[i].in_order);
+    }
+    cJSON *o = cJSON_Parse("{}");
+    assert_true(fp4_json_same(NULL, NULL, true) && fp4_json_same(NULL, NULL, false));
+    assert_false(fp4_json_same(o, NULL, true) || fp4_json_same(NULL, o, false));
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_write_fifo),            cmocka_unit_test(test_analysis_json),
         cmocka_unit_test(test_grid_json),             cmocka_unit_test(test_provenance_json),
         cmocka_unit_test(test_verdict_margin_and_ties), cmocka_unit_test(test_json_print_equals_cjson),
+        cmocka_unit_test(test_json_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 # compare_config_exact.sh — compare tells the reports' configs apart exactly: a config member
 # spelled 1e999 (read as infinity) or one double away from the other report's is a difference
 # (the "configs differ" note, and "key fields differ" for a key field), not equal as
-# cJSON_Compare would take it (an infinite number equal to any, a relative DBL_EPSILON apart).
+# cJSON_Compare would take it (an infinite number equal to any, a relative DBL_EPSILON apart);
+# an object member's members are matched by name, so their order is no difference.
 set -u
 F=${FP4DIAG:-$PWD/fp4diag}
 S=testdata/reports/sample_sqnr.json
@@ -34,4 +35,20 @@ for c in "block 1e999 key" "block -1e999 key" "block 16.000000000000004 key" \
         grep -q 'key fields differ' "$T/err" && { cat "$T/err"; fail "$1=$2: not a key field"; }
     fi
 done
+# members matched by name, in any order: a gemm report whose config.rounding and config.rht
+# list their members in another order has the same config (no note; every result pairs)
+G=testdata/gpt_gemm_small.h5
+"$F" gemm "$G" --layers 1 -q -o "$T/g.json" 2>"$T/err" || { cat "$T/err"; fail "gemm run"; }
+python3 - "$T/g.json" "$T/g2.json" <<'PY' || fail "fixture: reordered members"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["config"]
+for k in ("rounding", "rht"):
+    assert isinstance(c[k], dict) and len(c[k]) > 1, (k, c[k])
+    c[k] = dict(reversed(list(c[k].items())))
+json.dump(d, open(sys.argv[2], "w"), indent=1)
+PY
+"$F" compare "$T/g.json" "$T/g2.json" >"$T/out" 2>"$T/err"; rc=$?
+[ "$rc" -eq 0 ] || { cat "$T/out" "$T/err"; fail "reordered members: exit $rc, want 0"; }
+grep -q 'configs differ' "$T/err" && { cat "$T/err"; fail "reordered members: configs differ"; }
 exit 0

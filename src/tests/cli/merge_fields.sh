@@ -225,6 +225,9 @@ grep -q '"seed": -1e999' g_seed.json || fail "g_seed: the edit did not take"
 bad gemm_config_inf "g1.json is not a share of the run of g_seed.json: its config differs" g_seed.json g1.json
 edit g0.json g_mem.json 'import math; c = d["config"]; c["mem_limit"] = math.nextafter(c["mem_limit"], math.inf)'
 bad gemm_config_ulp "g1.json is not a share of the run of g_mem.json: its config differs" g_mem.json g1.json
+# and member by member in the order the run writes them: config.rounding's reversed is an edit
+edit g0.json g_order.json 'r = d["config"]["rounding"]; d["config"]["rounding"] = dict(reversed(list(r.items())))'
+bad gemm_config_order "g1.json is not a share of the run of g_order.json: its config differs" g_order.json g1.json
 edit g0.json pv_g.json "$pv"
 "$FP4DIAG" merge pv_g.json g1.json -o pvm_g.json 2>err || { cat err; fail "gemm provenance: merge"; }
 provcheck pvm_g.json okg.json "gemm"
