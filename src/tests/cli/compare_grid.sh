@@ -21,23 +21,25 @@ assert g["format"] == "e2m1" and g["levels"][1]["q"] == 0.5, g
 g["levels"][1]["q"] = 0.25
 json.dump(d, open(sys.argv[2], "w"))
 PY
-want='^fp4diag compare: 1 of 2 results regressed (grids are compared exactly: no threshold applies)$'
-"$F" compare "$T/base.json" "$T/edit.json" >"$T/out" 2>"$T/err"; rc=$?
-[ "$rc" -eq 1 ] || { cat "$T/out" "$T/err"; fail "edited grid: exit $rc, want 1"; }
-grep -q '^regression: e2m1 grid: the grid (levels, bins, analytic bias) differs$' "$T/err" ||
-    { cat "$T/err"; fail "edited grid: regression line"; }
-grep -q "$want" "$T/err" || { cat "$T/err"; fail "edited grid: final message"; }
-grep -qi 'threshold.*[0-9]\|SQNR drop\|alpha change\|bucket drop' "$T/err" &&
-    { cat "$T/err"; fail "edited grid: a threshold named"; }
+# regressed WHAT LINE NEW [OPTION...]: compare base.json with NEW exits 1, says the regression
+# LINE and the final message, and names no threshold
+regressed() {
+    what=$1 line=$2 new=$3
+    shift 3
+    "$F" compare "$T/base.json" "$new" "$@" >"$T/out" 2>"$T/err"; rc=$?
+    [ "$rc" -eq 1 ] || { cat "$T/out" "$T/err"; fail "$what: exit $rc, want 1"; }
+    grep -qx "$line" "$T/err" || { cat "$T/err"; fail "$what: regression line"; }
+    grep -qx 'fp4diag compare: 1 of 2 results regressed (grids are compared exactly: no threshold applies)' "$T/err" ||
+        { cat "$T/err"; fail "$what: final message"; }
+    grep -qi 'threshold.*[0-9]\|SQNR drop\|alpha change\|bucket drop' "$T/err" &&
+        { cat "$T/err"; fail "$what: a threshold named"; }
+    return 0
+}
+regressed "edited grid" 'regression: e2m1 grid: the grid (levels, bins, analytic bias) differs' \
+    "$T/edit.json"
 # a format missing from NEW, thresholds set on the command line: still none named
-"$F" compare "$T/base.json" "$T/one.json" --max-sqnr-drop 1 --max-alpha-change 0.5 \
-    --max-bucket-drop 0.5 >"$T/out" 2>"$T/err"; rc=$?
-[ "$rc" -eq 1 ] || { cat "$T/out" "$T/err"; fail "missing format: exit $rc, want 1"; }
-grep -q '^regression: int4 grid: in BASE, missing from NEW$' "$T/err" ||
-    { cat "$T/err"; fail "missing format: regression line"; }
-grep -q "$want" "$T/err" || { cat "$T/err"; fail "missing format: final message"; }
-grep -qi 'SQNR drop\|alpha change\|bucket drop' "$T/err" &&
-    { cat "$T/err"; fail "missing format: a threshold named"; }
+regressed "missing format" 'regression: int4 grid: in BASE, missing from NEW' "$T/one.json" \
+    --max-sqnr-drop 1 --max-alpha-change 0.5 --max-bucket-drop 0.5
 # the same grids: no regression, no message
 "$F" compare "$T/base.json" "$T/base.json" >"$T/out" 2>"$T/err"; rc=$?
 [ "$rc" -eq 0 ] || { cat "$T/out" "$T/err"; fail "same grids: exit $rc, want 0"; }
