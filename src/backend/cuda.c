@@ -112,6 +112,10 @@ typedef struct cuda_be {
     int64_t tile_cap;
     float *d_rot;
     int64_t rot_cap;          /* floats */
+    /* pinned: what a tensor's plan and end read back (every config's amax; counts and sums),
+     * copied in one go, then one wait (back_reserve) */
+    unsigned char *h_back;
+    size_t back_cap;          /* bytes */
     /* the audit (fp4_backend_audit_sums): the tensor's stored bytes, uploaded once per
      * tensor; its decodes; a slab's source values and per-segment sums */
     uint8_t *a_packed, *a_scales;
@@ -337,6 +341,7 @@ static void cuda_close(fp4_backend *be)
             cudaFree(cb->d_tensor);
             cudaFree(cb->d_tile);
             cudaFree(cb->d_rot);
+            cudaFreeHost(cb->h_back);
             cudaFree(cb->a_packed);
             cudaFree(cb->a_scales);
             cudaFree(cb->a_dec);
@@ -754,22 +759,40 @@ static fp4_status amax_any(fp4_analysis *an, const void *rows, int w, int64_t nr
     return FP4_OK;
 }
 
+/* cb->h_back holding at least `bytes` (pinned; grown, never shrunk, its contents dropped). The
+ * caller has waited for every copy into it (they are read right after a stream wait). */
+static fp4_status back_reserve(cuda_be *cb, size_t bytes)
+{
+    if (bytes <= cb->back_cap) return FP4_OK;
+    cudaFreeHost(cb->h_back);
+    cb->h_back = NULL;
+    cb->back_cap = 0;
+    void *p = NULL;
+    CU(cudaHostAlloc(&p, bytes < 4096 ? 4096 : bytes, cudaHostAllocDefault), "pinned alloc");
+    cb->h_back = p;
+    cb->back_cap = bytes < 4096 ? 4096 : bytes;
+    return FP4_OK;
+}
+
 static fp4_status cuda_plan(fp4_analysis *an)
 {
     cuda_an *ca = an->impl;
     FP4_TRY(make_ready(an));
     const double t0 = fp4_trace_clock();
+    cuda_be *cb = an->be->impl;
+    FP4_TRY(back_reserve(cb, (size_t)an->ncfg * sizeof(float)));
+    float *amaxes = (float *)(void *)cb->h_back;
+    /* every config's amax (its amax_src's) queued, then one wait */
+    for (int c = 0; c < an->ncfg; c++)
+        if (fp4_needs_tensor_amax(&an->cfgs[c]))
+            CU(cudaMemcpyAsync(&amaxes[c], ca->c[ca->c[c].amax_src].k->d_amax, sizeof(float),
+                               cudaMemcpyDeviceToHost, ca->stream),
+               "D2H amax");
     CU(cudaStreamSynchronize(ca->stream), "sync");
     ca->t_sync += fp4_trace_clock() - t0;
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
-        float amax = 0.0f;
-        if (fp4_needs_tensor_amax(&an->cfgs[c])) {
-            CU(cudaMemcpyAsync(&amax, ca->c[cc->amax_src].k->d_amax, sizeof amax,
-                               cudaMemcpyDeviceToHost, ca->stream),
-               "D2H amax");
-            CU(cudaStreamSynchronize(ca->stream), "sync");
-        }
+        const float amax = fp4_needs_tensor_amax(&an->cfgs[c]) ? amaxes[c] : 0.0f;
         FP4_TRY(fp4_qplan_make(&an->cfgs[c], amax, an->row_len, &cc->plan));
         fp4_cuda_cfg_of(&cc->plan, &cc->kc);
         cc->device = fp4k_cfg_supported(&cc->kc) != 0;
@@ -967,32 +990,56 @@ static void device_stats_add(fp4_metrics *m, const uint64_t *k)
     if (mx > m->max_abs_err) m->max_abs_err = mx;
 }
 
-/* What a device config has on the device, added to m: the kernel's and the statistics kernel's
- * counts, and its ordered sums (m's sums +0: then they are the device's bits, as when the host
- * added the partials in chunk order from +0). */
-static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *amax_bits,
-                                     cudaStream_t stream)
-{
+/* One device config's readback in cb->h_back (back_at): the kernel's counts, the statistics
+ * kernel's counts, the ordered sums. */
+typedef struct cuda_back {
     uint64_t k[FP4K_NCOUNTS], sk[FP4K_NSCOUNTS];
     double acc[FP4K_NSUMS + FP4K_NTSUMS];
-    /* on the analysis's stream (no legacy-stream copy: it would wait for other streams) */
-    CU(cudaMemcpyAsync(k, cc->k->d_counts, sizeof k, cudaMemcpyDeviceToHost, stream),
-       "D2H counts");
-    CU(cudaMemcpyAsync(sk, cc->k->d_scounts, sizeof sk, cudaMemcpyDeviceToHost, stream),
-       "D2H counts");
-    CU(cudaMemcpyAsync(acc, cc->k->d_acc, sizeof acc, cudaMemcpyDeviceToHost, stream),
-       "D2H sums");
-    CU(cudaStreamSynchronize(stream), "sync");
-    device_counts_add(m, k);
-    device_stats_add(m, sk);
+} cuda_back;
+
+/* Every device config's counts and ordered sums copied into cb->h_back (config c at entry c),
+ * on the analysis's stream (no legacy-stream copy: it would wait for other streams), then one
+ * wait. */
+static fp4_status device_counts_fetch(fp4_analysis *an)
+{
+    cuda_an *ca = an->impl;
+    cuda_be *cb = an->be->impl;
+    FP4_TRY(back_reserve(cb, (size_t)an->ncfg * sizeof(cuda_back)));
+    cuda_back *b = (cuda_back *)(void *)cb->h_back;
+    for (int c = 0; c < an->ncfg; c++) {
+        const cuda_cfg *cc = &ca->c[c];
+        if (!cc->device) continue;
+        CU(cudaMemcpyAsync(b[c].k, cc->k->d_counts, sizeof b[c].k, cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H counts");
+        CU(cudaMemcpyAsync(b[c].sk, cc->k->d_scounts, sizeof b[c].sk, cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H counts");
+        CU(cudaMemcpyAsync(b[c].acc, cc->k->d_acc, sizeof b[c].acc, cudaMemcpyDeviceToHost,
+                           ca->stream),
+           "D2H sums");
+    }
+    const double t0 = fp4_trace_clock();
+    CU(cudaStreamSynchronize(ca->stream), "sync");
+    ca->t_sync += fp4_trace_clock() - t0;
+    return FP4_OK;
+}
+
+/* What device config c has on the device (fetched by device_counts_fetch), added to m: the
+ * kernel's and the statistics kernel's counts, and its ordered sums (m's sums +0: then they are
+ * the device's bits, as when the host added the partials in chunk order from +0). */
+static void device_counts_add_back(const cuda_be *cb, int c, fp4_metrics *m, uint32_t *amax_bits)
+{
+    const cuda_back *b = (const cuda_back *)(const void *)cb->h_back + c;
+    device_counts_add(m, b->k);
+    device_stats_add(m, b->sk);
     fp4_fsums fs;
     fp4_ssums ss;
-    memcpy(&fs, acc, sizeof fs);
-    memcpy(&ss, acc + FP4K_NSUMS, sizeof ss);
+    memcpy(&fs, b->acc, sizeof fs);
+    memcpy(&ss, b->acc + FP4K_NSUMS, sizeof ss);
     fp4_fsums_add(m, &fs);
     fp4_ssums_add(m, &ss);
-    if (amax_bits) *amax_bits = (uint32_t)k[FP4K_C_AMAX];
-    return FP4_OK;
+    if (amax_bits) *amax_bits = (uint32_t)b->k[FP4K_C_AMAX];
 }
 
 /* Each config's integer counts so far (device configs: the kernel's, which leave out the
@@ -1001,7 +1048,7 @@ static fp4_status device_counts_read(cuda_cfg *cc, fp4_metrics *m, uint32_t *ama
 static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4_ssums *ss)
 {
     cuda_an *ca = an->impl;
-    CU(cudaStreamSynchronize(ca->stream), "sync");
+    FP4_TRY(device_counts_fetch(an));
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         fp4_metrics_init(&m[c]);
@@ -1011,7 +1058,7 @@ static fp4_status counts_now(fp4_analysis *an, fp4_metrics *m, fp4_fsums *s, fp4
             fp4_metrics_merge_counts(&m[c], &cc->acc);
             continue;
         }
-        FP4_TRY(device_counts_read(cc, &m[c], NULL, ca->stream));
+        device_counts_add_back(an->be->impl, c, &m[c], NULL);
         fp4_fsums_of(&m[c], &s[c]);
         fp4_ssums_of(&m[c], &ss[c]);
     }
@@ -1130,6 +1177,7 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
 {
     cuda_an *ca = an->impl;
     if (!ca->planned) FP4_TRY(cuda_plan(an));
+    FP4_TRY(device_counts_fetch(an));
     for (int c = 0; c < an->ncfg; c++) {
         cuda_cfg *cc = &ca->c[c];
         out[c] = cc->acc; /* device configs: zeros, the device's sums and counts added below */
@@ -1139,7 +1187,7 @@ static fp4_status cuda_end(fp4_analysis *an, fp4_metrics *out)
         if (!cc->device) continue;
         fp4_metrics *m = &out[c];
         uint32_t ab = 0;
-        FP4_TRY(device_counts_read(cc, m, &ab, ca->stream));
+        device_counts_add_back(an->be->impl, c, m, &ab);
         m->elements += (uint64_t)(an->n_rows * an->row_len);
         m->padded += (uint64_t)(an->n_rows * (cc->kc.padded_len - an->row_len));
         float a;
