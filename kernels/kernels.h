@@ -105,6 +105,11 @@ int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_row
                const float *signs, const float *tile_amax, float *rot, double *spart,
                uint64_t *scounts, void *stream);
 
+/* fp4k_stats's kernel for every config (on != 0) instead of its register-resident variant for
+ * RTNE, block 16 or 32 and RHT none or 16 (the same numbers): for make bench-gpu's comparison
+ * and the GPU parity suite, which runs both. Not thread-safe; set it before any launch. */
+void fp4k_stats_generic(int on);
+
 /* Per-chunk partials added into running sums on the device (SPEC §7's order): for each entry,
  * for each field f < nsums, acc[f] = (...((acc[f] + part[0 * nsums + f]) + part[1 * nsums + f])
  * ...) + part[(nch - 1) * nsums + f] in IEEE fp64 round-to-nearest, chunk by chunk: the bits

@@ -1096,6 +1096,60 @@ __device__ __forceinline__ void warp_bin_add(unsigned long long *c, int key)
  * histograms and the max are order-free. in: the input rows (row_len apart), or with RHT the
  * rotated rows (rot, padded_len apart). */
 constexpr int ST_NT = 2 * CHUNK_BLOCKS;
+/* The end of k_stats and k_stats_blk, every thread of the CTA: the block sums into s_sum, the
+ * bins and counts (order-free), then thread f adds field f % FP4K_NTSUMS of chunk f /
+ * FP4K_NTSUMS over its 64 blocks in block order. */
+__device__ __forceinline__ void stats_flush(int tid, double sx2, double se2, double fos,
+                                            double sp_fl, double sp_sc, double sp_gr,
+                                            double sp_cr, int abin, int sbin, uint32_t n_blk,
+                                            uint32_t n_cnt, uint32_t n_nz, uint32_t n_uf,
+                                            uint32_t n_fos, uint32_t n_fos4, uint32_t n_sp,
+                                            double mx, double *s_sum, unsigned *s_rh,
+                                            int64_t nchunks, double *__restrict__ spart,
+                                            unsigned long long *__restrict__ sc)
+{
+    s_sum[FP4K_T_X2NA * ST_NT + tid] = sx2;
+    s_sum[FP4K_T_ERR2NA * ST_NT + tid] = se2;
+    s_sum[FP4K_T_FOS * ST_NT + tid] = fos;
+    s_sum[FP4K_T_SP_FLUSH * ST_NT + tid] = sp_fl;
+    s_sum[FP4K_T_SP_SCALE * ST_NT + tid] = sp_sc;
+    s_sum[FP4K_T_SP_GRID * ST_NT + tid] = sp_gr;
+    s_sum[FP4K_T_SP_CROSS * ST_NT + tid] = sp_cr;
+    warp_bin_add(sc + FP4K_SC_AMAX0, abin);
+    warp_bin_add(sc + FP4K_SC_SCALE0, sbin);
+    const uint32_t cv[7] = {n_blk, n_cnt, n_nz, n_uf, n_fos, n_fos4, n_sp};
+    const int ci[7] = {FP4K_SC_BLOCKS, FP4K_SC_COUNT, FP4K_SC_NONZERO, FP4K_SC_UNDERFLOWS,
+                       FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4, FP4K_SC_SPLIT_BLOCKS};
+#pragma unroll
+    for (int i = 0; i < 7; i++) {
+        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
+        if ((tid & 31) == 0 && v) {
+            atomicAdd(&sc[ci[i]], (unsigned long long)v);
+            if (i == 0) atomicAdd(&sc[FP4K_SC_HIST_BLOCKS], (unsigned long long)v);
+        }
+    }
+    /* the max |x̂ − x|: non-negative doubles order as their bits */
+    unsigned long long mb = (unsigned long long)__double_as_longlong(mx);
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long ob = __shfl_xor_sync(0xffffffffu, mb, o);
+        mb = ob > mb ? ob : mb;
+    }
+    if ((tid & 31) == 0 && mb) atomicMax(&sc[FP4K_SC_MAXERR], mb);
+    __syncthreads();
+    if (tid < 2 * FP4K_NTSUMS) {
+        const int w = tid / FP4K_NTSUMS, l = tid % FP4K_NTSUMS;
+        const int64_t c = (int64_t)blockIdx.x * 2 + w;
+        if (c < nchunks) {
+            const double *sp = s_sum + l * ST_NT + w * CHUNK_BLOCKS;
+            double acc = 0.0;
+            for (int b = 0; b < CHUNK_BLOCKS; b++) acc = __dadd_rn(acc, sp[b]);
+            spart[c * FP4K_NTSUMS + l] = acc;
+        }
+    }
+    for (int i = tid; i < 128; i += ST_NT)
+        if (s_rh[i]) atomicAdd(&sc[FP4K_SC_RERR0 + i], (unsigned long long)s_rh[i]);
+}
+
 __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__restrict__ in,
                                                  const float *__restrict__ rot,
                                                  const float *__restrict__ tile_amax,
@@ -1208,46 +1262,226 @@ __global__ void __launch_bounds__(ST_NT) k_stats(const KP p, const float *__rest
             if ((p.c.scale == 1 || p.c.scale == 2) && amax > 0.f) sbin = bp.sbyte;
         }
     }
-    s_sum[FP4K_T_X2NA * ST_NT + tid] = sx2;
-    s_sum[FP4K_T_ERR2NA * ST_NT + tid] = se2;
-    s_sum[FP4K_T_FOS * ST_NT + tid] = fos;
-    s_sum[FP4K_T_SP_FLUSH * ST_NT + tid] = sp_fl;
-    s_sum[FP4K_T_SP_SCALE * ST_NT + tid] = sp_sc;
-    s_sum[FP4K_T_SP_GRID * ST_NT + tid] = sp_gr;
-    s_sum[FP4K_T_SP_CROSS * ST_NT + tid] = sp_cr;
-    warp_bin_add(sc + FP4K_SC_AMAX0, abin);
-    warp_bin_add(sc + FP4K_SC_SCALE0, sbin);
-    const uint32_t cv[7] = {n_blk, n_cnt, n_nz, n_uf, n_fos, n_fos4, n_sp};
-    const int ci[7] = {FP4K_SC_BLOCKS, FP4K_SC_COUNT, FP4K_SC_NONZERO, FP4K_SC_UNDERFLOWS,
-                       FP4K_SC_FOS_BLOCKS, FP4K_SC_FOS_BLOCKS4, FP4K_SC_SPLIT_BLOCKS};
+    stats_flush(tid, sx2, se2, fos, sp_fl, sp_sc, sp_gr, sp_cr, abin, sbin, n_blk, n_cnt, n_nz,
+                n_uf, n_fos, n_fos4, n_sp, mx, s_sum, s_rh, p.nchunks, spart, sc);
+}
+
+/* k_stats for the common recipes, the same numbers: RTNE, block B = 16 or 32, RHT none or 16
+ * (RHTN). Per thread one block as k_stats, the CTA's shape and the chunk reduction the same, so
+ * every sum adds the same terms in the same order; what differs is how a term is reached:
+ *  - the block in registers (B / 4 float4 loads when the row is float4-aligned, as k_qblk), read
+ *    once; with RHT-16 the zero-padded groups rotated there by rht16_thread, k_rot16's own
+ *    function (no rotated rows written to and read back from d_rot);
+ *  - t = (|x| mul) / div: a * mul when div == 1 (x / 1 == x in IEEE arithmetic, for every x),
+ *    else k_qblk's Markstein quotient under k_qblk's guard, else __fdiv_rn (st_t);
+ *  - the level by rtne_level<GK> (checked equal to fp4c_rtne_index for every fp32 tc in
+ *    [0, g_max], kernels/bench/check_rtne.c), tc = fminf(t, g_max) == fp4c_minf(t, g_max);
+ *  - the error split's level value as the prefix sums of the grid's steps (s_pre), made by the
+ *    same chain of adds st_xt performs: the midpoints passed are always a prefix (the midpoints
+ *    in use strictly increase, the unused ones are FLT_MAX > tc), and the adds of +0.0 it does
+ *    past them leave a value >= +0 unchanged. */
+struct StT {
+    float mul, div, rdiv;
+    bool one, fast;
+};
+
+__device__ __forceinline__ StT st_t_make(const fp4c_blk_par &bp, float amax_b)
+{
+    StT t;
+    t.mul = bp.mul;
+    t.div = bp.div;
+    t.one = bp.div == 1.f;
+    t.fast = !t.one && bp.mul == 1.f && bp.div >= 0x1p-60f && bp.div <= 0x1p126f &&
+             amax_b <= 32.f * bp.div;
+    t.rdiv = t.fast ? __frcp_rn(bp.div) : 1.f;
+    return t;
+}
+
+/* (a * mul) / div as st_xq rounds it, a = |x| of the block (a <= amax_b) */
+__device__ __forceinline__ float st_t(const StT &t, float a)
+{
+    if (t.one) return __fmul_rn(a, t.mul);
+    if (t.fast) {
+        const float q0 = __fmul_rn(a, t.rdiv);
+        const float rem = __fmaf_rn(-q0, t.div, a);
+        return __fmaf_rn(rem, t.rdiv, q0);
+    }
+    return __fdiv_rn(__fmul_rn(a, t.mul), t.div);
+}
+
+/* st_xq's x̂ and |x̂| for RTNE */
+template <int GK>
+__device__ __forceinline__ float st_xq_rtne(const RtneK &rk, const float *s_q, float gmax,
+                                            const StT &t, const fp4c_blk_par &bp, float x,
+                                            float &aq)
+{
+    float q;
+    uint32_t key;
+    rtne_level<GK>(rk, s_q, fminf(st_t(t, fp4c_absf(x)), gmax), q, key);
+    aq = fp4c_absf(__fmul_rn(__fmul_rn(q, bp.dec1), bp.dec2));
+    return __uint_as_float(__float_as_uint(aq) | (__float_as_uint(x) & 0x80000000u));
+}
+
+/* st_xt with the level value from the prefix sums s_pre */
+__device__ __forceinline__ double st_xt_pre(const double *mid, const double *s_pre, double gm,
+                                            float x, double rs, double ss)
+{
+    const double ts = __dmul_rn((double)fp4c_absf(x), rs);
+    const double tc = ts < gm ? ts : gm;
+    int k = 0;
 #pragma unroll
-    for (int i = 0; i < 7; i++) {
-        const uint32_t v = __reduce_add_sync(0xffffffffu, cv[i]);
-        if ((tid & 31) == 0 && v) {
-            atomicAdd(&sc[ci[i]], (unsigned long long)v);
-            if (i == 0) atomicAdd(&sc[FP4K_SC_HIST_BLOCKS], (unsigned long long)v);
+    for (int i = 0; i < 7; i++) k += (i & 1) ? tc >= mid[i] : tc > mid[i];
+    const double a = __dmul_rn(s_pre[k], ss);
+    return __longlong_as_double(__double_as_longlong(a) |
+                                (__float_as_int(x) < 0 ? (long long)0x8000000000000000ull : 0ll));
+}
+
+template <int B, int RHTN, int GK>
+__global__ void __launch_bounds__(ST_NT) k_stats_blk(const KP p, const float *__restrict__ in,
+                                                     const float *__restrict__ signs,
+                                                     const float *__restrict__ tile_amax,
+                                                     double *__restrict__ spart,
+                                                     unsigned long long *__restrict__ sc)
+{
+    __shared__ double s_sum[FP4K_NTSUMS * ST_NT];
+    __shared__ unsigned s_rh[128];
+    __shared__ float s_q[8];
+    __shared__ double s_mid[7], s_pre[8];
+    __shared__ fp4c_grid s_grid; /* fp4c_block_params reads it through a pointer */
+    const int tid = threadIdx.x;
+    for (int i = tid; i < 128; i += ST_NT) s_rh[i] = 0;
+    const fp4c_grid &g = p.c.grid;
+    if (tid == 0) s_grid = g;
+    if (tid < 8) s_q[tid] = g.q[tid];
+    if (tid < 7) s_mid[tid] = (double)g.mid[tid];
+    if (tid == 0) {
+        /* st_xt's chain: q = st_0, then q + st_i, i = 1 .. 6 */
+        double q = 0.0;
+        s_pre[0] = 0.0;
+        for (int i = 0; i < 7; i++) {
+            const double st = (double)__fsub_rn(g.q[i + 1], g.q[i]);
+            q = i == 0 ? st : __dadd_rn(q, st);
+            s_pre[i + 1] = q;
         }
     }
-    /* the max |x̂ − x|: non-negative doubles order as their bits */
-    unsigned long long mb = (unsigned long long)__double_as_longlong(mx);
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long ob = __shfl_xor_sync(0xffffffffu, mb, o);
-        mb = ob > mb ? ob : mb;
-    }
-    if ((tid & 31) == 0 && mb) atomicMax(&sc[FP4K_SC_MAXERR], mb);
     __syncthreads();
-    if (tid < 2 * FP4K_NTSUMS) {
-        const int w = tid / FP4K_NTSUMS, l = tid % FP4K_NTSUMS;
-        const int64_t c = (int64_t)blockIdx.x * 2 + w;
-        if (c < p.nchunks) {
-            const double *sp = s_sum + l * ST_NT + w * CHUNK_BLOCKS;
-            double acc = 0.0;
-            for (int b = 0; b < CHUNK_BLOCKS; b++) acc = __dadd_rn(acc, sp[b]);
-            spart[c * FP4K_NTSUMS + l] = acc;
+    const RtneK rk = rtne_make<GK>(g);
+    const float gmax = g.gmax;
+    const double gmd = (double)gmax;
+    const int64_t ch = (int64_t)blockIdx.x * 2 + tid / CHUNK_BLOCKS;
+    const int kb = tid % CHUNK_BLOCKS;
+    double sx2 = 0.0, se2 = 0.0, fos = 0.0, mx = 0.0;
+    double sp_fl = 0.0, sp_sc = 0.0, sp_gr = 0.0, sp_cr = 0.0;
+    uint32_t n_blk = 0, n_cnt = 0, n_nz = 0, n_uf = 0, n_fos = 0, n_fos4 = 0, n_sp = 0;
+    int abin = -1, sbin = -1;
+    const int64_t row = ch < p.nchunks ? ch / p.cpr : 0;
+    const int64_t blk = (ch < p.nchunks ? ch - row * p.cpr : 0) * CHUNK_BLOCKS + kb;
+    if (ch < p.nchunks && blk < p.nblk) {
+        const int64_t col = blk * B;
+        const float *src = in + row * p.c.row_len + col;
+        const int real = (int)max((int64_t)0, min((int64_t)B, p.c.row_len - col));
+        float x[B];
+        if ((p.c.row_len & 3) == 0 && real == B) {
+#pragma unroll
+            for (int i = 0; i < B / 4; i++) {
+                const float4 v = __ldg((const float4 *)src + i);
+                x[4 * i] = v.x; x[4 * i + 1] = v.y; x[4 * i + 2] = v.z; x[4 * i + 3] = v.w;
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < B; j++) x[j] = j < real ? __ldg(src + j) : 0.f;
+        }
+        if (RHTN == 16) {
+            float sgl[16];
+#pragma unroll
+            for (int i = 0; i < 16; i++) sgl[i] = signs[i];
+#pragma unroll
+            for (int g0 = 0; g0 < B; g0 += 16) rht16_thread(x + g0, sgl);
+        }
+        /* fp4_block_amax: the amax over finite values, its first index, the non-finite flag
+         * (x[j] is +0 past the row's end: k_stats reads 0.f there; with RHT every j counts) */
+        float amax = 0.f;
+        int ak = 0;
+        bool bad = false;
+#pragma unroll
+        for (int j = 0; j < B; j++) {
+            const float a = fp4c_absf(x[j]);
+            const bool fin = fp4c_isfinite(a);
+            bad |= !fin;
+            if (fin && a > amax) {
+                amax = a;
+                ak = j;
+            }
+        }
+        const int jn = (int)max((int64_t)0, min((int64_t)B, p.c.counted_len - col));
+        if (!bad && jn > 0) {
+            const float amax_s = p.c.scale == 1 && p.c.weight_2d
+                                     ? tile_amax[(row / 16) * p.nblk + blk]
+                                     : amax;
+            const fp4c_blk_par bp = fp4c_block_params(p.c.scale, &s_grid, p.c.ts, p.c.nv_m,
+                                                      p.c.nv_sdec, p.c.mx_rule == 1, amax, amax_s);
+            const fp4c_blk_par b4 = fp4c_block_params(p.c.scale, &s_grid, p.c.ts, p.c.nv_m4,
+                                                      p.c.nv_sdec, p.c.mx_rule == 1, amax, amax_s);
+            const StT t6 = st_t_make(bp, amax), t4 = st_t_make(b4, amax);
+            double e6 = 0.0, e4 = 0.0;
+            const float as = p.c.scale == 3 ? p.c.tensor_amax : amax_s;
+            const double sp_rs = as > 0.f ? gmd / (double)as : 0.0;
+            const double sp_ss = as > 0.f ? (double)as / gmd : 0.0;
+#pragma unroll
+            for (int j = 0; j < B; j++) {
+                if (j >= jn) continue;
+                const float xv = x[j];
+                float aq;
+                const float xq = st_xq_rtne<GK>(rk, s_q, gmax, t6, bp, xv, aq);
+                const double dx = xv, d = __dsub_rn((double)xq, dx);
+                const double dd = __dmul_rn(d, d);
+                mx = fmax(mx, fabs(d));
+                if (j != ak) {
+                    sx2 = __dadd_rn(sx2, __dmul_rn(dx, dx));
+                    se2 = __dadd_rn(se2, dd);
+                }
+                if (xv != 0.f) {
+                    n_nz++;
+                    n_uf += aq == 0.f;
+                    const float r = __fdiv_rn(fp4c_absf(__fsub_rn(xq, xv)), fp4c_absf(xv));
+                    int k = (int)(__float_as_uint(r) >> 22) - 173;
+                    k = k < 1 ? 0 : (k > 127 ? 127 : k);
+                    atomicAdd(&s_rh[k], 1u);
+                }
+                if (p.c.split) {
+                    if (xv != 0.f && aq == 0.f) {
+                        sp_fl = __dadd_rn(sp_fl, __dmul_rn(dx, dx));
+                    } else {
+                        const double xt = st_xt_pre(s_mid, s_pre, gmd, xv, sp_rs, sp_ss);
+                        const double a = __dsub_rn((double)xq, xt), b = __dsub_rn(xt, dx);
+                        sp_sc = __dadd_rn(sp_sc, __dmul_rn(a, a));
+                        sp_gr = __dadd_rn(sp_gr, __dmul_rn(b, b));
+                        sp_cr = __dadd_rn(sp_cr, __dmul_rn(a, b));
+                    }
+                }
+                if (p.c.fos) {
+                    e6 = __dadd_rn(e6, dd);
+                    float aq4;
+                    const float xq4 = st_xq_rtne<GK>(rk, s_q, gmax, t4, b4, xv, aq4);
+                    const double d4 = __dsub_rn((double)xq4, dx);
+                    e4 = __dadd_rn(e4, __dmul_rn(d4, d4));
+                }
+            }
+            n_blk = 1;
+            n_cnt = (uint32_t)jn;
+            if (p.c.fos) {
+                const bool four = e4 < e6;
+                n_fos = 1;
+                n_fos4 = four;
+                fos = four ? e4 : e6;
+            }
+            n_sp = p.c.split ? 1u : 0u;
+            abin = amax > 0.f ? 1 + (int)(__float_as_uint(amax) >> 22) : 0;
+            if ((p.c.scale == 1 || p.c.scale == 2) && amax > 0.f) sbin = bp.sbyte;
         }
     }
-    for (int i = tid; i < 128; i += ST_NT)
-        if (s_rh[i]) atomicAdd(&sc[FP4K_SC_RERR0 + i], (unsigned long long)s_rh[i]);
+    stats_flush(tid, sx2, se2, fos, sp_fl, sp_sc, sp_gr, sp_cr, abin, sbin, n_blk, n_cnt, n_nz,
+                n_uf, n_fos, n_fos4, n_sp, mx, s_sum, s_rh, p.nchunks, spart, sc);
 }
 
 KP make_kp(const fp4k_cfg *cfg, int64_t row0, int64_t n_rows)
@@ -1346,6 +1580,10 @@ extern "C" int fp4k_quantize(const fp4k_cfg *cfg, const float *in, int64_t row0,
     return (int)cudaGetLastError();
 }
 
+static int g_stats_generic; /* fp4k_stats_generic */
+
+extern "C" void fp4k_stats_generic(int on) { g_stats_generic = on != 0; }
+
 extern "C" int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, int64_t n_rows,
                           const float *signs, const float *tile_amax, float *rot, double *spart,
                           uint64_t *scounts, void *stream)
@@ -1354,6 +1592,28 @@ extern "C" int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, in
     if (n_rows <= 0) return 0;
     const KP p = make_kp(cfg, row0, n_rows);
     cudaStream_t st = (cudaStream_t)stream;
+    const int64_t nb = (p.nchunks + 1) / 2;
+    if (!g_stats_generic && cfg->rounding == 0 && (cfg->block == 16 || cfg->block == 32) &&
+        (cfg->rht_n == 0 || cfg->rht_n == 16)) {
+        const int gk = cfg->grid.kind;
+#define SB(BB, RR, GG)                                                                         \
+    k_stats_blk<BB, RR, GG><<<(unsigned)nb, ST_NT, 0, st>>>(p, in, signs, tile_amax, spart,   \
+                                                            (unsigned long long *)scounts)
+#define SBG(BB, RR)                                                                            \
+    (gk == FP4C_GRID_UNIFORM ? SB(BB, RR, FP4C_GRID_UNIFORM)                                   \
+     : gk == FP4C_GRID_E2M1  ? SB(BB, RR, FP4C_GRID_E2M1)                                      \
+                             : SB(BB, RR, FP4C_GRID_GENERIC))
+        if (cfg->block == 16) {
+            if (cfg->rht_n) SBG(16, 16);
+            else SBG(16, 0);
+        } else {
+            if (cfg->rht_n) SBG(32, 16);
+            else SBG(32, 0);
+        }
+#undef SBG
+#undef SB
+        return (int)cudaGetLastError();
+    }
     const int th = 256;
     const int64_t P = cfg->padded_len;
     switch (cfg->rht_n) {
@@ -1372,7 +1632,6 @@ extern "C" int fp4k_stats(const fp4k_cfg *cfg, const float *in, int64_t row0, in
     default:
         return (int)cudaErrorInvalidValue;
     }
-    const int64_t nb = (p.nchunks + 1) / 2;
     k_stats<<<(unsigned)nb, ST_NT, 0, st>>>(p, in, cfg->rht_n ? rot : nullptr, tile_amax, spart,
                                            (unsigned long long *)scounts);
     return (int)cudaGetLastError();

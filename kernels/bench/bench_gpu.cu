@@ -135,6 +135,16 @@ int main(int argc, char **argv)
         {"e2m1 tensor rtne", 0, 3, 16, 0, 0},
     };
     float t_plain[4] = {0, 0, 0, 0};
+    struct SRow {
+        const char *name;
+        float gen, blk;
+        bool same;
+    };
+    std::vector<SRow> srow;
+    double *spart;
+    uint64_t *scounts;
+    CK(cudaMalloc(&spart, max_chunks * FP4K_NTSUMS * 8));
+    CK(cudaMalloc(&scounts, FP4K_NSCOUNTS * 8));
     for (const Case &k : cases) {
         fp4_qconfig q;
         fp4_qconfig_default(&q);
@@ -169,7 +179,37 @@ int main(int argc, char **argv)
             printf("   (%.3fx the time without RHT)", r.first / t_plain[k.format]);
         printf("\n");
         if (k.rht == 0 && k.scale == 0 && k.rounding == 0) t_plain[k.format] = r.first;
+        /* the recipe statistics (fp4k_stats): its general kernel, then the register-resident
+         * one where it applies; their outputs compared bit for bit */
+        std::vector<double> sp[2];
+        std::vector<uint64_t> sk[2];
+        std::pair<float, float> rs[2];
+        for (int gen = 1; gen >= 0; gen--) {
+            fp4k_stats_generic(gen);
+            auto run = [&] {
+                CK(cudaMemsetAsync(scounts, 0, FP4K_NSCOUNTS * 8));
+                CKI(fp4k_stats(&c, x, 0, n_rows, k.rht ? signs : nullptr, nullptr,
+                               k.rht ? y : nullptr, spart, scounts, nullptr));
+            };
+            rs[gen] = timeit(run);
+            run();
+            sp[gen].resize(nch * FP4K_NTSUMS);
+            sk[gen].resize(FP4K_NSCOUNTS);
+            CK(cudaMemcpy(sp[gen].data(), spart, sp[gen].size() * 8, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(sk[gen].data(), scounts, sk[gen].size() * 8, cudaMemcpyDeviceToHost));
+        }
+        fp4k_stats_generic(0);
+        const bool same = memcmp(sp[0].data(), sp[1].data(), sp[0].size() * 8) == 0 &&
+                          memcmp(sk[0].data(), sk[1].data(), sk[0].size() * 8) == 0;
+        srow.push_back({k.name, rs[1].first, rs[0].first, same});
     }
+    printf("\n%-34s %12s %12s %9s %s\n", "fp4k_stats (recipe statistics)", "general ms",
+           "block ms", "speed-up", "outputs");
+    for (const SRow &r : srow)
+        printf("%-34s %12.4f %12.4f %8.2fx %s\n", r.name, r.gen, r.blk, r.gen / r.blk,
+               r.same ? "bit-identical" : "DIFFER");
+    for (const SRow &r : srow)
+        if (!r.same) return 1;
     CK(cudaDeviceSynchronize());
     printf("\nread TB/s counts the input bytes once; 'vs copy' is against the copy's read "
            "bandwidth (its bytes read per second), as issue 6's target counts it.\n");

@@ -18,8 +18,9 @@
 #include "kernels.h"
 #endif
 
-enum { R = 48, L1 = 300, L2 = 1024 };
-static float data1[R * L1], data2[R * L2];
+enum { R = 48, L1 = 300, L2 = 1024, L3 = 301 };
+/* L1: a row tail of 12 (blocks of 16 and 32); L3: rows not float4-aligned (element loads) */
+static float data1[R * L1], data2[R * L2], data3[R * L3];
 static fp4_rht_signs sg[6]; /* none, 16, 32, 64, 128, 256 */
 
 static void fill(float *d, int n, uint64_t s, int specials)
@@ -58,6 +59,7 @@ static int setup(void **state)
     (void)state;
     fill(data1, R * L1, 12345, 1);
     fill(data2, R * L2, 777, 0);
+    fill(data3, R * L3, 4242, 0);
     static const int sizes[5] = {16, 32, 64, 128, 256};
     for (int i = 0; i < 5; i++)
         if (fp4_rht_signs_make(i == 1 ? "seed:5" : "te", sizes[i], &sg[i + 1])) return -1;
@@ -199,11 +201,33 @@ static void run_backend(fp4_backend *be, const fp4_qconfig *cfgs, int n, const f
     assert_int_equal(fp4_analysis_end(an, out), FP4_OK);
 }
 
-/* Metrics through backend.h: CPU engine vs CUDA engine, every config, two tensors. */
+/* Metrics through backend.h: CPU engine vs CUDA engine, every config, three tensors; twice:
+ * with fp4k_stats's register-resident kernel where it applies, and with its general kernel for
+ * every config (fp4k_stats_generic). */
+static void metrics_parity(int gen);
+
+static void stats_generic(int on)
+{
+#ifdef FP4_HAVE_CUDA
+    fp4k_stats_generic(on);
+#else
+    (void)on;
+#endif
+}
+
 static void test_metrics_parity(void **state)
 {
     (void)state;
     SKIP_WITHOUT_GPU();
+    for (int gen = 0; gen < 2; gen++) {
+        stats_generic(gen);
+        metrics_parity(gen);
+    }
+    stats_generic(0);
+}
+
+static void metrics_parity(int gen)
+{
     static fp4_qconfig cfgs[512];
     const int n = make_configs(cfgs, 512);
     assert_true(n > 300 && n <= 512);
@@ -215,15 +239,16 @@ static void test_metrics_parity(void **state)
     assert_int_equal(fp4_backend_open(FP4_DEVICE_CUDA, 0, &gpu), FP4_OK);
     assert_string_equal(fp4_backend_name(gpu), "cuda");
     int exact = 0, total = 0;
-    for (int t = 0; t < 2; t++) {
-        const float *d = t ? data2 : data1;
-        const int64_t len = t ? L2 : L1;
+    for (int t = 0; t < 3; t++) {
+        const float *d = t == 2 ? data3 : t ? data2 : data1;
+        const int64_t len = t == 2 ? L3 : t ? L2 : L1;
         run_backend(cpu, cfgs, n, d, R, len, R, mc);
         run_backend(gpu, cfgs, n, d, R, len, 16, mg); /* another slab split on purpose */
         for (int c = 0; c < n; c++) {
             char what[160], fn[32];
             fp4_format_name(cfgs[c].format, fn, sizeof fn);
-            snprintf(what, sizeof what, "tensor %d, %s %s/%d%s %s rht %d", t, fn,
+            snprintf(what, sizeof what, "%s stats kernel, tensor %d, %s %s/%d%s %s rht %d",
+                     gen ? "general" : "block", t, fn,
                      fp4_scale_name(cfgs[c].scale), cfgs[c].block,
                      cfgs[c].weight_2d ? " 2d" : "", fp4_rounding_name(cfgs[c].rounding),
                      cfgs[c].rht ? cfgs[c].rht->n : 0);
@@ -248,9 +273,10 @@ static void test_metrics_parity(void **state)
                 fail_msg("%s: gpu stats_ok %d, fos_ok %d", what, mg[c].stats_ok, mg[c].fos_ok);
         }
     }
-    print_message("[ INFO     ] %d configs x 2 tensors: counts identical, recipe statistics "
-                  "bit-identical, other sums within 1e-12; "
-                  "%d of %d bit-identical in every sum\n", n, exact, total);
+    print_message("[ INFO     ] %s stats kernel: %d configs x 3 tensors: counts identical, "
+                  "recipe statistics bit-identical, other sums within 1e-12; "
+                  "%d of %d bit-identical in every sum\n", gen ? "general" : "block", n, exact,
+                  total);
     fp4_backend_close(cpu);
     fp4_backend_close(gpu);
     free(mc);
