@@ -28,6 +28,15 @@ void fp4_backend_close(fp4_backend *be);
 void fp4_cuda_backend_set_device(int dev);
 /* The GPU set by fp4_cuda_backend_set_device (0 by default). */
 int fp4_cuda_backend_get_device(void);
+/* For a program whose last CUDA work is the run: on, the close of a CUDA backend starts the
+ * release of its GPU (cudaDeviceReset: the context's teardown, which the process's exit would
+ * otherwise do, 0.1 s on the H100 host) on a thread of its own, while the program writes its
+ * report; fp4_cuda_backend_release_join waits for it (call it before the program ends; a CUDA
+ * backend opened meanwhile waits for it too). Never in the library: a reset destroys every
+ * allocation and stream of the process's context, the caller's included. Off by default;
+ * no-ops without CUDA. */
+void fp4_cuda_backend_release_at_close(bool on);
+void fp4_cuda_backend_release_join(void);
 
 /* The CPUs this process may run on (its affinity mask; at least 1). */
 int fp4_cpu_count(void);

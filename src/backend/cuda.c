@@ -171,6 +171,29 @@ typedef struct cuda_an {
     int64_t b_staged, b_direct;
 } cuda_an;
 
+/* fp4_cuda_backend_release_at_close: the release thread, started by the close */
+static bool g_release_at_close, g_release_running;
+static pthread_t g_release_th;
+static int g_release_dev;
+
+static void *release_main(void *arg)
+{
+    (void)arg;
+    if (cudaSetDevice(g_release_dev) == cudaSuccess) cudaDeviceReset();
+    cudaGetLastError();
+    fp4_trace("cuda: device released");
+    return NULL;
+}
+
+void fp4_cuda_backend_release_at_close(bool on) { g_release_at_close = on; }
+
+void fp4_cuda_backend_release_join(void)
+{
+    if (!g_release_running) return;
+    pthread_join(g_release_th, NULL);
+    g_release_running = false;
+}
+
 static fp4_status cuda_fail(cudaError_t e, const char *what)
 {
     return fp4_error(FP4_ERR_DEVICE, "cuda: %s: %s", what, cudaGetErrorString(e));
@@ -349,6 +372,11 @@ static void cuda_close(fp4_backend *be)
             cudaFree(cb->a_seg);
             cudaGetLastError();
             fp4_trace("cuda: staging freed");
+            if (g_release_at_close && !g_release_running) {
+                g_release_dev = cb->dev;
+                g_release_running =
+                    pthread_create(&g_release_th, NULL, release_main, NULL) == 0;
+            }
         }
         fp4_error(FP4_OK, "%s", kept);
         free(cb);
@@ -1333,6 +1361,7 @@ int fp4_cuda_backend_get_device(void) { return g_cuda_dev; }
 fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 {
     *out = NULL;
+    fp4_cuda_backend_release_join(); /* a release under way ends first */
     /* early: the GPUs are counted on the start-up thread too (cudaGetDeviceCount is the
      * driver's start-up, 0.1-0.2 s on the H200 host, before the input could be opened), when
      * the NVIDIA driver's device nodes exist; an error (no usable GPU) then comes at the first
@@ -1372,4 +1401,6 @@ fp4_status fp4_cuda_backend_open(bool early, fp4_backend **out)
 /* Built without CUDA: backend.c answers --device cuda with FP4_ERR_DEVICE. */
 void fp4_cuda_backend_set_device(int dev) { (void)dev; }
 int fp4_cuda_backend_get_device(void) { return 0; }
+void fp4_cuda_backend_release_at_close(bool on) { (void)on; }
+void fp4_cuda_backend_release_join(void) {}
 #endif

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "cmd/commands.h"
 #include "cmd/reexec.h"
 #include "run/driver.h"
@@ -102,6 +103,9 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
 
     fp4_run run;
     memset(&run, 0, sizeof run);
+    /* the run is the program's last CUDA work (not under mpirun: MPI may use CUDA after it):
+     * the GPU's release overlaps the report's writing */
+    fp4_cuda_backend_release_at_close(!w.active);
     if (st == FP4_OK)
         st = fp4_run_analysis(&o.cfg, o.args[0], (const char *const *)(o.args + 1), o.nargs - 1,
                               &run);
@@ -131,6 +135,7 @@ fp4_status fp4_cmd_analysis(const char *command, int argc, char **argv, fp4_rht_
                        run.nerrors, run.ndatasets, run.errors[0].message);
     fp4_run_free(&run);
 out:
+    fp4_cuda_backend_release_join();
     fp4_output_forget();
     free(args);
     return st;
