@@ -509,6 +509,11 @@ static fp4_status cpu_feed_any(fp4_analysis *an, const void *rows, int w, int64_
         }
         const double tm = fp4_trace_clock();
         ca->t_feed += tm - tf;
+        /* each config's chunk sums added in (row, chunk) order, the configs on threads of their
+         * own (a config's order, so its bits, do not change): six analyses' merge took 0.4 s of
+         * an 11 s run on 16 threads when it ran on one (H100 host) */
+        const int mt = T < n ? T : n;
+#pragma omp parallel for schedule(static, 1) num_threads(mt) if (mt > 1 && bn * ca->plans[0].nchunk >= 1024)
         for (int c = 0; c < n; c++) {
             const int64_t k = bn * ca->plans[c].nchunk;
             for (int64_t i = 0; i < k; i++) {
@@ -633,7 +638,7 @@ static fp4_status cpu_end(fp4_analysis *an, fp4_metrics *out)
             out[c].tensor_amax = ca->amax[c];
     }
     fp4_trace("cpu: amax loops %.4f s, quantization loops %.4f s (threads busy %.2f of %d), "
-              "serial merge %.4f s, batch %lld rows",
+              "merge %.4f s, batch %lld rows",
               ca->t_amax, ca->t_feed, ca->t_feed > 0 ? ca->t_busy / ca->t_feed : 0.0, T,
               ca->t_merge, (long long)ca->batch_rows);
     return FP4_OK;

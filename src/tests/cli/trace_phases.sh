@@ -41,12 +41,12 @@ for d in (a, b):
     d.pop("argv", None)
 sys.exit(0 if a == b else "the trace changed the report")
 PY
-# the per-phase sums: the reader's reads and waits, the CPU backend's loops and serial merge,
+# the per-phase sums: the reader's reads and waits, the CPU backend's loops and merge,
 # one line per tensor read and per tensor analysed (5), and the reader's totals
 nt=5
 for pat in 'reader: tensor [0-9]+ read: [0-9]+ bytes, [0-9.]+ s in reads \([0-9.]+ GB/s\), [0-9.]+ s waiting for room, [0-9.]+ s in all' \
            "reader: the analysis waited [0-9.]+ s for tensor [0-9]+'s slabs" \
-           'cpu: amax loops [0-9.]+ s, quantization loops [0-9.]+ s \(threads busy [0-9.]+ of 2\), serial merge [0-9.]+ s, batch [0-9]+ rows'; do
+           'cpu: amax loops [0-9.]+ s, quantization loops [0-9.]+ s \(threads busy [0-9.]+ of 2\), merge [0-9.]+ s, batch [0-9]+ rows'; do
     n=$(grep -c -E "$pat" "$tmp/err")
     [ "$n" -eq "$nt" ] || { echo "want $nt lines matching '$pat', got $n:"; cat "$tmp/err"; exit 1; }
 done
