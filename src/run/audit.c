@@ -10,6 +10,7 @@
 
 #include "base/common.h"
 #include "base/progress.h"
+#include "io/mapguard.h"
 #include "io/pario.h"
 #include "io/source.h"
 #include "num/metrics.h"
@@ -632,11 +633,11 @@ typedef struct slab_work {
     const float *x;
     float *dec, *rec, *swz, *rq;
     piece_counts *pc;
+    int faulted; /* a piece touched a page of the export the file no longer holds */
 } slab_work;
 
-static void slab_piece(void *ctx, int64_t k)
+static void slab_piece_run(const slab_work *w, int64_t k)
 {
-    const slab_work *w = ctx;
     const fp4_qtensor *q = w->q;
     const int64_t a = k * w->rows_per_piece;
     const int64_t nr = w->nr - a < w->rows_per_piece ? w->nr - a : w->rows_per_piece;
@@ -711,6 +712,70 @@ static void slab_piece(void *ctx, int64_t k)
     }
 }
 
+typedef struct slab_piece_args {
+    const slab_work *w;
+    int64_t k;
+} slab_piece_args;
+
+static void slab_piece_guarded(void *ctx)
+{
+    const slab_piece_args *a = ctx;
+    slab_piece_run(a->w, a->k);
+}
+
+/* Piece k of a slab: its reads of the export's mapping under io/mapguard.h, on the thread
+ * that runs it (a pool thread); a page the file no longer holds sets w->faulted. */
+static void slab_piece(void *ctx, int64_t k)
+{
+    slab_work *w = ctx;
+    slab_piece_args a = {w, k};
+    if (!fp4_mapguard_call(slab_piece_guarded, &a))
+        __atomic_store_n(&w->faulted, 1, __ATOMIC_RELAXED);
+}
+
+/* fp4_quant_decode of the export's bytes (its mapping) under io/mapguard.h. */
+typedef struct decode_args {
+    const fp4_qtensor *q;
+    const uint8_t *packed, *scales;
+    float global;
+    int64_t row0, nrows;
+    float *out;
+} decode_args;
+
+static void decode_run(void *ctx)
+{
+    const decode_args *a = ctx;
+    fp4_quant_decode(a->q, a->packed, a->scales, a->global, a->row0, a->nrows, a->out);
+}
+
+/* n bytes of the export's mapping copied into `to` under io/mapguard.h. */
+typedef struct copy_args {
+    void *to;
+    const uint8_t *from;
+    size_t n;
+} copy_args;
+
+static void copy_run(void *ctx)
+{
+    const copy_args *a = ctx;
+    memcpy(a->to, a->from, a->n);
+}
+
+static fp4_status shrank(fp4_source *qsrc, const fp4_qtensor *q)
+{
+    return fp4_error(FP4_ERR_INPUT, "%s: %s: the file shrank while it was read (truncated)",
+                     fp4_source_file(qsrc), q->name);
+}
+
+static void (*audit_test_hook)(void *ctx, const char *tensor); /* fp4_audit_set_test_hook */
+static void *audit_test_ctx;
+
+void fp4_audit_set_test_hook(void (*fn)(void *ctx, const char *tensor), void *ctx)
+{
+    audit_test_hook = fn;
+    audit_test_ctx = ctx;
+}
+
 static void counts_merge(fp4_audit_tensor *t, const piece_counts *c)
 {
     for (int k = 0; k < 16; k++) {
@@ -769,6 +834,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     float global = 1.0f;
     int64_t np = 0, ns = 0;
     FP4_TRY(fp4_quant_bytes_n(qsrc, q, &packed, &np, &scales, &ns, &global));
+    if (audit_test_hook) audit_test_hook(audit_test_ctx, q->name);
     const bool nv = q->format == FP4_QF_NVFP4;
     const float grule = nv ? fp4_audit_global_rule(q->producer, group_amax) : 1.0f;
     t->global_stored = global;
@@ -788,14 +854,35 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
     t->hyp_tried[FP4_AUDIT_H_SWIZZLE] = first && nv && !gguf && q->rank == 2 &&
                                         q->rows % 128 == 0 && q->scale_cols % 4 == 0;
     const fp4_backend *be = first ? bu->be : NULL; /* a hypothesis alone: the CPU */
+    /* on a device the stored bytes are handed to the backend's upload, which no guard can
+     * leave: a copy of them (np + ns bytes, in host memory while the tensor is audited) taken
+     * under io/mapguard.h, read by every step below in place of the mapping */
+    uint8_t *own = NULL;
+    if (be) {
+        const bool one = scales == packed && ns == np; /* ggml: the scales inside the blocks */
+        own = malloc((size_t)(one ? np : np + ns) + 1);
+        if (!own) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        copy_args cp = {own, packed, (size_t)np}, cs = {own + np, scales, (size_t)ns};
+        if (!fp4_mapguard_call(copy_run, &cp) || (!one && !fp4_mapguard_call(copy_run, &cs))) {
+            free(own);
+            return shrank(qsrc, q);
+        }
+        packed = own;
+        scales = one ? own : own + np;
+    }
 
     int64_t rows_per, count;
     slab_plan(q, &rows_per, &count);
     const int64_t K = q->dims[q->rank - 1], nb = K / q->block;
     if (t->source_transposed == 2) {
         /* gpt-oss R = K: the orientation whose first expert the export matches better */
-        FP4_TRY(pair_read(src, d, 0, 1, x));
-        fp4_quant_decode(q, packed, scales, global, 0, rows_per, dec);
+        fp4_status os = pair_read(src, d, 0, 1, x);
+        decode_args da = {q, packed, scales, global, 0, rows_per, dec};
+        if (os == FP4_OK && !fp4_mapguard_call(decode_run, &da)) os = shrank(qsrc, q);
+        if (os != FP4_OK) {
+            free(own);
+            return os;
+        }
         double e0 = 0.0, e1 = 0.0;
         for (int64_t r = 0; r < rows_per; r++)
             for (int64_t k = 0; k < K; k++) {
@@ -820,7 +907,10 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         fp4_quant_qdec(&other, &qd[2]);
         const int64_t maxr = q->rank == 1 ? 1 : count * rows_per;
         seg = malloc((size_t)(maxr * seg_row * FP4C_AS_N) * sizeof *seg);
-        if (!seg) return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        if (!seg) {
+            free(own);
+            return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+        }
     }
     slab_work w = {.q = q, .recip = &recip, .other = &other, .dq = &dq,
                    .flip = as == FP4_AUDIT_H_NIBBLE_SWAP, .packed = packed,
@@ -866,6 +956,11 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
             fp4_pario_for(slab_piece, &w, npieces, nth);
         else
             for (int64_t k = 0; k < npieces; k++) slab_piece(&w, k);
+        if (__atomic_load_n(&w.faulted, __ATOMIC_RELAXED)) { /* counts, decodes not whole */
+            free(pc);
+            st = shrank(qsrc, q);
+            break;
+        }
         for (int64_t k = 0; k < npieces; k++) counts_merge(t, &pc[k]);
         free(pc);
         if (be) { /* the device's per-segment sums, in the CPU's order */
@@ -893,6 +988,7 @@ static fp4_status audit_tensor(fp4_source *src, fp4_source *qsrc, const src_pair
         sums_add_nonamax(&t->requant_na, x, bu->rq, nr, K, q->block);
     }
     free(seg);
+    free(own);
     if (st != FP4_OK) return st;
     if (nonfinite > 0)
         return fp4_error(FP4_ERR_INPUT,

@@ -205,6 +205,14 @@ void fp4_audit_set_progress(int verbosity);
  * report is the same bit for bit. A run asked for CUDA without one fails with FP4_ERR_DEVICE. */
 void fp4_audit_set_device(fp4_device dev);
 
+/* Tests only: fn(ctx, NAME) is called as each quantized tensor NAME's audit pass begins, its
+ * export's bytes located (fp4_quant_bytes_n: the per-tensor scale already copied) and none of
+ * its packed codes or block scales read yet, so a test can cut the file there; NULL: none. A
+ * tensor whose export loses pages it held while they are read (the orientation decode, the
+ * slabs' decodes and counts, the copy a device upload takes) is the errors entry "QUANTIZED:
+ * NAME: the file shrank while it was read (truncated)" (io/mapguard.h, SPEC §8). */
+void fp4_audit_set_test_hook(void (*fn)(void *ctx, const char *tensor), void *ctx);
+
 /* --- the rules, exposed for tests ---------------------------------------------------------- */
 
 /* Whether stored value v*s is a nearest grid point of x (fp64; ties count as nearest, beyond

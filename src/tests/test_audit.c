@@ -3,6 +3,7 @@
  * and the audit of the fixtures (round-to-nearest exports: every scale byte reproduced; a
  * swapped nibble order named). */
 #include <math.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -500,9 +501,143 @@ static void test_fixtures(void **state)
     fp4_audit_free(&a);
 }
 
+/* The export cut short by another process while the audit reads it (fp4_audit_set_test_hook:
+ * cut as tensor `name`'s pass begins, its per-tensor scale copied, nothing else of it read):
+ * every read of its packed codes and block scales is under io/mapguard.h, so the tensor is an
+ * errors entry saying the file shrank, never SIGBUS, and the tensors the file still holds are
+ * audited as before. */
+typedef struct cut_at {
+    const char *name;
+    char file[4200];
+    off_t size;
+    int fired;
+} cut_at;
+
+static void cut_hook(void *ctx, const char *tensor)
+{
+    cut_at *c = ctx;
+    if (strcmp(tensor, c->name) != 0) return;
+    assert_int_equal(truncate(c->file, c->size), 0);
+    c->fired++;
+}
+
+static void copy_into(const char *from, const char *dir, const char *name)
+{
+    char cmd[8600];
+    snprintf(cmd, sizeof cmd, "cp -- '%s' '%s/%s'", from, dir, name);
+    assert_int_equal(system(cmd), 0);
+}
+
+static const fp4_audit_error *error_of(const fp4_audit *a, const char *tensor)
+{
+    for (int i = 0; i < a->nerrors; i++)
+        if (strcmp(a->errors[i].tensor, tensor) == 0) return &a->errors[i];
+    return NULL;
+}
+
+static void expect_shrank(const fp4_audit *a, const char *tensor)
+{
+    const fp4_audit_error *e = error_of(a, tensor);
+    assert_non_null(e);
+    assert_int_equal(e->status, FP4_ERR_INPUT);
+    char want[512];
+    snprintf(want, sizeof want, "%s: the file shrank while it was read (truncated)", tensor);
+    if (!strstr(e->message, want)) fail_msg("%s: %s", tensor, e->message);
+}
+
+/* ModelOpt NVFP4 (q, k, v in the first page; down_proj's codes and scales from byte 3716 on:
+ * its codes past 4096 and its scales are gone), on `dev`: the other three as the whole file
+ * gives them, bit for bit. */
+static void shrunk_modelopt(fp4_device dev)
+{
+    static const char dn[] = "model.layers.0.mlp.down_proj.weight";
+    fp4_audit_set_device(dev);
+    fp4_audit ref;
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", "testdata/quantized/modelopt_nvfp4",
+                                   NULL, 0, &ref),
+                     FP4_OK);
+    assert_int_equal(ref.nerrors, 0);
+    assert_int_equal(ref.n, 4);
+    char *d = fp4t_tmpdir();
+    copy_into("testdata/quantized/modelopt_nvfp4/model.safetensors", d, "model.safetensors");
+    copy_into("testdata/quantized/modelopt_nvfp4/hf_quant_config.json", d, "hf_quant_config.json");
+    cut_at c = {.name = dn, .size = 4096};
+    snprintf(c.file, sizeof c.file, "%s/model.safetensors", d);
+    fp4_audit_set_test_hook(cut_hook, &c);
+    fp4_audit a;
+    assert_int_equal(fp4_audit_run("testdata/quantized/source", d, NULL, 0, &a), FP4_OK);
+    fp4_audit_set_test_hook(NULL, NULL);
+    assert_int_equal(c.fired, 1);
+    assert_int_equal(a.nerrors, 1);
+    expect_shrank(&a, dn);
+    int audited = 0;
+    for (int i = 0; i < a.n; i++) {
+        const fp4_audit_tensor *t = &a.t[i];
+        if (strcmp(t->name, dn) == 0) {
+            assert_int_equal(t->layout_fit, -1);
+            continue;
+        }
+        const fp4_audit_tensor *r = NULL;
+        for (int j = 0; j < ref.n; j++)
+            if (strcmp(ref.t[j].name, t->name) == 0) r = &ref.t[j];
+        assert_non_null(r);
+        assert_int_equal(t->layout_fit, FP4_AUDIT_H_DECLARED);
+        assert_int_equal(t->scale_match, r->scale_match);
+        assert_int_equal(t->scale_bytes, r->scale_bytes);
+        assert_int_equal(t->nonnearest, r->nonnearest);
+        assert_memory_equal(t->histogram, r->histogram, sizeof t->histogram);
+        assert_memory_equal(&t->export_, &r->export_, sizeof t->export_);
+        assert_memory_equal(&t->requant, &r->requant, sizeof t->requant);
+        audited++;
+    }
+    assert_int_equal(audited, 3);
+    assert_string_equal(a.device, ref.device);
+    fp4_audit_free(&a);
+    fp4_audit_free(&ref);
+    fp4_audit_set_device(FP4_DEVICE_CPU);
+    fp4t_rmtree(d);
+}
+
+static void test_shrunk(void **state)
+{
+    (void)state;
+    shrunk_modelopt(FP4_DEVICE_CPU);
+    /* gpt-oss' square down_proj ([E, R, K], R = K = 64) against transformers' [E, K, R]: its
+     * orientation is chosen from the first expert's decode, the first read of its codes (from
+     * byte 36788 on; the file cut to 36864) */
+    static const char dn[] = "model.layers.0.mlp.experts.down_proj";
+    char *d = fp4t_tmpdir();
+    copy_into("testdata/quantized/producer/gptoss_mxfp4/model.safetensors", d,
+              "model.safetensors");
+    copy_into("testdata/quantized/producer/gptoss_mxfp4/config.json", d, "config.json");
+    cut_at c = {.name = dn, .size = 36864};
+    snprintf(c.file, sizeof c.file, "%s/model.safetensors", d);
+    fp4_audit_set_test_hook(cut_hook, &c);
+    fp4_audit a;
+    const char *sel[] = {dn};
+    assert_int_equal(fp4_audit_run("testdata/quantized/producer/gptoss_source", d, sel, 1, &a),
+                     FP4_OK);
+    fp4_audit_set_test_hook(NULL, NULL);
+    assert_int_equal(c.fired, 1);
+    assert_int_equal(a.nerrors, 1);
+    expect_shrank(&a, dn);
+    fp4_audit_free(&a);
+    fp4t_rmtree(d);
+    /* on a GPU the stored bytes are copied under the guard before their upload */
+    fp4_backend *be = NULL;
+    const bool gpu = fp4_backend_open(FP4_DEVICE_CUDA, 1, &be) == FP4_OK && fp4_backend_audits(be);
+    if (be) fp4_backend_close(be);
+    fp4_error_clear();
+    if (gpu) shrunk_modelopt(FP4_DEVICE_CUDA);
+    else print_message("[ SKIP     ] no CUDA GPU here: the device audit of a shrunk file not run\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* first: cmocka resets SIGBUS's action after each test, so io/mapguard's handler,
+         * installed once, stands only in the first test that maps a file */
+        cmocka_unit_test(test_shrunk),
         cmocka_unit_test(test_is_nearest),   cmocka_unit_test(test_e2m1_rtne),
         cmocka_unit_test(test_global_rules), cmocka_unit_test(test_block_rules),
         cmocka_unit_test(test_sqnr),
