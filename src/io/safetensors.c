@@ -23,7 +23,8 @@ typedef struct st_file {
     uint64_t size;
     fp4_st_header h;
     char cut_why[128]; /* "" once the header is read; else why it cannot be (the file is cut
-                          short inside it): a shard's tensors then errors entries saying so */
+                          short inside it, or a shard the index names is missing): its tensors
+                          then errors entries saying so (st_cut_shard, st_cut_file) */
 } st_file;
 
 typedef struct st_entry {
@@ -208,6 +209,8 @@ static fp4_status st_map(const char *path, const char *named_by, const char *roo
     const char *why;
     int fd = fp4_open_regular(path, &sb, &why); /* a FIFO shard is refused, never waited on */
     if (fd < 0) {
+        if (named_by && strcmp(why, "no such file") == 0) /* only the tensors it holds fail */
+            snprintf(f->cut_why, sizeof f->cut_why, "no such file (a shard the index names)");
         if (named_by)
             return fp4_error(FP4_ERR_INPUT, "%s: %s: %s (a shard the index names)", named_by,
                              path, why);
@@ -282,10 +285,10 @@ static int cmp_entry(const void *a, const void *b)
     return x->f - y->f;
 }
 
-/* A shard cut short inside its header (f->cut_why): the tensors the index gives it (shard
- * number `shard`), each `cut` with the reason as its problem, so that each is an errors entry
- * naming the shard and the other shards are read (SPEC section 8). Nothing else of the file
- * is known: a tensor it holds that the index does not list is not seen. */
+/* A shard cut short inside its header or missing (f->cut_why): the tensors the index gives it
+ * (shard number `shard`), each `cut` with the reason as its problem, so that each is an errors
+ * entry naming the shard and the other shards are read (SPEC section 8). Nothing else of the
+ * file is known: a tensor it holds that the index does not list is not seen. */
 static fp4_status st_cut_shard(st_file *f, const fp4_st_index *ix, int shard)
 {
     fp4_st_header_free(&f->h);
@@ -304,6 +307,34 @@ static fp4_status st_cut_shard(st_file *f, const fp4_st_index *ix, int shard)
         t->cut = true;
         snprintf(t->problem, sizeof t->problem, "%s", f->cut_why);
     }
+    fp4_error_clear();
+    return FP4_OK;
+}
+
+/* A file of a directory without an index cut short inside its header (f->cut_why): no name of
+ * its tensors is known, so it stands as one entry named "[FILE]" (its base name in brackets,
+ * which no tensor of the directory's other files may also be named), `cut` with the reason,
+ * so that it is one errors entry naming the file and the other files are read (SPEC
+ * section 8). */
+static fp4_status st_cut_file(st_file *f)
+{
+    fp4_st_header_free(&f->h);
+    memset(&f->h, 0, sizeof f->h);
+    const char *base = strrchr(f->path, '/');
+    base = base ? base + 1 : f->path;
+    const size_t n = strlen(base) + 3;
+    fp4_st_tensor *t = calloc(1, sizeof *t);
+    if (!t || !(t->name = malloc(n))) {
+        free(t);
+        return fp4_error(FP4_ERR_INTERNAL, "out of memory");
+    }
+    snprintf(t->name, n, "[%s]", base);
+    f->h.t = t;
+    f->h.n = 1;
+    snprintf(t->dtype, sizeof t->dtype, "unknown");
+    t->nelems = -1;
+    t->cut = true;
+    snprintf(t->problem, sizeof t->problem, "%.88s: none of its tensors can be named", f->cut_why);
     fp4_error_clear();
     return FP4_OK;
 }
@@ -411,6 +442,7 @@ static fp4_status st_open_dir(st_src *s, const char *dir)
     for (int i = 0; i < nn; i++) {
         st = st_map(names[i], NULL, s->root, &s->files[i]);
         s->nfiles = i + 1;
+        if (st != FP4_OK && s->files[i].cut_why[0]) st = st_cut_file(&s->files[i]);
         if (st != FP4_OK) goto out;
         total += s->files[i].h.n;
     }

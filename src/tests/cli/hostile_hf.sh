@@ -45,6 +45,17 @@ for cut_at in (5, 40):
     open(os.path.join(c, "s2.safetensors"), "wb").write(b[:cut_at])
     json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
               open(os.path.join(c, "model.safetensors.index.json"), "w"))
+    # the same two files in a directory without an index: s2's tensors cannot be named, it is
+    # one errors entry "[s2.safetensors]", s1 is read
+    c2 = os.path.join(d, "cutdir%d" % cut_at)
+    os.makedirs(c2)
+    for n in ("s1.safetensors", "s2.safetensors"):
+        open(os.path.join(c2, n), "wb").write(open(os.path.join(c, n), "rb").read())
+# an index naming a shard that is missing: only the tensors it maps there fail
+os.makedirs(os.path.join(d, "missshard"))
+st("missshard/s1.safetensors", json.dumps({"x": T("F32", [64], 0, 256)}), w)
+json.dump({"weight_map": {"x": "s1.safetensors", "y": "s2.safetensors", "z": "s2.safetensors"}},
+          open(os.path.join(d, "missshard/model.safetensors.index.json"), "w"))
 json.dump({"weight_map": {"w": "self.safetensors.index.json"}}, open(os.path.join(d, "self.safetensors.index.json"), "w"))
 # cut past any size: [8, 2^64 - 1] of an unknown type after 8 bytes of data
 st("hugecut.safetensors", json.dumps({"a": T("F32", [2], 0, 8), "u": T("X9", [1], 8, (1 << 64) - 1)}), b"\0" * 8)
@@ -97,8 +108,6 @@ bad nul.safetensors "NUL"
 bad gap.safetensors "belong to no tensor"
 bad badmeta.safetensors "not a string"
 bad self.safetensors.index.json "self.safetensors.index.json: weight_map names the index itself as a shard"
-bad missing/model.safetensors.index.json "model-00001-of-00002.safetensors: no such file"
-bad missing "model-00001-of-00002.safetensors: no such file"
 bad notheld/model.safetensors.index.json "b: listed in .*s1.safetensors, which does not hold it"
 bad escape/model.safetensors.index.json "not a file beside the index"
 bad trunc.npy "data truncated"
@@ -139,6 +148,7 @@ cut hugecut.safetensors --all-tensors -- a u
 # errors entries naming the shard and why, exit 3; ls lists all three, exit 0
 "$FP4DIAG" sqnr --all-tensors "$tmp/cutshard/s1.safetensors" -q -o "$tmp/x.json" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 for c in cuthead5 cuthead40 cuthead5/model.safetensors.index.json; do
+    rm -f "$tmp/r.json"
     "$FP4DIAG" sqnr --all-tensors "$tmp/$c" -q -o "$tmp/r.json" 2>"$tmp/err"
     rc=$?
     python3 - "$tmp/r.json" "$tmp/x.json" "$c" <<'PY' || { echo "$c: exit $rc"; cat "$tmp/err"; fail=1; }
@@ -176,9 +186,59 @@ PY
 done
 "$FP4DIAG" ls "$tmp/cuthead5" >"$tmp/out" 2>"$tmp/err" && grep -q '^y  *? *unknown ' "$tmp/out" ||
     { echo "cuthead5: ls table"; cat "$tmp/out" "$tmp/err"; fail=1; }
-# a single file (or a directory without an index) cut inside its header is refused whole: no
-# index names its tensors
+# a single file cut inside its header is refused whole: nothing names its tensors
 bad cuthead40/s2.safetensors "header size 130 runs past the end of the file (40 bytes)"
+# a directory without an index holding such a file: that file one errors entry naming it
+# ("[s2.safetensors]": its tensors' names are unknown), x analysed as read alone, exit 3; an
+# index naming a missing shard: each tensor it maps there an errors entry naming the tensor and
+# the shard, x analysed, exit 3; ls lists them (exit 0), its JSON the schema's
+for c in cutdir5 cutdir40 missshard missshard/model.safetensors.index.json missing; do
+    rm -f "$tmp/r.json"
+    "$FP4DIAG" sqnr --all-tensors "$tmp/$c" -q -o "$tmp/r.json" 2>"$tmp/err"
+    rc=$?
+    python3 - "$tmp/r.json" "$tmp/x.json" "$c" <<'PY' || { echo "$c: exit $rc"; cat "$tmp/err"; fail=1; }
+import json, sys
+r, x, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+errs = {e["tensor"]: e["message"] for e in r["errors"]}
+if c == "missing":  # its only shard missing: its only tensor an errors entry
+    assert r["tensors"] == [] and list(errs) == ["a"], (r["tensors"], errs)
+    assert errs["a"].endswith("/missing: a: model-00001-of-00002.safetensors: no such file "
+                              "(a shard the index names)"), errs
+    sys.exit(0)
+assert [t["name"] for t in r["tensors"]] == ["x"], r["tensors"]
+assert r["tensors"][0]["results"] == x["tensors"][0]["results"]
+if c.startswith("miss"):
+    assert sorted(errs) == ["y", "z"], errs
+    for n, m in errs.items():
+        assert m.endswith("/" + c + ": " + n + ": s2.safetensors: no such file (a shard the "
+                          "index names)"), m
+else:
+    assert list(errs) == ["[s2.safetensors]"], errs
+    why = ("5 bytes: too short for a safetensors header (truncated)" if c == "cutdir5" else
+           "header size 130 runs past the end of the file (40 bytes): truncated")
+    assert errs["[s2.safetensors]"].endswith("/%s: [s2.safetensors]: s2.safetensors: %s: none "
+                                             "of its tensors can be named" % (c, why)), errs
+PY
+    [ $rc -eq 3 ] || { echo "$c: exit $rc, wanted 3"; fail=1; }
+    "$FP4DIAG" ls --json "$tmp/$c" >"$tmp/ls.json" 2>"$tmp/err" || { echo "$c: ls"; cat "$tmp/err"; fail=1; }
+    python3 - "$tmp/ls.json" "$PWD/schema/ls.schema.json" "$c" <<'PY' || { echo "$c: ls --json"; fail=1; }
+import json, sys
+r, c = json.load(open(sys.argv[1])), sys.argv[3]
+ds = {t["name"]: t for t in r["datasets"]}
+bad = ["a"] if c == "missing" else ["y", "z"] if c.startswith("miss") else ["[s2.safetensors]"]
+assert sorted(ds) == sorted(bad + ([] if c == "missing" else ["x"])), ds
+for n in bad:
+    t = ds[n]
+    assert t["shape"] is None and t["dtype"] == "unknown" and t["logical_bytes"] is None, t
+    assert t["stored_bytes"] == 0 and t["offset"] is None, t
+    assert t["problem"].startswith(t["shard"] + ": "), t
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(0)
+jsonschema.Draft202012Validator(json.load(open(sys.argv[2]))).validate(r)
+PY
+done
 # ls of it: its sizes null or what the file holds (never negative), the schema's
 "$FP4DIAG" ls --json "$tmp/hugecut.safetensors" >"$tmp/ls.json" 2>"$tmp/err" || { cat "$tmp/err"; fail=1; }
 python3 - "$tmp/ls.json" "$PWD/schema/ls.schema.json" <<'PY' || { echo "hugecut: ls"; fail=1; }
