@@ -1,8 +1,10 @@
 /* fuzz_stsource.c — libFuzzer target over the safetensors and NumPy sources as a run reads them
  * (io/safetensors.c, io/npy.c), not only their header parsers (fuzz_tsparse): the input bytes
  * as (1) a model.safetensors.index.json beside two fixed shards, opened named and as its
- * directory; (2) an .npz archive (stored and deflated members: CRC-32 checks, inflating,
- * member headers, sizes against the directory); (3) a .safetensors file. Every tensor is
+ * directory (a shard it names that is missing fails only its tensors); (2) an .npz archive
+ * (stored and deflated members: CRC-32 checks, inflating, member headers, sizes against the
+ * directory); (3) a .safetensors file, alone and (4) beside the two shards in a directory
+ * without an index (a file cut inside its header: one entry "[FILE]"). Every tensor is
  * selected, described and read in slabs (fp32 and stored words into buffers of their exact
  * size), plus the -o check's list of input files. Nothing may crash, leak, hang or read
  * outside a buffer. */
@@ -103,9 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     remove(p);
     /* (2) as an .npz (and a lone .npy when it is one), (3) as a .safetensors file */
     fz_source(fz_write_file("input.npz", data, size));
-    fz_source(fz_write_file("input.safetensors", data, size));
     snprintf(p, sizeof p, "%s/input.npz", fz_scratch());
     remove(p);
+    fz_source(fz_write_file("input.safetensors", data, size));
+    fz_source(fz_scratch()); /* (4) s1, s2 and it, no index */
     snprintf(p, sizeof p, "%s/input.safetensors", fz_scratch());
     remove(p);
     return 0;
